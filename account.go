@@ -1,0 +1,243 @@
+package billing
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Account is a tenant of the service. Every record belongs to exactly one
+// account, and API keys authenticate as one account.
+type Account struct {
+	ID        string    `json:"serviceAccountId"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// CreateAccountParams are the fields of a new account.
+type CreateAccountParams struct {
+	Name string
+}
+
+// APIKey is an API key without its secret. The secret is shown once, when
+// the key is created; only its SHA-256 hash is stored.
+type APIKey struct {
+	ID               string     `json:"keyId"`
+	ServiceAccountID string     `json:"serviceAccountId"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	RevokedAt        *time.Time `json:"revokedAt,omitempty"`
+}
+
+// NewAPIKey is a freshly created API key with its secret, which is never
+// available again.
+type NewAPIKey struct {
+	APIKey
+	Secret string `json:"secret"`
+}
+
+// Authorization returns the value of an Authorization header that
+// authenticates with this key.
+func (k *NewAPIKey) Authorization() string {
+	return BasicAuthorization(k.ID, k.Secret)
+}
+
+// BasicAuthorization returns "Basic base64(keyID:secret)".
+func BasicAuthorization(keyID, secret string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(keyID+":"+secret))
+}
+
+// ParseBasicAuthorization parses an Authorization header value of the form
+// "Basic base64(keyID:secret)". ok is false for anything else.
+func ParseBasicAuthorization(header string) (keyID, secret string, ok bool) {
+	scheme, payload, found := strings.Cut(header, " ")
+	if !found || !strings.EqualFold(scheme, "Basic") || len(payload) > 1024 {
+		return "", "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(payload))
+	if err != nil {
+		return "", "", false
+	}
+	keyID, secret, found = strings.Cut(string(raw), ":")
+	if !found || keyID == "" || secret == "" {
+		return "", "", false
+	}
+	return keyID, secret, true
+}
+
+// apiKeyRecord is the stored form of an API key.
+type apiKeyRecord struct {
+	APIKey
+	SecretHash []byte `json:"secretHash"`
+}
+
+// CreateAccount creates an account. Returns validation_failed for a missing
+// or over-long name.
+func (s *Service) CreateAccount(ctx context.Context, p CreateAccountParams) (*Account, error) {
+	var v validator
+	s.checkString(&v, "name", p.Name, true)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	a := &Account{ID: s.newID(), Name: p.Name, CreatedAt: s.clock()}
+	return mutate(ctx, s, a.ID, func(tx Tx) (*Account, error) {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		return a, tx.Insert(ctx, tableAccounts, []byte(a.ID), b)
+	})
+}
+
+// GetAccount returns an account. Returns not_found if it does not exist.
+func (s *Service) GetAccount(ctx context.Context, id string) (*Account, error) {
+	var a *Account
+	err := s.view(ctx, func(tx Tx) (err error) {
+		a, err = getRecord[Account](ctx, tx, tableAccounts, []byte(id))
+		return lookupErr(err, "account")
+	})
+	return a, err
+}
+
+// ListAccounts returns every account, oldest first. It is an operator
+// function (the CLI), not part of the tenant API.
+func (s *Service) ListAccounts(ctx context.Context) ([]Account, error) {
+	var out []Account
+	err := s.view(ctx, func(tx Tx) error {
+		return tx.Scan(ctx, tableAccounts, Range{}, func(_, v []byte) error {
+			var a Account
+			if err := json.Unmarshal(v, &a); err != nil {
+				return err
+			}
+			out = append(out, a)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// CreateAPIKey creates an API key for an account and returns it with its
+// secret, which is not stored and cannot be shown again. Returns not_found
+// if the account does not exist.
+func (s *Service) CreateAPIKey(ctx context.Context, accountID string) (*NewAPIKey, error) {
+	raw := make([]byte, 32)
+	if _, err := io.ReadFull(s.rand, raw); err != nil {
+		return nil, internal(err)
+	}
+	k := &NewAPIKey{
+		APIKey: APIKey{ID: s.newID(), ServiceAccountID: accountID, CreatedAt: s.clock()},
+		Secret: "sk_" + base64.RawURLEncoding.EncodeToString(raw),
+	}
+	hash := sha256.Sum256([]byte(k.Secret))
+	return mutate(ctx, s, accountID, func(tx Tx) (*NewAPIKey, error) {
+		if _, err := tx.Get(ctx, tableAccounts, []byte(accountID)); err != nil {
+			return nil, lookupErr(err, "account")
+		}
+		rec := apiKeyRecord{APIKey: k.APIKey, SecretHash: hash[:]}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Insert(ctx, tableAPIKeys, []byte(k.ID), b); err != nil {
+			return nil, err
+		}
+		return k, nil
+	})
+}
+
+// ListAPIKeys returns the API keys of an account, revoked ones included,
+// oldest first.
+func (s *Service) ListAPIKeys(ctx context.Context, accountID string) ([]APIKey, error) {
+	var out []APIKey
+	err := s.view(ctx, func(tx Tx) error {
+		return tx.Scan(ctx, tableAPIKeys, Range{}, func(_, v []byte) error {
+			var r apiKeyRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			if r.ServiceAccountID == accountID {
+				out = append(out, r.APIKey)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// RevokeAPIKey revokes an API key; it stops authenticating at once. Revoking
+// a revoked key changes nothing. Returns not_found if the key does not exist.
+func (s *Service) RevokeAPIKey(ctx context.Context, keyID string) (*APIKey, error) {
+	now := s.clock()
+	return mutate(ctx, s, "", func(tx Tx) (*APIKey, error) {
+		r, err := getRecord[apiKeyRecord](ctx, tx, tableAPIKeys, []byte(keyID))
+		if err != nil {
+			return nil, lookupErr(err, "API key")
+		}
+		if r.RevokedAt == nil {
+			r.RevokedAt = &now
+			if err := putRecord(ctx, tx, tableAPIKeys, []byte(keyID), r); err != nil {
+				return nil, err
+			}
+		}
+		return &r.APIKey, nil
+	})
+}
+
+// dummySecretHash is compared against when a key id is unknown, so an
+// unknown key costs the same work as a known one with a wrong secret.
+var dummySecretHash = sha256.Sum256([]byte("billingd: no such key"))
+
+// Authenticate checks an API key id and secret and returns the key. The
+// secret is compared in constant time on fixed-length hashes, and an
+// unknown key id costs the same as a wrong secret. Returns unauthorized for
+// an unknown, revoked or wrong key, without saying which.
+func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIKey, error) {
+	given := sha256.Sum256([]byte(secret))
+	var rec *apiKeyRecord
+	err := s.view(ctx, func(tx Tx) (err error) {
+		if len(keyID) > 255 {
+			return nil
+		}
+		rec, err = getRecord[apiKeyRecord](ctx, tx, tableAPIKeys, []byte(keyID))
+		if errors.Is(err, ErrNotFound) {
+			rec, err = nil, nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	want := dummySecretHash[:]
+	if rec != nil && len(rec.SecretHash) == sha256.Size {
+		want = rec.SecretHash
+	}
+	match := subtle.ConstantTimeCompare(given[:], want) == 1
+	if rec == nil || !match || rec.RevokedAt != nil {
+		return nil, Errorf(CodeUnauthorized, "missing or invalid API credentials")
+	}
+	return &rec.APIKey, nil
+}
+
+// lookupErr maps a store ErrNotFound to the not_found error for kind.
+func lookupErr(err error, kind string) error {
+	if errors.Is(err, ErrNotFound) {
+		return notFound(kind)
+	}
+	return err
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

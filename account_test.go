@@ -1,0 +1,128 @@
+package billing_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+)
+
+func TestAPIKeys(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
+		ctx := context.Background()
+		acct := billingtest.Account(t, svc, "acme")
+		key, err := svc.CreateAPIKey(ctx, acct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := svc.Authenticate(ctx, key.ID, key.Secret)
+		if err != nil || got.ServiceAccountID != acct || got.ID != key.ID {
+			t.Fatalf("Authenticate = %+v, %v; want the key of %s", got, err, acct)
+		}
+		id, secret, ok := billing.ParseBasicAuthorization(key.Authorization())
+		if !ok || id != key.ID || secret != key.Secret {
+			t.Fatalf("Authorization() does not parse back: %q", key.Authorization())
+		}
+
+		t.Run("SecretNotStored", func(t *testing.T) {
+			err := svc.Store().View(ctx, func(tx billing.Tx) error {
+				for _, table := range []billing.Table{"api_keys", "accounts", "meta"} {
+					err := tx.Scan(ctx, table, billing.Range{}, func(k, v []byte) error {
+						if bytes.Contains(v, []byte(key.Secret)) || bytes.Contains(k, []byte(key.Secret)) {
+							t.Errorf("table %s holds the secret in clear", table)
+						}
+						return nil
+					})
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+
+		for name, creds := range map[string][2]string{
+			"ErrWrongSecret": {key.ID, key.Secret + "x"},
+			"ErrUnknownKey":  {"00000000-0000-7000-8000-000000000099", key.Secret},
+			"ErrEmpty":       {"", ""},
+			"ErrHugeKeyID":   {string(bytes.Repeat([]byte("k"), 10000)), "x"},
+		} {
+			if _, err := svc.Authenticate(ctx, creds[0], creds[1]); billing.CodeOf(err) != billing.CodeUnauthorized {
+				t.Errorf("%s: Authenticate err = %v, want unauthorized", name, err)
+			}
+		}
+
+		revoked, err := svc.RevokeAPIKey(ctx, key.ID)
+		if err != nil || revoked.RevokedAt == nil {
+			t.Fatalf("RevokeAPIKey = %+v, %v", revoked, err)
+		}
+		if _, err := svc.Authenticate(ctx, key.ID, key.Secret); billing.CodeOf(err) != billing.CodeUnauthorized {
+			t.Fatalf("a revoked key authenticates: %v", err)
+		}
+		again, err := svc.RevokeAPIKey(ctx, key.ID)
+		if err != nil || !again.RevokedAt.Equal(*revoked.RevokedAt) {
+			t.Fatalf("revoking twice changed the key: %+v, %v", again, err)
+		}
+		if _, err := svc.RevokeAPIKey(ctx, "nope"); billing.CodeOf(err) != billing.CodeNotFound {
+			t.Fatalf("revoking an unknown key: %v, want not_found", err)
+		}
+		if _, err := svc.CreateAPIKey(ctx, "00000000-0000-7000-8000-000000000099"); billing.CodeOf(err) != billing.CodeNotFound {
+			t.Fatalf("a key for an unknown account: %v, want not_found", err)
+		}
+		keys, err := svc.ListAPIKeys(ctx, acct)
+		if err != nil || len(keys) != 1 || keys[0].ID != key.ID {
+			t.Fatalf("ListAPIKeys = %+v, %v", keys, err)
+		}
+	})
+}
+
+func TestAccounts(t *testing.T) {
+	t.Parallel()
+	svc, _ := billingtest.NewService(t)
+	ctx := context.Background()
+	if _, err := svc.CreateAccount(ctx, billing.CreateAccountParams{}); billing.CodeOf(err) != billing.CodeValidationFailed {
+		t.Fatalf("an account without a name: %v", err)
+	}
+	a := billingtest.Account(t, svc, "first")
+	b := billingtest.Account(t, svc, "second")
+	all, err := svc.ListAccounts(ctx)
+	if err != nil || len(all) != 2 || all[0].ID != a || all[1].ID != b {
+		t.Fatalf("ListAccounts = %+v, %v", all, err)
+	}
+	got, err := svc.GetAccount(ctx, b)
+	if err != nil || got.Name != "second" {
+		t.Fatalf("GetAccount = %+v, %v", got, err)
+	}
+	if _, err := svc.GetAccount(ctx, "missing"); billing.CodeOf(err) != billing.CodeNotFound {
+		t.Fatalf("GetAccount(missing) = %v", err)
+	}
+}
+
+func TestParseBasicAuthorization(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		header     string
+		id, secret string
+		ok         bool
+	}{
+		{billing.BasicAuthorization("key", "sec:ret"), "key", "sec:ret", true},
+		{"basic " + "a2V5OnNlY3JldA==", "key", "secret", true},
+		{"Bearer a2V5OnNlY3JldA==", "", "", false},
+		{"Basic", "", "", false},
+		{"Basic !!!", "", "", false},
+		{"Basic " + "a2V5", "", "", false},  // "key" without a colon
+		{"Basic " + "OnNlYw==", "", "", false}, // ":sec"
+		{"", "", "", false},
+	} {
+		id, secret, ok := billing.ParseBasicAuthorization(tc.header)
+		if id != tc.id || secret != tc.secret || ok != tc.ok {
+			t.Errorf("ParseBasicAuthorization(%q) = %q, %q, %v; want %q, %q, %v", tc.header, id, secret, ok, tc.id, tc.secret, tc.ok)
+		}
+	}
+}

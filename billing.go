@@ -1,0 +1,238 @@
+package billing
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// APIVersion is the only version of the API; it is the value of the
+// Service-Version header.
+const APIVersion = "2024-07-30"
+
+// Config holds the options of a Service. The zero value, and a nil *Config,
+// give a production-ready Service; every field says its default.
+type Config struct {
+	// Now returns the current time. Each operation reads it once and stamps
+	// everything it writes with that instant, truncated to the second in
+	// UTC. Defaults to time.Now.
+	Now func() time.Time
+
+	// NewID returns a new unique record id. Ids must sort in creation order
+	// as byte strings (lists ordered by creation rely on it), as UUIDv7 does.
+	// Defaults to lower-case UUIDv7 strings.
+	NewID func() string
+
+	// Rand is the source of randomness for API key secrets and webhook
+	// secrets. Defaults to crypto/rand.Reader.
+	Rand io.Reader
+
+	// Rounding is the rounding mode used at the named rounding points
+	// (line totals, tax, proration). Defaults to RoundHalfUp.
+	Rounding Rounding
+
+	// Logger receives the Service's own log lines (never secrets).
+	// Defaults to a logger that discards everything.
+	Logger *slog.Logger
+
+	// IdempotencyTTL is how long an idempotency record answers retries.
+	// Defaults to 24 hours; shorter values are raised to 24 hours.
+	IdempotencyTTL time.Duration
+
+	// Limits bounds the size of requests. Zero fields take their defaults.
+	Limits Limits
+}
+
+// Limits are the size limits of conventions.md. A zero field takes the
+// documented default.
+type Limits struct {
+	// MaxPageSize is the largest page a list returns. Defaults to 100.
+	MaxPageSize int
+	// DefaultPageSize is the page size when none is given. Defaults to 20.
+	DefaultPageSize int
+	// MaxStringLength bounds string fields not otherwise limited, in
+	// characters. Defaults to 1000.
+	MaxStringLength int
+	// MaxEntries bounds metadata, externalIds, customFields, property
+	// filters and metric parameters. Defaults to 50.
+	MaxEntries int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxPageSize <= 0 {
+		l.MaxPageSize = 100
+	}
+	if l.DefaultPageSize <= 0 {
+		l.DefaultPageSize = 20
+	}
+	if l.DefaultPageSize > l.MaxPageSize {
+		l.DefaultPageSize = l.MaxPageSize
+	}
+	if l.MaxStringLength <= 0 {
+		l.MaxStringLength = 1000
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = 50
+	}
+	return l
+}
+
+// Service is the billing engine: every operation of the product, over a Store.
+// It is safe for concurrent use. It starts no goroutines of its own.
+type Service struct {
+	store    Store
+	now      func() time.Time
+	newID    func() string
+	rand     io.Reader
+	rounding Rounding
+	log      *slog.Logger
+	idemTTL  time.Duration
+	limits   Limits
+	cursors  cursorCodec
+}
+
+// New returns a Service over store. It validates cfg (nil means all
+// defaults) and prepares the store: the first call on an empty store writes
+// the store's cursor-signing key.
+func New(store Store, cfg *Config) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("billing: New needs a Store")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Rounding != RoundHalfUp && c.Rounding != RoundHalfEven {
+		return nil, fmt.Errorf("billing: unknown rounding mode %d", c.Rounding)
+	}
+	s := &Service{
+		store:    store,
+		now:      c.Now,
+		newID:    c.NewID,
+		rand:     c.Rand,
+		rounding: c.Rounding,
+		log:      c.Logger,
+		idemTTL:  c.IdempotencyTTL,
+		limits:   c.Limits.withDefaults(),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.newID == nil {
+		s.newID = newUUIDv7
+	}
+	if s.rand == nil {
+		s.rand = rand.Reader
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.idemTTL < 24*time.Hour {
+		s.idemTTL = 24 * time.Hour
+	}
+	key, err := s.loadCursorKey(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("billing: preparing the store: %w", err)
+	}
+	s.cursors = cursorCodec{key: key}
+	return s, nil
+}
+
+// Store returns the Store the Service runs on.
+func (s *Service) Store() Store { return s.store }
+
+// Rounding returns the Service's rounding mode.
+func (s *Service) Rounding() Rounding { return s.rounding }
+
+// Limits returns the Service's effective limits, defaults applied.
+func (s *Service) Limits() Limits { return s.limits }
+
+// clock returns "now" for one operation: UTC, truncated to the second.
+func (s *Service) clock() time.Time {
+	return s.now().UTC().Truncate(time.Second)
+}
+
+func newUUIDv7() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		// NewV7 fails only when the system's randomness source fails, in
+		// which case nothing secure can be done anyway.
+		panic(fmt.Sprintf("billing: generating a UUIDv7: %v", err))
+	}
+	return id.String()
+}
+
+// loadCursorKey reads the store's cursor-signing key, creating it once.
+func (s *Service) loadCursorKey(ctx context.Context) ([]byte, error) {
+	var key []byte
+	err := s.store.View(ctx, func(tx Tx) error {
+		v, err := tx.Get(ctx, tableMeta, []byte("cursor_key"))
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		key = v
+		return err
+	})
+	if err != nil || key != nil {
+		return key, err
+	}
+	fresh := make([]byte, 32)
+	if _, err := io.ReadFull(s.rand, fresh); err != nil {
+		return nil, err
+	}
+	err = s.store.Update(ctx, func(tx Tx) error {
+		err := tx.Insert(ctx, tableMeta, []byte("cursor_key"), fresh)
+		if errors.Is(err, ErrConflict) {
+			// Another process created it first: use theirs.
+			key, err = tx.Get(ctx, tableMeta, []byte("cursor_key"))
+			return err
+		}
+		key = fresh
+		return err
+	})
+	return key, err
+}
+
+// view runs fn in one read-only transaction and maps unexpected errors.
+func (s *Service) view(ctx context.Context, fn func(Tx) error) error {
+	return internal(s.store.View(ctx, fn))
+}
+
+// mutate runs fn in one Update for account. When ctx carries an idempotency
+// request (WithIdempotency), the response for fn's result is rendered and
+// stored in the same transaction, so a change and its idempotency record
+// commit together or not at all.
+func mutate[T any](ctx context.Context, s *Service, account string, fn func(Tx) (T, error)) (T, error) {
+	var out T
+	err := s.store.Update(ctx, func(tx Tx) error {
+		v, err := fn(tx)
+		if err != nil {
+			return err
+		}
+		if err := s.recordIdempotent(ctx, tx, account, v); err != nil {
+			return err
+		}
+		out = v
+		return nil
+	})
+	if err != nil {
+		var zero T
+		return zero, internal(err)
+	}
+	return out, nil
+}
+
+// Ping checks that the store is open and writable by committing a small
+// write. Returns unavailable when it is not.
+func (s *Service) Ping(ctx context.Context) error {
+	now := s.clock()
+	return internal(s.store.Update(ctx, func(tx Tx) error {
+		return tx.Put(ctx, tableMeta, []byte("ping"), []byte(FormatTimestamp(now)))
+	}))
+}

@@ -1,0 +1,206 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Code is a stable, machine-readable error code. The HTTP server derives the
+// status of a response from it (see conventions.md).
+type Code string
+
+// The stable error codes.
+const (
+	CodeInvalidJSON          Code = "invalid_json"
+	CodeValidationFailed     Code = "validation_failed"
+	CodeUnsupportedVersion   Code = "unsupported_version"
+	CodeUnauthorized         Code = "unauthorized"
+	CodeNotFound             Code = "not_found"
+	CodeMethodNotAllowed     Code = "method_not_allowed"
+	CodeInvalidState         Code = "invalid_state"
+	CodeConflict             Code = "conflict"
+	CodeIdempotencyKeyInUse  Code = "idempotency_key_in_use"
+	CodePayloadTooLarge      Code = "payload_too_large"
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
+	CodeRateLimited          Code = "rate_limited"
+	CodeInternal             Code = "internal"
+	CodeUnavailable          Code = "unavailable"
+)
+
+// Error is the error type of every Service operation. Message is written for
+// a person and never contains internals; Err, when set, carries the cause for
+// logs and errors.Is/As.
+type Error struct {
+	Code    Code
+	Message string
+	// Field is the JSON path of the offending field or query parameter
+	// (for example "customerBillingAddress.postcode" or "events[3].eventType"),
+	// empty when the error is not about one field.
+	Field string
+	Err   error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(string(e.Code))
+	if e.Field != "" {
+		b.WriteString(" (" + e.Field + ")")
+	}
+	b.WriteString(": " + e.Message)
+	if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldError returns a validation_failed error about one field.
+func FieldError(field, format string, args ...any) *Error {
+	return &Error{Code: CodeValidationFailed, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ValidationErrors is several validation_failed errors reported at once, so a
+// client learns about every invalid field of a request in one answer.
+type ValidationErrors []*Error
+
+// Error implements error.
+func (v ValidationErrors) Error() string {
+	parts := make([]string, len(v))
+	for i, e := range v {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Errors returns every error carried by err: the elements of a
+// ValidationErrors, or err itself as an *Error (with the code of CodeOf).
+// Nil for a nil err.
+func Errors(err error) []*Error {
+	if err == nil {
+		return nil
+	}
+	var v ValidationErrors
+	if errors.As(err, &v) && len(v) > 0 {
+		return v
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return []*Error{e}
+	}
+	code := CodeOf(err)
+	return []*Error{{Code: code, Message: defaultMessage(code), Err: err}}
+}
+
+// CodeOf returns the code of err: the code of an *Error or ValidationErrors
+// in its chain, the code matching a Store sentinel, unavailable for a
+// cancelled context, and internal for anything else. It returns "" for nil.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	var v ValidationErrors
+	if errors.As(err, &v) {
+		return CodeValidationFailed
+	}
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return CodeNotFound
+	case errors.Is(err, ErrConflict):
+		return CodeConflict
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrClosed),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return CodeUnavailable
+	}
+	return CodeInternal
+}
+
+func defaultMessage(code Code) string {
+	switch code {
+	case CodeNotFound:
+		return "not found"
+	case CodeConflict:
+		return "conflict with an existing record"
+	case CodeUnavailable:
+		return "the service is temporarily unavailable; retry later"
+	}
+	return "internal error"
+}
+
+// validator collects field errors so an operation reports them all at once.
+type validator struct{ errs ValidationErrors }
+
+// add records a validation error for field.
+func (v *validator) add(field, format string, args ...any) {
+	v.errs = append(v.errs, FieldError(field, format, args...))
+}
+
+// check records the error when ok is false.
+func (v *validator) check(ok bool, field, format string, args ...any) {
+	if !ok {
+		v.add(field, format, args...)
+	}
+}
+
+// merge records err (an *Error or ValidationErrors), prefixing field paths.
+func (v *validator) merge(prefix string, err error) {
+	for _, e := range Errors(err) {
+		c := *e
+		c.Field = joinField(prefix, c.Field)
+		v.errs = append(v.errs, &c)
+	}
+}
+
+// err returns the collected errors, or nil.
+func (v *validator) err() error {
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return v.errs
+}
+
+func joinField(prefix, field string) string {
+	switch {
+	case prefix == "":
+		return field
+	case field == "":
+		return prefix
+	case strings.HasPrefix(field, "["):
+		return prefix + field
+	}
+	return prefix + "." + field
+}
+
+// notFound returns the not_found error for a kind of record.
+func notFound(kind string) *Error {
+	return &Error{Code: CodeNotFound, Message: kind + " not found"}
+}
+
+// internal wraps an unexpected error (a storage failure, a bug) so its
+// details reach only the logs. Errors that already carry a code pass through.
+func internal(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	var v ValidationErrors
+	if errors.As(err, &e) || errors.As(err, &v) {
+		return err
+	}
+	code := CodeOf(err)
+	return &Error{Code: code, Message: defaultMessage(code), Err: err}
+}

@@ -1,0 +1,274 @@
+package billing
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+)
+
+// ListParams selects one page of a list: at most Limit items after the
+// cursor After or before the cursor Before (at most one of the two).
+// A zero Limit means the default page size.
+type ListParams struct {
+	Limit  int
+	After  string
+	Before string
+}
+
+// Page is one page of a list. After is set when items follow this page and
+// Before when items precede it; each is the cursor to pass back in
+// ListParams to get that page. TotalResultSize counts every item matching the
+// list's filters across all pages.
+type Page[T any] struct {
+	Items           []T
+	After           string
+	Before          string
+	TotalResultSize int
+}
+
+// MarshalJSON writes the page in the wire shape
+// {"items": [...], "pagination": {"after", "before", "totalResultSize"}}.
+func (p Page[T]) MarshalJSON() ([]byte, error) {
+	items := p.Items
+	if items == nil {
+		items = []T{}
+	}
+	return json.Marshal(struct {
+		Items      []T        `json:"items"`
+		Pagination Pagination `json:"pagination"`
+	}{items, Pagination{After: p.After, Before: p.Before, TotalResultSize: p.TotalResultSize}})
+}
+
+// Pagination is the pagination object of a list response.
+type Pagination struct {
+	After           string `json:"after,omitempty"`
+	Before          string `json:"before,omitempty"`
+	TotalResultSize int    `json:"totalResultSize"`
+}
+
+// listQuery describes one list: the keys of table under prefix, in
+// ascending key order or descending when desc, decoded and filtered by
+// decode. The key order is the list's sort order, so every list is a keyset
+// list: its cursors carry a key.
+type listQuery[T any] struct {
+	// name and filter identify the list; a cursor is valid only for the
+	// same name, filter and direction.
+	name   string
+	filter string
+	table  Table
+	prefix []byte
+	desc   bool
+	// decode turns a stored record into an item; ok is false when the
+	// record does not match the list's filters.
+	decode func(key, value []byte) (item T, ok bool, err error)
+}
+
+// list is the one list path: every list of the product pages through it.
+// It makes one pass over the matching keys, counting them all for
+// TotalResultSize and keeping at most one page of items in memory.
+func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListParams) (Page[T], error) {
+	limit, cur, err := s.checkListParams(q, p)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	var (
+		page    = make([]T, 0, limit)
+		keys    = make([][]byte, 0, limit)
+		total   int
+		before  int  // matching items before the page (in list order)
+		more    bool // matching items after the page
+		reached bool // the cursor's position was passed
+	)
+	r := Range{Prefix: q.prefix, Reverse: q.desc}
+	err = tx.Scan(ctx, q.table, r, func(k, v []byte) error {
+		item, ok, err := q.decode(k, v)
+		if err != nil || !ok {
+			return err
+		}
+		total++
+		suffix := k[len(q.prefix):]
+		switch {
+		case cur == nil:
+			if len(page) < limit {
+				page, keys = append(page, item), append(keys, bytes.Clone(suffix))
+			} else {
+				more = true
+			}
+		case cur.After:
+			if !reached && !q.beyond(suffix, cur.Key) {
+				before++
+				return nil
+			}
+			reached = true
+			if len(page) < limit {
+				page, keys = append(page, item), append(keys, bytes.Clone(suffix))
+			} else {
+				more = true
+			}
+		default: // a before cursor: keep the last limit items before it
+			if !q.beyond(cur.Key, suffix) && !(cur.Inclusive && bytes.Equal(cur.Key, suffix)) {
+				more = true
+				return nil
+			}
+			if len(page) == limit {
+				copy(page, page[1:])
+				copy(keys, keys[1:])
+				page, keys = page[:limit-1], keys[:limit-1]
+				before++
+			}
+			page, keys = append(page, item), append(keys, bytes.Clone(suffix))
+		}
+		return nil
+	})
+	if err != nil {
+		return Page[T]{}, err
+	}
+	out := Page[T]{Items: page, TotalResultSize: total}
+	if more && len(keys) > 0 {
+		out.After = s.cursors.encode(cursor{List: q.id(), After: true, Key: keys[len(keys)-1]})
+	}
+	if before > 0 {
+		switch {
+		case len(keys) > 0:
+			out.Before = s.cursors.encode(cursor{List: q.id(), Key: keys[0]})
+		case cur != nil:
+			// An empty page after the end: the previous page ends with
+			// the cursor's own item.
+			out.Before = s.cursors.encode(cursor{List: q.id(), Key: cur.Key, Inclusive: true})
+		}
+	}
+	return out, nil
+}
+
+// beyond reports whether key a comes strictly after key b in the list's order.
+func (q listQuery[T]) beyond(a, b []byte) bool {
+	c := bytes.Compare(a, b)
+	if q.desc {
+		return c < 0
+	}
+	return c > 0
+}
+
+func (q listQuery[T]) id() string {
+	dir := "asc"
+	if q.desc {
+		dir = "desc"
+	}
+	return q.name + "\x00" + dir + "\x00" + q.filter
+}
+
+func (s *Service) checkListParams(q interface{ id() string }, p ListParams) (int, *cursor, error) {
+	var v validator
+	limit := p.Limit
+	switch {
+	case limit == 0:
+		limit = s.limits.DefaultPageSize
+	case limit < 1 || limit > s.limits.MaxPageSize:
+		v.add("limit", "limit must be between 1 and %d", s.limits.MaxPageSize)
+	}
+	if p.After != "" && p.Before != "" {
+		v.add("before", "send either after or before, not both")
+	}
+	var cur *cursor
+	for _, c := range []struct {
+		field, value string
+		after        bool
+	}{{"after", p.After, true}, {"before", p.Before, false}} {
+		if c.value == "" || p.After != "" && p.Before != "" {
+			continue
+		}
+		decoded, ok := s.cursors.decode(c.value)
+		if !ok || decoded.List != q.id() || decoded.After != c.after {
+			v.add(c.field, "%s is not a cursor issued for this list with these filters", c.field)
+			continue
+		}
+		cur = &decoded
+	}
+	return limit, cur, v.err()
+}
+
+// cursor is the content of an opaque pagination cursor.
+type cursor struct {
+	List      string // list identity: name, direction and filters
+	After     bool   // an after cursor (true) or a before cursor
+	Inclusive bool   // a before cursor whose page includes Key itself
+	Key       []byte // the key suffix of the last (after) or first (before) item seen
+}
+
+// cursorCodec signs cursors with the store's key so that a cursor this
+// server did not issue is refused.
+type cursorCodec struct{ key []byte }
+
+const cursorMACSize = 16
+
+func (c cursorCodec) encode(cur cursor) string {
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(len(cur.List)))
+	b = append(b, cur.List...)
+	var flags byte
+	if cur.After {
+		flags |= 1
+	}
+	if cur.Inclusive {
+		flags |= 2
+	}
+	b = append(b, flags)
+	b = append(b, cur.Key...)
+	b = append(b, c.mac(b)...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (c cursorCodec) decode(s string) (cursor, bool) {
+	if len(s) > 4096 {
+		return cursor{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) < cursorMACSize+2 {
+		return cursor{}, false
+	}
+	body, mac := b[:len(b)-cursorMACSize], b[len(b)-cursorMACSize:]
+	if !hmac.Equal(mac, c.mac(body)) {
+		return cursor{}, false
+	}
+	n, w := binary.Uvarint(body)
+	if w <= 0 || uint64(len(body)-w) < n+1 {
+		return cursor{}, false
+	}
+	body = body[w:]
+	return cursor{
+		List:      string(body[:n]),
+		After:     body[n]&1 != 0,
+		Inclusive: body[n]&2 != 0,
+		Key:       bytes.Clone(body[n+1:]),
+	}, true
+}
+
+func (c cursorCodec) mac(b []byte) []byte {
+	h := hmac.New(sha256.New, c.key)
+	h.Write(b)
+	return h.Sum(nil)[:cursorMACSize]
+}
+
+// SortOrder is the direction of a list: ASC or DESC.
+type SortOrder string
+
+// The sort orders.
+const (
+	SortAsc  SortOrder = "ASC"
+	SortDesc SortOrder = "DESC"
+)
+
+// ParseSortOrder parses the sortOrder query parameter; "" gives def.
+func ParseSortOrder(s string, def SortOrder) (SortOrder, error) {
+	switch SortOrder(s) {
+	case "":
+		return def, nil
+	case SortAsc, SortDesc:
+		return SortOrder(s), nil
+	}
+	return "", FieldError("sortOrder", "sortOrder must be ASC or DESC")
+}

@@ -1,0 +1,257 @@
+package billing_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+)
+
+// stores runs a test against the Service on each real store.
+func stores(t *testing.T, test func(t *testing.T, svc *billing.Service, clock *billingtest.Clock)) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		opts []billingtest.Option
+	}{{"memstore", nil}, {"boltstore", []billingtest.Option{billingtest.WithBolt()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			svc, clock := billingtest.NewService(t, tc.opts...)
+			test(t, svc, clock)
+		})
+	}
+}
+
+func createMetrics(tb testing.TB, svc *billing.Service, account string, n int) []string {
+	tb.Helper()
+	ids := make([]string, n)
+	for i := range n {
+		m, err := svc.CreateUsageMetric(context.Background(), account, metricParams(fmt.Sprintf("metric %03d", i)))
+		if err != nil {
+			tb.Fatalf("CreateUsageMetric: %v", err)
+		}
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+func metricParams(name string) billing.CreateUsageMetricParams {
+	return billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
+		Name: name, MetricType: billing.MetricTypeSimple, EventType: "api_call",
+		AggregationType: billing.AggregationCount,
+	}}
+}
+
+func pageIDs(p billing.Page[billing.UsageMetric]) []string {
+	ids := make([]string, len(p.Items))
+	for i, m := range p.Items {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+func TestPaginationVisitsEveryItemOnceBothWays(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
+		ctx := context.Background()
+		acct := billingtest.Account(t, svc, "a")
+		created := createMetrics(t, svc, acct, 45)
+		for _, order := range []billing.SortOrder{billing.SortDesc, billing.SortAsc} {
+			want := created
+			if order == billing.SortDesc {
+				want = reversed(created)
+			}
+			f := billing.UsageMetricFilter{SortOrder: order}
+			var pages []billing.Page[billing.UsageMetric]
+			p := billing.ListParams{Limit: 20}
+			for {
+				page, err := svc.ListUsageMetrics(ctx, acct, f, p)
+				if err != nil {
+					t.Fatalf("%s: ListUsageMetrics: %v", order, err)
+				}
+				if page.TotalResultSize != 45 {
+					t.Fatalf("%s: totalResultSize = %d, want 45", order, page.TotalResultSize)
+				}
+				pages = append(pages, page)
+				if page.After == "" {
+					break
+				}
+				p = billing.ListParams{Limit: 20, After: page.After}
+			}
+			var got []string
+			for _, pg := range pages {
+				got = append(got, pageIDs(pg)...)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s: following after visited %v, want %v", order, got, want)
+			}
+			if len(pages) != 3 || pages[0].Before != "" || pages[1].Before == "" || pages[2].Before == "" {
+				t.Fatalf("%s: before cursors on pages: %q %q %q", order, pages[0].Before, pages[1].Before, pages[2].Before)
+			}
+			// Back from the last page to the first with before.
+			back := pages[2]
+			for i := 1; i >= 0; i-- {
+				page, err := svc.ListUsageMetrics(ctx, acct, f, billing.ListParams{Limit: 20, Before: back.Before})
+				if err != nil {
+					t.Fatalf("%s: before page: %v", order, err)
+				}
+				if fmt.Sprint(pageIDs(page)) != fmt.Sprint(pageIDs(pages[i])) {
+					t.Fatalf("%s: before page %d = %v, want %v", order, i, pageIDs(page), pageIDs(pages[i]))
+				}
+				if page.After == "" {
+					t.Fatalf("%s: a page reached with before has no after cursor", order)
+				}
+				back = page
+			}
+			if back.Before != "" {
+				t.Fatalf("%s: the first page reached with before has a before cursor", order)
+			}
+		}
+	})
+}
+
+func reversed(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
+
+func TestPaginationStableUnderConcurrentInserts(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
+		ctx := context.Background()
+		acct := billingtest.Account(t, svc, "a")
+		created := createMetrics(t, svc, acct, 30)
+		for _, order := range []billing.SortOrder{billing.SortDesc, billing.SortAsc} {
+			f := billing.UsageMetricFilter{SortOrder: order}
+			seen := map[string]int{}
+			p := billing.ListParams{Limit: 7}
+			var wg sync.WaitGroup
+			for i := 0; ; i++ {
+				name := fmt.Sprintf("%s inserted %d", order, i)
+				page, err := svc.ListUsageMetrics(ctx, acct, f, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range pageIDs(page) {
+					seen[id]++
+				}
+				// Insert while paging, between every two pages.
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := svc.CreateUsageMetric(ctx, acct, metricParams(name)); err != nil {
+						t.Errorf("CreateUsageMetric: %v", err)
+					}
+				}()
+				wg.Wait()
+				if page.After == "" {
+					break
+				}
+				p.After = page.After
+			}
+			if len(seen) < len(created) {
+				t.Fatalf("%s: saw %d items, want at least %d", order, len(seen), len(created))
+			}
+			for _, id := range created {
+				if seen[id] != 1 {
+					t.Fatalf("%s: item %s seen %d times while inserting", order, id, seen[id])
+				}
+			}
+			for id, n := range seen {
+				if n != 1 {
+					t.Fatalf("%s: item %s seen %d times", order, id, n)
+				}
+			}
+		}
+	})
+}
+
+func TestPaginationEmptyPageAfterTheEnd(t *testing.T) {
+	t.Parallel()
+	svc, _ := billingtest.NewService(t)
+	ctx := context.Background()
+	acct := billingtest.Account(t, svc, "a")
+	ids := createMetrics(t, svc, acct, 3)
+	first, err := svc.ListUsageMetrics(ctx, acct, billing.UsageMetricFilter{}, billing.ListParams{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.After != "" {
+		t.Fatalf("a complete first page has an after cursor")
+	}
+	// An after cursor whose items were all deleted leads to an empty page
+	// that still leads back.
+	two, err := svc.ListUsageMetrics(ctx, acct, billing.UsageMetricFilter{}, billing.ListParams{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.DeleteUsageMetric(ctx, acct, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	empty, err := svc.ListUsageMetrics(ctx, acct, billing.UsageMetricFilter{}, billing.ListParams{Limit: 2, After: two.After})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(empty.Items) != 0 || empty.After != "" || empty.Before == "" || empty.TotalResultSize != 2 {
+		t.Fatalf("empty page = %+v", empty)
+	}
+	back, err := svc.ListUsageMetrics(ctx, acct, billing.UsageMetricFilter{}, billing.ListParams{Limit: 2, Before: empty.Before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pageIDs(back)) != fmt.Sprint([]string{ids[2], ids[1]}) {
+		t.Fatalf("back from the empty page = %v, want %v", pageIDs(back), []string{ids[2], ids[1]})
+	}
+}
+
+func TestPaginationRejectsBadParameters(t *testing.T) {
+	t.Parallel()
+	svc, _ := billingtest.NewService(t)
+	other, _ := billingtest.NewService(t)
+	ctx := context.Background()
+	acct := billingtest.Account(t, svc, "a")
+	createMetrics(t, svc, acct, 5)
+	page, err := svc.ListUsageMetrics(ctx, acct, billing.UsageMetricFilter{}, billing.ListParams{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherAcct := billingtest.Account(t, other, "b")
+	createMetrics(t, other, otherAcct, 5)
+	foreign, err := other.ListUsageMetrics(ctx, otherAcct, billing.UsageMetricFilter{}, billing.ListParams{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		f     billing.UsageMetricFilter
+		p     billing.ListParams
+		field string
+	}{
+		{"ErrLimitZero", billing.UsageMetricFilter{}, billing.ListParams{Limit: -1}, "limit"},
+		{"ErrLimitTooLarge", billing.UsageMetricFilter{}, billing.ListParams{Limit: 101}, "limit"},
+		{"ErrBothCursors", billing.UsageMetricFilter{}, billing.ListParams{After: page.After, Before: page.After}, "before"},
+		{"ErrGarbageCursor", billing.UsageMetricFilter{}, billing.ListParams{After: "not-a-cursor"}, "after"},
+		{"ErrTamperedCursor", billing.UsageMetricFilter{}, billing.ListParams{After: page.After[:len(page.After)-2] + "AA"}, "after"},
+		{"ErrCursorOfAnotherServer", billing.UsageMetricFilter{}, billing.ListParams{After: foreign.After}, "after"},
+		{"ErrCursorWithOtherFilters", billing.UsageMetricFilter{Name: "metric"}, billing.ListParams{After: page.After}, "after"},
+		{"ErrCursorWithOtherOrder", billing.UsageMetricFilter{SortOrder: billing.SortAsc}, billing.ListParams{After: page.After}, "after"},
+		{"ErrAfterCursorAsBefore", billing.UsageMetricFilter{}, billing.ListParams{Before: page.After}, "before"},
+		{"ErrSortOrder", billing.UsageMetricFilter{SortOrder: "UP"}, billing.ListParams{}, "sortOrder"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := svc.ListUsageMetrics(ctx, acct, tc.f, tc.p)
+			errs := billing.Errors(err)
+			if billing.CodeOf(err) != billing.CodeValidationFailed || len(errs) == 0 || errs[0].Field != tc.field {
+				t.Fatalf("err = %v, want validation_failed on %s", err, tc.field)
+			}
+		})
+	}
+}

@@ -1,0 +1,99 @@
+package billing
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// TimestampLayout is the output form of every timestamp: UTC, second
+// precision.
+const TimestampLayout = "2006-01-02T15:04:05Z"
+
+// ParseTimestamp parses an RFC 3339 timestamp with any offset and an optional
+// fraction, and returns it in UTC truncated to the second, as every stored
+// timestamp is.
+func ParseTimestamp(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, Errorf(CodeValidationFailed, "must be an RFC 3339 timestamp such as \"2024-07-30T12:00:00Z\"")
+	}
+	return NormalizeTime(t), nil
+}
+
+// NormalizeTime returns t in UTC, truncated to the second.
+func NormalizeTime(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Second)
+}
+
+// FormatTimestamp formats t in the output form of timestamps.
+func FormatTimestamp(t time.Time) string {
+	return t.UTC().Format(TimestampLayout)
+}
+
+// Date is a calendar date in UTC, written YYYY-MM-DD. The zero Date is
+// "no date". Period boundaries are UTC midnights.
+type Date struct {
+	Year  int
+	Month time.Month
+	Day   int
+}
+
+// ParseDate parses a YYYY-MM-DD date.
+func ParseDate(s string) (Date, error) {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil || len(s) != len(time.DateOnly) {
+		return Date{}, Errorf(CodeValidationFailed, "must be a date such as \"2024-07-30\"")
+	}
+	return DateOf(t), nil
+}
+
+// DateOf returns the UTC calendar date of t.
+func DateOf(t time.Time) Date {
+	y, m, d := t.UTC().Date()
+	return Date{Year: y, Month: m, Day: d}
+}
+
+// IsZero reports whether d is the zero Date.
+func (d Date) IsZero() bool { return d == Date{} }
+
+// Time returns midnight UTC at the start of d.
+func (d Date) Time() time.Time {
+	return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC)
+}
+
+// AddDays returns the date n days after d (before, for negative n).
+func (d Date) AddDays(n int) Date { return DateOf(d.Time().AddDate(0, 0, n)) }
+
+// Before reports whether d is before o.
+func (d Date) Before(o Date) bool { return d.Time().Before(o.Time()) }
+
+// After reports whether d is after o.
+func (d Date) After(o Date) bool { return d.Time().After(o.Time()) }
+
+// String returns YYYY-MM-DD, or "" for the zero Date.
+func (d Date) String() string {
+	if d.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day)
+}
+
+// MarshalJSON writes the date as a "YYYY-MM-DD" string.
+func (d Date) MarshalJSON() ([]byte, error) {
+	return json.Marshal(d.String())
+}
+
+// UnmarshalJSON reads a "YYYY-MM-DD" string.
+func (d *Date) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Errorf(CodeValidationFailed, "must be a date string such as \"2024-07-30\"")
+	}
+	v, err := ParseDate(s)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}

@@ -1,0 +1,443 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MetricType says whether a usage metric is one value (SIMPLE) or one value
+// per distinct value of a grouping property (GROUPED).
+type MetricType string
+
+// The metric types.
+const (
+	MetricTypeSimple  MetricType = "SIMPLE"
+	MetricTypeGrouped MetricType = "GROUPED"
+)
+
+// AggregationType is how a usage metric aggregates the events it counts.
+type AggregationType string
+
+// The aggregation types.
+const (
+	AggregationCount  AggregationType = "COUNT"
+	AggregationUnique AggregationType = "UNIQUE"
+	AggregationSum    AggregationType = "SUM"
+	AggregationCustom AggregationType = "CUSTOM"
+)
+
+// ParameterType is the type of a usage metric parameter's values.
+type ParameterType string
+
+// The parameter types.
+const (
+	ParameterInteger         ParameterType = "INTEGER"
+	ParameterPositiveInteger ParameterType = "POSITIVE_INTEGER"
+	ParameterNumber          ParameterType = "NUMBER"
+	ParameterPositiveNumber  ParameterType = "POSITIVE_NUMBER"
+)
+
+// UsageMetric is an aggregation over usage events of one event type.
+type UsageMetric struct {
+	ID                  string                 `json:"id"`
+	ServiceAccountID    string                 `json:"serviceAccountId"`
+	Name                string                 `json:"name"`
+	Description         string                 `json:"description,omitempty"`
+	MetricType          MetricType             `json:"metricType"`
+	EventType           string                 `json:"eventType"`
+	AggregationType     AggregationType        `json:"aggregationType"`
+	AggregationProperty string                 `json:"aggregationProperty,omitempty"`
+	GroupingProperty    string                 `json:"groupingProperty,omitempty"`
+	Unit                string                 `json:"unit,omitempty"`
+	CreatedAt           time.Time              `json:"createdAt"`
+	DeletedAt           *time.Time             `json:"deletedAt,omitempty"`
+	PropertyFilters     map[string][]string    `json:"propertyFilters"`
+	CaseSensitive       bool                   `json:"caseSensitive"`
+	PropertiesToNegate  []string               `json:"propertiesToNegate,omitempty"`
+	Parameters          []UsageMetricParameter `json:"parameters"`
+}
+
+// UsageMetricParameter is a named parameter of a usage metric, passed to a
+// CUSTOM aggregation; prices may override its default value.
+type UsageMetricParameter struct {
+	ID            string        `json:"id"`
+	UsageMetricID string        `json:"usageMetricId"`
+	Name          string        `json:"name"`
+	Type          ParameterType `json:"type"`
+	Description   string        `json:"description,omitempty"`
+	DefaultValue  string        `json:"defaultValue,omitempty"`
+}
+
+// UsageMetricParams are the fields of a usage metric, for create and for
+// update (a full replace).
+type UsageMetricParams struct {
+	Name                string                      `json:"name"`
+	Description         string                      `json:"description"`
+	MetricType          MetricType                  `json:"metricType"`
+	EventType           string                      `json:"eventType"`
+	AggregationType     AggregationType             `json:"aggregationType"`
+	AggregationProperty string                      `json:"aggregationProperty"`
+	GroupingProperty    string                      `json:"groupingProperty"`
+	Unit                string                      `json:"unit"`
+	PropertyFilters     map[string][]string         `json:"propertyFilters"`
+	CaseSensitive       bool                        `json:"caseSensitive"`
+	PropertiesToNegate  []string                    `json:"propertiesToNegate"`
+	Parameters          []UsageMetricParameterParam `json:"parameters"`
+}
+
+// CreateUsageMetricParams are the fields of a new usage metric. DeletedAt
+// creates an already deleted metric (for imports).
+type CreateUsageMetricParams struct {
+	UsageMetricParams
+	DeletedAt *time.Time `json:"deletedAt"`
+}
+
+// UsageMetricParameterParam is a parameter given on create or update.
+type UsageMetricParameterParam struct {
+	Name         string        `json:"name"`
+	Type         ParameterType `json:"type"`
+	Description  string        `json:"description"`
+	DefaultValue string        `json:"defaultValue"`
+}
+
+// UsageMetricFilter selects usage metrics in ListUsageMetrics. Empty fields
+// do not filter.
+type UsageMetricFilter struct {
+	// Name matches metrics whose name contains it, ignoring case.
+	Name string
+	// EventTypes matches metrics of any of these event types.
+	EventTypes []string
+	// AggregationTypes matches metrics of any of these aggregation types.
+	AggregationTypes []AggregationType
+	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
+	SortOrder SortOrder
+}
+
+func (s *Service) validateUsageMetric(p *UsageMetricParams) error {
+	var v validator
+	s.checkString(&v, "name", p.Name, true)
+	s.checkString(&v, "description", p.Description, false)
+	s.checkString(&v, "unit", p.Unit, false)
+	checkKey(&v, "eventType", p.EventType, true)
+	switch p.MetricType {
+	case "":
+		v.add("metricType", "metricType is required")
+	case MetricTypeSimple:
+		v.check(p.GroupingProperty == "", "groupingProperty", "groupingProperty is only allowed on GROUPED metrics")
+	case MetricTypeGrouped:
+		v.check(p.GroupingProperty != "", "groupingProperty", "groupingProperty is required for GROUPED metrics")
+	default:
+		v.add("metricType", "metricType must be SIMPLE or GROUPED")
+	}
+	checkKey(&v, "groupingProperty", p.GroupingProperty, false)
+	checkKey(&v, "aggregationProperty", p.AggregationProperty, false)
+	switch p.AggregationType {
+	case "":
+		v.add("aggregationType", "aggregationType is required")
+	case AggregationSum, AggregationUnique:
+		v.check(p.AggregationProperty != "", "aggregationProperty", "aggregationProperty is required for %s metrics", p.AggregationType)
+	case AggregationCount:
+		v.check(p.AggregationProperty == "", "aggregationProperty", "aggregationProperty is not allowed for COUNT metrics")
+	case AggregationCustom:
+	default:
+		v.add("aggregationType", "aggregationType must be COUNT, UNIQUE, SUM or CUSTOM")
+	}
+	s.validatePropertyFilters(&v, p)
+	s.validateParameters(&v, p.Parameters)
+	return v.err()
+}
+
+func (s *Service) validatePropertyFilters(v *validator, p *UsageMetricParams) {
+	if len(p.PropertyFilters) > s.limits.MaxEntries {
+		v.add("propertyFilters", "propertyFilters must have at most %d properties", s.limits.MaxEntries)
+	}
+	for _, k := range sortedKeys(p.PropertyFilters) {
+		field := "propertyFilters." + k
+		checkKey(v, field, k, true)
+		values := p.PropertyFilters[k]
+		switch {
+		case len(values) == 0:
+			v.add(field, "each property filter needs at least one value")
+		case len(values) > 100:
+			v.add(field, "a property filter has at most 100 values")
+		}
+		for i, val := range values {
+			s.checkString(v, fmt.Sprintf("%s[%d]", field, i), val, false)
+		}
+	}
+	for i, k := range p.PropertiesToNegate {
+		if _, ok := p.PropertyFilters[k]; !ok {
+			v.add(fmt.Sprintf("propertiesToNegate[%d]", i), "%q is not a key of propertyFilters", k)
+		}
+	}
+}
+
+func (s *Service) validateParameters(v *validator, params []UsageMetricParameterParam) {
+	if len(params) > s.limits.MaxEntries {
+		v.add("parameters", "a metric has at most %d parameters", s.limits.MaxEntries)
+	}
+	seen := map[string]bool{}
+	for i, p := range params {
+		field := fmt.Sprintf("parameters[%d]", i)
+		checkKey(v, field+".name", p.Name, true)
+		if seen[p.Name] {
+			v.add(field+".name", "parameter names must be unique")
+		}
+		seen[p.Name] = true
+		s.checkString(v, field+".description", p.Description, false)
+		switch p.Type {
+		case ParameterInteger, ParameterPositiveInteger, ParameterNumber, ParameterPositiveNumber:
+			if p.DefaultValue != "" {
+				if err := checkParameterValue(p.Type, p.DefaultValue); err != nil {
+					v.add(field+".defaultValue", "defaultValue %s", err.Error())
+				}
+			}
+		case "":
+			v.add(field+".type", "type is required")
+		default:
+			v.add(field+".type", "type must be INTEGER, POSITIVE_INTEGER, NUMBER or POSITIVE_NUMBER")
+		}
+	}
+}
+
+// checkParameterValue checks that value is a valid value of type t.
+func checkParameterValue(t ParameterType, value string) error {
+	d, err := ParseDecimal(value)
+	if err != nil {
+		return errors.New("must be a number written as a decimal string")
+	}
+	if (t == ParameterInteger || t == ParameterPositiveInteger) && !d.IsInteger() {
+		return errors.New("must be an integer")
+	}
+	if (t == ParameterPositiveInteger || t == ParameterPositiveNumber) && d.Sign() <= 0 {
+		return errors.New("must be greater than zero")
+	}
+	return nil
+}
+
+// CreateUsageMetric creates a usage metric. Returns validation_failed for
+// invalid fields (all of them at once) and conflict when a live metric of
+// the account already has the name (names compare case-insensitively).
+func (s *Service) CreateUsageMetric(ctx context.Context, account string, p CreateUsageMetricParams) (*UsageMetric, error) {
+	if err := s.validateUsageMetric(&p.UsageMetricParams); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	m := &UsageMetric{ID: s.newID(), ServiceAccountID: account, CreatedAt: now}
+	s.applyUsageMetric(m, &p.UsageMetricParams)
+	if p.DeletedAt != nil {
+		d := NormalizeTime(*p.DeletedAt)
+		m.DeletedAt = &d
+	}
+	return mutate(ctx, s, account, func(tx Tx) (*UsageMetric, error) {
+		if m.DeletedAt == nil {
+			if err := s.claimMetricName(ctx, tx, m); err != nil {
+				return nil, err
+			}
+		}
+		return m, putRecord(ctx, tx, tableUsageMetrics, key(account, m.ID), m)
+	})
+}
+
+// applyUsageMetric copies the fields of p onto m; parameters keep their ids
+// when their name is unchanged.
+func (s *Service) applyUsageMetric(m *UsageMetric, p *UsageMetricParams) {
+	old := map[string]string{}
+	for _, prm := range m.Parameters {
+		old[prm.Name] = prm.ID
+	}
+	m.Name, m.Description, m.Unit = p.Name, p.Description, p.Unit
+	m.MetricType, m.EventType, m.AggregationType = p.MetricType, p.EventType, p.AggregationType
+	m.AggregationProperty, m.GroupingProperty = p.AggregationProperty, p.GroupingProperty
+	m.CaseSensitive = p.CaseSensitive
+	m.PropertyFilters = map[string][]string{}
+	for k, vals := range p.PropertyFilters {
+		m.PropertyFilters[k] = slices.Clone(vals)
+	}
+	m.PropertiesToNegate = slices.Clone(p.PropertiesToNegate)
+	m.Parameters = make([]UsageMetricParameter, 0, len(p.Parameters))
+	for _, prm := range p.Parameters {
+		id := old[prm.Name]
+		if id == "" {
+			id = s.newID()
+		}
+		m.Parameters = append(m.Parameters, UsageMetricParameter{
+			ID: id, UsageMetricID: m.ID, Name: prm.Name, Type: prm.Type,
+			Description: prm.Description, DefaultValue: prm.DefaultValue,
+		})
+	}
+}
+
+// claimMetricName reserves m's name among the account's live metrics.
+func (s *Service) claimMetricName(ctx context.Context, tx Tx, m *UsageMetric) error {
+	err := tx.Insert(ctx, tableUsageMetricNames, key(m.ServiceAccountID, strings.ToLower(m.Name)), []byte(m.ID))
+	if errors.Is(err, ErrConflict) {
+		return &Error{Code: CodeConflict, Field: "name", Message: fmt.Sprintf("a usage metric named %q already exists", m.Name)}
+	}
+	return err
+}
+
+// releaseMetricName frees m's name.
+func (s *Service) releaseMetricName(ctx context.Context, tx Tx, m *UsageMetric) error {
+	err := tx.Delete(ctx, tableUsageMetricNames, key(m.ServiceAccountID, strings.ToLower(m.Name)))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// GetUsageMetric returns a usage metric, deleted ones included. Returns
+// not_found if the account has no such metric.
+func (s *Service) GetUsageMetric(ctx context.Context, account, id string) (*UsageMetric, error) {
+	var m *UsageMetric
+	err := s.view(ctx, func(tx Tx) (err error) {
+		m, err = s.getUsageMetric(ctx, tx, account, id)
+		return err
+	})
+	return m, err
+}
+
+func (s *Service) getUsageMetric(ctx context.Context, tx Tx, account, id string) (*UsageMetric, error) {
+	m, err := getRecord[UsageMetric](ctx, tx, tableUsageMetrics, key(account, id))
+	return m, lookupErr(err, "usage metric")
+}
+
+// UpdateUsageMetric replaces the fields of a usage metric. Returns not_found
+// if there is no such metric, invalid_state if it is deleted or if an ACTIVE
+// price uses it and a field other than description and unit changes,
+// validation_failed and conflict as CreateUsageMetric.
+func (s *Service) UpdateUsageMetric(ctx context.Context, account, id string, p UsageMetricParams) (*UsageMetric, error) {
+	if err := s.validateUsageMetric(&p); err != nil {
+		return nil, err
+	}
+	return mutate(ctx, s, account, func(tx Tx) (*UsageMetric, error) {
+		m, err := s.getUsageMetric(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if m.DeletedAt != nil {
+			return nil, Errorf(CodeInvalidState, "a deleted usage metric cannot be updated")
+		}
+		before := *m
+		s.applyUsageMetric(m, &p)
+		if !sameDefinition(&before, m) {
+			used, err := s.metricUsedByActivePrice(ctx, tx, account, id)
+			if err != nil {
+				return nil, err
+			}
+			if used {
+				return nil, Errorf(CodeInvalidState, "an ACTIVE price uses this usage metric: only description and unit can change")
+			}
+		}
+		if !strings.EqualFold(before.Name, m.Name) {
+			if err := s.releaseMetricName(ctx, tx, &before); err != nil {
+				return nil, err
+			}
+			if err := s.claimMetricName(ctx, tx, m); err != nil {
+				return nil, err
+			}
+		}
+		return m, putRecord(ctx, tx, tableUsageMetrics, key(account, id), m)
+	})
+}
+
+// sameDefinition reports whether a and b count and aggregate the same way
+// (everything but name, description and unit is equal).
+func sameDefinition(a, b *UsageMetric) bool {
+	if a.MetricType != b.MetricType || a.EventType != b.EventType || a.AggregationType != b.AggregationType ||
+		a.AggregationProperty != b.AggregationProperty || a.GroupingProperty != b.GroupingProperty ||
+		a.CaseSensitive != b.CaseSensitive || a.Name != b.Name ||
+		!slices.Equal(a.PropertiesToNegate, b.PropertiesToNegate) || len(a.PropertyFilters) != len(b.PropertyFilters) ||
+		len(a.Parameters) != len(b.Parameters) {
+		return false
+	}
+	for k, v := range a.PropertyFilters {
+		if w, ok := b.PropertyFilters[k]; !ok || !slices.Equal(v, w) {
+			return false
+		}
+	}
+	for i := range a.Parameters {
+		if a.Parameters[i] != b.Parameters[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// DeleteUsageMetric soft-deletes a usage metric: it keeps answering
+// GetUsageMetric with DeletedAt set, leaves the list, and frees its name.
+// Deleting a deleted metric returns it unchanged. Returns not_found if there
+// is no such metric and invalid_state if an ACTIVE price uses it.
+func (s *Service) DeleteUsageMetric(ctx context.Context, account, id string) (*UsageMetric, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*UsageMetric, error) {
+		m, err := s.getUsageMetric(ctx, tx, account, id)
+		if err != nil || m.DeletedAt != nil {
+			return m, err
+		}
+		used, err := s.metricUsedByActivePrice(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if used {
+			return nil, Errorf(CodeInvalidState, "an ACTIVE price uses this usage metric")
+		}
+		m.DeletedAt = &now
+		if err := s.releaseMetricName(ctx, tx, m); err != nil {
+			return nil, err
+		}
+		return m, putRecord(ctx, tx, tableUsageMetrics, key(account, id), m)
+	})
+}
+
+// ListUsageMetrics lists the account's live (not deleted) usage metrics,
+// newest first unless f.SortOrder says ASC. Returns validation_failed for
+// bad filters, limits or cursors.
+func (s *Service) ListUsageMetrics(ctx context.Context, account string, f UsageMetricFilter, p ListParams) (Page[UsageMetric], error) {
+	var v validator
+	for i, a := range f.AggregationTypes {
+		switch a {
+		case AggregationCount, AggregationUnique, AggregationSum, AggregationCustom:
+		default:
+			v.add("aggregationType", "aggregationType value %d must be COUNT, UNIQUE, SUM or CUSTOM", i+1)
+		}
+	}
+	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
+	if err != nil {
+		v.merge("", err)
+	}
+	if err := v.err(); err != nil {
+		return Page[UsageMetric]{}, err
+	}
+	name := strings.ToLower(f.Name)
+	q := listQuery[UsageMetric]{
+		name:   "usage_metrics",
+		filter: fmt.Sprintf("%q|%q|%q", f.Name, f.EventTypes, f.AggregationTypes),
+		table:  tableUsageMetrics,
+		prefix: prefix(account),
+		desc:   order == SortDesc,
+		decode: decodeAll(func(m *UsageMetric) bool {
+			return m.DeletedAt == nil &&
+				(name == "" || strings.Contains(strings.ToLower(m.Name), name)) &&
+				(len(f.EventTypes) == 0 || slices.Contains(f.EventTypes, m.EventType)) &&
+				(len(f.AggregationTypes) == 0 || slices.Contains(f.AggregationTypes, m.AggregationType))
+		}),
+	}
+	var page Page[UsageMetric]
+	err = s.view(ctx, func(tx Tx) (err error) {
+		page, err = list(ctx, s, tx, q, p)
+		return err
+	})
+	return page, err
+}
+
+// metricUsedByActivePrice reports whether an ACTIVE price of the account
+// uses the metric. Prices arrive with the catalog; until then nothing uses a
+// metric.
+func (s *Service) metricUsedByActivePrice(ctx context.Context, tx Tx, account, id string) (bool, error) {
+	return false, nil
+}
