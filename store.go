@@ -45,8 +45,11 @@ type Store interface {
 // Tx is one transaction of a Store. Its methods must only be called from the
 // goroutine running the transaction function, and never after that function
 // returns. Byte slices passed to a Tx may be reused by the caller after the
-// call returns; byte slices a Tx hands out (from Get and Scan) are owned by
-// the caller and stay valid after the transaction ends.
+// call returns. A value returned by Get is owned by the caller and stays
+// valid after the transaction ends; the key and value given to a Scan
+// callback are valid only during that call and must not be modified (so
+// backends can scan without copying). Keys are never empty. If ctx is
+// cancelled before an Update commits, the transaction is rolled back.
 type Tx interface {
 	// Get returns the value stored under key in table, or ErrNotFound.
 	Get(ctx context.Context, table Table, key []byte) ([]byte, error)
@@ -63,7 +66,8 @@ type Tx interface {
 
 	// Scan calls fn for each key of table within r, in ascending key
 	// order, or descending when r.Reverse is set. The key and value given
-	// to fn are valid only during the call; fn copies what it keeps.
+	// to fn are valid only during the call and read-only; fn copies what
+	// it keeps.
 	// Returning ErrStopScan from fn ends the scan without error; any other
 	// error ends it and is returned. fn must not write to the table being
 	// scanned.
@@ -128,13 +132,26 @@ var (
 // The tables of package billing. Backends do not need this list (a table
 // exists once written); it documents the key layout in one place.
 const (
-	tableMeta             Table = "meta"               // key → value: store-wide settings
-	tableAccounts         Table = "accounts"           // account id → Account
-	tableAPIKeys          Table = "api_keys"           // key id → apiKeyRecord
-	tableCounters         Table = "counters"           // account id / name → uint64
-	tableIdempotency      Table = "idempotency"        // account id / key → IdempotencyRecord
-	tableUsageMetrics     Table = "usage_metrics"      // account id / metric id → UsageMetric
-	tableUsageMetricNames Table = "usage_metric_names" // account id / lower(name) → metric id (live metrics only)
+	tableMeta             Table = "meta"                // key → value: store-wide settings
+	tableAccounts         Table = "accounts"            // account id → Account
+	tableAPIKeys          Table = "api_keys"            // key id → apiKeyRecord
+	tableCounters         Table = "counters"            // account id / name → uint64
+	tableIdempotency      Table = "idempotency"         // account id / key → IdempotencyRecord
+	tableUsageMetrics     Table = "usage_metrics"       // account id / metric id → UsageMetric
+	tableUsageMetricNames Table = "usage_metric_names"  // account id / lower(name) → metric id (live metrics only)
+	tableCustomers        Table = "customers"           // account id / customer id → Customer
+	tableCustomerAliases  Table = "customer_aliases"    // account id / alias → customer id
+	tableCustomerNames    Table = "customer_names"      // account id / legal name / customer id → customer id (seat balance order)
+	tableProducts         Table = "products"            // account id / product id → Product
+	tableTaxRates         Table = "tax_rates"           // account id / tax rate id → TaxRate
+	tablePrices           Table = "prices"              // account id / price id → Price
+	tableMerchantDetails  Table = "merchant_details"    // account id → MerchantDetails
+	tableSeatMetrics      Table = "seat_metrics"        // account id / seat metric id → SeatMetric
+	tableSeatMetricTypes  Table = "seat_metric_types"   // account id / seat type → seat metric id
+	tableSeatEvents       Table = "seat_events"         // account id / event id → SeatEvent (creation order)
+	tableSeatEventsByTime Table = "seat_events_by_time" // account id / timestamp / event id → SeatEvent
+	tableSeatEventIDs     Table = "seat_event_ids"      // account id / customerEventId → event id
+	tableSeatTimeline     Table = "seat_timeline"       // account id / alias / seat type / timestamp / event id → SeatEvent
 )
 
 // PrefixEnd returns the smallest key greater than every key that starts with

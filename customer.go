@@ -1,0 +1,375 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// TaxStatus says how a customer is taxed.
+type TaxStatus string
+
+// The tax statuses.
+const (
+	TaxStatusTaxed          TaxStatus = "TAXED"
+	TaxStatusTaxExempt      TaxStatus = "TAX_EXEMPT"
+	TaxStatusReverseCharged TaxStatus = "REVERSE_CHARGED"
+)
+
+// BillingPreference says whether a contact receives invoices and credit
+// notes: PRIMARY and STANDARD contacts do, NONE contacts do not.
+type BillingPreference string
+
+// The billing preferences.
+const (
+	BillingPreferencePrimary  BillingPreference = "PRIMARY"
+	BillingPreferenceStandard BillingPreference = "STANDARD"
+	BillingPreferenceNone     BillingPreference = "NONE"
+)
+
+// maxCustomerAliases bounds the aliases of one customer.
+const maxCustomerAliases = 100
+
+// Address is a postal address. Line1, Town, Postcode and Country are
+// required; Country is a 2-letter ISO 3166-1 code.
+type Address struct {
+	Line1    string `json:"line1"`
+	Line2    string `json:"line2,omitempty"`
+	Town     string `json:"town"`
+	State    string `json:"state,omitempty"`
+	Postcode string `json:"postcode"`
+	Country  string `json:"country"`
+}
+
+// Contact is a person at a customer.
+type Contact struct {
+	Name              string            `json:"name"`
+	Email             string            `json:"email"`
+	BillingPreference BillingPreference `json:"billingPreference"`
+}
+
+// Customer is a customer of an account. Its id and its aliases identify it
+// wherever an alias is accepted (usage events, seat events, filters).
+type Customer struct {
+	ID               string     `json:"id"`
+	ServiceAccountID string     `json:"serviceAccountId"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	UpdatedAt        time.Time  `json:"updatedAt"`
+	LegalName        string     `json:"legalName"`
+	CustomerAliases  []string   `json:"customerAliases"`
+	Address          *Address   `json:"address,omitempty"`
+	Contacts         []Contact  `json:"contacts"`
+	TaxStatus        TaxStatus  `json:"taxStatus"`
+	TaxID            string     `json:"taxId,omitempty"`
+	URL              string     `json:"url,omitempty"`
+	Label            string     `json:"label,omitempty"`
+	ArchivedAt       *time.Time `json:"archivedAt,omitempty"`
+}
+
+// BillingEmails returns the e-mails of the customer's contacts whose billing
+// preference is PRIMARY or STANDARD, PRIMARY ones first, in contact order.
+func (c *Customer) BillingEmails() []string {
+	emails := []string{}
+	for _, pref := range []BillingPreference{BillingPreferencePrimary, BillingPreferenceStandard} {
+		for _, ct := range c.Contacts {
+			if ct.BillingPreference == pref && !slices.Contains(emails, ct.Email) {
+				emails = append(emails, ct.Email)
+			}
+		}
+	}
+	return emails
+}
+
+// CustomerParams are the editable fields of a customer, for create and for
+// update (a full replace: fields left empty are cleared). TaxStatus defaults
+// to TAXED.
+type CustomerParams struct {
+	LegalName       string    `json:"legalName"`
+	CustomerAliases []string  `json:"customerAliases"`
+	Address         *Address  `json:"address"`
+	Contacts        []Contact `json:"contacts"`
+	TaxStatus       TaxStatus `json:"taxStatus"`
+	TaxID           string    `json:"taxId"`
+	URL             string    `json:"url"`
+	Label           string    `json:"label"`
+}
+
+// CustomerFilter selects customers in ListCustomers.
+type CustomerFilter struct {
+	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
+	SortOrder SortOrder
+}
+
+func (s *Service) validateCustomer(p *CustomerParams) error {
+	var v validator
+	s.checkString(&v, "legalName", p.LegalName, true)
+	s.checkString(&v, "taxId", p.TaxID, false)
+	s.checkString(&v, "url", p.URL, false)
+	s.checkString(&v, "label", p.Label, false)
+	switch p.TaxStatus {
+	case "", TaxStatusTaxed, TaxStatusTaxExempt, TaxStatusReverseCharged:
+	default:
+		v.add("taxStatus", "taxStatus must be TAXED, TAX_EXEMPT or REVERSE_CHARGED")
+	}
+	checkAliases(&v, "customerAliases", p.CustomerAliases)
+	if p.Address != nil {
+		s.checkAddress(&v, "address", p.Address)
+	}
+	if len(p.Contacts) > s.limits.MaxEntries {
+		v.add("contacts", "a customer has at most %d contacts", s.limits.MaxEntries)
+	}
+	for i, c := range p.Contacts {
+		field := fmt.Sprintf("contacts[%d]", i)
+		s.checkString(&v, field+".name", c.Name, false)
+		checkEmail(&v, field+".email", c.Email)
+		switch c.BillingPreference {
+		case BillingPreferencePrimary, BillingPreferenceStandard, BillingPreferenceNone:
+		default:
+			v.add(field+".billingPreference", "billingPreference must be PRIMARY, STANDARD or NONE")
+		}
+	}
+	return v.err()
+}
+
+// checkAliases validates a list of aliases: keys without commas, no
+// duplicates, at most maxCustomerAliases.
+func checkAliases(v *validator, field string, aliases []string) {
+	if len(aliases) > maxCustomerAliases {
+		v.add(field, "a customer has at most %d aliases", maxCustomerAliases)
+	}
+	seen := map[string]bool{}
+	for i, a := range aliases {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		checkKey(v, f, a, true)
+		switch {
+		case strings.Contains(a, ","):
+			v.add(f, "an alias must not contain commas")
+		case seen[a]:
+			v.add(f, "alias %q is given twice", a)
+		}
+		seen[a] = true
+	}
+}
+
+// checkAddress validates an address: line1, town, postcode and a 2-letter
+// upper-case country code are required.
+func (s *Service) checkAddress(v *validator, field string, a *Address) {
+	s.checkString(v, field+".line1", a.Line1, true)
+	s.checkString(v, field+".line2", a.Line2, false)
+	s.checkString(v, field+".town", a.Town, true)
+	s.checkString(v, field+".state", a.State, false)
+	s.checkString(v, field+".postcode", a.Postcode, true)
+	if len(a.Country) != 2 || a.Country[0] < 'A' || a.Country[0] > 'Z' || a.Country[1] < 'A' || a.Country[1] > 'Z' {
+		v.add(field+".country", "country must be a 2-letter upper-case ISO 3166-1 code such as \"GB\"")
+	}
+}
+
+// checkEmail validates a required e-mail address: one @ with text on both
+// sides, no spaces or control characters, at most 254 characters.
+func checkEmail(v *validator, field, email string) {
+	local, domain, ok := strings.Cut(email, "@")
+	switch {
+	case email == "":
+		v.add(field, "%s is required", field)
+	case !ok || local == "" || domain == "" || strings.Contains(domain, "@") || len(email) > 254 ||
+		strings.ContainsFunc(email, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		v.add(field, "%s must be an e-mail address", field)
+	}
+}
+
+// CreateCustomer creates a customer. Returns validation_failed for invalid
+// fields (all at once) and conflict when an alias is already an alias or the
+// id of a customer of the account.
+func (s *Service) CreateCustomer(ctx context.Context, account string, p CustomerParams) (*Customer, error) {
+	if err := s.validateCustomer(&p); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	c := &Customer{ID: s.newID(), ServiceAccountID: account, CreatedAt: now, UpdatedAt: now}
+	applyCustomer(c, &p)
+	return mutate(ctx, s, account, func(tx Tx) (*Customer, error) {
+		if err := s.claimAliases(ctx, tx, c, nil); err != nil {
+			return nil, err
+		}
+		if err := tx.Put(ctx, tableCustomerNames, key(account, c.LegalName, c.ID), []byte(c.ID)); err != nil {
+			return nil, err
+		}
+		return c, putRecord(ctx, tx, tableCustomers, key(account, c.ID), c)
+	})
+}
+
+func applyCustomer(c *Customer, p *CustomerParams) {
+	c.LegalName, c.TaxID, c.URL, c.Label = p.LegalName, p.TaxID, p.URL, p.Label
+	c.CustomerAliases = append([]string{}, p.CustomerAliases...)
+	c.Contacts = append([]Contact{}, p.Contacts...)
+	c.TaxStatus = p.TaxStatus
+	if c.TaxStatus == "" {
+		c.TaxStatus = TaxStatusTaxed
+	}
+	c.Address = nil
+	if p.Address != nil {
+		a := *p.Address
+		c.Address = &a
+	}
+}
+
+// claimAliases reserves c's aliases that are not in old, and releases the
+// aliases of old that c no longer has.
+func (s *Service) claimAliases(ctx context.Context, tx Tx, c *Customer, old []string) error {
+	for _, a := range old {
+		if !slices.Contains(c.CustomerAliases, a) {
+			if err := tx.Delete(ctx, tableCustomerAliases, key(c.ServiceAccountID, a)); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+	}
+	for i, a := range c.CustomerAliases {
+		if slices.Contains(old, a) {
+			continue
+		}
+		conflict := &Error{Code: CodeConflict, Field: fmt.Sprintf("customerAliases[%d]", i)}
+		_, err := tx.Get(ctx, tableCustomers, key(c.ServiceAccountID, a))
+		switch {
+		case err == nil || a == c.ID:
+			conflict.Message = fmt.Sprintf("alias %q is the id of a customer", a)
+			return conflict
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+		err = tx.Insert(ctx, tableCustomerAliases, key(c.ServiceAccountID, a), []byte(c.ID))
+		if errors.Is(err, ErrConflict) {
+			conflict.Message = fmt.Sprintf("alias %q belongs to another customer", a)
+			return conflict
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetCustomer returns a customer. Returns not_found if the account has no
+// such customer.
+func (s *Service) GetCustomer(ctx context.Context, account, id string) (*Customer, error) {
+	var c *Customer
+	err := s.view(ctx, func(tx Tx) (err error) {
+		c, err = s.getCustomer(ctx, tx, account, id)
+		return err
+	})
+	return c, err
+}
+
+func (s *Service) getCustomer(ctx context.Context, tx Tx, account, id string) (*Customer, error) {
+	c, err := getRecord[Customer](ctx, tx, tableCustomers, key(account, id))
+	return c, lookupErr(err, "customer")
+}
+
+// UpdateCustomer replaces the editable fields of a customer, aliases
+// included; an alias it drops is free for another customer at once.
+// Returns not_found, and validation_failed and conflict as CreateCustomer.
+func (s *Service) UpdateCustomer(ctx context.Context, account, id string, p CustomerParams) (*Customer, error) {
+	if err := s.validateCustomer(&p); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*Customer, error) {
+		c, err := s.getCustomer(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		oldAliases, oldName := c.CustomerAliases, c.LegalName
+		applyCustomer(c, &p)
+		c.UpdatedAt = now
+		if err := s.claimAliases(ctx, tx, c, oldAliases); err != nil {
+			return nil, err
+		}
+		if oldName != c.LegalName {
+			if err := tx.Delete(ctx, tableCustomerNames, key(account, oldName, id)); err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+			if err := tx.Put(ctx, tableCustomerNames, key(account, c.LegalName, id), []byte(id)); err != nil {
+				return nil, err
+			}
+		}
+		return c, putRecord(ctx, tx, tableCustomers, key(account, id), c)
+	})
+}
+
+// ArchiveCustomer sets a customer's archivedAt. Archived customers keep
+// their history but get no new invoices, credit notes or schedules.
+// Archiving an archived customer returns it unchanged. Returns not_found.
+func (s *Service) ArchiveCustomer(ctx context.Context, account, id string) (*Customer, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*Customer, error) {
+		c, err := s.getCustomer(ctx, tx, account, id)
+		if err != nil || c.ArchivedAt != nil {
+			return c, err
+		}
+		c.ArchivedAt, c.UpdatedAt = &now, now
+		return c, putRecord(ctx, tx, tableCustomers, key(account, id), c)
+	})
+}
+
+// ListCustomers lists the account's customers, archived ones included,
+// newest first unless f.SortOrder says ASC. Returns validation_failed for a
+// bad sort order, limit or cursor.
+func (s *Service) ListCustomers(ctx context.Context, account string, f CustomerFilter, p ListParams) (Page[Customer], error) {
+	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
+	if err != nil {
+		return Page[Customer]{}, err
+	}
+	q := listQuery[Customer]{
+		name: "customers", table: tableCustomers, prefix: prefix(account),
+		desc: order == SortDesc, decode: decodeAll[Customer](nil),
+	}
+	var page Page[Customer]
+	err = s.view(ctx, func(tx Tx) (err error) {
+		page, err = list(ctx, s, tx, q, p)
+		return err
+	})
+	return page, err
+}
+
+// customerByAlias returns the customer whose id or alias is value, or nil
+// when there is none in the account.
+func (s *Service) customerByAlias(ctx context.Context, tx Tx, account, value string) (*Customer, error) {
+	c, err := getRecord[Customer](ctx, tx, tableCustomers, key(account, value))
+	if err == nil || !errors.Is(err, ErrNotFound) {
+		return c, err
+	}
+	id, err := tx.Get(ctx, tableCustomerAliases, key(account, value))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return getRecord[Customer](ctx, tx, tableCustomers, key(account, string(id)))
+}
+
+// resolveAliases expands customer references for usage and seat
+// calculations: each value that is the id or an alias of a customer of the
+// account stands for that customer's id and all its aliases; any other value
+// stands for itself (an alias no customer has claimed yet). The result is
+// deduplicated and sorted. Aliases resolve at calculation time, so moving an
+// alias to another customer moves its events with it.
+func (s *Service) resolveAliases(ctx context.Context, tx Tx, account string, values []string) ([]string, error) {
+	out := make([]string, 0, len(values))
+	for _, v := range values {
+		c, err := s.customerByAlias(ctx, tx, account, v)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			out = append(out, v)
+			continue
+		}
+		out = append(out, c.ID)
+		out = append(out, c.CustomerAliases...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
