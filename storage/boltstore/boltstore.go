@@ -633,10 +633,10 @@ func (t *tx) Increment(ctx context.Context, table billing.Table, key []byte) (ui
 	return n, put(b, table, key, binary.BigEndian.AppendUint64(nil, n))
 }
 
-// Scan walks a bbolt cursor over r. Keys and values are copied out of the
-// memory map into shared chunks (see arena), so they stay valid after the
-// transaction at the cost of one allocation per chunk rather than two per
-// pair.
+// Scan walks a bbolt cursor over r. Keys and values are handed to fn
+// straight from the memory map, without copying: the port makes them valid
+// only during the call, which keeps large scans (usage calculation) free of
+// allocation.
 func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn func(key, value []byte) error) error {
 	if err := t.check(ctx, false); err != nil {
 		return err
@@ -652,7 +652,6 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 	} else {
 		k, v = seekFirst(c, r)
 	}
-	var a arena
 	for ; k != nil; k, v = step(c, r.Reverse) {
 		// Positioned past the bound on one side, the first key outside r
 		// ends the walk on the other side.
@@ -662,7 +661,7 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := fn(a.clone(k), a.clone(v)); err != nil {
+		if err := fn(k, v); err != nil {
 			if errors.Is(err, billing.ErrStopScan) {
 				return nil
 			}
@@ -707,26 +706,4 @@ func seekLast(c *bolt.Cursor, r billing.Range) ([]byte, []byte) {
 		return c.Last()
 	}
 	return c.Prev()
-}
-
-// arena hands out copies carved from shared chunks. Each copy is capped at
-// its own length, so appending to one never overwrites another; a copy
-// kept by the caller keeps its whole chunk alive, which is the price of not
-// allocating twice per scanned pair.
-type arena struct{ buf []byte }
-
-const arenaChunk = 16 << 10
-
-func (a *arena) clone(b []byte) []byte {
-	n := len(b)
-	if n > arenaChunk/8 {
-		return clone(b)
-	}
-	if a.buf == nil || len(a.buf) < n {
-		a.buf = make([]byte, arenaChunk)
-	}
-	c := a.buf[:n:n]
-	copy(c, b)
-	a.buf = a.buf[n:]
-	return c
 }
