@@ -47,6 +47,12 @@ type Config struct {
 
 	// Limits bounds the size of requests. Zero fields take their defaults.
 	Limits Limits
+
+	// CustomAggregations computes CUSTOM usage metrics, keyed by metric
+	// name. Calculating a CUSTOM metric whose name has no function here
+	// answers invalid_state. A nil function is refused by New. Defaults to
+	// none.
+	CustomAggregations map[string]CustomAggregation
 }
 
 // Limits are the size limits of conventions.md. A zero field takes the
@@ -95,6 +101,7 @@ type Service struct {
 	idemTTL  time.Duration
 	limits   Limits
 	cursors  cursorCodec
+	custom   map[string]CustomAggregation
 }
 
 // New returns a Service over store. It validates cfg (nil means all
@@ -120,6 +127,13 @@ func New(store Store, cfg *Config) (*Service, error) {
 		log:      c.Logger,
 		idemTTL:  c.IdempotencyTTL,
 		limits:   c.Limits.withDefaults(),
+	}
+	s.custom = make(map[string]CustomAggregation, len(c.CustomAggregations))
+	for name, fn := range c.CustomAggregations {
+		if fn == nil {
+			return nil, fmt.Errorf("billing: CustomAggregations[%q] is nil", name)
+		}
+		s.custom[name] = fn
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -211,6 +225,36 @@ func (s *Service) view(ctx context.Context, fn func(Tx) error) error {
 func mutate[T any](ctx context.Context, s *Service, account string, fn func(Tx) (T, error)) (T, error) {
 	var out T
 	err := s.store.Update(ctx, func(tx Tx) error {
+		v, err := fn(tx)
+		if err != nil {
+			return err
+		}
+		if err := s.recordIdempotent(ctx, tx, account, v); err != nil {
+			return err
+		}
+		out = v
+		return nil
+	})
+	if err != nil {
+		var zero T
+		return zero, internal(err)
+	}
+	return out, nil
+}
+
+// mutateBatch is mutate over Store.Batch: concurrent calls may share one
+// transaction and one durable commit (group commit). The store may run the
+// transaction function more than once, so fn must derive everything it
+// writes from its inputs and the Tx (generate ids and read the clock before
+// calling mutateBatch), and every run starts the idempotency record afresh.
+func mutateBatch[T any](ctx context.Context, s *Service, account string, fn func(Tx) (T, error)) (T, error) {
+	var out T
+	err := s.store.Batch(ctx, func(tx Tx) error {
+		var zero T
+		out = zero
+		if req, _ := ctx.Value(idempotencyKey{}).(*IdempotencyRequest); req != nil {
+			req.Status, req.Body, req.Stored = 0, nil, false
+		}
 		v, err := fn(tx)
 		if err != nil {
 			return err

@@ -152,6 +152,16 @@ const (
 	tableSeatEventsByTime Table = "seat_events_by_time" // account id / timestamp / event id → SeatEvent
 	tableSeatEventIDs     Table = "seat_event_ids"      // account id / customerEventId → event id
 	tableSeatTimeline     Table = "seat_timeline"       // account id / alias / seat type / timestamp / event id → SeatEvent
+
+	// Usage events (usagestore.go): an account and each of its (event type,
+	// customer alias) series get a 4-byte number on first use, so event
+	// keys stay short and a calculation scans one time range per alias.
+	tableUsageAccounts    Table = "usage_accounts"     // account id → account no; key {0}: last account no
+	tableUsageSeries      Table = "usage_series"       // account id / event type / alias → series no; key {0}: last series no
+	tableUsageSeriesNames Table = "usage_series_names" // series no → event type / alias
+	tableUsageEvents      Table = "usage_events"       // series no | timestamp | event id → encoded event
+	tableUsageEventIDs    Table = "usage_event_ids"    // account no | event id → series no | timestamp
+	tableUsageEventKeys   Table = "usage_event_keys"   // account no | customerEventId → usage_events key (explicit ids only)
 )
 
 // PrefixEnd returns the smallest key greater than every key that starts with

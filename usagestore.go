@@ -1,0 +1,367 @@
+package billing
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Usage event storage. Events are the one high-volume record, so they have
+// a compact binary layout of their own (ARCHITECTURE.md, "Records"):
+//
+//   - An account gets a 4-byte account no, and each (account, event type,
+//     customer alias) a 4-byte series no, on first use.
+//   - usage_events: series no | timestamp (8 bytes) | event id → the event's
+//     customerEventId (empty when it defaulted to the id) and properties. A
+//     calculation reads one key range per alias: exactly the events of that
+//     alias, event type and period, whatever else is stored.
+//   - usage_event_ids: account no | event id → series no | timestamp, the
+//     creation-order index of GET /usage-events and of supersede by an id.
+//   - usage_event_keys: account no | customerEventId → usage_events key, for
+//     explicit customerEventIds only (a defaulted one is the id, found in
+//     usage_event_ids).
+//
+// Event ids are stored as a kind byte and 16 bytes for a UUID, or the kind
+// byte and the id's text otherwise.
+
+const (
+	idKindUUID byte = 'u'
+	idKindText byte = 't'
+
+	// Property value tags of the event encoding.
+	tagString byte = 's'
+	tagTrue   byte = 'T'
+	tagFalse  byte = 'F'
+	tagSmall  byte = 'n' // coefficient and exponent as zig-zag varints
+	tagBig    byte = 'N' // the decimal's text
+
+	eventEncodingV1 byte = 1
+)
+
+// counterKey is the key of the last number handed out in a numbering table;
+// no account id or series key is empty or starts with 0x00.
+var counterKey = []byte{0}
+
+func encodeEventID(id string) []byte {
+	if u, err := uuid.Parse(id); err == nil && u.String() == id {
+		return append([]byte{idKindUUID}, u[:]...)
+	}
+	return append([]byte{idKindText}, id...)
+}
+
+func decodeEventID(b []byte) (string, error) {
+	switch {
+	case len(b) == 17 && b[0] == idKindUUID:
+		return uuid.UUID(b[1:]).String(), nil
+	case len(b) > 1 && b[0] == idKindText:
+		return string(b[1:]), nil
+	}
+	return "", errors.New("billing: malformed usage event id")
+}
+
+// appendTime appends t's Unix seconds as 8 big-endian bytes, sign bit
+// flipped so that byte order is time order before 1970 too.
+func appendTime(b []byte, t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(t.Unix())^(1<<63))
+}
+
+func readTime(b []byte) time.Time {
+	return time.Unix(int64(binary.BigEndian.Uint64(b)^(1<<63)), 0).UTC()
+}
+
+// number assigns (once) the 4-byte number of k in table t.
+func number(ctx context.Context, tx Tx, t Table, k []byte, create bool) ([]byte, error) {
+	v, err := tx.Get(ctx, t, k)
+	if err == nil || !errors.Is(err, ErrNotFound) || !create {
+		return v, err
+	}
+	n, err := tx.Increment(ctx, t, counterKey)
+	if err != nil {
+		return nil, err
+	}
+	if n > math.MaxUint32 {
+		return nil, fmt.Errorf("billing: table %s has run out of numbers", t)
+	}
+	v = binary.BigEndian.AppendUint32(nil, uint32(n))
+	return v, tx.Put(ctx, t, k, v)
+}
+
+// seriesNo returns the number of the series of (account, eventType, alias),
+// creating it when create is set; ErrNotFound when it does not exist.
+func seriesNo(ctx context.Context, tx Tx, account, eventType, alias string, create bool) ([]byte, error) {
+	k := key(account, eventType, alias)
+	if _, err := tx.Get(ctx, tableUsageSeries, k); create && errors.Is(err, ErrNotFound) {
+		no, err := number(ctx, tx, tableUsageSeries, k, true)
+		if err != nil {
+			return nil, err
+		}
+		return no, tx.Put(ctx, tableUsageSeriesNames, no, key(eventType, alias))
+	}
+	return number(ctx, tx, tableUsageSeries, k, false)
+}
+
+// putUsageEvents stores events in order, each superseding any earlier event
+// of the account with the same customerEventId (events earlier in the slice
+// included). It keeps no state between calls, as group commit requires.
+func (s *Service) putUsageEvents(ctx context.Context, tx Tx, account string, events []UsageEvent) error {
+	acct, err := number(ctx, tx, tableUsageAccounts, []byte(account), true)
+	if err != nil {
+		return err
+	}
+	for i := range events {
+		if err := s.putUsageEvent(ctx, tx, acct, &events[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) putUsageEvent(ctx context.Context, tx Tx, acct []byte, e *UsageEvent) error {
+	if err := supersede(ctx, tx, acct, e.CustomerEventID); err != nil {
+		return err
+	}
+	series, err := seriesNo(ctx, tx, e.ServiceAccountID, e.EventType, e.CustomerAlias, true)
+	if err != nil {
+		return err
+	}
+	id := encodeEventID(e.ID)
+	pk := append(appendTime(append([]byte(nil), series...), e.EventTimestamp), id...)
+	cevid := ""
+	if e.CustomerEventID != e.ID {
+		cevid = e.CustomerEventID
+		if err := tx.Put(ctx, tableUsageEventKeys, append(append([]byte(nil), acct...), cevid...), pk); err != nil {
+			return err
+		}
+	}
+	if err := tx.Put(ctx, tableUsageEventIDs, append(append([]byte(nil), acct...), id...), pk[:12]); err != nil {
+		return err
+	}
+	return tx.Put(ctx, tableUsageEvents, pk, encodeEvent(cevid, e.EventProperties))
+}
+
+// supersede deletes the event of the account whose customerEventId is cevid:
+// one sent with that explicit customerEventId, or one sent without any whose
+// id is cevid.
+func supersede(ctx context.Context, tx Tx, acct []byte, cevid string) error {
+	k := append(append([]byte(nil), acct...), cevid...)
+	pk, err := tx.Get(ctx, tableUsageEventKeys, k)
+	switch {
+	case err == nil:
+		if err := tx.Delete(ctx, tableUsageEventKeys, k); err != nil {
+			return err
+		}
+		return deleteUsageEvent(ctx, tx, acct, pk)
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	id := encodeEventID(cevid)
+	if id[0] != idKindUUID {
+		return nil // server ids are UUIDs (Config.NewID)
+	}
+	loc, err := tx.Get(ctx, tableUsageEventIDs, append(append([]byte(nil), acct...), id...))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pk = append(loc, id...)
+	v, err := tx.Get(ctx, tableUsageEvents, pk)
+	if err != nil {
+		return err
+	}
+	if explicit, _ := binary.Uvarint(v[1:]); explicit != 0 {
+		return nil // its customerEventId is another one: not the same event
+	}
+	return deleteUsageEvent(ctx, tx, acct, pk)
+}
+
+// deleteUsageEvent removes the event stored under primary key pk and its id
+// index entry.
+func deleteUsageEvent(ctx context.Context, tx Tx, acct, pk []byte) error {
+	if err := tx.Delete(ctx, tableUsageEvents, pk); err != nil {
+		return err
+	}
+	return tx.Delete(ctx, tableUsageEventIDs, append(append([]byte(nil), acct...), pk[12:]...))
+}
+
+// encodeEvent encodes what the key does not hold: the explicit
+// customerEventId ("" when it defaulted to the id) and the properties,
+// sorted by name.
+func encodeEvent(cevid string, props EventProperties) []byte {
+	b := make([]byte, 0, 16+len(cevid)+24*len(props))
+	b = append(b, eventEncodingV1)
+	b = appendString(b, cevid)
+	b = binary.AppendUvarint(b, uint64(len(props)))
+	for _, k := range sortedKeys(props) {
+		b = appendString(b, k)
+		b = appendProperty(b, props[k])
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendProperty(b []byte, v PropertyValue) []byte {
+	switch v.kind {
+	case PropertyString:
+		return appendString(append(b, tagString), v.str)
+	case PropertyBool:
+		if v.b {
+			return append(b, tagTrue)
+		}
+		return append(b, tagFalse)
+	}
+	d := &v.num.d
+	if d.Coeff.IsInt64() {
+		c := d.Coeff.Int64()
+		if d.Negative {
+			c = -c
+		}
+		return binary.AppendVarint(binary.AppendVarint(append(b, tagSmall), c), int64(d.Exponent))
+	}
+	return appendString(append(b, tagBig), v.num.String())
+}
+
+// eventReader walks an encoded event without allocating.
+type eventReader struct {
+	b   []byte
+	err error
+}
+
+func (r *eventReader) uvarint() uint64 {
+	n, w := binary.Uvarint(r.b)
+	if w <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[w:]
+	return n
+}
+
+func (r *eventReader) varint() int64 {
+	n, w := binary.Varint(r.b)
+	if w <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[w:]
+	return n
+}
+
+func (r *eventReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.fail()
+		return nil
+	}
+	s := r.b[:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *eventReader) fail() {
+	if r.err == nil {
+		r.err = errors.New("billing: malformed usage event record")
+	}
+	r.b = nil
+}
+
+// rawProperty is one encoded property value: a tag and its payload bytes
+// (the string, the decimal text, or the two varints).
+type rawProperty struct {
+	tag     byte
+	payload []byte
+}
+
+// next reads one property name and value.
+func (r *eventReader) next() (name []byte, v rawProperty) {
+	name = r.bytes()
+	if r.err != nil || len(r.b) == 0 {
+		r.fail()
+		return nil, v
+	}
+	v.tag, r.b = r.b[0], r.b[1:]
+	switch v.tag {
+	case tagString, tagBig:
+		v.payload = r.bytes()
+	case tagSmall:
+		start := r.b
+		r.varint()
+		r.varint()
+		v.payload = start[:len(start)-len(r.b)]
+	case tagTrue, tagFalse:
+	default:
+		r.fail()
+	}
+	return name, v
+}
+
+// openEvent reads the header of an encoded event and returns a reader
+// positioned at its properties, with their count.
+func openEvent(v []byte) (r eventReader, cevid []byte, n int) {
+	if len(v) == 0 || v[0] != eventEncodingV1 {
+		r.fail()
+		return r, nil, 0
+	}
+	r.b = v[1:]
+	cevid = r.bytes()
+	return r, cevid, int(r.uvarint())
+}
+
+// decodeProperty turns a raw value into a PropertyValue.
+func (v rawProperty) decode() (PropertyValue, error) {
+	switch v.tag {
+	case tagString:
+		return StringProperty(string(v.payload)), nil
+	case tagTrue, tagFalse:
+		return BoolProperty(v.tag == tagTrue), nil
+	case tagBig:
+		d, err := ParseDecimalNumber(string(v.payload))
+		return NumberProperty(d), err
+	}
+	c, exp := smallNumber(v.payload)
+	var d Decimal
+	d.d.SetFinite(c, int32(exp))
+	return NumberProperty(d), nil
+}
+
+func smallNumber(p []byte) (coeff, exp int64) {
+	c, w := binary.Varint(p)
+	e, _ := binary.Varint(p[w:])
+	return c, e
+}
+
+// decodeUsageEvent rebuilds an event from its primary key and value.
+func decodeUsageEvent(account, eventType, alias string, pk, v []byte) (UsageEvent, error) {
+	id, err := decodeEventID(pk[12:])
+	if err != nil {
+		return UsageEvent{}, err
+	}
+	e := UsageEvent{
+		ID: id, ServiceAccountID: account, CustomerAlias: alias, EventType: eventType,
+		EventTimestamp: readTime(pk[4:12]), CustomerEventID: id,
+	}
+	r, cevid, n := openEvent(v)
+	if len(cevid) > 0 {
+		e.CustomerEventID = string(cevid)
+	}
+	e.EventProperties = make(EventProperties, n)
+	for range n {
+		name, raw := r.next()
+		if r.err != nil {
+			return UsageEvent{}, r.err
+		}
+		if e.EventProperties[string(name)], err = raw.decode(); err != nil {
+			return UsageEvent{}, err
+		}
+	}
+	return e, r.err
+}
