@@ -436,8 +436,7 @@ func (s *Service) ListUsageMetrics(ctx context.Context, account string, f UsageM
 }
 
 // metricUsedByActivePrice reports whether an ACTIVE price of the account
-// uses the metric. Prices arrive with the catalog; until then nothing uses a
-// metric.
+// uses the metric.
 func (s *Service) metricUsedByActivePrice(ctx context.Context, tx Tx, account, id string) (bool, error) {
-	return false, nil
+	return s.activePriceUses(ctx, tx, account, func(p *PriceStructure) bool { return p.UsageMetricID == id })
 }

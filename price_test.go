@@ -1,0 +1,259 @@
+package billing_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// catalog is an account with a product and a usage metric to price.
+type catalog struct {
+	account, product, metric string
+}
+
+func newCatalog(tb testing.TB, svc *billing.Service, name string) catalog {
+	tb.Helper()
+	acct := billingtest.Account(tb, svc, name)
+	m, err := svc.CreateUsageMetric(context.Background(), acct, metricParams("calls"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return catalog{account: acct, product: createProduct(tb, svc, acct, "Platform").ID, metric: m.ID}
+}
+
+func (c catalog) linear(name string) billing.CreatePriceParams {
+	return billing.CreatePriceParams{
+		ProductID: c.product, Name: name, Currency: billing.CurrencyUSD,
+		Structure:        billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dec("0.01"), UsageMetricID: c.metric},
+		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInArrears,
+	}
+}
+
+func TestCreatePriceValidation(t *testing.T) {
+	t.Parallel()
+	svc, _ := billingtest.NewService(t)
+	ctx := context.Background()
+	c := newCatalog(t, svc, "a")
+	other := newCatalog(t, svc, "b")
+	deleted, err := svc.CreateUsageMetric(ctx, c.account, metricParams("old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.DeleteUsageMetric(ctx, c.account, deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+	neg := int64(-1)
+	tests := []struct {
+		name   string
+		change func(p *billing.CreatePriceParams)
+		fields []string
+	}{
+		{"ErrEverythingMissing", func(p *billing.CreatePriceParams) { *p = billing.CreatePriceParams{} },
+			[]string{"productId", "name", "currency", "billingFrequency", "billingType", "structure.pricingType"}},
+		{"ErrBadEnums", func(p *billing.CreatePriceParams) {
+			p.BillingFrequency, p.BillingType, p.Status = "DAILY", "LATER", "GONE"
+		}, []string{"billingFrequency", "billingType", "status"}},
+		{"ErrUsageBasedInAdvance", func(p *billing.CreatePriceParams) { p.BillingType = billing.BillingTypeInAdvance }, []string{"billingType"}},
+		{"ErrUsagePeriodNotFrequency", func(p *billing.CreatePriceParams) {
+			p.UsageCalculationPeriod = &billing.UsageCalculationPeriod{Frequency: billing.FrequencyYearly, Interval: 1}
+		}, []string{"usageCalculationPeriod"}},
+		{"ErrUsagePeriodInterval", func(p *billing.CreatePriceParams) {
+			p.UsageCalculationPeriod = &billing.UsageCalculationPeriod{Frequency: billing.FrequencyMonthly, Interval: 2}
+		}, []string{"usageCalculationPeriod"}},
+		{"ErrUsagePeriodOnFixed", func(p *billing.CreatePriceParams) {
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingFixed, Price: dec("1")}
+			p.UsageCalculationPeriod = &billing.UsageCalculationPeriod{Frequency: billing.FrequencyMonthly, Interval: 1}
+		}, []string{"usageCalculationPeriod"}},
+		{"ErrForeignFields", func(p *billing.CreatePriceParams) {
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingFixed, Price: dec("1"), UsageMetricID: c.metric, PackageSize: dec("1")}
+		}, []string{"structure.packageSize", "structure.usageMetricId"}},
+		{"ErrFixedWithoutPrice", func(p *billing.CreatePriceParams) {
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingFixed}
+		}, []string{"structure.price"}},
+		{"ErrNegativePrice", func(p *billing.CreatePriceParams) {
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingOneTime, Price: dec("-1")}
+		}, []string{"structure.price"}},
+		{"ErrPackageSizeZero", func(p *billing.CreatePriceParams) {
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingPackage, PackageSize: dec("0"), PricePerPackage: dec("1"), UsageMetricID: c.metric}
+		}, []string{"structure.packageSize"}},
+		{"ErrLinearWithoutMetric", func(p *billing.CreatePriceParams) { p.Structure.UsageMetricID = "" }, []string{"structure.usageMetricId"}},
+		{"ErrTiers", func(p *billing.CreatePriceParams) {
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingGraduated, UsageMetricID: c.metric,
+				Tiers: tiers("10:1:0", "10:1:0", ":1:-1", "20:1:0"), UsageCalculationMode: "DAILY"}
+		}, []string{"structure.tiers[1].upperBound", "structure.tiers[2].upperBound", "structure.tiers[2].fee", "structure.tiers[3].upperBound", "structure.usageCalculationMode"}},
+		{"ErrFirstBoundZero", func(p *billing.CreatePriceParams) {
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingVolume, UsageMetricID: c.metric, Tiers: tiers("0:1:0", ":1:0")}
+		}, []string{"structure.tiers[0].upperBound"}},
+		{"ErrNoTiers", func(p *billing.CreatePriceParams) {
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingVolume, UsageMetricID: c.metric}
+		}, []string{"structure.tiers"}},
+		{"ErrSeatBased", func(p *billing.CreatePriceParams) {
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingSeatBased, ContractedMinimumSeats: &neg}
+			p.BillingType = billing.BillingTypeInAdvance
+		}, []string{"structure.pricePerSeat", "structure.seatMetricId", "structure.contractedMinimumSeats"}},
+		{"ErrUnknownPricingType", func(p *billing.CreatePriceParams) { p.Structure.PricingType = "FREE" }, []string{"structure.pricingType"}},
+		{"ErrMissingReferences", func(p *billing.CreatePriceParams) {
+			p.ProductID, p.ListPriceID = "nope", "nope"
+		}, []string{"productId", "listPriceId"}},
+		{"ErrOtherAccountsReferences", func(p *billing.CreatePriceParams) {
+			p.ProductID, p.Structure.UsageMetricID = other.product, other.metric
+		}, []string{"productId", "structure.usageMetricId"}},
+		{"ErrDeletedMetric", func(p *billing.CreatePriceParams) { p.Structure.UsageMetricID = deleted.ID }, []string{"structure.usageMetricId"}},
+		{"ErrOtherAccountsSeatMetric", func(p *billing.CreatePriceParams) {
+			sm := createSeatMetric(t, svc, other.account, "editor")
+			p.Structure = billing.PriceStructure{PricingType: billing.PricingSeatBased, PricePerSeat: dec("1"), SeatMetricID: sm.ID}
+		}, []string{"structure.seatMetricId"}},
+		{"ErrCustomParameters", func(p *billing.CreatePriceParams) {
+			p.CustomMetricParameters = []billing.CustomMetricParameter{{ParameterID: "x", Value: "1"}}
+		}, []string{"customMetricParameters[0].parameterId"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := c.linear("p")
+			tc.change(&p)
+			_, err := svc.CreatePrice(ctx, c.account, p)
+			if diff := cmp.Diff(tc.fields, errFields(t, err, billing.CodeValidationFailed)); diff != "" {
+				t.Fatalf("invalid fields (-want +got):\n%s", diff)
+			}
+		})
+	}
+	page, err := svc.ListPrices(ctx, c.account, billing.PriceFilter{}, billing.ListParams{})
+	if err != nil || page.TotalResultSize != 0 {
+		t.Fatalf("invalid creates stored prices: %+v, %v", page, err)
+	}
+}
+
+func TestPriceLifecycle(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, svc *billing.Service, clock *billingtest.Clock) {
+		ctx := context.Background()
+		c := newCatalog(t, svc, "a")
+		p := c.linear("API")
+		p.Status = billing.PriceStatusDraft
+		p.IntegrationIDs = []billing.IntegrationID{{Service: "crm", ID: "42"}}
+		pr, err := svc.CreatePrice(ctx, c.account, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ucp := pr.UsageCalculationPeriod
+		if pr.Status != billing.PriceStatusDraft || ucp == nil || ucp.Frequency != billing.FrequencyMonthly || ucp.Interval != 1 ||
+			pr.Structure.IsPricePercentage == nil || *pr.Structure.IsPricePercentage || pr.CustomMetricParameters == nil {
+			t.Fatalf("created = %+v", pr)
+		}
+		got, err := svc.GetPrice(ctx, c.account, pr.ID)
+		if diff := cmp.Diff(pr, got, decimalText); err != nil || diff != "" {
+			t.Fatalf("read back (-created +read):\n%s %v", diff, err)
+		}
+		// A DRAFT price does not pin its metric; an ACTIVE one does.
+		if _, err := svc.UpdateUsageMetric(ctx, c.account, c.metric, metricParams("renamed").UsageMetricParams); err != nil {
+			t.Fatalf("a DRAFT price blocks a metric update: %v", err)
+		}
+		clock.Advance(time.Minute)
+		up, err := svc.UpdatePrice(ctx, c.account, pr.ID, billing.UpdatePriceParams{Name: "API v2", Status: billing.PriceStatusActive})
+		if err != nil || up.Name != "API v2" || up.Status != billing.PriceStatusActive || !up.UpdatedAt.Equal(clock.Now()) || up.Structure.UsageMetricID != c.metric {
+			t.Fatalf("UpdatePrice = %+v, %v", up, err)
+		}
+		if _, err := svc.DeleteUsageMetric(ctx, c.account, c.metric); billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Fatalf("deleting a metric an ACTIVE price uses: %v, want invalid_state", err)
+		}
+		if _, err := svc.UpdateUsageMetric(ctx, c.account, c.metric, metricParams("again").UsageMetricParams); billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Fatalf("redefining a metric an ACTIVE price uses: %v, want invalid_state", err)
+		}
+		if _, err := svc.UpdatePrice(ctx, c.account, pr.ID, billing.UpdatePriceParams{Name: "x", Status: "OLD"}); billing.CodeOf(err) != billing.CodeValidationFailed {
+			t.Fatalf("bad status: %v", err)
+		}
+		if _, err := svc.UpdatePrice(ctx, c.account, pr.ID, billing.UpdatePriceParams{Name: "x", Status: billing.PriceStatusDraft}); err != nil {
+			t.Fatalf("back to DRAFT without schedules: %v", err)
+		}
+		if _, err := svc.DeleteUsageMetric(ctx, c.account, c.metric); err != nil {
+			t.Fatalf("deleting a metric only a DRAFT price uses: %v", err)
+		}
+	})
+}
+
+func TestPricesOfOtherAccounts(t *testing.T) {
+	t.Parallel()
+	svc, _ := billingtest.NewService(t)
+	ctx := context.Background()
+	a := newCatalog(t, svc, "a")
+	b := newCatalog(t, svc, "b")
+	pr, err := svc.CreatePrice(ctx, a.account, a.linear("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.GetPrice(ctx, b.account, pr.ID); billing.CodeOf(err) != billing.CodeNotFound {
+		t.Fatalf("B reads A's price: %v", err)
+	}
+	if _, err := svc.UpdatePrice(ctx, b.account, pr.ID, billing.UpdatePriceParams{Name: "x", Status: billing.PriceStatusActive}); billing.CodeOf(err) != billing.CodeNotFound {
+		t.Fatalf("B updates A's price: %v", err)
+	}
+	p := b.linear("q")
+	p.ListPriceID = pr.ID
+	if _, err := svc.CreatePrice(ctx, b.account, p); billing.CodeOf(err) != billing.CodeValidationFailed {
+		t.Fatalf("B names A's price as list price: %v", err)
+	}
+	// B's ACTIVE prices do not pin A's metric.
+	if _, err := svc.DeleteUsageMetric(ctx, b.account, b.metric); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestListPricesFilters(t *testing.T) {
+	t.Parallel()
+	svc, _ := billingtest.NewService(t)
+	ctx := context.Background()
+	c := newCatalog(t, svc, "a")
+	other := createProduct(t, svc, c.account, "Support")
+	mk := func(name string, cur billing.Currency, freq billing.BillingFrequency, product string) string {
+		p := c.linear(name)
+		p.Currency, p.BillingFrequency, p.ProductID = cur, freq, product
+		pr, err := svc.CreatePrice(ctx, c.account, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.ID
+	}
+	usd := mk("Basic API", "USD", billing.FrequencyMonthly, c.product)
+	eur := mk("Premium api", "EUR", billing.FrequencyMonthly, c.product)
+	yearly := mk("Support", "USD", billing.FrequencyYearly, other.ID)
+	for _, tc := range []struct {
+		name string
+		f    billing.PriceFilter
+		want []string
+	}{
+		{"All", billing.PriceFilter{}, []string{yearly, eur, usd}},
+		{"Ascending", billing.PriceFilter{SortOrder: billing.SortAsc}, []string{usd, eur, yearly}},
+		{"Currency", billing.PriceFilter{Currency: "EUR"}, []string{eur}},
+		{"NameIgnoringCase", billing.PriceFilter{Name: "API"}, []string{eur, usd}},
+		{"BillingFrequency", billing.PriceFilter{BillingFrequency: billing.FrequencyYearly}, []string{yearly}},
+		{"ProductID", billing.PriceFilter{ProductID: c.product}, []string{eur, usd}},
+		{"Combined", billing.PriceFilter{Currency: "USD", ProductID: c.product}, []string{usd}},
+		{"OtherAccountsProduct", billing.PriceFilter{ProductID: "missing"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			page, err := svc.ListPrices(ctx, c.account, tc.f, billing.ListParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range page.Items {
+				got = append(got, p.ID)
+			}
+			if !slices.Equal(got, tc.want) || page.TotalResultSize != len(tc.want) {
+				t.Fatalf("ids = %v (total %d), want %v", got, page.TotalResultSize, tc.want)
+			}
+		})
+	}
+	for _, f := range []billing.PriceFilter{{Currency: "usd"}, {BillingFrequency: "DAILY"}, {SortOrder: "UP"}} {
+		if _, err := svc.ListPrices(ctx, c.account, f, billing.ListParams{}); billing.CodeOf(err) != billing.CodeValidationFailed {
+			t.Fatalf("filter %+v: %v, want validation_failed", f, err)
+		}
+	}
+}
