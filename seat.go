@@ -1,0 +1,384 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxFilterIDs bounds the customers named in one customerIds or
+// customerAliases filter (conventions.md, "Limits").
+const maxFilterIDs = 100
+
+// SeatMetric describes a seat type an account bills for.
+type SeatMetric struct {
+	ID               string    `json:"id"`
+	ServiceAccountID string    `json:"serviceAccountId"`
+	SeatType         string    `json:"seatType"`
+	CreatedBy        string    `json:"createdBy"`
+	Label            string    `json:"label"`
+	Description      string    `json:"description,omitempty"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
+}
+
+// CreateSeatMetricParams are the fields of a new seat metric. CreatedBy is
+// not a body field: the HTTP server sets it to the id of the API key, a
+// library caller to a label of its own choosing.
+type CreateSeatMetricParams struct {
+	SeatType    string `json:"seatType"`
+	Label       string `json:"label"`
+	Description string `json:"description"`
+	CreatedBy   string `json:"-"`
+}
+
+// UpdateSeatMetricParams are the fields of a seat metric that can change;
+// the seat type is immutable.
+type UpdateSeatMetricParams struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+}
+
+// checkSeatType validates a seat type: lower snake case, at most 64
+// characters.
+func checkSeatType(v *validator, field, value string, required bool) {
+	switch {
+	case value == "":
+		v.check(!required, field, "%s is required", field)
+	case len(value) > 64:
+		v.add(field, "%s must be at most 64 characters", field)
+	case value[0] < 'a' || value[0] > 'z' || strings.ContainsFunc(value, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_'
+	}):
+		v.add(field, "%s must be lower snake case, such as \"editor_seats\"", field)
+	}
+}
+
+// CreateSeatMetric creates a seat metric. Returns validation_failed for
+// invalid fields (all at once) and conflict when the account already has a
+// seat metric of that seat type.
+func (s *Service) CreateSeatMetric(ctx context.Context, account string, p CreateSeatMetricParams) (*SeatMetric, error) {
+	var v validator
+	checkSeatType(&v, "seatType", p.SeatType, true)
+	s.checkString(&v, "label", p.Label, true)
+	s.checkString(&v, "description", p.Description, false)
+	s.checkString(&v, "createdBy", p.CreatedBy, false)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	m := &SeatMetric{
+		ID: s.newID(), ServiceAccountID: account, SeatType: p.SeatType, CreatedBy: p.CreatedBy,
+		Label: p.Label, Description: p.Description, CreatedAt: now, UpdatedAt: now,
+	}
+	return mutate(ctx, s, account, func(tx Tx) (*SeatMetric, error) {
+		err := tx.Insert(ctx, tableSeatMetricTypes, key(account, m.SeatType), []byte(m.ID))
+		if errors.Is(err, ErrConflict) {
+			return nil, &Error{Code: CodeConflict, Field: "seatType", Message: fmt.Sprintf("a seat metric for seat type %q already exists", m.SeatType)}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return m, putRecord(ctx, tx, tableSeatMetrics, key(account, m.ID), m)
+	})
+}
+
+// GetSeatMetric returns a seat metric. Returns not_found if the account has
+// no such seat metric.
+func (s *Service) GetSeatMetric(ctx context.Context, account, id string) (*SeatMetric, error) {
+	var m *SeatMetric
+	err := s.view(ctx, func(tx Tx) (err error) {
+		m, err = s.getSeatMetric(ctx, tx, account, id)
+		return err
+	})
+	return m, err
+}
+
+func (s *Service) getSeatMetric(ctx context.Context, tx Tx, account, id string) (*SeatMetric, error) {
+	m, err := getRecord[SeatMetric](ctx, tx, tableSeatMetrics, key(account, id))
+	return m, lookupErr(err, "seat metric")
+}
+
+// UpdateSeatMetric replaces a seat metric's label and description. Returns
+// not_found and validation_failed.
+func (s *Service) UpdateSeatMetric(ctx context.Context, account, id string, p UpdateSeatMetricParams) (*SeatMetric, error) {
+	var v validator
+	s.checkString(&v, "label", p.Label, true)
+	s.checkString(&v, "description", p.Description, false)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*SeatMetric, error) {
+		m, err := s.getSeatMetric(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		m.Label, m.Description, m.UpdatedAt = p.Label, p.Description, now
+		return m, putRecord(ctx, tx, tableSeatMetrics, key(account, id), m)
+	})
+}
+
+// DeleteSeatMetric deletes a seat metric and frees its seat type; seat
+// events of that type are kept. It returns the deleted metric. Returns
+// not_found, and invalid_state when an ACTIVE price uses the metric.
+func (s *Service) DeleteSeatMetric(ctx context.Context, account, id string) (*SeatMetric, error) {
+	return mutate(ctx, s, account, func(tx Tx) (*SeatMetric, error) {
+		m, err := s.getSeatMetric(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		used, err := s.activePriceUses(ctx, tx, account, func(p *PriceStructure) bool { return p.SeatMetricID == id })
+		if err != nil {
+			return nil, err
+		}
+		if used {
+			return nil, Errorf(CodeInvalidState, "an ACTIVE price uses this seat metric")
+		}
+		if err := tx.Delete(ctx, tableSeatMetricTypes, key(account, m.SeatType)); err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		return m, tx.Delete(ctx, tableSeatMetrics, key(account, id))
+	})
+}
+
+// ListSeatMetrics lists the account's seat metrics by creation, newest
+// first unless order is ASC (operation 7). Returns validation_failed for a
+// bad order, limit or cursor.
+func (s *Service) ListSeatMetrics(ctx context.Context, account string, order SortOrder, p ListParams) (Page[SeatMetric], error) {
+	return listByCreation[SeatMetric](ctx, s, "seat_metrics", tableSeatMetrics, account, order, p)
+}
+
+// SeatEvent says that from EventTimestamp on a customer alias holds Total
+// seats of SeatType (a snapshot, not a delta).
+type SeatEvent struct {
+	ID               string    `json:"id"`
+	ServiceAccountID string    `json:"serviceAccountId"`
+	CustomerEventID  string    `json:"customerEventId"`
+	CustomerAlias    string    `json:"customerAlias"`
+	SeatType         string    `json:"seatType"`
+	EventTimestamp   time.Time `json:"eventTimestamp"`
+	Total            int64     `json:"total"`
+	CreatedAt        time.Time `json:"createdAt"`
+}
+
+// CreateSeatEventParams are the fields of a new seat event. Total is
+// required; CustomerEventID defaults to the event's id.
+type CreateSeatEventParams struct {
+	CustomerAlias   string    `json:"customerAlias"`
+	SeatType        string    `json:"seatType"`
+	EventTimestamp  time.Time `json:"eventTimestamp"`
+	Total           *int64    `json:"total"`
+	CustomerEventID string    `json:"customerEventId"`
+}
+
+// CreateSeatEvent records a seat event. An event with the customerEventId
+// of an earlier seat event of the account replaces it, as if the earlier one
+// had never been sent (the new event has a new id). The alias need not
+// belong to a customer yet, and the seat type need not have a seat metric.
+// Returns validation_failed for invalid fields, all at once.
+func (s *Service) CreateSeatEvent(ctx context.Context, account string, p CreateSeatEventParams) (*SeatEvent, error) {
+	var v validator
+	checkKey(&v, "customerAlias", p.CustomerAlias, true)
+	v.check(!strings.Contains(p.CustomerAlias, ","), "customerAlias", "customerAlias must not contain commas")
+	checkSeatType(&v, "seatType", p.SeatType, true)
+	checkKey(&v, "customerEventId", p.CustomerEventID, false)
+	switch y := p.EventTimestamp.UTC().Year(); {
+	case p.EventTimestamp.IsZero():
+		v.add("eventTimestamp", "eventTimestamp is required")
+	case y < 1 || y > 9999:
+		v.add("eventTimestamp", "eventTimestamp must be between years 1 and 9999")
+	}
+	switch {
+	case p.Total == nil:
+		v.add("total", "total is required")
+	case *p.Total < 0:
+		v.add("total", "total must be an integer >= 0")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	e := &SeatEvent{
+		ID: s.newID(), ServiceAccountID: account, CustomerEventID: p.CustomerEventID, CustomerAlias: p.CustomerAlias,
+		SeatType: p.SeatType, EventTimestamp: NormalizeTime(p.EventTimestamp), Total: *p.Total, CreatedAt: s.clock(),
+	}
+	if e.CustomerEventID == "" {
+		e.CustomerEventID = e.ID
+	}
+	return mutate(ctx, s, account, func(tx Tx) (*SeatEvent, error) {
+		if err := s.dropSupersededSeatEvent(ctx, tx, account, e.CustomerEventID); err != nil {
+			return nil, err
+		}
+		return e, s.putSeatEvent(ctx, tx, e)
+	})
+}
+
+// seatEventKeys returns the keys of e in each of its tables.
+func seatEventKeys(e *SeatEvent) map[Table][]byte {
+	ts := FormatTimestamp(e.EventTimestamp)
+	a := e.ServiceAccountID
+	return map[Table][]byte{
+		tableSeatEvents:       key(a, e.ID),
+		tableSeatEventsByTime: key(a, ts, e.ID),
+		tableSeatTimeline:     key(a, e.CustomerAlias, e.SeatType, ts, e.ID),
+		tableSeatEventIDs:     key(a, e.CustomerEventID),
+	}
+}
+
+func (s *Service) putSeatEvent(ctx context.Context, tx Tx, e *SeatEvent) error {
+	for t, k := range seatEventKeys(e) {
+		var err error
+		switch t {
+		case tableSeatEventIDs:
+			err = tx.Put(ctx, t, k, []byte(e.ID))
+		case tableSeatTimeline:
+			err = tx.Put(ctx, t, k, fmt.Appendf(nil, "%d", e.Total))
+		default:
+			err = putRecord(ctx, tx, t, k, e)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropSupersededSeatEvent deletes the account's seat event with
+// customerEventID, if any, from every table.
+func (s *Service) dropSupersededSeatEvent(ctx context.Context, tx Tx, account, customerEventID string) error {
+	id, err := tx.Get(ctx, tableSeatEventIDs, key(account, customerEventID))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	old, err := getRecord[SeatEvent](ctx, tx, tableSeatEvents, key(account, string(id)))
+	if err != nil {
+		return err
+	}
+	for t, k := range seatEventKeys(old) {
+		if err := tx.Delete(ctx, t, k); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetSeatEvent returns a seat event. Returns not_found if the account has no
+// such event (superseded events are gone).
+func (s *Service) GetSeatEvent(ctx context.Context, account, id string) (*SeatEvent, error) {
+	var e *SeatEvent
+	err := s.view(ctx, func(tx Tx) (err error) {
+		e, err = getRecord[SeatEvent](ctx, tx, tableSeatEvents, key(account, id))
+		return lookupErr(err, "seat event")
+	})
+	return e, err
+}
+
+// SeatEventSortBy is the sort column of ListSeatEvents.
+type SeatEventSortBy string
+
+// The sort columns of seat events.
+const (
+	SeatEventSortByCreatedAt      SeatEventSortBy = "createdAt"
+	SeatEventSortByEventTimestamp SeatEventSortBy = "eventTimestamp"
+)
+
+// SeatEventFilter selects seat events in ListSeatEvents (operation 6). Empty
+// fields do not filter; given fields must all match.
+type SeatEventFilter struct {
+	// CustomerAlias matches events sent with exactly this alias.
+	CustomerAlias string
+	// CustomerIDs matches events of every alias and the id of these
+	// customers (at most 100); ids that name no customer of the account
+	// match nothing.
+	CustomerIDs []string
+	// SeatTypes matches events of any of these seat types.
+	SeatTypes       []string
+	CustomerEventID string
+	// EventTimestampBefore and EventTimestampAfter are strict bounds.
+	EventTimestampBefore *time.Time
+	EventTimestampAfter  *time.Time
+	// SortBy is createdAt (the default) or eventTimestamp; ties on the
+	// timestamp are broken by creation.
+	SortBy SeatEventSortBy
+	// SortOrder is DESC (the default) or ASC.
+	SortOrder SortOrder
+}
+
+func (f *SeatEventFilter) validate() (SortOrder, error) {
+	var v validator
+	v.check(len(f.CustomerIDs) <= maxFilterIDs, "customerIds", "customerIds names at most %d customers", maxFilterIDs)
+	for _, st := range f.SeatTypes {
+		checkSeatType(&v, "seatType", st, true)
+	}
+	switch f.SortBy {
+	case "", SeatEventSortByCreatedAt, SeatEventSortByEventTimestamp:
+	default:
+		v.add("sortBy", "sortBy must be createdAt or eventTimestamp")
+	}
+	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
+	v.merge("", err)
+	return order, v.err()
+}
+
+// ListSeatEvents lists the account's seat events (operation 6), newest
+// first by creation unless f says otherwise. Returns validation_failed for
+// bad filters (more than 100 customerIds included), limits or cursors.
+func (s *Service) ListSeatEvents(ctx context.Context, account string, f SeatEventFilter, p ListParams) (Page[SeatEvent], error) {
+	order, err := f.validate()
+	if err != nil {
+		return Page[SeatEvent]{}, err
+	}
+	table := tableSeatEvents
+	if f.SortBy == SeatEventSortByEventTimestamp {
+		table = tableSeatEventsByTime
+	}
+	var page Page[SeatEvent]
+	err = s.view(ctx, func(tx Tx) error {
+		aliases, err := s.customerIDAliases(ctx, tx, account, f.CustomerIDs)
+		if err != nil {
+			return err
+		}
+		q := listQuery[SeatEvent]{
+			name:   "seat_events",
+			filter: fmt.Sprintf("%q|%q|%q|%q|%v|%v|%q", f.CustomerAlias, f.CustomerIDs, f.SeatTypes, f.CustomerEventID, f.EventTimestampBefore, f.EventTimestampAfter, table),
+			table:  table, prefix: prefix(account), desc: order == SortDesc,
+			decode: decodeAll(func(e *SeatEvent) bool {
+				return (f.CustomerAlias == "" || e.CustomerAlias == f.CustomerAlias) &&
+					(aliases == nil || slices.Contains(aliases, e.CustomerAlias)) &&
+					(len(f.SeatTypes) == 0 || slices.Contains(f.SeatTypes, e.SeatType)) &&
+					(f.CustomerEventID == "" || e.CustomerEventID == f.CustomerEventID) &&
+					(f.EventTimestampBefore == nil || e.EventTimestamp.Before(*f.EventTimestampBefore)) &&
+					(f.EventTimestampAfter == nil || e.EventTimestamp.After(*f.EventTimestampAfter))
+			}),
+		}
+		page, err = list(ctx, s, tx, q, p)
+		return err
+	})
+	return page, err
+}
+
+// customerIDAliases returns the ids and aliases of the account's customers
+// among ids; nil when ids is empty (no filter), empty when none exists.
+func (s *Service) customerIDAliases(ctx context.Context, tx Tx, account string, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out := []string{}
+	for _, id := range ids {
+		c, err := getRecord[Customer](ctx, tx, tableCustomers, key(account, id))
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, c.ID), c.CustomerAliases...)
+	}
+	return out, nil
+}

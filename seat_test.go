@@ -1,0 +1,237 @@
+package billing_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+	"github.com/google/go-cmp/cmp"
+)
+
+func createSeatMetric(tb testing.TB, svc *billing.Service, account, seatType string) *billing.SeatMetric {
+	tb.Helper()
+	m, err := svc.CreateSeatMetric(context.Background(), account, billing.CreateSeatMetricParams{SeatType: seatType, Label: seatType, CreatedBy: "test"})
+	if err != nil {
+		tb.Fatalf("CreateSeatMetric: %v", err)
+	}
+	return m
+}
+
+// seatEvent records an event of total seats at start + at.
+func seatEvent(tb testing.TB, svc *billing.Service, account, alias, seatType string, at time.Duration, total int64, customerEventID string) *billing.SeatEvent {
+	tb.Helper()
+	e, err := svc.CreateSeatEvent(context.Background(), account, billing.CreateSeatEventParams{
+		CustomerAlias: alias, SeatType: seatType, EventTimestamp: billingtest.Start.Add(at), Total: &total, CustomerEventID: customerEventID,
+	})
+	if err != nil {
+		tb.Fatalf("CreateSeatEvent: %v", err)
+	}
+	return e
+}
+
+func TestSeatMetricLifecycle(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, svc *billing.Service, clock *billingtest.Clock) {
+		ctx := context.Background()
+		c := newCatalog(t, svc, "a")
+		b := billingtest.Account(t, svc, "b")
+		_, err := svc.CreateSeatMetric(ctx, c.account, billing.CreateSeatMetricParams{SeatType: "Editor-Seats", Description: "a\x00"})
+		if diff := cmp.Diff([]string{"seatType", "label", "description"}, errFields(t, err, billing.CodeValidationFailed)); diff != "" {
+			t.Fatalf("invalid fields (-want +got):\n%s", diff)
+		}
+		m := createSeatMetric(t, svc, c.account, "editor")
+		if m.CreatedBy != "test" || !m.CreatedAt.Equal(billingtest.Start) {
+			t.Fatalf("created = %+v", m)
+		}
+		if _, err := svc.CreateSeatMetric(ctx, c.account, billing.CreateSeatMetricParams{SeatType: "editor", Label: "x"}); billing.CodeOf(err) != billing.CodeConflict {
+			t.Fatalf("duplicate seat type: %v, want conflict", err)
+		}
+		createSeatMetric(t, svc, b, "editor") // seat types are unique per account only
+		clock.Advance(time.Hour)
+		up, err := svc.UpdateSeatMetric(ctx, c.account, m.ID, billing.UpdateSeatMetricParams{Label: "Editors", Description: "People who edit"})
+		if err != nil || up.Label != "Editors" || up.SeatType != "editor" || !up.UpdatedAt.Equal(clock.Now()) {
+			t.Fatalf("UpdateSeatMetric = %+v, %v", up, err)
+		}
+		for _, op := range []func() error{
+			func() error { _, err := svc.GetSeatMetric(ctx, b, m.ID); return err },
+			func() error { _, err := svc.UpdateSeatMetric(ctx, b, m.ID, billing.UpdateSeatMetricParams{Label: "x"}); return err },
+			func() error { _, err := svc.DeleteSeatMetric(ctx, b, m.ID); return err },
+		} {
+			if err := op(); billing.CodeOf(err) != billing.CodeNotFound {
+				t.Fatalf("B touches A's seat metric: %v, want not_found", err)
+			}
+		}
+		price, err := svc.CreatePrice(ctx, c.account, billing.CreatePriceParams{
+			ProductID: c.product, Name: "Seats", Currency: "USD", BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInAdvance,
+			Structure: billing.PriceStructure{PricingType: billing.PricingSeatBased, SeatMetricID: m.ID, PricePerSeat: dec("10")},
+		})
+		if err != nil || *price.Structure.ContractedMinimumSeats != 0 || price.UsageCalculationPeriod != nil {
+			t.Fatalf("seat price = %+v, %v", price, err)
+		}
+		if _, err := svc.DeleteSeatMetric(ctx, c.account, m.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Fatalf("deleting a seat metric an ACTIVE price uses: %v, want invalid_state", err)
+		}
+		if _, err := svc.UpdatePrice(ctx, c.account, price.ID, billing.UpdatePriceParams{Name: "Seats", Status: billing.PriceStatusDraft}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.DeleteSeatMetric(ctx, c.account, m.ID); err != nil {
+			t.Fatalf("deleting a seat metric only a DRAFT price uses: %v", err)
+		}
+		if _, err := svc.GetSeatMetric(ctx, c.account, m.ID); billing.CodeOf(err) != billing.CodeNotFound {
+			t.Fatalf("deleted seat metric still reads: %v", err)
+		}
+		createSeatMetric(t, svc, c.account, "editor") // the seat type is free again
+		page, err := svc.ListSeatMetrics(ctx, c.account, "", billing.ListParams{})
+		if err != nil || page.TotalResultSize != 1 {
+			t.Fatalf("ListSeatMetrics = %+v, %v", page, err)
+		}
+	})
+}
+
+func TestCreateSeatEvent(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
+		ctx := context.Background()
+		a := billingtest.Account(t, svc, "a")
+		b := billingtest.Account(t, svc, "b")
+		neg := int64(-1)
+		_, err := svc.CreateSeatEvent(ctx, a, billing.CreateSeatEventParams{CustomerAlias: "a,b", SeatType: "9x", Total: &neg, CustomerEventID: strings.Repeat("x", 256)})
+		want := []string{"customerAlias", "seatType", "customerEventId", "eventTimestamp", "total"}
+		if diff := cmp.Diff(want, errFields(t, err, billing.CodeValidationFailed)); diff != "" {
+			t.Fatalf("invalid fields (-want +got):\n%s", diff)
+		}
+		e := seatEvent(t, svc, a, "acme", "editor", time.Hour, 3, "")
+		if e.CustomerEventID != e.ID || e.Total != 3 {
+			t.Fatalf("created = %+v", e)
+		}
+		got, err := svc.GetSeatEvent(ctx, a, e.ID)
+		if diff := cmp.Diff(e, got); err != nil || diff != "" {
+			t.Fatalf("read back (-created +read):\n%s %v", diff, err)
+		}
+		if _, err := svc.GetSeatEvent(ctx, b, e.ID); billing.CodeOf(err) != billing.CodeNotFound {
+			t.Fatalf("B reads A's seat event: %v", err)
+		}
+		// Supersede: same customerEventId, the old event is gone everywhere.
+		first := seatEvent(t, svc, a, "acme", "viewer", 0, 10, "evt-1")
+		seatEvent(t, svc, b, "acme", "viewer", 0, 99, "evt-1") // other account, own namespace
+		second := seatEvent(t, svc, a, "other", "viewer", time.Minute, 4, "evt-1")
+		if second.ID == first.ID {
+			t.Fatal("a superseding event kept the old id")
+		}
+		if _, err := svc.GetSeatEvent(ctx, a, first.ID); billing.CodeOf(err) != billing.CodeNotFound {
+			t.Fatalf("superseded event still reads: %v", err)
+		}
+		for _, by := range []billing.SeatEventSortBy{billing.SeatEventSortByCreatedAt, billing.SeatEventSortByEventTimestamp} {
+			page, err := svc.ListSeatEvents(ctx, a, billing.SeatEventFilter{SortBy: by}, billing.ListParams{})
+			if err != nil || page.TotalResultSize != 2 {
+				t.Fatalf("list by %s after supersede = %+v, %v", by, page, err)
+			}
+		}
+		bal, err := svc.ListSeatBalances(ctx, a, billing.SeatBalanceFilter{}, billing.ListParams{})
+		if err != nil || bal.TotalResultSize != 0 {
+			t.Fatalf("balances without customers = %+v, %v", bal, err)
+		}
+		acme := createCustomer(t, svc, a, "Acme", "acme")
+		bal, err = svc.ListSeatBalances(ctx, a, billing.SeatBalanceFilter{AsOf: ptr(billingtest.Start.Add(2 * time.Hour))}, billing.ListParams{})
+		if err != nil || len(bal.Items) != 1 || bal.Items[0].ID != acme.ID || bal.Items[0].Total != 3 {
+			t.Fatalf("superseded viewer seats still count: %+v, %v", bal, err)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestListSeatEventsFilters(t *testing.T) {
+	t.Parallel()
+	svc, _ := billingtest.NewService(t)
+	ctx := context.Background()
+	a := billingtest.Account(t, svc, "a")
+	b := billingtest.Account(t, svc, "b")
+	acme := createCustomer(t, svc, a, "Acme", "acme", "acme-eu")
+	foreign := createCustomer(t, svc, b, "Foreign", "zeta")
+	// Created in this order; timestamps deliberately out of creation order.
+	e1 := seatEvent(t, svc, a, "acme", "editor", 3*time.Hour, 1, "c1")
+	e2 := seatEvent(t, svc, a, "acme-eu", "viewer", 1*time.Hour, 2, "c2")
+	e3 := seatEvent(t, svc, a, acme.ID, "editor", 2*time.Hour, 3, "c3")
+	e4 := seatEvent(t, svc, a, "zeta", "admin", 4*time.Hour, 4, "c4")
+	at := func(h int) *time.Time { return ptr(billingtest.Start.Add(time.Duration(h) * time.Hour)) }
+	ids := func(es ...*billing.SeatEvent) []string {
+		out := make([]string, len(es))
+		for i, e := range es {
+			out[i] = e.ID
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		f    billing.SeatEventFilter
+		want []string
+	}{
+		{"DefaultNewestCreatedFirst", billing.SeatEventFilter{}, ids(e4, e3, e2, e1)},
+		{"CreatedAtAscending", billing.SeatEventFilter{SortOrder: billing.SortAsc}, ids(e1, e2, e3, e4)},
+		{"EventTimestampDescending", billing.SeatEventFilter{SortBy: billing.SeatEventSortByEventTimestamp}, ids(e4, e1, e3, e2)},
+		{"EventTimestampAscending", billing.SeatEventFilter{SortBy: billing.SeatEventSortByEventTimestamp, SortOrder: billing.SortAsc}, ids(e2, e3, e1, e4)},
+		{"CustomerAlias", billing.SeatEventFilter{CustomerAlias: "acme"}, ids(e1)},
+		{"CustomerIDsCoverEveryAlias", billing.SeatEventFilter{CustomerIDs: []string{acme.ID}}, ids(e3, e2, e1)},
+		{"OtherAccountsCustomerIsMissing", billing.SeatEventFilter{CustomerIDs: []string{foreign.ID}}, nil},
+		{"SeatTypes", billing.SeatEventFilter{SeatTypes: []string{"viewer", "admin"}}, ids(e4, e2)},
+		{"CustomerEventID", billing.SeatEventFilter{CustomerEventID: "c3"}, ids(e3)},
+		{"TimestampBeforeIsStrict", billing.SeatEventFilter{EventTimestampBefore: at(2)}, ids(e2)},
+		{"TimestampAfterIsStrict", billing.SeatEventFilter{EventTimestampAfter: at(3)}, ids(e4)},
+		{"Combined", billing.SeatEventFilter{CustomerIDs: []string{acme.ID}, SeatTypes: []string{"editor"}, EventTimestampAfter: at(2)}, ids(e1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			page, err := svc.ListSeatEvents(ctx, a, tc.f, billing.ListParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ids(slicesPtr(page.Items)...)
+			if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) || page.TotalResultSize != len(tc.want) {
+				t.Fatalf("ids = %v (total %d), want %v", got, page.TotalResultSize, tc.want)
+			}
+		})
+	}
+	t.Run("PagesByEventTimestamp", func(t *testing.T) {
+		t.Parallel()
+		f := billing.SeatEventFilter{SortBy: billing.SeatEventSortByEventTimestamp, SortOrder: billing.SortAsc}
+		var got []string
+		p := billing.ListParams{Limit: 3}
+		for {
+			page, err := svc.ListSeatEvents(ctx, a, f, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ids(slicesPtr(page.Items)...)...)
+			if page.After == "" {
+				break
+			}
+			p.After = page.After
+		}
+		if want := ids(e2, e3, e1, e4); !slices.Equal(got, want) {
+			t.Fatalf("paged ids = %v, want %v", got, want)
+		}
+	})
+	many := make([]string, 101)
+	for i := range many {
+		many[i] = fmt.Sprint(i)
+	}
+	for _, f := range []billing.SeatEventFilter{{CustomerIDs: many}, {SortBy: "total"}, {SeatTypes: []string{"Bad"}}, {SortOrder: "UP"}} {
+		if _, err := svc.ListSeatEvents(ctx, a, f, billing.ListParams{}); billing.CodeOf(err) != billing.CodeValidationFailed {
+			t.Fatalf("filter %+v: %v, want validation_failed", f, err)
+		}
+	}
+}
+
+func slicesPtr[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
