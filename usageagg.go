@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"encoding/binary"
 	"errors"
 	"hash"
 	"hash/fnv"
@@ -16,20 +17,56 @@ import (
 // up only the properties its metric names, without decoding the event.
 type eventView []byte
 
-// find returns the property named name. Properties are encoded sorted by
-// name, so the walk stops at the first greater name.
+// find returns the property named name. It is the innermost loop of a
+// calculation, so it walks the encoding (see eventReader) by index with an
+// inlined fast path for one-byte lengths; events hold few properties, so a
+// linear walk comparing lengths first beats anything cleverer.
 func (v eventView) find(name string) (rawProperty, bool) {
-	r, _, n := openEvent(v)
-	for range n {
-		k, p := r.next()
-		if r.err != nil || string(k) > name {
+	b := []byte(v)
+	if len(b) < 3 || b[0] != eventEncodingV1 {
+		return rawProperty{}, false
+	}
+	n, i := readLen(b, 1) // the customerEventId
+	count, i := readLen(b, i+n)
+	for ; count > 0 && uint(i) < uint(len(b)); count-- {
+		kl, j := int(b[i]), i+1 // property names are at most 128 bytes
+		if kl >= 0x80 {
+			kl, j = readLen(b, i)
+		}
+		if j < 0 || j+kl >= len(b) {
 			break
 		}
-		if string(k) == name {
-			return p, true
+		k, tag := b[j:j+kl], b[j+kl]
+		i = j + kl + 1
+		var payload []byte
+		if tag != tagTrue && tag != tagFalse && i < len(b) {
+			pl, j := int(b[i]), i+1
+			if pl >= 0x80 {
+				pl, j = readLen(b, i)
+			}
+			if j < 0 || j+pl > len(b) {
+				break
+			}
+			payload, i = b[j:j+pl], j+pl
+		}
+		if len(k) == len(name) && string(k) == name {
+			return rawProperty{tag: tag, payload: payload}, true
 		}
 	}
 	return rawProperty{}, false
+}
+
+// readLen reads the uvarint length at b[i:] and returns it with the index
+// after it; the index is -1 when the encoding is malformed.
+func readLen(b []byte, i int) (n, next int) {
+	if uint(i) >= uint(len(b)) {
+		return 0, -1
+	}
+	u, w := binary.Uvarint(b[i:])
+	if w <= 0 || u > uint64(len(b)) {
+		return 0, -1
+	}
+	return int(u), i + w
 }
 
 // appendText appends the value's rendering for comparison: strings as they

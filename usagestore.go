@@ -37,7 +37,7 @@ const (
 	tagString byte = 's'
 	tagTrue   byte = 'T'
 	tagFalse  byte = 'F'
-	tagSmall  byte = 'n' // coefficient and exponent as zig-zag varints
+	tagSmall  byte = 'n' // coefficient and exponent as zig-zag varints, length-prefixed
 	tagBig    byte = 'N' // the decimal's text
 
 	eventEncodingV1 byte = 1
@@ -225,7 +225,9 @@ func appendProperty(b []byte, v PropertyValue) []byte {
 		if d.Negative {
 			c = -c
 		}
-		return binary.AppendVarint(binary.AppendVarint(append(b, tagSmall), c), int64(d.Exponent))
+		var tmp [2 * binary.MaxVarintLen64]byte
+		payload := binary.AppendVarint(binary.AppendVarint(tmp[:0], c), int64(d.Exponent))
+		return appendString(append(b, tagSmall), string(payload))
 	}
 	return appendString(append(b, tagBig), v.num.String())
 }
@@ -237,17 +239,16 @@ type eventReader struct {
 }
 
 func (r *eventReader) uvarint() uint64 {
-	n, w := binary.Uvarint(r.b)
-	if w <= 0 {
-		r.fail()
-		return 0
+	if len(r.b) > 0 && r.b[0] < 0x80 { // the common one-byte case, inlined
+		n := r.b[0]
+		r.b = r.b[1:]
+		return uint64(n)
 	}
-	r.b = r.b[w:]
-	return n
+	return r.uvarintSlow()
 }
 
-func (r *eventReader) varint() int64 {
-	n, w := binary.Varint(r.b)
+func (r *eventReader) uvarintSlow() uint64 {
+	n, w := binary.Uvarint(r.b)
 	if w <= 0 {
 		r.fail()
 		return 0
@@ -275,7 +276,8 @@ func (r *eventReader) fail() {
 }
 
 // rawProperty is one encoded property value: a tag and its payload bytes
-// (the string, the decimal text, or the two varints).
+// (the string, the decimal text, or the two varints). Every payload but a
+// boolean's is length-prefixed, so skipping a property never parses it.
 type rawProperty struct {
 	tag     byte
 	payload []byte
@@ -290,13 +292,8 @@ func (r *eventReader) next() (name []byte, v rawProperty) {
 	}
 	v.tag, r.b = r.b[0], r.b[1:]
 	switch v.tag {
-	case tagString, tagBig:
+	case tagString, tagBig, tagSmall:
 		v.payload = r.bytes()
-	case tagSmall:
-		start := r.b
-		r.varint()
-		r.varint()
-		v.payload = start[:len(start)-len(r.b)]
 	case tagTrue, tagFalse:
 	default:
 		r.fail()
@@ -334,6 +331,9 @@ func (v rawProperty) decode() (PropertyValue, error) {
 }
 
 func smallNumber(p []byte) (coeff, exp int64) {
+	if len(p) == 2 && p[0] < 0x80 && p[1] < 0x80 { // one-byte zig-zag varints
+		return int64(p[0]>>1) ^ -int64(p[0]&1), int64(p[1]>>1) ^ -int64(p[1]&1)
+	}
 	c, w := binary.Varint(p)
 	e, _ := binary.Varint(p[w:])
 	return c, e
