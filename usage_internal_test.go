@@ -1,0 +1,63 @@
+package billing
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAppendCanonicalMatchesDecimal(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"0", "-0", "0.00", "1", "10", "1e3", "1.50", "-1.50", "0.001", "-0.0010", "123.456",
+		"1e-5", "25e-1", "9223372036854775807", "-9223372036854775807", "100e-2", "7e20"} {
+		d, err := ParseDecimalNumber(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		enc := encodeEvent("", EventProperties{"n": NumberProperty(d)})
+		p, ok := eventView(enc).find("n")
+		if !ok {
+			t.Fatalf("%s: not found", s)
+		}
+		if got, want := string(p.appendText(nil)), d.Canonical(); got != want {
+			t.Errorf("%s: rendered %q, want %q", s, got, want)
+		}
+		back, err := p.decode()
+		if err != nil || back.num.Cmp(d) != 0 || back.num.String() != d.String() {
+			t.Errorf("%s: decoded %v (%v)", s, back.num, err)
+		}
+	}
+}
+
+func TestAppendFoldMatchesEqualFold(t *testing.T) {
+	t.Parallel()
+	pairs := [][2]string{{"ABC", "abc"}, {"\u212Aelvin", "KELVIN"}, {"ſ", "S"}, {"Σσς", "σΣΣ"}, {"Straße", "STRASSE"}, {"éÉ", "Éé"}, {"ǅ", "ǆ"}}
+	for _, p := range pairs {
+		same := string(appendFold(nil, []byte(p[0]))) == string(appendFold(nil, []byte(p[1])))
+		if same != strings.EqualFold(p[0], p[1]) {
+			t.Errorf("%q vs %q: fold equal %v, EqualFold %v", p[0], p[1], same, !same)
+		}
+	}
+	if got := string(appendFold(nil, []byte("EU-West"))); got != "eu-west" {
+		t.Errorf("fold = %q, want lower case", got)
+	}
+}
+
+func TestEventEncodingFind(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("k", 128)
+	props := EventProperties{"a": BoolProperty(true), "b": StringProperty(strings.Repeat("x", 300)),
+		long: StringProperty("v"), "z": NumberProperty(MustDecimal("-12.5"))}
+	v := eventView(encodeEvent(strings.Repeat("c", 200), props))
+	for name, want := range map[string]string{"a": "true", "b": strings.Repeat("x", 300), long: "v", "z": "-12.5"} {
+		p, ok := v.find(name)
+		if !ok || string(p.appendText(nil)) != want {
+			t.Errorf("find(%q) = %q, %v", name, p.appendText(nil), ok)
+		}
+	}
+	if _, ok := v.find("missing"); ok {
+		t.Error("found a missing property")
+	}
+	if _, ok := eventView([]byte{eventEncodingV1, 0x80}).find("a"); ok {
+		t.Error("found a property in a truncated record")
+	}
+}
