@@ -59,7 +59,10 @@ func TestSeatMetricLifecycle(t *testing.T) {
 		}
 		for _, op := range []func() error{
 			func() error { _, err := svc.GetSeatMetric(ctx, b, m.ID); return err },
-			func() error { _, err := svc.UpdateSeatMetric(ctx, b, m.ID, billing.UpdateSeatMetricParams{Label: "x"}); return err },
+			func() error {
+				_, err := svc.UpdateSeatMetric(ctx, b, m.ID, billing.UpdateSeatMetricParams{Label: "x"})
+				return err
+			},
 			func() error { _, err := svc.DeleteSeatMetric(ctx, b, m.ID); return err },
 		} {
 			if err := op(); billing.CodeOf(err) != billing.CodeNotFound {
