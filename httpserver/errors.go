@@ -1,0 +1,103 @@
+package httpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/billingd/billing"
+)
+
+// statusOf is the one table from error code to HTTP status (conventions.md,
+// "Errors"). Handlers never choose an error status themselves.
+var statusOf = map[billing.Code]int{
+	billing.CodeInvalidJSON:          http.StatusBadRequest,
+	billing.CodeValidationFailed:     http.StatusBadRequest,
+	billing.CodeUnsupportedVersion:   http.StatusBadRequest,
+	billing.CodeUnauthorized:         http.StatusUnauthorized,
+	billing.CodeNotFound:             http.StatusNotFound,
+	billing.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	billing.CodeInvalidState:         http.StatusConflict,
+	billing.CodeConflict:             http.StatusConflict,
+	billing.CodeIdempotencyKeyInUse:  http.StatusConflict,
+	billing.CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	billing.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	billing.CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
+	billing.CodeRateLimited:          http.StatusTooManyRequests,
+	billing.CodeInternal:             http.StatusInternalServerError,
+	billing.CodeUnavailable:          http.StatusServiceUnavailable,
+}
+
+// internalMessage is all a client learns about an internal error.
+const internalMessage = "internal error"
+
+// jsonContentType is the Content-Type of every JSON answer.
+const jsonContentType = "application/json; charset=utf-8"
+
+// wireError is one element of the error body.
+type wireError struct {
+	Code    billing.Code `json:"code"`
+	Message string       `json:"message"`
+	Field   string       `json:"field,omitempty"`
+}
+
+// errorBody is the whole body of every error answer.
+type errorBody struct {
+	Errors []wireError `json:"errors"`
+}
+
+// renderError turns err into its status and body, logging the causes of
+// internal errors (which never reach the client).
+func (s *Server) renderError(ctx context.Context, err error) (int, []byte) {
+	errs := billing.Errors(err)
+	status, ok := statusOf[errs[0].Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	out := errorBody{Errors: make([]wireError, 0, len(errs))}
+	for _, e := range errs {
+		w := wireError{Code: e.Code, Message: e.Message, Field: e.Field}
+		if _, known := statusOf[e.Code]; !known || e.Code == billing.CodeInternal {
+			s.log.ErrorContext(ctx, "internal error", "code", string(e.Code), "err", e)
+			w = wireError{Code: billing.CodeInternal, Message: internalMessage}
+		}
+		out.Errors = append(out.Errors, w)
+	}
+	b, merr := json.Marshal(out)
+	if merr != nil { // cannot happen: the body is strings only
+		return http.StatusInternalServerError, []byte(`{"errors":[{"code":"internal","message":"internal error"}]}`)
+	}
+	return status, b
+}
+
+// writeError is the one function that writes an error answer. It adds the
+// headers some codes require: WWW-Authenticate on 401, and Connection: close
+// on 413 so the rest of an oversized body is never read.
+func (s *Server) writeError(g *gin.Context, err error) {
+	status, body := s.renderError(g.Request.Context(), err)
+	s.sendError(g, status, body)
+}
+
+// sendError writes an error answer rendered by renderError.
+func (s *Server) sendError(g *gin.Context, status int, body []byte) {
+	switch status {
+	case http.StatusUnauthorized:
+		g.Header("WWW-Authenticate", `Basic realm="billingd"`)
+	case http.StatusRequestEntityTooLarge:
+		g.Header("Connection", "close")
+	}
+	g.Abort()
+	g.Data(status, jsonContentType, body)
+}
+
+// writeResult writes a successful answer: result as JSON with status.
+func (s *Server) writeResult(g *gin.Context, status int, result any) {
+	b, err := json.Marshal(result)
+	if err != nil {
+		s.writeError(g, err)
+		return
+	}
+	g.Data(status, jsonContentType, b)
+}

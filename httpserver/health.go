@@ -1,0 +1,29 @@
+package httpserver
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/billingd/billing"
+)
+
+// healthRoutes mounts /healthz, /readyz and /metrics: no authentication, no
+// version check, no rate limit, so orchestrators and scrapers need no key.
+func (s *Server) healthRoutes(r gin.IRouter) {
+	r.GET("/healthz", func(g *gin.Context) {
+		g.Data(http.StatusOK, jsonContentType, []byte(`{"status":"ok"}`))
+	})
+	r.GET("/readyz", func(g *gin.Context) {
+		if err := s.svc.Ping(g.Request.Context()); err != nil {
+			s.log.WarnContext(g.Request.Context(), "not ready", "err", err)
+			s.writeError(g, billing.Errorf(billing.CodeUnavailable, "the service is not ready: its store is not open and writable"))
+			return
+		}
+		g.Data(http.StatusOK, jsonContentType, []byte(`{"status":"ok"}`))
+	})
+	if !s.cfg.DisableMetrics {
+		r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})))
+	}
+}

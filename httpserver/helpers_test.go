@@ -1,0 +1,194 @@
+package httpserver
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+)
+
+// env is one Server on a fresh Service with one account and API key.
+type env struct {
+	tb      testing.TB
+	svc     *billing.Service
+	clock   *billingtest.Clock
+	srv     *Server
+	h       http.Handler
+	account string
+	auth    string // Authorization header of the account's key
+}
+
+// newEnv returns an env; cfg may be nil.
+func newEnv(tb testing.TB, cfg *Config, opts ...billingtest.Option) *env {
+	tb.Helper()
+	svc, clock := billingtest.NewService(tb, opts...)
+	srv := NewServer(svc, cfg)
+	e := &env{tb: tb, svc: svc, clock: clock, srv: srv, h: srv.Handler()}
+	e.account, e.auth = e.newAccount("acme")
+	return e
+}
+
+// newAccount creates an account with one API key.
+func (e *env) newAccount(name string) (account, auth string) {
+	e.tb.Helper()
+	account = billingtest.Account(e.tb, e.svc, name)
+	return account, e.newKey(account)
+}
+
+// newKey creates an API key for account and returns its Authorization value.
+func (e *env) newKey(account string) string {
+	e.tb.Helper()
+	k, err := e.svc.CreateAPIKey(context.Background(), account)
+	if err != nil {
+		e.tb.Fatalf("CreateAPIKey: %v", err)
+	}
+	return k.Authorization()
+}
+
+// response is a recorded answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// req is a request to send; zero fields take sensible defaults.
+type req struct {
+	method, path string
+	body         string // sent as application/json unless contentType is set
+	contentType  string
+	auth         string            // Authorization; "" uses the env's key, "-" sends none
+	header       map[string]string // extra headers
+}
+
+// do sends r with the env's key and checks what every answer must carry:
+// Service-Version, and a JSON Content-Type (except on /metrics).
+func (e *env) do(r req) response {
+	e.tb.Helper()
+	return e.doWith(e.h, r)
+}
+
+func (e *env) doWith(h http.Handler, r req) response {
+	e.tb.Helper()
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	hr := httptest.NewRequest(r.method, r.path, body)
+	switch {
+	case r.contentType != "":
+		hr.Header.Set("Content-Type", r.contentType)
+	case r.body != "":
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	switch r.auth {
+	case "":
+		hr.Header.Set("Authorization", e.auth)
+	case "-":
+	default:
+		hr.Header.Set("Authorization", r.auth)
+	}
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, hr)
+	res := response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
+	if got := res.header.Get("Service-Version"); got != billing.APIVersion {
+		e.tb.Errorf("%s %s: Service-Version = %q, want %q", r.method, r.path, got, billing.APIVersion)
+	}
+	if ct := res.header.Get("Content-Type"); r.path != "/metrics" && ct != jsonContentType {
+		e.tb.Errorf("%s %s: Content-Type = %q, want %q", r.method, r.path, ct, jsonContentType)
+	}
+	return res
+}
+
+// get, post, put and del are shorthands for do.
+func (e *env) get(path string) response { e.tb.Helper(); return e.do(req{method: "GET", path: path}) }
+func (e *env) del(path string) response {
+	e.tb.Helper()
+	return e.do(req{method: "DELETE", path: path})
+}
+func (e *env) post(path, body string) response {
+	e.tb.Helper()
+	return e.do(req{method: "POST", path: path, body: body})
+}
+func (e *env) put(path, body string) response {
+	e.tb.Helper()
+	return e.do(req{method: "PUT", path: path, body: body})
+}
+
+// decode decodes the body of r into a T, failing the test on error.
+func decode[T any](tb testing.TB, r response) T {
+	tb.Helper()
+	var v T
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		tb.Fatalf("decoding %s: %v", r.body, err)
+	}
+	return v
+}
+
+// wantStatus fails unless r has status.
+func wantStatus(tb testing.TB, r response, status int) {
+	tb.Helper()
+	if r.status != status {
+		tb.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
+	}
+}
+
+// wantError checks an error answer: its status, that every error has code,
+// that the body has exactly the error shape, and that the errors name
+// exactly fields (in any order; "" for an error without a field).
+func wantError(tb testing.TB, r response, status int, code billing.Code, fields ...string) []wireError {
+	tb.Helper()
+	wantStatus(tb, r, status)
+	var body map[string][]map[string]any
+	if err := json.Unmarshal(r.body, &body); err != nil || len(body) != 1 || body["errors"] == nil {
+		tb.Fatalf("error body %s is not {\"errors\": [...]} (%v)", r.body, err)
+	}
+	errs := decode[errorBody](tb, r).Errors
+	var got []string
+	for i, e := range errs {
+		if e.Code != code {
+			tb.Errorf("errors[%d].code = %q, want %q; body %s", i, e.Code, code, r.body)
+		}
+		if e.Message == "" {
+			tb.Errorf("errors[%d] has no message", i)
+		}
+		for k := range body["errors"][i] {
+			if k != "code" && k != "message" && k != "field" {
+				tb.Errorf("errors[%d] has an unexpected member %q", i, k)
+			}
+		}
+		got = append(got, e.Field)
+	}
+	if len(fields) == 0 {
+		fields = []string{""}
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(fields))
+	if !slices.Equal(got, want) {
+		tb.Errorf("error fields = %q, want %q; body %s", got, want, r.body)
+	}
+	return errs
+}
+
+// metricBody is a valid create body for a COUNT metric named name.
+func metricBody(name string) string {
+	return `{"name":"` + name + `","metricType":"SIMPLE","eventType":"api_call","aggregationType":"COUNT"}`
+}
+
+// createMetric creates a metric over HTTP and returns it.
+func (e *env) createMetric(name string) billing.UsageMetric {
+	e.tb.Helper()
+	r := e.post("/usage-metrics", metricBody(name))
+	wantStatus(e.tb, r, http.StatusCreated)
+	return decode[billing.UsageMetric](e.tb, r)
+}

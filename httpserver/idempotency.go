@@ -1,0 +1,172 @@
+package httpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/billingd/billing"
+)
+
+// idempotencyKey returns the Idempotency-Key header and whether it was sent
+// at all (an empty value is sent, and invalid).
+func idempotencyKey(r *http.Request) (string, bool) {
+	vs, ok := r.Header["Idempotency-Key"]
+	if !ok || len(vs) == 0 {
+		return "", false
+	}
+	return vs[0], true
+}
+
+// validIdempotencyKey reports whether key is 1 to 255 printable characters.
+func validIdempotencyKey(key string) bool {
+	if key == "" || !utf8.ValidString(key) || utf8.RuneCountInString(key) > 255 {
+		return false
+	}
+	for _, r := range key {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// inflightSet holds the (account, key) pairs being processed by this
+// process, so a concurrent duplicate is refused instead of racing the first.
+// (Across processes the Service refuses the second write in its
+// transaction.)
+type inflightSet struct {
+	mu  sync.Mutex
+	set map[string]struct{}
+}
+
+// acquire marks (account, key) in flight; false when it already is.
+func (f *inflightSet) acquire(account, key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := account + "\x00" + key
+	if _, busy := f.set[k]; busy {
+		return false
+	}
+	if f.set == nil {
+		f.set = map[string]struct{}{}
+	}
+	f.set[k] = struct{}{}
+	return true
+}
+
+// release ends what acquire started.
+func (f *inflightSet) release(account, key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.set, account+"\x00"+key)
+}
+
+// idempotent runs a mutating request that carries an Idempotency-Key: it
+// replays the stored answer of an earlier identical request, refuses a
+// reused or busy key, or runs the op and stores its answer.
+func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
+	if !validIdempotencyKey(key) {
+		s.writeError(g, billing.FieldError("Idempotency-Key", "Idempotency-Key must be 1 to 255 printable characters"))
+		return
+	}
+	if !s.inflight.acquire(c.account, key) {
+		s.writeError(g, billing.Errorf(billing.CodeIdempotencyKeyInUse,
+			"a request with this Idempotency-Key is being processed; retry later"))
+		return
+	}
+	defer s.inflight.release(c.account, key)
+
+	path := g.Request.URL.Path
+	if q := g.Request.URL.RawQuery; q != "" {
+		path += "?" + q
+	}
+	req := &billing.IdempotencyRequest{
+		Key:         key,
+		Fingerprint: billing.RequestFingerprint(rt.method, path, c.body),
+		Render: func(result any) (int, []byte, error) {
+			b, err := json.Marshal(result)
+			return rt.status, b, err
+		},
+	}
+	if !s.answerFromRecord(g, c, req) {
+		s.runAndStore(g, c, rt, req)
+	}
+}
+
+// answerFromRecord answers from the record stored under the key, if any:
+// the stored answer for the same request, idempotency_key_reused for another.
+// It reports whether it answered.
+func (s *Server) answerFromRecord(g *gin.Context, c *call, req *billing.IdempotencyRequest) bool {
+	rec, err := s.svc.IdempotentResponse(c.ctx, c.account, req.Key)
+	switch {
+	case err != nil:
+		s.writeError(g, err)
+	case rec == nil:
+		return false
+	case rec.Fingerprint != req.Fingerprint:
+		s.writeError(g, billing.Errorf(billing.CodeIdempotencyKeyReused,
+			"this Idempotency-Key was used with a different request (method, path or body)"))
+	default:
+		g.Header("Idempotent-Replayed", "true")
+		g.Data(rec.Status, jsonContentType, rec.Body)
+	}
+	return true
+}
+
+// runAndStore runs the op with the idempotency request in its context, so a
+// success is stored in the op's own transaction; a storable error answer is
+// stored afterwards.
+func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.IdempotencyRequest) {
+	ctx := c.ctx
+	c.ctx = billing.WithIdempotency(ctx, req)
+	result, err := rt.op(c)
+	if err != nil {
+		status, body := s.renderError(ctx, err)
+		if storable(status, err) {
+			s.store(ctx, c.account, req, status, body)
+		}
+		s.sendError(g, status, body)
+		return
+	}
+	if !req.Stored {
+		status, body, err := req.Render(result)
+		if err != nil {
+			s.writeError(g, err)
+			return
+		}
+		s.log.WarnContext(ctx, "operation did not store its idempotency record; storing it separately",
+			"method", rt.method, "route", rt.path)
+		req.Status, req.Body = status, body
+		s.store(ctx, c.account, req, status, body)
+	}
+	g.Data(req.Status, jsonContentType, req.Body)
+}
+
+// storable reports whether an error answer is stored for replay: 4xx except
+// 401, 409 idempotency_key_in_use and 429; never 5xx, so a client may retry.
+func storable(status int, err error) bool {
+	switch {
+	case status < 400 || status >= 500,
+		status == http.StatusUnauthorized,
+		status == http.StatusTooManyRequests,
+		billing.CodeOf(err) == billing.CodeIdempotencyKeyInUse:
+		return false
+	}
+	return true
+}
+
+// store saves an answer that the op did not store itself. It runs even if
+// the client has gone, so that what was answered is what is replayed. A
+// failure is logged; the answer is still sent.
+func (s *Server) store(ctx context.Context, account string, req *billing.IdempotencyRequest, status int, body []byte) {
+	ctx = context.WithoutCancel(ctx)
+	if err := s.svc.StoreIdempotentResponse(ctx, account, req, status, body); err != nil {
+		s.log.WarnContext(ctx, "storing an idempotent response failed", "err", err)
+	}
+}

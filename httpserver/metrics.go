@@ -1,0 +1,68 @@
+package httpserver
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the request metrics of a Server, labelled by method, route
+// template (never the raw path, whose ids would explode the cardinality)
+// and status.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+var labels = []string{"method", "route", "status"}
+
+// newMetrics registers the request metrics on reg, reusing them when
+// another Server registered them there first.
+func newMetrics(reg *prometheus.Registry) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "billingd_http_requests_total",
+			Help: "HTTP requests by method, route template and status.",
+		}, labels),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "billingd_http_request_duration_seconds",
+			Help:    "HTTP request latency by method, route template and status.",
+			Buckets: prometheus.DefBuckets,
+		}, labels),
+	}
+	m.requests = register(reg, m.requests)
+	m.duration = register(reg, m.duration)
+	return m
+}
+
+func register[C prometheus.Collector](reg *prometheus.Registry, c C) C {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	return c
+}
+
+// observe records one request.
+func (m *metrics) observe(method, route string, status int, d time.Duration) {
+	method = methodLabel(method)
+	s := strconv.Itoa(status)
+	m.requests.WithLabelValues(method, route, s).Inc()
+	m.duration.WithLabelValues(method, route, s).Observe(d.Seconds())
+}
+
+// methodLabel bounds the method label to the standard methods.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}

@@ -1,0 +1,249 @@
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/billingd/billing"
+)
+
+// api registers endpoints on the authenticated API group. An endpoint is one
+// call of get/post/put/patch/delete with its success status and an op:
+//
+//	a.get("/usage-metrics/:id", 200, func(c *call) (any, error) {
+//		return a.svc.GetUsageMetric(c.ctx, c.account, c.param("id"))
+//	})
+//	a.post("/usage-metrics", 201, body(func(c *call, p *billing.CreateUsageMetricParams) (any, error) {
+//		return a.svc.CreateUsageMetric(c.ctx, c.account, *p)
+//	}))
+//
+// Path parameters: gin needs one name per path position, so every path
+// parameter in the position of the specification's {id}, {creditnote} or
+// {invoice} is named :id, and a second one (for example the line item of
+// /credit-notes/{creditnote}/line-items/{id}) is named :item.
+type api struct {
+	*Server
+	r gin.IRouter
+}
+
+// op is the body of an endpoint: it calls the Service once and returns the
+// result to send with the route's success status, or an error.
+type op func(c *call) (any, error)
+
+// route is one endpoint of the API.
+type route struct {
+	method  string
+	path    string
+	status  int // success status
+	op      op
+	maxBody int64
+}
+
+// routeOption changes a route; see batchBody.
+type routeOption func(s *Server, r *route)
+
+// batchBody gives a route the larger body limit of batch ingestion
+// (Config.MaxBatchBodyBytes).
+func batchBody(s *Server, r *route) { r.maxBody = s.cfg.MaxBatchBodyBytes }
+
+func (a api) get(path string, status int, fn op, opts ...routeOption) {
+	a.handle(http.MethodGet, path, status, fn, opts...)
+}
+
+func (a api) post(path string, status int, fn op, opts ...routeOption) {
+	a.handle(http.MethodPost, path, status, fn, opts...)
+}
+
+func (a api) put(path string, status int, fn op, opts ...routeOption) {
+	a.handle(http.MethodPut, path, status, fn, opts...)
+}
+
+func (a api) patch(path string, status int, fn op, opts ...routeOption) {
+	a.handle(http.MethodPatch, path, status, fn, opts...)
+}
+
+func (a api) delete(path string, status int, fn op, opts ...routeOption) {
+	a.handle(http.MethodDelete, path, status, fn, opts...)
+}
+
+// handle registers one endpoint.
+func (a api) handle(method, path string, status int, fn op, opts ...routeOption) {
+	rt := &route{method: method, path: path, status: status, op: fn, maxBody: a.cfg.MaxBodyBytes}
+	for _, opt := range opts {
+		opt(a.Server, rt)
+	}
+	a.r.Handle(method, path, a.endpoint(rt))
+}
+
+// body adapts an op that takes a decoded request body: the body must be
+// application/json and is decoded strictly into a fresh P (see decodeJSON).
+func body[P any](fn func(c *call, p *P) (any, error)) op {
+	return func(c *call) (any, error) {
+		p := new(P)
+		if err := c.bind(p); err != nil {
+			return nil, err
+		}
+		return fn(c, p)
+	}
+}
+
+// endpoint is the one handler path of every API route: read the body within
+// its limit, then run the op, through the idempotency path when the request
+// carries an Idempotency-Key, and write the answer.
+func (s *Server) endpoint(rt *route) gin.HandlerFunc {
+	return func(g *gin.Context) {
+		id := identityOf(g)
+		raw, err := s.readBody(g, rt.maxBody)
+		if err != nil {
+			s.writeError(g, err)
+			return
+		}
+		c := &call{
+			ctx:         g.Request.Context(),
+			account:     id.account,
+			keyID:       id.keyID,
+			params:      g.Params,
+			query:       g.Request.URL.Query(),
+			body:        raw,
+			contentType: g.GetHeader("Content-Type"),
+		}
+		if mutating(rt.method) {
+			if key, ok := idempotencyKey(g.Request); ok {
+				s.idempotent(g, c, rt, key)
+				return
+			}
+		}
+		result, err := rt.op(c)
+		if err != nil {
+			s.writeError(g, err)
+			return
+		}
+		s.writeResult(g, rt.status, result)
+	}
+}
+
+// readBody reads the whole request body, at most limit bytes. A larger body
+// is payload_too_large; writeError then closes the connection so the rest of
+// the body is never read.
+func (s *Server) readBody(g *gin.Context, limit int64) ([]byte, error) {
+	r := g.Request
+	tooLarge := billing.Errorf(billing.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	r.Body = http.MaxBytesReader(unwrapWriter(g.Writer), r.Body, limit)
+	b, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge
+	case err != nil:
+		return nil, &billing.Error{Code: billing.CodeInvalidJSON, Message: "the request body could not be read", Err: err}
+	}
+	return b, nil
+}
+
+// unwrapWriter returns the net/http ResponseWriter under gin's, so that
+// http.MaxBytesReader can tell the server to close the connection.
+func unwrapWriter(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+func mutating(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// call is what an op sees of its request: never the gin.Context.
+type call struct {
+	ctx     context.Context
+	account string // from the credentials only
+	keyID   string
+
+	params      gin.Params
+	query       url.Values
+	body        []byte
+	contentType string
+}
+
+// param returns the path parameter name (see api for the naming rule).
+func (c *call) param(name string) string { return c.params.ByName(name) }
+
+// bind checks the Content-Type and decodes the body strictly into dst.
+func (c *call) bind(dst any) error {
+	mt, _, err := mime.ParseMediaType(c.contentType)
+	if err != nil || mt != "application/json" {
+		return billing.Errorf(billing.CodeUnsupportedMediaType, "the request body must be JSON sent with Content-Type: application/json")
+	}
+	return decodeJSON(c.body, dst)
+}
+
+// listParams reads limit, after and before. Their values are checked by the
+// Service, except that limit must be an integer; an explicit limit=0 is
+// passed on as an invalid limit because a zero ListParams.Limit means
+// "default".
+func (c *call) listParams() (billing.ListParams, error) {
+	p := billing.ListParams{After: c.query.Get("after"), Before: c.query.Get("before")}
+	if vs, ok := c.query["limit"]; ok {
+		n, err := strconv.ParseInt(vs[0], 10, 64)
+		var ne *strconv.NumError
+		switch {
+		case errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange), err == nil && n < 1:
+			p.Limit = -1
+		case err != nil:
+			return p, billing.FieldError("limit", "limit must be an integer")
+		case n > 1<<30:
+			p.Limit = 1 << 30
+		default:
+			p.Limit = int(n)
+		}
+	}
+	return p, nil
+}
+
+// csv returns the comma-separated values of query parameter name (all of
+// its occurrences), without empty elements; nil when absent.
+func (c *call) csv(name string) []string {
+	var out []string
+	for _, v := range c.query[name] {
+		for part := range strings.SplitSeq(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+// csvOf is csv converted to a string type such as billing.AggregationType.
+func csvOf[T ~string](c *call, name string) []T {
+	vs := c.csv(name)
+	if vs == nil {
+		return nil
+	}
+	out := make([]T, len(vs))
+	for i, v := range vs {
+		out[i] = T(v)
+	}
+	return out
+}

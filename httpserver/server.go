@@ -1,0 +1,183 @@
+// Package httpserver serves a billing.Service as the REST API of the
+// specification, over gin.
+//
+// Every concern of the wire conventions lives in one place here: one route
+// helper that binds, calls the Service once and writes the answer; one strict
+// JSON decoder; one code-to-status table and one error writer; one middleware
+// each for authentication, versioning, rate limiting and request logging and
+// metrics; and one idempotency path for every mutating request.
+//
+// New returns a complete http.Handler (health, readiness, metrics, 404/405
+// answers and every API route). Server.Register mounts only the API routes on
+// a caller's own gin engine or group.
+package httpserver
+
+import (
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/billingd/billing"
+)
+
+// Config holds the options of a Server. A nil *Config, and every zero field,
+// take the documented defaults.
+type Config struct {
+	// Logger receives one line per request (method, route template,
+	// status, duration, account id and API key id; never the Authorization
+	// header, query values or bodies) and the causes of internal errors.
+	// Defaults to a logger that discards everything.
+	Logger *slog.Logger
+
+	// MaxBodyBytes bounds request bodies; a larger body is answered with
+	// 413 payload_too_large and the connection is closed. Defaults to
+	// 1 MiB (also for zero or negative values).
+	MaxBodyBytes int64
+
+	// MaxBatchBodyBytes bounds the bodies of batch routes (POST
+	// /usage-events/batch). Defaults to 5 MiB (also for zero or negative
+	// values).
+	MaxBatchBodyBytes int64
+
+	// RateLimit is the sustained number of requests per second allowed per
+	// API key (a token bucket). Negative disables rate limiting. Defaults
+	// to 1000 (when zero).
+	RateLimit float64
+
+	// RateBurst is the bucket size of the rate limit: how many requests an
+	// API key may send at once. Defaults to 2000 (also for zero or negative
+	// values).
+	RateBurst int
+
+	// DisableMetrics turns off GET /metrics. Defaults to false: metrics are
+	// served.
+	DisableMetrics bool
+
+	// Registry is where the request metrics are registered and what GET
+	// /metrics serves. Defaults to a new registry with the Go and process
+	// collectors.
+	Registry *prometheus.Registry
+}
+
+const (
+	defaultMaxBodyBytes      = 1 << 20
+	defaultMaxBatchBodyBytes = 5 << 20
+	defaultRateLimit         = 1000
+	defaultRateBurst         = 2000
+)
+
+// withDefaults returns a copy of cfg (nil allowed) with defaults applied.
+func (cfg *Config) withDefaults() Config {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if c.MaxBatchBodyBytes <= 0 {
+		c.MaxBatchBodyBytes = defaultMaxBatchBodyBytes
+	}
+	if c.RateLimit == 0 {
+		c.RateLimit = defaultRateLimit
+	}
+	if c.RateBurst <= 0 {
+		c.RateBurst = defaultRateBurst
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+		c.Registry.MustRegister(
+			collectors.NewGoCollector(),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		)
+	}
+	return c
+}
+
+// Server is the HTTP adapter of one billing.Service. It is safe for
+// concurrent use.
+type Server struct {
+	svc     *billing.Service
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	engine  *gin.Engine
+
+	limiters sync.Map // API key id → *rate.Limiter
+	inflight inflightSet
+}
+
+// New returns a complete handler for svc: GET /healthz, GET /readyz,
+// GET /metrics (unless disabled), every API route, and the error answers for
+// unknown routes (404) and methods (405). cfg may be nil.
+func New(svc *billing.Service, cfg *Config) http.Handler {
+	return NewServer(svc, cfg).Handler()
+}
+
+// NewServer returns a Server for svc. cfg may be nil for all defaults.
+func NewServer(svc *billing.Service, cfg *Config) *Server {
+	c := cfg.withDefaults()
+	s := &Server{svc: svc, cfg: c, log: c.Logger, metrics: newMetrics(c.Registry)}
+	s.engine = s.newEngine()
+	return s
+}
+
+// Handler returns the Server's complete handler (see New).
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Register mounts the API routes, with authentication, versioning, rate
+// limiting, idempotency, error answers, request logging and metrics, on a
+// caller's own gin engine or group. It does not add /healthz, /readyz,
+// /metrics or 404/405 handling, which belong to the caller's engine.
+func (s *Server) Register(r gin.IRouter) {
+	s.register(r, true)
+}
+
+// newEngine builds the engine of New. It never touches gin's global state
+// (mode, writers): a library must not change its host program.
+func (s *Server) newEngine() *gin.Engine {
+	e := gin.New()
+	e.HandleMethodNotAllowed = true // gin then sets the Allow header itself
+	e.RedirectTrailingSlash = false // an unknown path is a 404, not a redirect
+	e.RedirectFixedPath = false
+	e.Use(s.observe)
+	e.NoRoute(func(g *gin.Context) {
+		s.writeError(g, billing.Errorf(billing.CodeNotFound, "no such route: check the method and path"))
+	})
+	e.NoMethod(func(g *gin.Context) {
+		s.writeError(g, billing.Errorf(billing.CodeMethodNotAllowed,
+			"the method %s is not allowed here; see the Allow header", g.Request.Method))
+	})
+	s.healthRoutes(e)
+	s.register(e, false)
+	return e
+}
+
+// register mounts the API routes on r.
+func (s *Server) register(r gin.IRouter, observe bool) {
+	s.group(r, observe).routes()
+}
+
+// group returns the authenticated API group of r. observe adds the
+// per-request middleware (Service-Version, recovery, log, metrics) to the
+// group; New's engine has it engine-wide already.
+func (s *Server) group(r gin.IRouter, observe bool) api {
+	var chain []gin.HandlerFunc
+	if observe {
+		chain = append(chain, s.observe)
+	}
+	chain = append(chain, s.checkVersion, s.authenticate, s.rateLimit)
+	return api{Server: s, r: r.Group("", chain...)}
+}
+
+// routes is the route table of the API: one line per aggregate.
+func (a api) routes() {
+	a.usageMetricRoutes()
+}
