@@ -1,0 +1,204 @@
+package httpserver
+
+import (
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// catalogRoutes mounts the catalog (catalog.md): customers, products, tax
+// rates, prices (operation 5), seat metrics, events and balances
+// (operations 6-8) and merchant details.
+func (a api) catalogRoutes() {
+	a.customerRoutes()
+	a.productRoutes()
+	a.priceRoutes()
+	a.seatMetricRoutes()
+	a.seatEventRoutes()
+	a.get("/merchant-details", 200, func(c *call) (any, error) {
+		return a.svc.GetMerchantDetails(c.ctx, c.account)
+	})
+	a.put("/merchant-details", 200, body(func(c *call, p *billing.MerchantDetails) (any, error) {
+		return a.svc.PutMerchantDetails(c.ctx, c.account, *p)
+	}))
+}
+
+func (a api) customerRoutes() {
+	a.get("/customers", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		f := billing.CustomerFilter{SortOrder: billing.SortOrder(c.query.Get("sortOrder"))}
+		return a.svc.ListCustomers(c.ctx, c.account, f, p)
+	})
+	a.post("/customers", 201, body(func(c *call, p *billing.CustomerParams) (any, error) {
+		return a.svc.CreateCustomer(c.ctx, c.account, *p)
+	}))
+	a.get("/customers/:id", 200, func(c *call) (any, error) {
+		return a.svc.GetCustomer(c.ctx, c.account, c.param("id"))
+	})
+	a.put("/customers/:id", 200, body(func(c *call, p *billing.CustomerParams) (any, error) {
+		return a.svc.UpdateCustomer(c.ctx, c.account, c.param("id"), *p)
+	}))
+	a.post("/customers/:id/archive", 200, func(c *call) (any, error) {
+		return a.svc.ArchiveCustomer(c.ctx, c.account, c.param("id"))
+	})
+}
+
+func (a api) productRoutes() {
+	a.get("/products", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		return a.svc.ListProducts(c.ctx, c.account, billing.SortOrder(c.query.Get("sortOrder")), p)
+	})
+	a.post("/products", 201, body(func(c *call, p *billing.CreateProductParams) (any, error) {
+		return a.svc.CreateProduct(c.ctx, c.account, *p)
+	}))
+	a.get("/products/:id", 200, func(c *call) (any, error) {
+		return a.svc.GetProduct(c.ctx, c.account, c.param("id"))
+	})
+	a.get("/tax-rates", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		return a.svc.ListTaxRates(c.ctx, c.account, billing.SortOrder(c.query.Get("sortOrder")), p)
+	})
+	a.post("/tax-rates", 201, body(func(c *call, p *billing.CreateTaxRateParams) (any, error) {
+		return a.svc.CreateTaxRate(c.ctx, c.account, *p)
+	}))
+	a.get("/tax-rates/:id", 200, func(c *call) (any, error) {
+		return a.svc.GetTaxRate(c.ctx, c.account, c.param("id"))
+	})
+}
+
+// priceRoutes mounts operation 5 and the price endpoints of catalog.md.
+func (a api) priceRoutes() {
+	a.get("/prices", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		f := billing.PriceFilter{
+			Currency:         billing.Currency(c.query.Get("currency")),
+			Name:             c.query.Get("name"),
+			BillingFrequency: billing.BillingFrequency(c.query.Get("billingFrequency")),
+			ProductID:        c.query.Get("productId"),
+			SortOrder:        billing.SortOrder(c.query.Get("sortOrder")),
+		}
+		return a.svc.ListPrices(c.ctx, c.account, f, p)
+	})
+	a.post("/prices", 201, body(func(c *call, p *billing.CreatePriceParams) (any, error) {
+		return a.svc.CreatePrice(c.ctx, c.account, *p)
+	}))
+	a.get("/prices/:id", 200, func(c *call) (any, error) {
+		return a.svc.GetPrice(c.ctx, c.account, c.param("id"))
+	})
+	a.put("/prices/:id", 200, body(func(c *call, p *billing.UpdatePriceParams) (any, error) {
+		return a.svc.UpdatePrice(c.ctx, c.account, c.param("id"), *p)
+	}))
+}
+
+// seatMetricRoutes mounts operation 7 and the seat metric endpoints; a
+// seat metric's createdBy is the id of the API key that created it.
+func (a api) seatMetricRoutes() {
+	a.get("/seat-metrics", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		return a.svc.ListSeatMetrics(c.ctx, c.account, billing.SortOrder(c.query.Get("sortOrder")), p)
+	})
+	a.post("/seat-metrics", 201, body(func(c *call, p *billing.CreateSeatMetricParams) (any, error) {
+		p.CreatedBy = c.keyID
+		return a.svc.CreateSeatMetric(c.ctx, c.account, *p)
+	}))
+	a.get("/seat-metrics/:id", 200, func(c *call) (any, error) {
+		return a.svc.GetSeatMetric(c.ctx, c.account, c.param("id"))
+	})
+	a.put("/seat-metrics/:id", 200, body(func(c *call, p *billing.UpdateSeatMetricParams) (any, error) {
+		return a.svc.UpdateSeatMetric(c.ctx, c.account, c.param("id"), *p)
+	}))
+	a.delete("/seat-metrics/:id", 200, func(c *call) (any, error) {
+		return a.svc.DeleteSeatMetric(c.ctx, c.account, c.param("id"))
+	})
+}
+
+// seatEventRoutes mounts operations 6 and 8 and the seat event endpoints.
+func (a api) seatEventRoutes() {
+	a.get("/seat-events", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		f := billing.SeatEventFilter{
+			CustomerAlias:   c.query.Get("customerAlias"),
+			CustomerIDs:     c.csv("customerIds"),
+			SeatTypes:       c.csv("seatType"),
+			CustomerEventID: c.query.Get("customerEventId"),
+			SortBy:          billing.SeatEventSortBy(c.query.Get("sortBy")),
+			SortOrder:       billing.SortOrder(c.query.Get("sortOrder")),
+		}
+		var v timestampParams
+		f.EventTimestampBefore = v.parse(c, "eventTimestampBefore")
+		f.EventTimestampAfter = v.parse(c, "eventTimestampAfter")
+		if err := v.err(); err != nil {
+			return nil, err
+		}
+		return a.svc.ListSeatEvents(c.ctx, c.account, f, p)
+	})
+	a.post("/seat-events", 201, body(func(c *call, p *billing.CreateSeatEventParams) (any, error) {
+		return a.svc.CreateSeatEvent(c.ctx, c.account, *p)
+	}))
+	a.get("/seat-events/:id", 200, func(c *call) (any, error) {
+		return a.svc.GetSeatEvent(c.ctx, c.account, c.param("id"))
+	})
+	a.get("/seat-balances", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		f := billing.SeatBalanceFilter{CustomerAliases: c.csv("customerAliases"), CustomerIDs: c.csv("customerIds")}
+		var v timestampParams
+		f.AsOf = v.parse(c, "asOf")
+		switch c.query.Get("excludeZeroQuantity") {
+		case "", "false":
+		case "true":
+			f.ExcludeZeroQuantity = true
+		default:
+			v.errs = append(v.errs, billing.FieldError("excludeZeroQuantity", "excludeZeroQuantity must be true or false"))
+		}
+		if err := v.err(); err != nil {
+			return nil, err
+		}
+		return a.svc.ListSeatBalances(c.ctx, c.account, f, p)
+	})
+}
+
+// timestampParams parses timestamp query parameters, collecting every
+// error so a request learns about all bad parameters at once.
+type timestampParams struct{ errs billing.ValidationErrors }
+
+// parse returns the timestamp in query parameter name, nil when absent.
+func (v *timestampParams) parse(c *call, name string) *time.Time {
+	s, ok := c.query[name]
+	if !ok {
+		return nil
+	}
+	t, err := billing.ParseTimestamp(s[0])
+	if err != nil {
+		v.errs = append(v.errs, billing.FieldError(name, "%s must be an RFC 3339 timestamp such as \"2024-07-30T12:00:00Z\"", name))
+		return nil
+	}
+	return &t
+}
+
+func (v *timestampParams) err() error {
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return v.errs
+}
