@@ -180,4 +180,6 @@ func (s *Server) group(r gin.IRouter, observe bool) api {
 // routes is the route table of the API: one line per aggregate.
 func (a api) routes() {
 	a.usageMetricRoutes()
+	a.usageEventRoutes()
+	a.catalogRoutes()
 }

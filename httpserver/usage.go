@@ -1,0 +1,45 @@
+package httpserver
+
+import "github.com/billingd/billing"
+
+// usageEventRoutes mounts usage event ingestion and listing, and the
+// calculation of a usage metric (usage.md, "Usage events" and
+// "Calculation").
+func (a api) usageEventRoutes() {
+	a.post("/usage-events", 201, body(func(c *call, p *billing.UsageEventParams) (any, error) {
+		return a.svc.CreateUsageEvent(c.ctx, c.account, *p)
+	}))
+	a.post("/usage-events/batch", 201, body(func(c *call, p *billing.UsageEventBatchParams) (any, error) {
+		return a.svc.CreateUsageEventBatch(c.ctx, c.account, *p)
+	}), batchBody)
+	a.get("/usage-events", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		var ts timestampParams
+		f := billing.UsageEventFilter{
+			CustomerAlias:        c.query.Get("customerAlias"),
+			EventType:            c.query.Get("eventType"),
+			EventTimestampAfter:  ts.parse(c, "eventTimestampAfter"),
+			EventTimestampBefore: ts.parse(c, "eventTimestampBefore"),
+		}
+		if err := ts.err(); err != nil {
+			return nil, err
+		}
+		return a.svc.ListUsageEvents(c.ctx, c.account, f, p)
+	})
+	a.get("/usage-metrics/:id/calculate", 200, func(c *call) (any, error) {
+		params, err := billing.ParseCustomParameters(c.query.Get("customParameters"))
+		if err != nil {
+			return nil, err
+		}
+		return a.svc.CalculateUsage(c.ctx, c.account, billing.CalculateUsageParams{
+			UsageMetricID:    c.param("id"),
+			CustomerAliases:  c.csv("customerAliases"),
+			PeriodStart:      c.query.Get("periodStart"),
+			PeriodEnd:        c.query.Get("periodEnd"),
+			CustomParameters: params,
+		})
+	})
+}

@@ -1,0 +1,98 @@
+package httpserver
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/billingd/billing"
+)
+
+// eventPage is the wire shape of GET /usage-events.
+type eventPage struct {
+	Items      []billing.UsageEvent `json:"items"`
+	Pagination billing.Pagination   `json:"pagination"`
+}
+
+func TestUsageEventEndpoints(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	r := e.post("/usage-events", `{"customerAlias":"c1","eventType":"api_call","customerEventId":"x",
+		"eventTimestamp":"2024-07-01T12:00:00.5+02:00","eventProperties":{"n":1.50,"big":1e3,"s":"EU","b":true}}`)
+	wantStatus(t, r, http.StatusCreated)
+	for _, want := range []string{`"n":1.50`, `"big":1000`, `"s":"EU"`, `"b":true`, `"eventTimestamp":"2024-07-01T10:00:00Z"`, `"customerEventId":"x"`} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("response %s lacks %s", r.body, want)
+		}
+	}
+	wantError(t, e.post("/usage-events", `{"customerAlias":"c1","eventType":"t","eventProperties":{"x":{"y":1},"z":[1]}}`),
+		400, billing.CodeValidationFailed, "eventProperties.x", "eventProperties.z")
+	wantError(t, e.post("/usage-events", `{"customerAlias":"c1","eventType":"t","id":"mine"}`), 400, billing.CodeValidationFailed, "id")
+	wantError(t, e.post("/usage-events", `{"customerAlias":"c1","eventType":"t","eventTimestamp":"2030-01-01T00:00:00Z"}`),
+		400, billing.CodeValidationFailed, "eventTimestamp")
+
+	bad := `{"events":[{"customerAlias":"c1","eventType":"t"},{"customerAlias":"c1","eventType":"t","eventProperties":{"x":null}}]}`
+	wantError(t, e.post("/usage-events/batch", bad), 400, billing.CodeValidationFailed, "events[1].eventProperties.x")
+	bad = `{"events":[{"customerAlias":"c1","eventType":"t"},{"customerAlias":"c1"},{"customerAlias":"c,1","eventType":"t"}]}`
+	wantError(t, e.post("/usage-events/batch", bad), 400, billing.CodeValidationFailed, "events[1].eventType", "events[2].customerAlias")
+	list := decode[eventPage](t, e.get("/usage-events"))
+	if list.Pagination.TotalResultSize != 1 {
+		t.Errorf("a bad batch changed the events: %d stored", list.Pagination.TotalResultSize)
+	}
+
+	// A batch over the 1 MiB default but under the 5 MiB batch limit.
+	long := strings.Repeat("v", 1000)
+	var events []string
+	for i := range 1000 {
+		events = append(events, fmt.Sprintf(`{"customerAlias":"c%d","eventType":"api_call","eventProperties":{"s":"%s","n":%d}}`, i%2, long, i))
+	}
+	r = e.post("/usage-events/batch", `{"events":[`+strings.Join(events, ",")+`]}`)
+	wantStatus(t, r, http.StatusCreated)
+	if items := decode[billing.Items[billing.UsageEvent]](t, r).Items; len(items) != 1000 {
+		t.Errorf("batch returned %d items", len(items))
+	}
+
+	page := decode[eventPage](t, e.get("/usage-events?customerAlias=c1&eventType=api_call&limit=5"))
+	if page.Pagination.TotalResultSize != 501 || len(page.Items) != 5 || page.Pagination.After == "" {
+		t.Errorf("filtered list: %+v, %d items", page.Pagination, len(page.Items))
+	}
+	wantError(t, e.get("/usage-events?eventTimestampAfter=yesterday"), 400, billing.CodeValidationFailed, "eventTimestampAfter")
+}
+
+func TestCalculateEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.clock.Set(e.clock.Now().AddDate(0, 1, 0))
+	wantStatus(t, e.post("/usage-events/batch", `{"events":[
+		{"customerAlias":"c1","eventType":"api_call","eventTimestamp":"2024-07-01T00:00:00Z","eventProperties":{"region":"EU","n":2}},
+		{"customerAlias":"c2","eventType":"api_call","eventTimestamp":"2024-07-15T00:00:00Z","eventProperties":{"region":"eu","n":"0.5"}},
+		{"customerAlias":"c1","eventType":"api_call","eventTimestamp":"2024-07-20T00:00:00Z","eventProperties":{"region":"US","n":true}},
+		{"customerAlias":"c1","eventType":"api_call","eventTimestamp":"2024-08-01T00:00:00Z","eventProperties":{"n":100}}]}`), http.StatusCreated)
+	r := e.post("/usage-metrics", `{"name":"n","metricType":"GROUPED","eventType":"api_call","aggregationType":"SUM",
+		"aggregationProperty":"n","groupingProperty":"region"}`)
+	wantStatus(t, r, http.StatusCreated)
+	m := decode[billing.UsageMetric](t, r)
+	r = e.get("/usage-metrics/" + m.ID + "/calculate?customerAliases=c1,c2&periodStart=2024-07-01&periodEnd=2024-07-31")
+	wantStatus(t, r, http.StatusOK)
+	want := `"periodStart":"2024-07-01","periodEnd":"2024-07-31","eventCount":3,"invalidEventCount":1,"value":"2.5","groups":[{"group":"eu","eventCount":2,"value":"2.5"},{"group":"us","eventCount":1,"value":"0"}]`
+	if !strings.Contains(string(r.body), want) {
+		t.Errorf("calculation %s\nlacks %s", r.body, want)
+	}
+	base := "/usage-metrics/" + m.ID + "/calculate?customerAliases=c1"
+	wantError(t, e.get(base+"&periodStart=2024-07-01&periodEnd=2024-08-01T00:00:00Z"), 400, billing.CodeValidationFailed, "periodEnd")
+	wantError(t, e.get(base+"&periodStart=2024-07-01"), 400, billing.CodeValidationFailed, "periodEnd")
+	wantError(t, e.get("/usage-metrics/"+m.ID+"/calculate?periodStart=2024-07-01&periodEnd=2024-07-02"), 400, billing.CodeValidationFailed, "customerAliases")
+	wantError(t, e.get(base+"&periodStart=2024-07-01&periodEnd=2024-07-02&customParameters=x"), 400, billing.CodeValidationFailed, "customParameters")
+	wantError(t, e.get("/usage-metrics/00000000-0000-7000-8000-000000000000/calculate?customerAliases=c1&periodStart=2024-07-01&periodEnd=2024-07-02"),
+		404, billing.CodeNotFound)
+
+	r = e.post("/usage-metrics", `{"name":"custom","metricType":"SIMPLE","eventType":"api_call","aggregationType":"CUSTOM"}`)
+	wantStatus(t, r, http.StatusCreated)
+	c := decode[billing.UsageMetric](t, r)
+	errs := wantError(t, e.get("/usage-metrics/"+c.ID+"/calculate?customerAliases=c1&periodStart=2024-07-01&periodEnd=2024-07-02"),
+		409, billing.CodeInvalidState)
+	if !strings.Contains(errs[0].Message, `"custom"`) {
+		t.Errorf("message %q does not name the missing function", errs[0].Message)
+	}
+}
