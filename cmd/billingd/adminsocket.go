@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// The admin socket speaks HTTP/1.1 with JSON bodies, and only on the Unix
+// socket: the socket file's mode (0600) is its authentication.
+//
+//	GET  /ping                   200 {"db"}: the database file served
+//	POST /accounts               {"name"} → 201 credential
+//	GET  /accounts               200 [account, ...]
+//	POST /keys                   {"serviceAccountId"} → 201 credential
+//	POST /keys/{id}/revoke       200 APIKey
+//	GET  /backup                 200 the database file, streamed; a failure
+//	                             after the first byte is reported in the
+//	                             Billingd-Backup-Error trailer
+//
+// Errors answer {"code", "message"} with a status derived from the code.
+const (
+	backupErrorTrailer = "Billingd-Backup-Error"
+	maxAdminBody       = 64 << 10
+)
+
+// adminError is the body of an error answer of the admin socket.
+type adminError struct {
+	Code    billing.Code `json:"code"`
+	Message string       `json:"message"`
+}
+
+// pingResponse is the answer to GET /ping. DB lets a client check that the
+// server serves the database it means.
+type pingResponse struct {
+	DB string `json:"db"`
+}
+
+// newAdminHandler returns the HTTP handler of the admin socket over a, the
+// admin of the database file db.
+func newAdminHandler(a admin, db string, log *slog.Logger) http.Handler {
+	if abs, err := filepath.Abs(db); err == nil {
+		db = abs
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, r *http.Request) {
+		writeAdminJSON(w, log, http.StatusOK, pingResponse{DB: db}, nil)
+	})
+	mux.HandleFunc("POST /accounts", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Name string `json:"name"`
+		}
+		if decodeAdminJSON(w, r, log, &req) {
+			cred, err := a.CreateAccount(r.Context(), req.Name)
+			writeAdminJSON(w, log, http.StatusCreated, cred, err)
+		}
+	})
+	mux.HandleFunc("GET /accounts", func(w http.ResponseWriter, r *http.Request) {
+		accounts, err := a.ListAccounts(r.Context())
+		writeAdminJSON(w, log, http.StatusOK, accounts, err)
+	})
+	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ServiceAccountID string `json:"serviceAccountId"`
+		}
+		if decodeAdminJSON(w, r, log, &req) {
+			cred, err := a.CreateKey(r.Context(), req.ServiceAccountID)
+			writeAdminJSON(w, log, http.StatusCreated, cred, err)
+		}
+	})
+	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
+		key, err := a.RevokeKey(r.Context(), r.PathValue("id"))
+		writeAdminJSON(w, log, http.StatusOK, key, err)
+	})
+	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
+		serveBackup(w, r, a, log)
+	})
+	return mux
+}
+
+// serveBackup streams a backup. The status is sent before the copy starts,
+// so a failure during the copy goes into a trailer the client checks.
+func serveBackup(w http.ResponseWriter, r *http.Request, a admin, log *slog.Logger) {
+	w.Header().Set("Trailer", backupErrorTrailer)
+	w.Header().Set("Content-Type", "application/octet-stream")
+	n, err := a.Backup(r.Context(), w)
+	if err != nil {
+		log.Error("admin backup failed", "bytes", n, "err", err)
+		w.Header().Set(backupErrorTrailer, err.Error())
+		return
+	}
+	log.Info("admin backup written", "bytes", n)
+}
+
+// decodeAdminJSON decodes a small JSON request body strictly into v. On
+// failure it answers 400 and returns false.
+func decodeAdminJSON(w http.ResponseWriter, r *http.Request, log *slog.Logger, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeAdminJSON(w, log, 0, nil, billing.Errorf(billing.CodeInvalidJSON, "invalid request body: %v", err))
+		return false
+	}
+	return true
+}
+
+// writeAdminJSON answers v with status, or the error err.
+func writeAdminJSON(w http.ResponseWriter, log *slog.Logger, status int, v any, err error) {
+	if err != nil {
+		status = adminStatus(billing.CodeOf(err))
+		v = adminError{Code: billing.CodeOf(err), Message: adminMessage(err)}
+		log.Warn("admin request failed", "err", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client is gone when this fails
+}
+
+// adminMessage returns the person-readable message of err.
+func adminMessage(err error) string {
+	var berr *billing.Error
+	if errors.As(err, &berr) {
+		return berr.Message
+	}
+	return err.Error() // not a Service error: the operator may see the cause
+}
+
+// adminStatus returns the HTTP status of an error code on the admin socket.
+func adminStatus(code billing.Code) int {
+	switch code {
+	case billing.CodeInvalidJSON, billing.CodeValidationFailed:
+		return http.StatusBadRequest
+	case billing.CodeNotFound:
+		return http.StatusNotFound
+	case billing.CodeConflict, billing.CodeInvalidState:
+		return http.StatusConflict
+	case billing.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// listenAdmin listens on the admin socket at path with mode 0600. A socket
+// file nobody answers on (left by a crashed server) is removed first; a
+// socket a live server answers on, or a file that is not a socket, is an
+// error.
+func listenAdmin(path string) (*net.UnixListener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != fs.ModeSocket {
+			return nil, fmt.Errorf("admin socket %s: the file exists and is not a socket", path)
+		}
+		if adminAnswers(path, 500*time.Millisecond) {
+			return nil, fmt.Errorf("admin socket %s: another billingd answers on it (use --admin-socket)", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("admin socket %s: removing the stale socket: %w", path, err)
+		}
+	}
+	return listenPrivate(path)
+}
+
+// listenPrivate creates the socket inside a new directory only this user
+// can enter, makes it 0600 and then moves it into place, so the socket is
+// never reachable with looser permissions (a chmod after listening would
+// leave a window, and the umask is process-wide).
+func listenPrivate(path string) (*net.UnixListener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".bds-")
+	if err != nil {
+		return nil, fmt.Errorf("admin socket %s: %w", path, err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("admin socket %s: %w", path, err)
+	}
+	l.SetUnlinkOnClose(false) // the socket moves; serve removes it by its final name
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("admin socket %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// adminAnswers reports whether a process accepts connections on the socket
+// at path. Any listener counts, billingd or not: only a dead socket is
+// removed.
+func adminAnswers(path string, timeout time.Duration) bool {
+	conn, err := net.DialTimeout("unix", path, timeout)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}

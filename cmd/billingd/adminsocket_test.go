@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/storage/boltstore"
+)
+
+// startAdminSocket serves the admin socket of the database at db, held
+// open by this process as serve would, and returns the store.
+func startAdminSocket(tb testing.TB, db string) *boltstore.Store {
+	tb.Helper()
+	svc, st := openService(tb, db)
+	l, err := listenAdmin(db + ".sock")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: newAdminHandler(&localAdmin{svc: svc, store: st}, db, slog.New(slog.DiscardHandler))}
+	go srv.Serve(l)
+	tb.Cleanup(func() {
+		srv.Close()
+		os.Remove(db + ".sock")
+	})
+	return st
+}
+
+func TestAdminSocketIsPrivate(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	startAdminSocket(t, db)
+	fi, err := os.Lstat(db + ".sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Errorf("admin socket mode %v, want a socket with 0600", fi.Mode())
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(db)); len(entries) != 2 {
+		t.Errorf("want only the database and its socket, found %d entries", len(entries))
+	}
+}
+
+func TestAdminCommandsGoThroughSocketWhileDatabaseIsHeld(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	st := startAdminSocket(t, db)
+	acct := decodeCredential(t, mustRun(t, "accounts", "create", "--name", "acme", "--db", db, "--json"))
+	key := decodeCredential(t, mustRun(t, "keys", "create", "--account", acct.ServiceAccountID, "--db", db, "--json"))
+	mustRun(t, "keys", "revoke", acct.KeyID, "--db", db)
+
+	// The changes were made by the process holding the file.
+	svc, err := billing.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := svc.Authenticate(ctx, key.KeyID, key.Secret); err != nil {
+		t.Errorf("key created over the socket does not authenticate: %v", err)
+	}
+	if _, err := svc.Authenticate(ctx, acct.KeyID, acct.Secret); billing.CodeOf(err) != billing.CodeUnauthorized {
+		t.Errorf("key revoked over the socket still authenticates: %v", err)
+	}
+	assertAccountNames(t, db, "acme")
+
+	out := filepath.Join(t.TempDir(), "backup.db")
+	mustRun(t, "backup", "--db", db, "--out", out)
+	assertAccountNames(t, out, "acme")
+	assertCheckClean(t, out)
+}
+
+func TestAdminSocketReportsServiceErrors(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	startAdminSocket(t, db)
+	a := newSocketAdmin(db + ".sock")
+	defer a.close()
+	ctx := context.Background()
+	if _, err := a.CreateKey(ctx, "nope"); billing.CodeOf(err) != billing.CodeNotFound {
+		t.Errorf("CreateKey of an unknown account: %v, want not_found", err)
+	}
+	if _, err := a.RevokeKey(ctx, "nope"); billing.CodeOf(err) != billing.CodeNotFound {
+		t.Errorf("RevokeKey of an unknown key: %v, want not_found", err)
+	}
+	if _, err := a.CreateAccount(ctx, ""); billing.CodeOf(err) != billing.CodeValidationFailed {
+		t.Errorf("CreateAccount without a name: %v, want validation_failed", err)
+	}
+	code, _, stderr := runCLI(t, nil, "keys", "create", "--account", "nope", "--db", db)
+	if code != exitError || !strings.Contains(stderr, "not_found") {
+		t.Errorf("exit %d, stderr %q; want 1 and not_found", code, stderr)
+	}
+}
+
+func TestAdminSocketOfAnotherDatabaseIsRefused(t *testing.T) {
+	t.Parallel()
+	served := tempDB(t)
+	startAdminSocket(t, served)
+	other := tempDB(t)
+	mustRun(t, "accounts", "create", "--name", "other", "--db", other)
+
+	code, _, stderr := runCLI(t, nil, "accounts", "list", "--db", other, "--admin-socket", served+".sock")
+	if code != exitError || !strings.Contains(stderr, "serves "+served) {
+		t.Errorf("exit %d, stderr %q; want 1 and the served database named", code, stderr)
+	}
+}
+
+func TestListenAdminReplacesOnlyDeadSockets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+
+	t.Run("StaleSocketRemoved", func(t *testing.T) {
+		path := filepath.Join(dir, "stale.sock")
+		l, err := listenPrivate(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close() // the file stays, as after a crash
+		l, err = listenAdmin(path)
+		if err != nil {
+			t.Fatalf("a stale socket blocked the start: %v", err)
+		}
+		l.Close()
+	})
+	t.Run("LiveSocketKept", func(t *testing.T) {
+		path := filepath.Join(dir, "live.sock")
+		l, err := listenAdmin(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if _, err := listenAdmin(path); err == nil || !strings.Contains(err.Error(), "answers on it") {
+			t.Errorf("second listen on a live socket: %v", err)
+		}
+	})
+	t.Run("RegularFileKept", func(t *testing.T) {
+		path := filepath.Join(dir, "file.sock")
+		if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := listenAdmin(path)
+		if b, _ := os.ReadFile(path); err == nil || !bytes.Equal(b, []byte("data")) {
+			t.Errorf("listen over a regular file: %v; the file must stay", err)
+		}
+	})
+}
+
+func TestAdminSocketBackupErrorReachesClient(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	st := startAdminSocket(t, db)
+	st.Close() // every backup now fails inside the server
+	a := newSocketAdmin(db + ".sock")
+	defer a.close()
+	var buf bytes.Buffer
+	if _, err := a.Backup(context.Background(), &buf); err == nil {
+		t.Error("Backup of a closed store succeeded")
+	} else if !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Backup error %v does not say why", err)
+	}
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"text/tabwriter"
+	"time"
+
+	"github.com/billingd/billing/storage/boltstore"
+)
+
+// accountsCreate creates an account and its first API key.
+func (c *cli) accountsCreate(ctx context.Context, args []string) error {
+	var af adminFlags
+	fs := c.newFlagSet("accounts create", "billingd accounts create --name NAME [--db PATH] [--json]")
+	af.register(fs)
+	name := fs.String("name", "", "account `name` (required)")
+	asJSON := fs.Bool("json", false, "print the credential as one JSON object")
+	if err := c.parseCommand(fs, "accounts create", args); err != nil {
+		return err
+	}
+	if *name == "" {
+		return usagef("accounts create needs --name")
+	}
+	return c.withAdmin(ctx, af, true, func(a admin) error {
+		cred, err := a.CreateAccount(ctx, *name)
+		if err != nil {
+			return err
+		}
+		return c.printCredential(cred, *asJSON)
+	})
+}
+
+// accountsList lists every account.
+func (c *cli) accountsList(ctx context.Context, args []string) error {
+	var af adminFlags
+	fs := c.newFlagSet("accounts list", "billingd accounts list [--db PATH] [--json]")
+	af.register(fs)
+	asJSON := fs.Bool("json", false, "print a JSON array")
+	if err := c.parseCommand(fs, "accounts list", args); err != nil {
+		return err
+	}
+	return c.withAdmin(ctx, af, false, func(a admin) error {
+		accounts, err := a.ListAccounts(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(c.stdout, accounts)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tCREATED")
+		for _, acct := range accounts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", acct.ID, acct.Name, acct.CreatedAt.UTC().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	})
+}
+
+// keysCreate creates an API key for an existing account.
+func (c *cli) keysCreate(ctx context.Context, args []string) error {
+	var af adminFlags
+	fs := c.newFlagSet("keys create", "billingd keys create --account ID [--db PATH] [--json]")
+	af.register(fs)
+	account := fs.String("account", "", "`id` of the account (serviceAccountId, required)")
+	asJSON := fs.Bool("json", false, "print the credential as one JSON object")
+	if err := c.parseCommand(fs, "keys create", args); err != nil {
+		return err
+	}
+	if *account == "" {
+		return usagef("keys create needs --account")
+	}
+	return c.withAdmin(ctx, af, false, func(a admin) error {
+		cred, err := a.CreateKey(ctx, *account)
+		if err != nil {
+			return err
+		}
+		return c.printCredential(cred, *asJSON)
+	})
+}
+
+// keysRevoke revokes an API key.
+func (c *cli) keysRevoke(ctx context.Context, args []string) error {
+	var af adminFlags
+	fs := c.newFlagSet("keys revoke", "billingd keys revoke KEY_ID [--db PATH]")
+	af.register(fs)
+	pos, err := c.parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("keys revoke needs exactly one KEY_ID, got %d arguments", len(pos))
+	}
+	return c.withAdmin(ctx, af, false, func(a admin) error {
+		key, err := a.RevokeKey(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "revoked key %s of account %s\n", key.ID, key.ServiceAccountID)
+		return nil
+	})
+}
+
+// withAdmin connects to the admin of af's database, runs fn and releases
+// the connection.
+func (c *cli) withAdmin(ctx context.Context, af adminFlags, create bool, fn func(admin) error) error {
+	a, release, err := connectAdmin(ctx, af, create)
+	if err != nil {
+		return err
+	}
+	err = fn(a)
+	if cerr := release(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// printCredential prints a new key: one JSON object, or lines for people.
+func (c *cli) printCredential(cred *credential, asJSON bool) error {
+	if asJSON {
+		return writeJSON(c.stdout, cred)
+	}
+	_, err := fmt.Fprintf(c.stdout, "account id:    %s\nkey id:        %s\nsecret:        %s\nAuthorization: %s\n"+
+		"The secret is shown only this once.\n", cred.ServiceAccountID, cred.KeyID, cred.Secret, cred.Authorization)
+	return err
+}
+
+// writeJSON writes v as indented JSON and a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// backup writes a consistent copy of the database, through the running
+// server when there is one.
+func (c *cli) backup(ctx context.Context, args []string) error {
+	var af adminFlags
+	fs := c.newFlagSet("backup", "billingd backup --out FILE [--db PATH]")
+	af.register(fs)
+	out := fs.String("out", "", "`file` to write the backup to (required; replaced atomically)")
+	if err := c.parseCommand(fs, "backup", args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("backup needs --out")
+	}
+	return c.withAdmin(ctx, af, false, func(a admin) error {
+		n, err := writeFileAtomic(*out, func(w io.Writer) (int64, error) { return a.Backup(ctx, w) })
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "wrote %d bytes to %s\n", n, *out)
+		return nil
+	})
+}
+
+// writeFileAtomic writes path through a temporary file in the same
+// directory, synced and then renamed into place, so path is either the old
+// file or the complete new one.
+func writeFileAtomic(path string, write func(io.Writer) (int64, error)) (n int64, err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if n, err = write(f); err != nil {
+		return n, err
+	}
+	if err = f.Sync(); err != nil {
+		return n, err
+	}
+	if err = f.Close(); err != nil {
+		return n, err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return n, err
+	}
+	return n, syncDir(filepath.Dir(path))
+}
+
+// syncDir makes a renamed file's directory entry durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// compact rewrites the database file without its free pages. The server
+// must be stopped.
+func (c *cli) compact(ctx context.Context, args []string) error {
+	var af adminFlags
+	fs := c.newFlagSet("compact", "billingd compact [--db PATH]")
+	af.register(fs)
+	if err := c.parseCommand(fs, "compact", args); err != nil {
+		return err
+	}
+	if adminAnswers(af.socket(), adminPingTimeout) {
+		return fmt.Errorf("a server answers on the admin socket %s: stop billingd serve before compacting %s", af.socket(), af.db)
+	}
+	before, err := os.Stat(af.db)
+	if err != nil {
+		return fmt.Errorf("no database at %s: %w", af.db, err)
+	}
+	if err := compactFile(af.db); err != nil {
+		return err
+	}
+	after, err := os.Stat(af.db)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "compacted %s: %d bytes → %d bytes\n", af.db, before.Size(), after.Size())
+	return nil
+}
+
+// compactFile compacts db into a temporary file and renames it over db.
+// It holds a shared lock on db throughout, so no server can open the file
+// for writing while its copy is made and swapped in.
+func compactFile(db string) error {
+	hold, err := boltstore.Open(db, &boltstore.Options{ReadOnly: true, LockTimeout: directLockTimeout})
+	if err != nil {
+		return fmt.Errorf("%w (stop billingd serve before compacting)", err)
+	}
+	defer hold.Close()
+	tmp := fmt.Sprintf("%s.compact-%d.tmp", db, os.Getpid())
+	if err := boltstore.Compact(db, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, db); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(db))
+}
+
+// version prints the module version and the Go version.
+func (c *cli) version(args []string) error {
+	fs := c.newFlagSet("version", "billingd version")
+	if err := c.parseCommand(fs, "version", args); err != nil {
+		return err
+	}
+	v := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	_, err := fmt.Fprintf(c.stdout, "billingd %s %s\n", v, runtime.Version())
+	return err
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Defaults shared by several commands.
+const (
+	defaultAddr = "127.0.0.1:8080"
+	defaultDB   = "./billingd.db"
+)
+
+// errFlagParse reports a command line the flag package rejected; it has
+// already printed the problem and the command's usage.
+var errFlagParse = errors.New("invalid flags")
+
+// envName returns the environment variable of a flag: --rate-limit is
+// BILLINGD_RATE_LIMIT.
+func envName(flagName string) string {
+	return "BILLINGD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newFlagSet returns the flag set of one command. synopsis is the usage
+// line printed above the flags, for example "billingd keys revoke KEY_ID".
+func (c *cli) newFlagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() { printFlags(fs.Output(), fs, synopsis) }
+	return fs
+}
+
+// printFlags writes the usage of a command: its synopsis and every flag with
+// its default and its environment variable.
+func printFlags(w io.Writer, fs *flag.FlagSet, synopsis string) {
+	fmt.Fprintf(w, "Usage: %s\n\nFlags (environment variable in brackets; the command line wins):\n", synopsis)
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if typ != "" {
+			fmt.Fprintf(w, " %s", typ)
+		}
+		fmt.Fprintf(w, "\n    \t%s", usage)
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, " [$%s]\n", envName(f.Name))
+	})
+}
+
+// parseFlags parses args into fs, then sets every flag not given on the
+// command line from its environment variable (empty counts as unset). Flags
+// and positional arguments may be mixed ("keys revoke ID --db x"); the
+// positional arguments are returned in order. Everything after "--" is
+// positional.
+func (c *cli) parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		} else if err != nil {
+			return nil, errFlagParse
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	return positional, c.applyEnv(fs)
+}
+
+// applyEnv sets the flags of fs that the command line left alone from their
+// environment variables.
+func (c *cli) applyEnv(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		v := c.getenv(envName(f.Name))
+		if given[f.Name] || v == "" || err != nil {
+			return
+		}
+		if serr := fs.Set(f.Name, v); serr != nil {
+			err = usagef("invalid value %q for %s: %v", v, envName(f.Name), serr)
+		}
+	})
+	return err
+}
+
+// parseCommand parses the flags of a command that takes no positional
+// arguments.
+func (c *cli) parseCommand(fs *flag.FlagSet, name string, args []string) error {
+	pos, err := c.parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("%s takes no arguments, got %q", name, pos)
+	}
+	return nil
+}
+
+// adminFlags are the flags every admin command shares.
+type adminFlags struct {
+	db          string
+	adminSocket string
+}
+
+// register defines the shared admin flags on fs.
+func (a *adminFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.db, "db", defaultDB, "database `path`")
+	fs.StringVar(&a.adminSocket, "admin-socket", "", "admin Unix socket `path` of a running server (default <db>.sock)")
+}
+
+// socket returns the admin socket path: --admin-socket, or <db>.sock.
+func (a *adminFlags) socket() string {
+	return socketPath(a.db, a.adminSocket)
+}
+
+// socketPath returns flagValue, or the default <db>.sock when it is empty.
+func socketPath(db, flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return db + ".sock"
+}

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/httpserver"
+	"github.com/billingd/billing/storage/boltstore"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Fixed settings of serve.
+const (
+	serveLockTimeout = time.Second // waiting for the file lock at start
+	sweepInterval    = time.Hour   // how often expired idempotency records go
+	defaultMaxBody   = 1 << 20     // conventions.md: 1 MiB
+	defaultRateLimit = 1000        // requests per second per API key
+
+	// Timeouts of the API's http.Server. ReadTimeout and WriteTimeout
+	// bound one request, so they leave room for a 5 MiB batch on a slow
+	// link; the header timeout stops slow-loris clients early.
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 60 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+// serveConfig is the validated configuration of serve.
+type serveConfig struct {
+	addr            string
+	db              string
+	adminSocket     string // final path, default applied
+	rateLimit       float64
+	maxBody         int64
+	noBootstrap     bool
+	logFormat       string
+	logLevel        slog.Level
+	metrics         bool
+	shutdownTimeout time.Duration
+}
+
+// parseServe parses and validates the flags of serve.
+func (c *cli) parseServe(args []string) (*serveConfig, error) {
+	var cfg serveConfig
+	var level string
+	fs := c.newFlagSet("serve", "billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db] [flags]")
+	fs.StringVar(&cfg.addr, "addr", defaultAddr, "`address` the HTTP API listens on (port 0 picks a free port)")
+	fs.StringVar(&cfg.db, "db", defaultDB, "database `path`")
+	fs.StringVar(&cfg.adminSocket, "admin-socket", "", "admin Unix socket `path` (default <db>.sock)")
+	fs.Float64Var(&cfg.rateLimit, "rate-limit", defaultRateLimit, "requests per second per API key; 0 turns rate limiting off")
+	fs.Int64Var(&cfg.maxBody, "max-body", defaultMaxBody, "largest request body in `bytes` (POST /usage-events/batch has its own 5 MiB limit)")
+	fs.BoolVar(&cfg.noBootstrap, "no-bootstrap", false, "do not create the default account and key on an empty database")
+	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
+	fs.StringVar(&level, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
+	if err := c.parseCommand(fs, "serve", args); err != nil {
+		return nil, err
+	}
+	cfg.adminSocket = socketPath(cfg.db, cfg.adminSocket)
+	return &cfg, cfg.validate(level)
+}
+
+// validate checks the flag values parseServe cannot check by type, and
+// parses the log level.
+func (cfg *serveConfig) validate(level string) error {
+	if err := cfg.logLevel.UnmarshalText([]byte(level)); err != nil {
+		return usagef("--log-level must be debug, info, warn or error, got %q", level)
+	}
+	switch {
+	case cfg.logFormat != "text" && cfg.logFormat != "json":
+		return usagef("--log-format must be text or json, got %q", cfg.logFormat)
+	case cfg.rateLimit < 0:
+		return usagef("--rate-limit must be 0 (off) or more, got %v", cfg.rateLimit)
+	case cfg.maxBody <= 0:
+		return usagef("--max-body must be more than 0, got %d", cfg.maxBody)
+	case cfg.shutdownTimeout <= 0:
+		return usagef("--shutdown-timeout must be more than 0, got %v", cfg.shutdownTimeout)
+	case cfg.addr == "" || cfg.db == "":
+		return usagef("--addr and --db must not be empty")
+	}
+	return nil
+}
+
+// newLogger returns the logger serve writes to w.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// serve runs the HTTP API and the admin socket until ctx is cancelled
+// (SIGINT or SIGTERM), then shuts down gracefully.
+func (c *cli) serve(ctx context.Context, args []string) error {
+	cfg, err := c.parseServe(args)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c.stderr, cfg.logFormat, cfg.logLevel)
+	st, err := openServeStore(cfg.db)
+	if err != nil {
+		return err
+	}
+	defer st.Close() // for the early returns; the shutdown closes it first
+	svc, err := billing.New(st, &billing.Config{Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
+	}
+	defer ln.Close()
+	if !cfg.noBootstrap {
+		if err := bootstrap(ctx, svc, c.stderr, ln.Addr().String()); err != nil {
+			return err
+		}
+	}
+	adminLn, err := listenAdmin(cfg.adminSocket)
+	if err != nil {
+		return err
+	}
+	r := &runner{cfg: cfg, log: log, store: st, svc: svc}
+	return r.run(ctx, ln, adminLn)
+}
+
+// openServeStore opens the database for serve, saying plainly when another
+// process holds it.
+func openServeStore(db string) (*boltstore.Store, error) {
+	st, err := boltstore.Open(db, &boltstore.Options{LockTimeout: serveLockTimeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("the database %s is held by another process, probably another billingd (waited %v for its lock)", db, serveLockTimeout)
+	}
+	return st, err
+}
+
+// runner is a started server: the API, the admin socket and the background
+// loops over one Service.
+type runner struct {
+	cfg   *serveConfig
+	log   *slog.Logger
+	store *boltstore.Store
+	svc   *billing.Service
+}
+
+// run serves on ln and adminLn until ctx is done or a server fails, then
+// shuts everything down in order.
+func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener) error {
+	api := r.apiServer()
+	adm := &http.Server{
+		Handler:           newAdminHandler(&localAdmin{svc: r.svc, store: r.store}, r.cfg.db, r.log),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+	}
+	loops, stopLoops := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { sweepLoop(loops, r.svc, r.log, sweepInterval) })
+	failed := make(chan error, 2)
+	go func() { failed <- serveUntilClosed(api, ln) }()
+	go func() { failed <- serveUntilClosed(adm, adminLn) }()
+	r.log.Info("listening", "addr", ln.Addr().String(), "db", r.cfg.db, "adminSocket", r.cfg.adminSocket)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		r.log.Info("shutting down", "timeout", r.cfg.shutdownTimeout)
+	case runErr = <-failed:
+		r.log.Error("server failed, shutting down", "err", runErr)
+	}
+	err := r.shutdown(api, adm)
+	if rerr := os.Remove(r.cfg.adminSocket); rerr != nil {
+		r.log.Warn("removing the admin socket", "err", rerr)
+	}
+	stopLoops()
+	wg.Wait()
+	if cerr := r.store.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err = errors.Join(runErr, err); err == nil {
+		r.log.Info("stopped")
+	}
+	return err
+}
+
+// serveUntilClosed serves srv on ln; the error of a deliberate shutdown is
+// not a failure.
+func serveUntilClosed(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// apiServer returns the http.Server of the REST API, with every timeout set.
+func (r *runner) apiServer() *http.Server {
+	rate := r.cfg.rateLimit
+	if rate == 0 {
+		rate = -1 // --rate-limit 0 means off; httpserver's 0 means its default
+	}
+	handler := httpserver.New(r.svc, &httpserver.Config{
+		Logger:         r.log,
+		MaxBodyBytes:   r.cfg.maxBody,
+		RateLimit:      rate,
+		DisableMetrics: !r.cfg.metrics,
+	})
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// shutdown stops both servers from accepting and waits, up to the shutdown
+// timeout, for their in-flight requests; what is still running then is cut
+// off.
+func (r *runner) shutdown(servers ...*http.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.shutdownTimeout)
+	defer cancel()
+	var errs []error
+	for _, srv := range servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+			errs = append(errs, fmt.Errorf("in-flight requests did not finish within %v: %w", r.cfg.shutdownTimeout, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweepLoop deletes expired idempotency records every interval until ctx is
+// done.
+func sweepLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := svc.SweepIdempotency(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("sweeping idempotency records", "err", err)
+		case n > 0:
+			log.Info("swept expired idempotency records", "deleted", n)
+		}
+	}
+}
+
+// bootstrap creates the account "default" and one API key when the
+// database has no account, and prints the credential once to w with a
+// ready Authorization header and a curl line for the API at addr.
+func bootstrap(ctx context.Context, svc *billing.Service, w io.Writer, addr string) error {
+	accounts, err := svc.ListAccounts(ctx)
+	if err != nil || len(accounts) > 0 {
+		return err
+	}
+	cred, err := (&localAdmin{svc: svc}).CreateAccount(ctx, "default")
+	if err != nil {
+		return fmt.Errorf("creating the default account: %w", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "billingd: first start on an empty database: created the account \"default\" and an API key.\n")
+	fmt.Fprintf(&b, "billingd: the secret is shown only this once; keep it.\n")
+	fmt.Fprintf(&b, "  account id:    %s\n  key id:        %s\n  secret:        %s\n", cred.ServiceAccountID, cred.KeyID, cred.Secret)
+	fmt.Fprintf(&b, "  Authorization: %s\n", cred.Authorization)
+	fmt.Fprintf(&b, "  try:           curl -H 'Authorization: %s' http://%s/usage-metrics\n", cred.Authorization, addr)
+	_, err = io.WriteString(w, b.String())
+	return err
+}

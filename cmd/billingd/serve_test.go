@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// serveInProcess runs serve in this process (so the race detector sees it)
+// with args added to a free port and the database db. It returns the base
+// URL, the output, and a function that cancels the run (as SIGTERM does)
+// and returns the exit code.
+func serveInProcess(tb testing.TB, db string, args ...string) (string, *logBuffer, func() int) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := newLogBuffer()
+	exit := make(chan int, 1)
+	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, args...)
+	go func() { exit <- run(ctx, args, strings.NewReader(""), out, out, mapEnv(nil)) }()
+	stop := sync.OnceValue(func() int { cancel(); return <-exit })
+	tb.Cleanup(func() { stop() })
+	return "http://" + out.waitFor(tb, listeningRE)[1], out, stop
+}
+
+// get returns the status of GET url.
+func get(tb testing.TB, url, auth string) int {
+	tb.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestServeInProcessServesAPIAndAdminSocket(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	url, out, stop := serveInProcess(t, db, "--log-level", "debug")
+	m := out.waitFor(t, bootstrapRE)
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200} {
+		if got := get(t, url+path, ""); got != want {
+			t.Errorf("GET %s: %d, want %d", path, got, want)
+		}
+	}
+	if got := get(t, url+"/usage-metrics", m[4]); got != http.StatusOK {
+		t.Errorf("GET /usage-metrics with the bootstrap key: %d", got)
+	}
+	key := decodeCredential(t, mustRun(t, "keys", "create", "--account", m[1], "--db", db, "--json"))
+	if got := get(t, url+"/usage-metrics", key.Authorization); got != http.StatusOK {
+		t.Errorf("GET /usage-metrics with a key made over the socket: %d", got)
+	}
+	if strings.Contains(out.String(), m[4]+" ") || strings.Count(out.String(), m[3]) != 1 {
+		t.Errorf("the credential appears in the request log:\n%s", out.String())
+	}
+	if code := stop(); code != exitOK {
+		t.Errorf("exit %d after cancel; output:\n%s", code, out.String())
+	}
+	if _, err := os.Stat(db + ".sock"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the admin socket outlived the server: %v", err)
+	}
+	assertCheckClean(t, db)
+}
+
+func TestServeInProcessHonoursFlags(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	url, out, stop := serveInProcess(t, db, "--no-bootstrap", "--metrics=false", "--log-format", "json")
+	if got := get(t, url+"/metrics", ""); got != http.StatusNotFound {
+		t.Errorf("GET /metrics with --metrics=false: %d, want 404", got)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit %d; output:\n%s", code, out.String())
+	}
+	if strings.Contains(out.String(), "Authorization") {
+		t.Errorf("--no-bootstrap printed a credential:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), `"msg":"listening"`) {
+		t.Errorf("--log-format json did not log JSON:\n%s", out.String())
+	}
+	assertAccountNames(t, db)
+}
+
+func TestServeRefusesDatabaseHeldByAnotherServer(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	serveInProcess(t, db)
+	code, _, stderr := runCLI(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	if code != exitError || !strings.Contains(stderr, "probably another billingd") {
+		t.Errorf("exit %d, stderr %q; want 1 and a clear message", code, stderr)
+	}
+}
