@@ -1,6 +1,9 @@
 package billing
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // PricingType selects the shape of a price structure and how it charges.
 type PricingType string
@@ -103,7 +106,7 @@ func (p *PriceStructure) validate() error {
 		return v.err()
 	}
 	for _, f := range p.present() {
-		if !containsString(allowed, f) {
+		if !slices.Contains(allowed, f) {
 			v.add(f, "%s is not a field of %s prices", f, p.PricingType)
 		}
 	}
@@ -187,15 +190,6 @@ func (p PriceStructure) normalized() PriceStructure {
 	return p
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // ChargeInput is what a structure charges for over one period.
 type ChargeInput struct {
 	// Quantity is the usage for usage-based structures and the number of
@@ -253,8 +247,8 @@ func (p PriceStructure) Charge(in ChargeInput, cur Currency, mode Rounding) Char
 		add(ChargeLine{Quantity: factor, Rate: deref(p.Price)})
 	case PricingSeatBased:
 		seats := in.Quantity
-		if min := DecimalFromInt(derefInt(p.ContractedMinimumSeats)); seats.Cmp(min) < 0 {
-			seats = min
+		if minimum := DecimalFromInt(derefInt(p.ContractedMinimumSeats)); seats.Cmp(minimum) < 0 {
+			seats = minimum
 		}
 		if seats.Sign() > 0 {
 			if in.Factor != nil {
