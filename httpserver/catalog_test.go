@@ -9,24 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
 )
 
-// newCatalogEnv is an env whose handler serves the catalog and usage metric
-// routes. It mounts them on an engine of its own through the Server's API
-// group, so the tests hold whether or not routes() lists them yet.
+// newCatalogEnv is an env on the store of stores[st], served by the
+// Server's complete handler (New), catalog routes included.
 func newCatalogEnv(t *testing.T, st int) *env {
 	t.Helper()
-	e := newEnv(t, nil, stores[st].opts...)
-	g := gin.New()
-	a := e.srv.group(g, true)
-	a.usageMetricRoutes()
-	a.catalogRoutes()
-	e.h = g
-	return e
+	return newEnv(t, nil, stores[st].opts...)
 }
 
 // page is the wire shape of any list, items kept as objects.
