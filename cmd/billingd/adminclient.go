@@ -15,7 +15,6 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/storage/boltstore"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Time limits of the admin commands. Together they keep a command that can
@@ -63,7 +62,7 @@ func openLocalAdmin(db string, create bool) (*localAdmin, error) {
 		}
 	}
 	st, err := boltstore.Open(db, &boltstore.Options{LockTimeout: directLockTimeout})
-	if errors.Is(err, bolterrors.ErrTimeout) {
+	if errors.Is(err, boltstore.ErrLocked) {
 		return nil, fmt.Errorf("the database %s is held by another process (a billingd serve, or another command) and could not be opened within %v", db, directLockTimeout)
 	}
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/storage/boltstore"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Fixed settings of serve.
@@ -141,7 +140,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 // process holds it.
 func openServeStore(db string) (*boltstore.Store, error) {
 	st, err := boltstore.Open(db, &boltstore.Options{LockTimeout: serveLockTimeout})
-	if errors.Is(err, bolterrors.ErrTimeout) {
+	if errors.Is(err, boltstore.ErrLocked) {
 		return nil, fmt.Errorf("the database %s is held by another process, probably another billingd (waited %v for its lock)", db, serveLockTimeout)
 	}
 	return st, err

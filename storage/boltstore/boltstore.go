@@ -30,6 +30,10 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
+// ErrLocked reports that Open gave up waiting for the file lock: another
+// process (usually a running billingd) holds the database file.
+var ErrLocked = errors.New("boltstore: database file is locked by another process")
+
 // Defaults of Options.
 const (
 	defaultLockTimeout = time.Second
@@ -162,7 +166,7 @@ func (s *Store) openDB() (*bolt.DB, error) {
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: the file is locked by another process (waited %v): %w",
-			s.path, s.opts.LockTimeout, err)
+			s.path, s.opts.LockTimeout, ErrLocked)
 	}
 	var pathErr *fs.PathError
 	if err != nil && !errors.As(err, &pathErr) {

@@ -126,8 +126,8 @@ func TestOpenLockedFileFailsWithinLockTimeout(t *testing.T) {
 		s.Close()
 		t.Fatal("second Open of a held file succeeded")
 	}
-	if !strings.Contains(err.Error(), "locked by another process") {
-		t.Errorf("error %q does not say the file is locked", err)
+	if !strings.Contains(err.Error(), "locked by another process") || !errors.Is(err, boltstore.ErrLocked) {
+		t.Errorf("error %q does not say the file is locked, or is not ErrLocked", err)
 	}
 	// Generous slack: the point is failing instead of hanging.
 	if elapsed > timeout+2*time.Second {
