@@ -116,7 +116,7 @@ func TestParseBasicAuthorization(t *testing.T) {
 		{"Bearer a2V5OnNlY3JldA==", "", "", false},
 		{"Basic", "", "", false},
 		{"Basic !!!", "", "", false},
-		{"Basic " + "a2V5", "", "", false},  // "key" without a colon
+		{"Basic " + "a2V5", "", "", false},     // "key" without a colon
 		{"Basic " + "OnNlYw==", "", "", false}, // ":sec"
 		{"", "", "", false},
 	} {

@@ -223,33 +223,24 @@ func (s *Service) view(ctx context.Context, fn func(Tx) error) error {
 // stored in the same transaction, so a change and its idempotency record
 // commit together or not at all.
 func mutate[T any](ctx context.Context, s *Service, account string, fn func(Tx) (T, error)) (T, error) {
-	var out T
-	err := s.store.Update(ctx, func(tx Tx) error {
-		v, err := fn(tx)
-		if err != nil {
-			return err
-		}
-		if err := s.recordIdempotent(ctx, tx, account, v); err != nil {
-			return err
-		}
-		out = v
-		return nil
-	})
-	if err != nil {
-		var zero T
-		return zero, internal(err)
-	}
-	return out, nil
+	return mutateWith(ctx, s, s.store.Update, account, fn)
 }
 
 // mutateBatch is mutate over Store.Batch: concurrent calls may share one
 // transaction and one durable commit (group commit). The store may run the
 // transaction function more than once, so fn must derive everything it
 // writes from its inputs and the Tx (generate ids and read the clock before
-// calling mutateBatch), and every run starts the idempotency record afresh.
+// calling mutateBatch).
 func mutateBatch[T any](ctx context.Context, s *Service, account string, fn func(Tx) (T, error)) (T, error) {
+	return mutateWith(ctx, s, s.store.Batch, account, fn)
+}
+
+// mutateWith is the one write path behind mutate and mutateBatch. Every run
+// of the transaction function starts the idempotency record afresh, so a
+// re-run (Batch) never reports a response of an earlier, rolled-back run.
+func mutateWith[T any](ctx context.Context, s *Service, run func(context.Context, func(Tx) error) error, account string, fn func(Tx) (T, error)) (T, error) {
 	var out T
-	err := s.store.Batch(ctx, func(tx Tx) error {
+	err := run(ctx, func(tx Tx) error {
 		var zero T
 		out = zero
 		if req, _ := ctx.Value(idempotencyKey{}).(*IdempotencyRequest); req != nil {
@@ -270,6 +261,16 @@ func mutateBatch[T any](ctx context.Context, s *Service, account string, fn func
 		return zero, internal(err)
 	}
 	return out, nil
+}
+
+// read runs fn in one read-only transaction and returns its result.
+func read[T any](ctx context.Context, s *Service, fn func(Tx) (T, error)) (T, error) {
+	var out T
+	err := s.view(ctx, func(tx Tx) (err error) {
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
 }
 
 // Ping checks that the store is open and writable by committing a small

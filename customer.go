@@ -254,12 +254,7 @@ func (s *Service) claimAliases(ctx context.Context, tx Tx, c *Customer, old []st
 // GetCustomer returns a customer. Returns not_found if the account has no
 // such customer.
 func (s *Service) GetCustomer(ctx context.Context, account, id string) (*Customer, error) {
-	var c *Customer
-	err := s.view(ctx, func(tx Tx) (err error) {
-		c, err = s.getCustomer(ctx, tx, account, id)
-		return err
-	})
-	return c, err
+	return read(ctx, s, func(tx Tx) (*Customer, error) { return s.getCustomer(ctx, tx, account, id) })
 }
 
 func (s *Service) getCustomer(ctx context.Context, tx Tx, account, id string) (*Customer, error) {

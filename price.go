@@ -277,12 +277,7 @@ func (s *Service) CreatePrice(ctx context.Context, account string, p CreatePrice
 // GetPrice returns a price. Returns not_found if the account has no such
 // price.
 func (s *Service) GetPrice(ctx context.Context, account, id string) (*Price, error) {
-	var p *Price
-	err := s.view(ctx, func(tx Tx) (err error) {
-		p, err = s.getPrice(ctx, tx, account, id)
-		return err
-	})
-	return p, err
+	return read(ctx, s, func(tx Tx) (*Price, error) { return s.getPrice(ctx, tx, account, id) })
 }
 
 func (s *Service) getPrice(ctx context.Context, tx Tx, account, id string) (*Price, error) {

@@ -89,12 +89,7 @@ func (s *Service) CreateSeatMetric(ctx context.Context, account string, p Create
 // GetSeatMetric returns a seat metric. Returns not_found if the account has
 // no such seat metric.
 func (s *Service) GetSeatMetric(ctx context.Context, account, id string) (*SeatMetric, error) {
-	var m *SeatMetric
-	err := s.view(ctx, func(tx Tx) (err error) {
-		m, err = s.getSeatMetric(ctx, tx, account, id)
-		return err
-	})
-	return m, err
+	return read(ctx, s, func(tx Tx) (*SeatMetric, error) { return s.getSeatMetric(ctx, tx, account, id) })
 }
 
 func (s *Service) getSeatMetric(ctx context.Context, tx Tx, account, id string) (*SeatMetric, error) {

@@ -293,12 +293,7 @@ func (s *Service) releaseMetricName(ctx context.Context, tx Tx, m *UsageMetric) 
 // GetUsageMetric returns a usage metric, deleted ones included. Returns
 // not_found if the account has no such metric.
 func (s *Service) GetUsageMetric(ctx context.Context, account, id string) (*UsageMetric, error) {
-	var m *UsageMetric
-	err := s.view(ctx, func(tx Tx) (err error) {
-		m, err = s.getUsageMetric(ctx, tx, account, id)
-		return err
-	})
-	return m, err
+	return read(ctx, s, func(tx Tx) (*UsageMetric, error) { return s.getUsageMetric(ctx, tx, account, id) })
 }
 
 func (s *Service) getUsageMetric(ctx context.Context, tx Tx, account, id string) (*UsageMetric, error) {
