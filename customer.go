@@ -258,8 +258,7 @@ func (s *Service) GetCustomer(ctx context.Context, account, id string) (*Custome
 }
 
 func (s *Service) getCustomer(ctx context.Context, tx Tx, account, id string) (*Customer, error) {
-	c, err := getRecord[Customer](ctx, tx, tableCustomers, key(account, id))
-	return c, lookupErr(err, "customer")
+	return getOwned[Customer](ctx, tx, tableCustomers, account, id, "customer")
 }
 
 // UpdateCustomer replaces the editable fields of a customer, aliases

@@ -281,8 +281,7 @@ func (s *Service) GetPrice(ctx context.Context, account, id string) (*Price, err
 }
 
 func (s *Service) getPrice(ctx context.Context, tx Tx, account, id string) (*Price, error) {
-	p, err := getRecord[Price](ctx, tx, tablePrices, key(account, id))
-	return p, lookupErr(err, "price")
+	return getOwned[Price](ctx, tx, tablePrices, account, id, "price")
 }
 
 // UpdatePrice changes a price's name and status, the only mutable fields.

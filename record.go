@@ -47,6 +47,14 @@ func getRecord[T any](ctx context.Context, tx Tx, t Table, k []byte) (*T, error)
 	return v, nil
 }
 
+// getOwned reads the record id of account from table, answering not_found
+// for kind when the account has no such record (another account's record
+// included: its key is under another prefix).
+func getOwned[T any](ctx context.Context, tx Tx, t Table, account, id, kind string) (*T, error) {
+	v, err := getRecord[T](ctx, tx, t, key(account, id))
+	return v, lookupErr(err, kind)
+}
+
 // putRecord encodes v as JSON and stores it under k.
 func putRecord(ctx context.Context, tx Tx, t Table, k []byte, v any) error {
 	b, err := json.Marshal(v)

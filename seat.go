@@ -93,8 +93,7 @@ func (s *Service) GetSeatMetric(ctx context.Context, account, id string) (*SeatM
 }
 
 func (s *Service) getSeatMetric(ctx context.Context, tx Tx, account, id string) (*SeatMetric, error) {
-	m, err := getRecord[SeatMetric](ctx, tx, tableSeatMetrics, key(account, id))
-	return m, lookupErr(err, "seat metric")
+	return getOwned[SeatMetric](ctx, tx, tableSeatMetrics, account, id, "seat metric")
 }
 
 // UpdateSeatMetric replaces a seat metric's label and description. Returns

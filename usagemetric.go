@@ -297,8 +297,7 @@ func (s *Service) GetUsageMetric(ctx context.Context, account, id string) (*Usag
 }
 
 func (s *Service) getUsageMetric(ctx context.Context, tx Tx, account, id string) (*UsageMetric, error) {
-	m, err := getRecord[UsageMetric](ctx, tx, tableUsageMetrics, key(account, id))
-	return m, lookupErr(err, "usage metric")
+	return getOwned[UsageMetric](ctx, tx, tableUsageMetrics, account, id, "usage metric")
 }
 
 // UpdateUsageMetric replaces the fields of a usage metric. Returns not_found
