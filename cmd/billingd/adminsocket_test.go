@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -118,12 +119,19 @@ func TestListenAdminReplacesOnlyDeadSockets(t *testing.T) {
 
 	t.Run("StaleSocketRemoved", func(t *testing.T) {
 		path := filepath.Join(dir, "stale.sock")
-		l, err := listenPrivate(path)
+		// A socket bound and closed without listening is what a crash
+		// leaves: the file stays and connecting to it is refused. (A
+		// listener closed in this process is not enough: a parallel test's
+		// fork may hold a copy of its descriptor until the child execs.)
+		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.Close() // the file stays, as after a crash
-		l, err = listenAdmin(path)
+		if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+			t.Fatal(err)
+		}
+		syscall.Close(fd)
+		l, err := listenAdmin(path)
 		if err != nil {
 			t.Fatalf("a stale socket blocked the start: %v", err)
 		}
