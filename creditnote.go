@@ -1,0 +1,231 @@
+package billing
+
+import (
+	"context"
+	"time"
+)
+
+// CashCreditGrant says whether a credit note generates a cash credit grant.
+type CashCreditGrant string
+
+// The values of settings.generateCashCreditGrant.
+const (
+	CashCreditGrantEnabled  CashCreditGrant = "ENABLED"
+	CashCreditGrantDisabled CashCreditGrant = "DISABLED"
+)
+
+// CreditNoteSettings are the settings of a credit note.
+type CreditNoteSettings struct {
+	// GenerateCashCreditGrant is ENABLED (the default) or DISABLED.
+	GenerateCashCreditGrant CashCreditGrant `json:"generateCashCreditGrant"`
+}
+
+// CreditNote reduces what a customer owes, usually against an invoice.
+// Every field the specification marks "always" is present in its JSON.
+type CreditNote struct {
+	ID                       string         `json:"id"`
+	ServiceAccountID         string         `json:"serviceAccountId"`
+	Status                   DocumentStatus `json:"status"`
+	Currency                 Currency       `json:"currency"`
+	CustomerID               string         `json:"customerId"`
+	CustomerEmails           []string       `json:"customerEmails"`
+	CustomerLegalCompanyName string         `json:"customerLegalCompanyName,omitempty"`
+	CustomerBillingAddress   Address        `json:"customerBillingAddress"`
+	CustomerShippingAddress  Address        `json:"customerShippingAddress"`
+	Totals
+	Metadata            []KeyValue         `json:"metadata"`
+	LinkedServices      []LinkedService    `json:"linkedServices"`
+	Settings            CreditNoteSettings `json:"settings"`
+	InvoiceID           string             `json:"invoiceId,omitempty"`
+	InvoiceNumber       string             `json:"invoiceNumber,omitempty"`
+	BillingScheduleID   string             `json:"billingScheduleId,omitempty"`
+	IssueDate           Date               `json:"issueDate,omitzero"`
+	BillingPeriodStart  *time.Time         `json:"billingPeriodStart,omitempty"`
+	BillingPeriodEnd    *time.Time         `json:"billingPeriodEnd,omitempty"`
+	CreditNoteNumber    string             `json:"creditNoteNumber,omitempty"`
+	PurchaseOrderNumber string             `json:"purchaseOrderNumber,omitempty"`
+	Memo                string             `json:"memo,omitempty"`
+	CustomerTaxID       string             `json:"customerTaxId,omitempty"`
+	MerchantDetails     *MerchantDetails   `json:"merchantDetails,omitempty"`
+	AccountingDate      Date               `json:"accountingDate,omitzero"`
+	CreatedAt           time.Time          `json:"createdAt"`
+	UpdatedAt           time.Time          `json:"updatedAt"`
+}
+
+// CreditNoteLineItem is a line of a credit note.
+type CreditNoteLineItem struct {
+	LineItem
+	CreditNoteID string `json:"creditNoteId"`
+	// LineItemID is the line of the credited invoice this line relates to.
+	LineItemID    string     `json:"lineItemId,omitempty"`
+	ServicePeriod *DateRange `json:"servicePeriod,omitempty"`
+}
+
+// CreditNoteLineItemGroup groups lines of a credit note under a title.
+type CreditNoteLineItemGroup struct {
+	LineItemGroup
+	CreditNoteID string `json:"creditNoteId"`
+	// LineItemGroupID is the group of the credited invoice it mirrors.
+	LineItemGroupID string `json:"lineItemGroupId,omitempty"`
+}
+
+// CreditNoteParams are the fields of a new credit note (op 9). Currency and
+// CustomerID are required; Status may be DRAFT (the default) or
+// IN_PROGRESS. With InvoiceID, the invoice must be FINAL or SENT and of the
+// same customer and currency; missing customer fields and the billing period
+// come from it, otherwise from the customer.
+type CreditNoteParams struct {
+	Currency                 Currency            `json:"currency"`
+	CustomerID               string              `json:"customerId"`
+	InvoiceID                string              `json:"invoiceId"`
+	Status                   DocumentStatus      `json:"status"`
+	BillingPeriodStart       *time.Time          `json:"billingPeriodStart"`
+	BillingPeriodEnd         *time.Time          `json:"billingPeriodEnd"`
+	PurchaseOrderNumber      string              `json:"purchaseOrderNumber"`
+	CustomerEmails           []string            `json:"customerEmails"`
+	CustomerLegalCompanyName string              `json:"customerLegalCompanyName"`
+	CustomerBillingAddress   *Address            `json:"customerBillingAddress"`
+	CustomerShippingAddress  *Address            `json:"customerShippingAddress"`
+	Memo                     string              `json:"memo"`
+	Metadata                 []KeyValue          `json:"metadata"`
+	CustomerTaxID            string              `json:"customerTaxId"`
+	AccountingDate           *Date               `json:"accountingDate"`
+	Settings                 *CreditNoteSettings `json:"settings"`
+}
+
+// CreditNoteUpdateParams are the fields op 10 may change; absent fields are
+// kept, null clears a field (settings cannot be cleared; customerEmails and
+// metadata become []).
+type CreditNoteUpdateParams struct {
+	BillingPeriodStart       Optional[time.Time]          `json:"billingPeriodStart,omitzero"`
+	BillingPeriodEnd         Optional[time.Time]          `json:"billingPeriodEnd,omitzero"`
+	PurchaseOrderNumber      Optional[string]             `json:"purchaseOrderNumber,omitzero"`
+	CustomerEmails           Optional[[]string]           `json:"customerEmails,omitzero"`
+	CustomerLegalCompanyName Optional[string]             `json:"customerLegalCompanyName,omitzero"`
+	CustomerBillingAddress   Optional[Address]            `json:"customerBillingAddress,omitzero"`
+	CustomerShippingAddress  Optional[Address]            `json:"customerShippingAddress,omitzero"`
+	Memo                     Optional[string]             `json:"memo,omitzero"`
+	Metadata                 Optional[[]KeyValue]         `json:"metadata,omitzero"`
+	CustomerTaxID            Optional[string]             `json:"customerTaxId,omitzero"`
+	Settings                 Optional[CreditNoteSettings] `json:"settings,omitzero"`
+	AccountingDate           Optional[Date]               `json:"accountingDate,omitzero"`
+}
+
+// CreditNoteLineItemParams are the fields of a credit note line (op 14, a
+// full replace; also the body of op 13 with CreateCreditNoteLineItemParams).
+// Title, Quantity, Rate, TaxRate and ExternalIDs (may be empty, not nil) are
+// required. RevenueRecognitionMethod accepts STRAIGHT_LINE and
+// POINT_IN_TIME only.
+type CreditNoteLineItemParams struct {
+	Title                    string                   `json:"title"`
+	Description              string                   `json:"description"`
+	Quantity                 *Decimal                 `json:"quantity"`
+	Rate                     *Decimal                 `json:"rate"`
+	TaxRate                  *Decimal                 `json:"taxRate"`
+	ExternalIDs              []KeyValue               `json:"externalIds"`
+	RateDisplay              RateDisplay              `json:"rateDisplay"`
+	ServicePeriod            *DateRange               `json:"servicePeriod"`
+	RevenueRecognitionMethod RevenueRecognitionMethod `json:"revenueRecognitionMethod"`
+	RevenueClassification    RevenueClassification    `json:"revenueClassification"`
+	ProductID                string                   `json:"productId"`
+}
+
+// CreateCreditNoteLineItemParams are the body of op 13: the line's fields
+// plus CreditNoteID (required, equal to the credit note of the path),
+// GroupID (a group of the same credit note) and LineItemID (a line of the
+// credited invoice).
+type CreateCreditNoteLineItemParams struct {
+	CreditNoteID string `json:"creditNoteId"`
+	GroupID      string `json:"groupId"`
+	LineItemID   string `json:"lineItemId"`
+	CreditNoteLineItemParams
+}
+
+// CreditNoteLineItemGroupParams are the fields of a credit note line item
+// group (create, and update as a full replace). Title is required;
+// LineItemGroupID, when given, must name a group of the credited invoice.
+type CreditNoteLineItemGroupParams struct {
+	Title           string `json:"title"`
+	Description     string `json:"description"`
+	LineItemGroupID string `json:"lineItemGroupId"`
+}
+
+// CreditNoteFilter selects credit notes in ListCreditNotes. Empty fields
+// match all.
+type CreditNoteFilter struct {
+	CustomerID string
+	InvoiceID  string
+	Status     DocumentStatus
+	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
+	SortOrder SortOrder
+}
+
+// CreateCreditNote is op 9: it creates a DRAFT (or IN_PROGRESS) credit note
+// and emits CREDIT_NOTE_CREATED; with an invoice, the credit note's id is
+// appended to the invoice's creditNoteIds. Returns validation_failed (all
+// invalid fields at once; an unknown customer or invoice, or an invoice of
+// another customer or currency), and invalid_state when the invoice is not
+// FINAL or SENT.
+func (s *Service) CreateCreditNote(ctx context.Context, account string, p CreditNoteParams) (*CreditNote, error) {
+	return nil, errNotYet
+}
+
+// GetCreditNote returns a credit note. Returns not_found.
+func (s *Service) GetCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return nil, errNotYet
+}
+
+// ListCreditNotes lists the account's credit notes matching f, newest first
+// unless f.SortOrder says ASC. Returns validation_failed.
+func (s *Service) ListCreditNotes(ctx context.Context, account string, f CreditNoteFilter, p ListParams) (Page[CreditNote], error) {
+	return Page[CreditNote]{}, errNotYet
+}
+
+// UpdateCreditNote is op 10: it changes the fields present in p on a DRAFT
+// or IN_PROGRESS credit note and emits CREDIT_NOTE_UPDATED. Returns
+// not_found, validation_failed, and invalid_state for any other status.
+func (s *Service) UpdateCreditNote(ctx context.Context, account, id string, p CreditNoteUpdateParams) (*CreditNote, error) {
+	return nil, errNotYet
+}
+
+// MarkCreditNoteSent is op 11: a DRAFT, IN_PROGRESS or FINAL credit note
+// becomes SENT, finalized on the way (number, dates, merchant details,
+// journal). No e-mail, no notification. A SENT credit note is returned
+// unchanged. Returns not_found, and invalid_state when it is VOIDED or its
+// finalization is refused (see FinalizeCreditNote).
+func (s *Service) MarkCreditNoteSent(ctx context.Context, account, id string) (*CreditNote, error) {
+	return nil, errNotYet
+}
+
+// SendCreditNote is MarkCreditNoteSent plus the e-mail to customerEmails and
+// CREDIT_NOTE_ISSUED. Returns not_found, and invalid_state when it is SENT or
+// VOIDED or its finalization is refused.
+func (s *Service) SendCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return nil, errNotYet
+}
+
+// DraftCreditNote turns an IN_PROGRESS credit note into a DRAFT and emits
+// CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state for any other
+// status.
+func (s *Service) DraftCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return nil, errNotYet
+}
+
+// FinalizeCreditNote turns a DRAFT or IN_PROGRESS credit note into a FINAL
+// one: next credit note number, issue and accounting dates (today unless
+// set), merchant details, journal entries, and INVOICE amounts updated, then
+// CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state for any other
+// status, for a credit note without lines, when its invoice is VOIDED, or
+// when the invoice's FINAL and SENT credit notes, this one included, would
+// exceed its gross total less its payments. A refused finalization burns no
+// number.
+func (s *Service) FinalizeCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return nil, errNotYet
+}
+
+// VoidCreditNote voids a credit note in any status but VOIDED, reverses its
+// journal entries (if it had any) and emits CREDIT_NOTE_UPDATED. Returns
+// not_found, and invalid_state when it is already VOIDED.
+func (s *Service) VoidCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return nil, errNotYet
+}

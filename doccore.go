@@ -1,0 +1,4 @@
+package billing
+
+// errNotYet answers operations whose implementation has not landed yet.
+var errNotYet = Errorf(CodeInternal, "not implemented yet")

@@ -1,0 +1,291 @@
+package billing
+
+import (
+	"context"
+	"time"
+)
+
+// RenderSettings say how an invoice is rendered.
+type RenderSettings struct {
+	// PaymentLinkDisplay is HIDE_PAYMENT_LINK (the only value so far).
+	PaymentLinkDisplay string `json:"paymentLinkDisplay"`
+}
+
+// Invoice is a bill to a customer. Every field the specification marks
+// "always" is present in its JSON: empty lists as [], unknown addresses with
+// empty strings, totals "0.00" while it has no lines.
+type Invoice struct {
+	ID                       string         `json:"id"`
+	ServiceAccountID         string         `json:"serviceAccountId"`
+	Status                   DocumentStatus `json:"status"`
+	Currency                 Currency       `json:"currency"`
+	CustomerID               string         `json:"customerId"`
+	CustomerEmails           []string       `json:"customerEmails"`
+	CustomerLegalCompanyName string         `json:"customerLegalCompanyName,omitempty"`
+	CustomerBillingAddress   Address        `json:"customerBillingAddress"`
+	CustomerShippingAddress  Address        `json:"customerShippingAddress"`
+	CustomerTaxID            string         `json:"customerTaxId,omitempty"`
+	CustomerTaxStatus        TaxStatus      `json:"customerTaxStatus,omitempty"`
+	Totals
+	// AmountPaid is the sum of the invoice's payments.
+	AmountPaid Decimal `json:"amountPaid"`
+	// AmountCredited is the gross total of its FINAL and SENT credit notes.
+	AmountCredited Decimal `json:"amountCredited"`
+	// AmountDue is grossTotal − amountCredited − amountPaid, never below
+	// zero.
+	AmountDue           Decimal          `json:"amountDue"`
+	Metadata            []KeyValue       `json:"metadata"`
+	PaymentStatus       PaymentStatus    `json:"paymentStatus"`
+	CreatedAt           time.Time        `json:"createdAt"`
+	UpdatedAt           time.Time        `json:"updatedAt"`
+	CreditNoteIDs       []string         `json:"creditNoteIds"`
+	LinkedServices      []LinkedService  `json:"linkedServices"`
+	AccountingDate      Date             `json:"accountingDate"`
+	RenderSettings      RenderSettings   `json:"renderSettings"`
+	IsCustomerArchived  bool             `json:"isCustomerArchived"`
+	InvoiceNumber       string           `json:"invoiceNumber,omitempty"`
+	DueDate             Date             `json:"dueDate,omitzero"`
+	IssueDate           Date             `json:"issueDate,omitzero"`
+	PurchaseOrderNumber string           `json:"purchaseOrderNumber,omitempty"`
+	Reference           string           `json:"reference,omitempty"`
+	Memo                string           `json:"memo,omitempty"`
+	PaymentOptions      []PaymentOption  `json:"paymentOptions,omitempty"`
+	BillingPeriod       *DateRange       `json:"billingPeriod,omitempty"`
+	BillingScheduleID   string           `json:"billingScheduleId,omitempty"`
+	MerchantDetails     *MerchantDetails `json:"merchantDetails,omitempty"`
+	CreditBalances      string           `json:"creditBalances,omitempty"`
+	DunningStatus       string           `json:"dunningStatus,omitempty"`
+	CalculatedAt        *time.Time       `json:"calculatedAt,omitempty"`
+}
+
+// invoiceRecord is an invoice as stored: the invoice and whether its
+// accountingDate was set by the client (finalization replaces a default
+// one with the issue date). Lists decode it as an Invoice, ignoring the flag.
+type invoiceRecord struct {
+	Invoice
+	AccountingDateSet bool `json:"_accountingDateSet,omitempty"`
+}
+
+// InvoiceLineItem is a line of an invoice.
+type InvoiceLineItem struct {
+	LineItem
+	InvoiceID          string         `json:"invoiceId"`
+	ServicePeriodStart *time.Time     `json:"servicePeriodStart,omitempty"`
+	ServicePeriodEnd   *time.Time     `json:"servicePeriodEnd,omitempty"`
+	ServicePeriod      *ServicePeriod `json:"servicePeriod,omitempty"`
+	CreditGrantID      string         `json:"creditGrantId,omitempty"`
+}
+
+// InvoiceLineItemGroup groups lines of an invoice under a title.
+type InvoiceLineItemGroup struct {
+	LineItemGroup
+	InvoiceID string `json:"invoiceId"`
+}
+
+// InvoiceParams are the fields of a new invoice (POST /invoices). Currency
+// and CustomerID are required; Status may be DRAFT (the default) or
+// IN_PROGRESS. Customer fields left out (emails, legal name, addresses, tax
+// id) are copied from the customer.
+type InvoiceParams struct {
+	Currency                 Currency        `json:"currency"`
+	CustomerID               string          `json:"customerId"`
+	Status                   DocumentStatus  `json:"status"`
+	BillingScheduleID        string          `json:"billingScheduleId"`
+	PurchaseOrderNumber      string          `json:"purchaseOrderNumber"`
+	Reference                string          `json:"reference"`
+	Memo                     string          `json:"memo"`
+	CustomerEmails           []string        `json:"customerEmails"`
+	CustomerLegalCompanyName string          `json:"customerLegalCompanyName"`
+	CustomerBillingAddress   *Address        `json:"customerBillingAddress"`
+	CustomerShippingAddress  *Address        `json:"customerShippingAddress"`
+	CustomerTaxID            string          `json:"customerTaxId"`
+	DueDate                  *Date           `json:"dueDate"`
+	BillingPeriod            *DateRange      `json:"billingPeriod"`
+	Metadata                 []KeyValue      `json:"metadata"`
+	PaymentOptions           []PaymentOption `json:"paymentOptions"`
+	AccountingDate           *Date           `json:"accountingDate"`
+}
+
+// InvoiceUpdateParams replace the header of a DRAFT or IN_PROGRESS invoice
+// (PUT /invoices/{id}): every field is replaced, fields left out are
+// cleared, and cleared customer fields are copied from the customer again.
+// Currency, customer, status and schedule cannot change.
+type InvoiceUpdateParams struct {
+	PurchaseOrderNumber      string          `json:"purchaseOrderNumber"`
+	Reference                string          `json:"reference"`
+	Memo                     string          `json:"memo"`
+	CustomerEmails           []string        `json:"customerEmails"`
+	CustomerLegalCompanyName string          `json:"customerLegalCompanyName"`
+	CustomerBillingAddress   *Address        `json:"customerBillingAddress"`
+	CustomerShippingAddress  *Address        `json:"customerShippingAddress"`
+	CustomerTaxID            string          `json:"customerTaxId"`
+	DueDate                  *Date           `json:"dueDate"`
+	BillingPeriod            *DateRange      `json:"billingPeriod"`
+	Metadata                 []KeyValue      `json:"metadata"`
+	PaymentOptions           []PaymentOption `json:"paymentOptions"`
+	AccountingDate           *Date           `json:"accountingDate"`
+}
+
+// InvoiceLineItemParams are the fields of an invoice line (create, and op 18
+// as a full replace). Title, Quantity, Rate, TaxRate and ExternalIDs (may be
+// empty, not nil) are required. RateDisplay defaults to ABSOLUTE.
+type InvoiceLineItemParams struct {
+	Title                    string                   `json:"title"`
+	Description              string                   `json:"description"`
+	Quantity                 *Decimal                 `json:"quantity"`
+	Rate                     *Decimal                 `json:"rate"`
+	TaxRate                  *Decimal                 `json:"taxRate"`
+	ServicePeriodStart       *time.Time               `json:"servicePeriodStart"`
+	ServicePeriodEnd         *time.Time               `json:"servicePeriodEnd"`
+	ServicePeriod            *ServicePeriod           `json:"servicePeriod"`
+	GroupID                  string                   `json:"groupId"`
+	PriceID                  string                   `json:"priceId"`
+	ProductID                string                   `json:"productId"`
+	RateDisplay              RateDisplay              `json:"rateDisplay"`
+	ExternalIDs              []KeyValue               `json:"externalIds"`
+	RevenueClassification    RevenueClassification    `json:"revenueClassification"`
+	CreditGrantID            string                   `json:"creditGrantId"`
+	RevenueRecognitionMethod RevenueRecognitionMethod `json:"revenueRecognitionMethod"`
+}
+
+// InvoiceLineItemGroupParams are the fields of an invoice line item group
+// (create, and update as a full replace). Title is required.
+type InvoiceLineItemGroupParams struct {
+	Title       string `json:"title"`
+	Description string `json:"description"`
+}
+
+// PatchSentInvoiceParams are the fields op 17 may change on a SENT invoice;
+// absent fields are kept. PurchaseOrderNumber, Memo and Reference are
+// cleared by null; CustomerBillingAddress and DueDate cannot be null.
+type PatchSentInvoiceParams struct {
+	PurchaseOrderNumber    Optional[string]  `json:"purchaseOrderNumber,omitzero"`
+	CustomerBillingAddress Optional[Address] `json:"customerBillingAddress,omitzero"`
+	Memo                   Optional[string]  `json:"memo,omitzero"`
+	Reference              Optional[string]  `json:"reference,omitzero"`
+	DueDate                Optional[Date]    `json:"dueDate,omitzero"`
+}
+
+// InvoiceFilter selects invoices in ListInvoices. Empty fields match all.
+type InvoiceFilter struct {
+	CustomerID        string
+	Status            DocumentStatus
+	BillingScheduleID string
+	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
+	SortOrder SortOrder
+}
+
+// CreateInvoice creates a DRAFT (or IN_PROGRESS) invoice without lines and
+// emits INVOICE_CREATED. Returns validation_failed for invalid fields (all
+// at once), an unknown customer or billing schedule included.
+func (s *Service) CreateInvoice(ctx context.Context, account string, p InvoiceParams) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// GetInvoice returns an invoice. Returns not_found if the account has no
+// such invoice.
+func (s *Service) GetInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// ListInvoices lists the account's invoices matching f, newest first unless
+// f.SortOrder says ASC. Returns validation_failed for a bad filter, limit or
+// cursor.
+func (s *Service) ListInvoices(ctx context.Context, account string, f InvoiceFilter, p ListParams) (Page[Invoice], error) {
+	return Page[Invoice]{}, errNotYet
+}
+
+// UpdateInvoice replaces the header of a DRAFT or IN_PROGRESS invoice (see
+// InvoiceUpdateParams) and emits INVOICE_UPDATED. Returns not_found,
+// validation_failed, and invalid_state for any other status.
+func (s *Service) UpdateInvoice(ctx context.Context, account, id string, p InvoiceUpdateParams) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// DeleteInvoice deletes a DRAFT or IN_PROGRESS invoice with its lines and
+// groups. Returns not_found, and invalid_state for any other status or for
+// an invoice computed by the billing engine (void it instead).
+func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
+	return errNotYet
+}
+
+// DraftInvoice turns an IN_PROGRESS invoice into a DRAFT and emits
+// INVOICE_UPDATED. Returns not_found, and invalid_state for any other
+// status.
+func (s *Service) DraftInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// FinalizeInvoice turns a DRAFT or IN_PROGRESS invoice into a FINAL one: it
+// assigns the next invoice number, the issue date (today unless set), the
+// due date (issue date + the schedule's defaultDueDateDays, else 30 days,
+// unless set) and the accounting date (the issue date unless set), copies the
+// merchant details, writes the journal and emits INVOICE_UPDATED, all in one
+// transaction. Returns not_found, and invalid_state for any other status.
+func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// SendInvoice is op 16: a DRAFT, IN_PROGRESS or FINAL invoice becomes SENT,
+// finalized on the way when needed; the invoice e-mail is queued to
+// customerEmails (none when empty) and INVOICE_ISSUED emitted. Returns
+// not_found, and invalid_state when it is already SENT or VOIDED.
+func (s *Service) SendInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// PatchSentInvoice is op 17: it changes the fields present in p on a SENT
+// invoice (status stays SENT) and emits INVOICE_UPDATED. Returns not_found,
+// validation_failed (a null dueDate or billing address included), and
+// invalid_state when the invoice is not SENT.
+func (s *Service) PatchSentInvoice(ctx context.Context, account, id string, p PatchSentInvoiceParams) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// VoidInvoice voids an invoice in any status but VOIDED, reverses its
+// journal entries and emits INVOICE_UPDATED. Returns not_found, and
+// invalid_state when it is VOIDED, when it has FINAL or SENT credit notes,
+// or when it is FINAL or SENT with payments (paymentStatus PARTIALLY_PAID or
+// PAID).
+func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// Entry points of the billing engine (schedule.go). They run inside the
+// engine's own transaction and emit nothing: the engine emits.
+
+// draftInvoice builds, without storing, the invoice p with lines as create
+// would store it (customer fields copied, indexes, line/group/document
+// totals), for previews.
+func (s *Service) draftInvoice(ctx context.Context, tx Tx, account string, p InvoiceParams, lines []InvoiceLineItemParams, now time.Time) (*Invoice, []InvoiceLineItem, error) {
+	return nil, nil, errNotYet
+}
+
+// createInvoiceTx stores a new DRAFT invoice with its lines inside tx
+// (calculatedAt set when non-zero). Emits nothing: callers emit.
+func (s *Service) createInvoiceTx(ctx context.Context, tx Tx, account string, p InvoiceParams, lines []InvoiceLineItemParams, calculatedAt time.Time) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// replaceInvoiceLinesTx replaces all lines of a DRAFT/IN_PROGRESS invoice
+// and recomputes totals (the engine's recomputation); it reports whether
+// anything changed. Emits nothing.
+func (s *Service) replaceInvoiceLinesTx(ctx context.Context, tx Tx, account, invoiceID string, lines []InvoiceLineItemParams, calculatedAt time.Time) (*Invoice, bool, error) {
+	return nil, false, errNotYet
+}
+
+// sendInvoiceTx is op 16 inside tx (finalize if needed, journal, e-mail
+// queued); emits nothing.
+func (s *Service) sendInvoiceTx(ctx context.Context, tx Tx, account, id string) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// getInvoiceTx reads an invoice inside tx. Returns not_found.
+func (s *Service) getInvoiceTx(ctx context.Context, tx Tx, account, id string) (*Invoice, error) {
+	return nil, errNotYet
+}
+
+// listInvoiceLinesTx reads all lines of an invoice inside tx, by index.
+func (s *Service) listInvoiceLinesTx(ctx context.Context, tx Tx, account, invoiceID string) ([]InvoiceLineItem, error) {
+	return nil, errNotYet
+}
