@@ -53,6 +53,13 @@ type Config struct {
 	// answers invalid_state. A nil function is refused by New. Defaults to
 	// none.
 	CustomAggregations map[string]CustomAggregation
+
+	// WebhookAllowPrivate allows insecure webhook targets: http:// recipient
+	// URLs, and (for a Dispatcher of this Service) connections to loopback,
+	// private, link-local, CGNAT and cloud-metadata addresses. For
+	// self-hosted setups and tests. Defaults to false: only https:// URLs
+	// that resolve to public addresses.
+	WebhookAllowPrivate bool
 }
 
 // Limits are the size limits of conventions.md. A zero field takes the
@@ -102,6 +109,8 @@ type Service struct {
 	limits   Limits
 	cursors  cursorCodec
 	custom   map[string]CustomAggregation
+
+	webhookAllowPrivate bool
 }
 
 // New returns a Service over store. It validates cfg (nil means all
@@ -127,6 +136,8 @@ func New(store Store, cfg *Config) (*Service, error) {
 		log:      c.Logger,
 		idemTTL:  c.IdempotencyTTL,
 		limits:   c.Limits.withDefaults(),
+
+		webhookAllowPrivate: c.WebhookAllowPrivate,
 	}
 	s.custom = make(map[string]CustomAggregation, len(c.CustomAggregations))
 	for name, fn := range c.CustomAggregations {

@@ -197,7 +197,10 @@ func (s *Service) CreateCustomer(ctx context.Context, account string, p Customer
 		if err := tx.Put(ctx, tableCustomerNames, key(account, c.LegalName, c.ID), []byte(c.ID)); err != nil {
 			return nil, err
 		}
-		return c, putRecord(ctx, tx, tableCustomers, key(account, c.ID), c)
+		if err := putRecord(ctx, tx, tableCustomers, key(account, c.ID), c); err != nil {
+			return nil, err
+		}
+		return c, s.emit(ctx, tx, account, NotificationCustomerCreated, c)
 	})
 }
 
@@ -288,7 +291,10 @@ func (s *Service) UpdateCustomer(ctx context.Context, account, id string, p Cust
 				return nil, err
 			}
 		}
-		return c, putRecord(ctx, tx, tableCustomers, key(account, id), c)
+		if err := putRecord(ctx, tx, tableCustomers, key(account, id), c); err != nil {
+			return nil, err
+		}
+		return c, s.emit(ctx, tx, account, NotificationCustomerUpdated, c)
 	})
 }
 
@@ -303,7 +309,10 @@ func (s *Service) ArchiveCustomer(ctx context.Context, account, id string) (*Cus
 			return c, err
 		}
 		c.ArchivedAt, c.UpdatedAt = &now, now
-		return c, putRecord(ctx, tx, tableCustomers, key(account, id), c)
+		if err := putRecord(ctx, tx, tableCustomers, key(account, id), c); err != nil {
+			return nil, err
+		}
+		return c, s.emit(ctx, tx, account, NotificationCustomerArchived, c)
 	})
 }
 

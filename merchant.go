@@ -136,7 +136,10 @@ func (s *Service) PutMerchantDetails(ctx context.Context, account string, md Mer
 		md.CustomFields = []KeyValue{}
 	}
 	return mutate(ctx, s, account, func(tx Tx) (*MerchantDetails, error) {
-		return &md, putRecord(ctx, tx, tableMerchantDetails, key(account), &md)
+		if err := putRecord(ctx, tx, tableMerchantDetails, key(account), &md); err != nil {
+			return nil, err
+		}
+		return &md, s.emit(ctx, tx, account, NotificationMerchantUpdated, &md)
 	})
 }
 

@@ -1,0 +1,384 @@
+package billing
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The tables of the outbox (see store.go for the others).
+const (
+	// tableDeliveries holds every delivery, in creation order per account.
+	tableDeliveries Table = "notification_deliveries" // account id / delivery id → deliveryRecord
+	// tableDeliveryQueue indexes the PENDING deliveries by the time they
+	// are next due; a claimed delivery is re-filed at the end of its lease.
+	tableDeliveryQueue Table = "notification_delivery_queue" // %016x unix seconds / account id / delivery id → empty
+)
+
+// DeliveryStatus is the state of a delivery: PENDING (waiting to be sent or
+// retried), SUCCEEDED or FAILED (no more retries).
+type DeliveryStatus string
+
+// The delivery statuses.
+const (
+	DeliveryPending   DeliveryStatus = "PENDING"
+	DeliverySucceeded DeliveryStatus = "SUCCEEDED"
+	DeliveryFailed    DeliveryStatus = "FAILED"
+)
+
+// RetrySchedule is how long a failed delivery waits before each retry; each
+// wait gets up to 10% random jitter. After the last retry fails the delivery
+// is FAILED.
+var RetrySchedule = []time.Duration{
+	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// maxRetryAfter caps a receiver's Retry-After.
+const maxRetryAfter = 24 * time.Hour
+
+// ErrEmailNotConfigured is the reason recorded for e-mail deliveries when
+// the dispatcher has no Mailer.
+const ErrEmailNotConfigured = "email delivery is not configured"
+
+// Delivery is one notification (or e-mail) on its way to one recipient (a
+// queued e-mail: to all its addresses), with every attempt made so far.
+type Delivery struct {
+	ID               string           `json:"id"`
+	ServiceAccountID string           `json:"serviceAccountId"`
+	CreatedAt        time.Time        `json:"createdAt"`
+	UpdatedAt        time.Time        `json:"updatedAt"`
+	NotificationID   string           `json:"notificationId,omitempty"`
+	NotificationType NotificationType `json:"notificationType,omitempty"`
+	// PolicyID is the policy that matched; empty for the e-mails of
+	// document sending, which no policy asks for.
+	PolicyID   string         `json:"policyId,omitempty"`
+	Channel    Channel        `json:"channel"`
+	Recipients []string       `json:"recipients"`
+	Status     DeliveryStatus `json:"status"`
+	// NextAttemptAt is when a PENDING delivery is next tried.
+	NextAttemptAt *time.Time        `json:"nextAttemptAt,omitempty"`
+	Attempts      []DeliveryAttempt `json:"attempts"`
+}
+
+// DeliveryAttempt is one try of a delivery.
+type DeliveryAttempt struct {
+	At time.Time `json:"at"`
+	// StatusCode is the webhook receiver's HTTP status; 0 when no answer
+	// arrived (and for e-mail).
+	StatusCode int `json:"statusCode,omitempty"`
+	// Error says why the attempt failed; empty on success.
+	Error     string `json:"error,omitempty"`
+	Succeeded bool   `json:"succeeded"`
+}
+
+// deliveryRecord is a stored delivery with what sending needs.
+type deliveryRecord struct {
+	Delivery
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Email   *Email          `json:"email,omitempty"`
+	// Failures counts the failed attempts since the delivery was queued
+	// or re-queued: the position in RetrySchedule.
+	Failures int `json:"failures,omitempty"`
+	// Lease is the token of the dispatcher that claimed the delivery;
+	// only that dispatcher's result is recorded.
+	Lease string `json:"lease,omitempty"`
+}
+
+// queueKey is the delivery's key in tableDeliveryQueue.
+func (d *deliveryRecord) queueKey() []byte {
+	return key(fmt.Sprintf("%016x", d.NextAttemptAt.Unix()), d.ServiceAccountID, d.ID)
+}
+
+// enqueue stores a new PENDING delivery, due at now.
+func (s *Service) enqueue(ctx context.Context, tx Tx, d *deliveryRecord, now time.Time) error {
+	d.ID, d.CreatedAt, d.UpdatedAt = s.newID(), now, now
+	d.Status, d.NextAttemptAt, d.Attempts = DeliveryPending, &now, []DeliveryAttempt{}
+	if err := tx.Put(ctx, tableDeliveryQueue, d.queueKey(), nil); err != nil {
+		return err
+	}
+	return putRecord(ctx, tx, tableDeliveries, key(d.ServiceAccountID, d.ID), d)
+}
+
+// reschedule moves a delivery's queue entry to next (nil: out of the queue).
+func reschedule(ctx context.Context, tx Tx, d *deliveryRecord, next *time.Time) error {
+	if d.NextAttemptAt != nil {
+		if err := tx.Delete(ctx, tableDeliveryQueue, d.queueKey()); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	d.NextAttemptAt = next
+	if next == nil {
+		return nil
+	}
+	return tx.Put(ctx, tableDeliveryQueue, d.queueKey(), nil)
+}
+
+// DeliveryFilter selects deliveries in ListDeliveries; empty fields select
+// everything.
+type DeliveryFilter struct {
+	PolicyID       string
+	Status         DeliveryStatus
+	NotificationID string
+}
+
+// ListDeliveries lists the account's deliveries, newest first, each with
+// its attempts. Returns validation_failed for an unknown status, a bad
+// limit or cursor.
+func (s *Service) ListDeliveries(ctx context.Context, account string, f DeliveryFilter, p ListParams) (Page[Delivery], error) {
+	switch f.Status {
+	case "", DeliveryPending, DeliverySucceeded, DeliveryFailed:
+	default:
+		return Page[Delivery]{}, FieldError("status", "status must be PENDING, SUCCEEDED or FAILED")
+	}
+	q := listQuery[Delivery]{
+		name: "notification_deliveries", table: tableDeliveries, prefix: prefix(account), desc: true,
+		filter: strings.Join([]string{f.PolicyID, string(f.Status), f.NotificationID}, "\x00"),
+		decode: decodeAll(func(d *Delivery) bool {
+			return (f.PolicyID == "" || d.PolicyID == f.PolicyID) && (f.Status == "" || d.Status == f.Status) &&
+				(f.NotificationID == "" || d.NotificationID == f.NotificationID)
+		}),
+	}
+	return read(ctx, s, func(tx Tx) (Page[Delivery], error) { return list(ctx, s, tx, q, p) })
+}
+
+// GetDelivery returns a delivery. Returns not_found.
+func (s *Service) GetDelivery(ctx context.Context, account, id string) (*Delivery, error) {
+	return read(ctx, s, func(tx Tx) (*Delivery, error) {
+		d, err := getOwned[deliveryRecord](ctx, tx, tableDeliveries, account, id, "delivery")
+		if err != nil {
+			return nil, err
+		}
+		return &d.Delivery, nil
+	})
+}
+
+// RetryDelivery re-queues a FAILED or SUCCEEDED delivery to be sent now,
+// with the same notification id (webhook-id) and a fresh retry schedule.
+// Returns not_found, and invalid_state for a PENDING delivery.
+func (s *Service) RetryDelivery(ctx context.Context, account, id string) (*Delivery, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*Delivery, error) {
+		d, err := getOwned[deliveryRecord](ctx, tx, tableDeliveries, account, id, "delivery")
+		if err != nil {
+			return nil, err
+		}
+		if d.Status == DeliveryPending {
+			return nil, Errorf(CodeInvalidState, "the delivery is still PENDING; only FAILED or SUCCEEDED deliveries can be retried")
+		}
+		d.Status, d.Failures, d.Lease, d.UpdatedAt = DeliveryPending, 0, "", now
+		if err := reschedule(ctx, tx, d, &now); err != nil {
+			return nil, err
+		}
+		return &d.Delivery, putRecord(ctx, tx, tableDeliveries, key(account, id), d)
+	})
+}
+
+// PruneDeliveries deletes the SUCCEEDED and FAILED deliveries of every
+// account last changed more than olderThan ago, and returns how many it
+// deleted. PENDING deliveries are never pruned. billingd runs it
+// periodically (--delivery-retention).
+func (s *Service) PruneDeliveries(ctx context.Context, olderThan time.Duration) (int, error) {
+	cutoff := s.clock().Add(-olderThan)
+	var old [][]byte
+	err := s.view(ctx, func(tx Tx) error {
+		return tx.Scan(ctx, tableDeliveries, Range{}, func(k, v []byte) error {
+			var d struct {
+				Status    DeliveryStatus `json:"status"`
+				UpdatedAt time.Time      `json:"updatedAt"`
+			}
+			if err := json.Unmarshal(v, &d); err != nil {
+				return err
+			}
+			if d.Status != DeliveryPending && d.UpdatedAt.Before(cutoff) {
+				old = append(old, bytes.Clone(k))
+			}
+			return nil
+		})
+	})
+	deleted := 0
+	for chunk := range slices.Chunk(old, 1000) {
+		if err != nil {
+			break
+		}
+		n := 0
+		err = internal(s.store.Update(ctx, func(tx Tx) error {
+			n = 0
+			for _, k := range chunk {
+				// Check again: the delivery may have been retried since.
+				d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, k)
+				if errors.Is(err, ErrNotFound) || err == nil && (d.Status == DeliveryPending || !d.UpdatedAt.Before(cutoff)) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if err := tx.Delete(ctx, tableDeliveries, k); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		}))
+		if err == nil {
+			deleted += n
+		}
+	}
+	return deleted, err
+}
+
+// claim is one delivery a dispatcher claimed, with what sending it needs.
+type claim struct {
+	account, id, lease string
+	channel            Channel
+	notificationID     string
+	recipients         []string
+	payload            []byte
+	email              *Email
+	secrets            []string // WEBHOOK: the secrets signing it now
+}
+
+// claimDue claims at most limit deliveries due at now for the duration of
+// lease: their queue entries move to now+lease, so another dispatcher does
+// not take them unless this one dies before recording a result, in which
+// case they are sent again (at least once).
+func (s *Service) claimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]claim, error) {
+	var out []claim
+	err := s.store.Update(ctx, func(tx Tx) error {
+		out = nil
+		var due [][]byte
+		end := []byte(fmt.Sprintf("%016x", now.Unix()+1))
+		err := tx.Scan(ctx, tableDeliveryQueue, Range{End: end}, func(k, _ []byte) error {
+			due = append(due, bytes.Clone(k))
+			if len(due) == limit {
+				return ErrStopScan
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range due {
+			c, err := s.claimOne(ctx, tx, k, now, lease)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				out = append(out, *c)
+			}
+		}
+		return nil
+	})
+	return out, internal(err)
+}
+
+// claimOne claims the delivery of queue key k, or drops a stale queue entry.
+func (s *Service) claimOne(ctx context.Context, tx Tx, k []byte, now time.Time, lease time.Duration) (*claim, error) {
+	parts := bytes.Split(k, []byte{keySep})
+	if len(parts) != 3 {
+		return nil, tx.Delete(ctx, tableDeliveryQueue, k)
+	}
+	account, id := string(parts[1]), string(parts[2])
+	d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, key(account, id))
+	if errors.Is(err, ErrNotFound) || err == nil && (d.Status != DeliveryPending || d.NextAttemptAt == nil || !bytes.Equal(d.queueKey(), k)) {
+		return nil, tx.Delete(ctx, tableDeliveryQueue, k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &claim{account: account, id: id, lease: s.newID(), channel: d.Channel, notificationID: d.NotificationID,
+		recipients: d.Recipients, payload: d.Payload, email: d.Email}
+	if d.Channel == ChannelWebhook {
+		p, err := s.getPolicy(ctx, tx, account, d.PolicyID)
+		if CodeOf(err) == CodeNotFound {
+			return nil, s.finish(ctx, tx, d, now, DeliveryAttempt{At: now, Error: "the notification policy was deleted"}, DeliveryFailed)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.secrets = p.signingSecrets(now)
+	}
+	until := now.Add(lease)
+	d.Lease = c.lease
+	if err := reschedule(ctx, tx, d, &until); err != nil {
+		return nil, err
+	}
+	return c, putRecord(ctx, tx, tableDeliveries, key(account, id), d)
+}
+
+// finish records a last attempt and takes the delivery out of the queue.
+func (s *Service) finish(ctx context.Context, tx Tx, d *deliveryRecord, now time.Time, a DeliveryAttempt, status DeliveryStatus) error {
+	d.Attempts = append(d.Attempts, a)
+	d.Status, d.Lease, d.UpdatedAt = status, "", now
+	if err := reschedule(ctx, tx, d, nil); err != nil {
+		return err
+	}
+	return putRecord(ctx, tx, tableDeliveries, key(d.ServiceAccountID, d.ID), d)
+}
+
+// attemptResult is the outcome of sending one claimed delivery.
+type attemptResult struct {
+	at         time.Time
+	statusCode int
+	err        string
+	// final stops retries (410 Gone, e-mail not configured).
+	final bool
+	// retryAfter is the receiver's Retry-After (429, 503); 0 if none.
+	retryAfter time.Duration
+}
+
+// recordAttempt records the result of a claimed delivery and schedules the
+// next attempt: success → SUCCEEDED; failure → the next wait of
+// RetrySchedule (with jitter, or the receiver's longer Retry-After), or
+// FAILED after the last one or when r.final. A result whose lease is no
+// longer the delivery's (it expired and another dispatcher took over) is
+// dropped.
+func (s *Service) recordAttempt(ctx context.Context, c *claim, r attemptResult) error {
+	now := s.clock()
+	return internal(s.store.Update(ctx, func(tx Tx) error {
+		d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, key(c.account, c.id))
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil || d.Lease != c.lease || d.Status != DeliveryPending {
+			return err
+		}
+		a := DeliveryAttempt{At: r.at, StatusCode: r.statusCode, Error: r.err, Succeeded: r.err == ""}
+		switch {
+		case a.Succeeded:
+			return s.finish(ctx, tx, d, now, a, DeliverySucceeded)
+		case r.final || d.Failures >= len(RetrySchedule):
+			return s.finish(ctx, tx, d, now, a, DeliveryFailed)
+		}
+		wait, err := s.jitter(RetrySchedule[d.Failures])
+		if err != nil {
+			return err
+		}
+		wait = max(wait, min(r.retryAfter, maxRetryAfter))
+		next := now.Add(wait)
+		d.Failures++
+		d.Attempts = append(d.Attempts, a)
+		d.Lease, d.UpdatedAt = "", now
+		if err := reschedule(ctx, tx, d, &next); err != nil {
+			return err
+		}
+		return putRecord(ctx, tx, tableDeliveries, key(c.account, c.id), d)
+	}))
+}
+
+// jitter returns d plus up to 10% of d at random, rounded up to the second
+// (stored times have second precision).
+func (s *Service) jitter(d time.Duration) (time.Duration, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
+		return 0, err
+	}
+	extra := time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(d/10+1))
+	return (d + extra + time.Second - 1).Truncate(time.Second), nil
+}
