@@ -226,7 +226,10 @@ func (c cursorCodec) decode(s string) (cursor, bool) {
 	if len(s) > 4096 {
 		return cursor{}, false
 	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
+	// Strict: the unused low bits of the last character must be zero, or
+	// several strings would decode to one cursor and a tampered cursor
+	// would pass as issued.
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil || len(b) < cursorMACSize+2 {
 		return cursor{}, false
 	}
