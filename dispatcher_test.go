@@ -1,0 +1,316 @@
+package billing_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// onlyDelivery returns the account's single delivery.
+func (e *notifyEnv) onlyDelivery() billing.Delivery {
+	e.t.Helper()
+	ds := e.deliveries(billing.DeliveryFilter{})
+	if len(ds) != 1 {
+		e.t.Fatalf("%d deliveries, want 1", len(ds))
+	}
+	return ds[0]
+}
+
+// TestRetrySchedule: a receiver that always fails gets 8 attempts, spaced
+// by the schedule plus at most 10% jitter, then the delivery is FAILED; a
+// manual retry re-sends it with the same webhook-id.
+func TestRetrySchedule(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, true)
+	var ok atomic.Bool
+	rc := newReceiver(t, func(int, http.ResponseWriter) int {
+		if ok.Load() {
+			return 200
+		}
+		return 500
+	})
+	e.policy(billing.ChannelWebhook, []string{rc.srv.URL})
+	e.customer("Initech")
+	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{})
+	for i, wait := range billing.RetrySchedule {
+		if n := e.runOnce(d); n != 1 {
+			t.Fatalf("attempt %d: RunOnce made %d attempts", i+1, n)
+		}
+		dl := e.onlyDelivery()
+		if dl.Status != billing.DeliveryPending || dl.NextAttemptAt == nil {
+			t.Fatalf("after attempt %d: %+v", i+1, dl)
+		}
+		got := dl.NextAttemptAt.Sub(e.clock.Now())
+		if got < wait || got > wait+wait/10+time.Second {
+			t.Errorf("wait after attempt %d = %v, want %v + up to 10%%", i+1, got, wait)
+		}
+		e.clock.Set(*dl.NextAttemptAt)
+	}
+	e.runOnce(d)
+	dl := e.onlyDelivery()
+	if dl.Status != billing.DeliveryFailed || len(dl.Attempts) != 8 || dl.NextAttemptAt != nil {
+		t.Fatalf("after the last retry: status %s, %d attempts", dl.Status, len(dl.Attempts))
+	}
+	if n := e.runOnce(d); n != 0 {
+		t.Errorf("a FAILED delivery was attempted again")
+	}
+	if _, err := e.svc.RetryDelivery(context.Background(), e.account, dl.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.RetryDelivery(context.Background(), e.account, dl.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+		t.Errorf("retrying a PENDING delivery: %v, want invalid_state", err)
+	}
+	ok.Store(true)
+	e.runOnce(d)
+	dl = e.onlyDelivery()
+	if dl.Status != billing.DeliverySucceeded || len(dl.Attempts) != 9 {
+		t.Errorf("after the manual retry: %s with %d attempts", dl.Status, len(dl.Attempts))
+	}
+	hits := rc.got()
+	for _, h := range hits {
+		if h.id != hits[0].id {
+			t.Fatalf("webhook-id changed from %s to %s", hits[0].id, h.id)
+		}
+	}
+	if len(hits) != 9 {
+		t.Errorf("receiver got %d requests, want 9", len(hits))
+	}
+}
+
+// TestReceiverAnswers: 410 stops at once, Retry-After on 429/503 is honoured
+// when longer than the schedule, and a redirect is a failure that is not
+// followed.
+func TestReceiverAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		answer   func(attempt int, w http.ResponseWriter) int
+		status   billing.DeliveryStatus
+		minWait  time.Duration
+		wantCode int
+	}{
+		{"GoneStopsRetries", func(int, http.ResponseWriter) int { return 410 }, billing.DeliveryFailed, 0, 410},
+		{"RetryAfterLongerIsHonoured", func(_ int, w http.ResponseWriter) int {
+			w.Header().Set("Retry-After", "3600")
+			return 503
+		}, billing.DeliveryPending, time.Hour, 503},
+		{"RetryAfterShorterIsIgnored", func(_ int, w http.ResponseWriter) int {
+			w.Header().Set("Retry-After", "1")
+			return 429
+		}, billing.DeliveryPending, 5 * time.Second, 429},
+		{"RedirectIsFailure", func(_ int, w http.ResponseWriter) int {
+			w.Header().Set("Location", "/elsewhere")
+			return 302
+		}, billing.DeliveryPending, 5 * time.Second, 302},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newNotifyEnv(t, true)
+			rc := newReceiver(t, tc.answer)
+			e.policy(billing.ChannelWebhook, []string{rc.srv.URL + "/hook"})
+			e.customer("Initech")
+			e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{}))
+			dl := e.onlyDelivery()
+			if dl.Status != tc.status || len(dl.Attempts) != 1 || dl.Attempts[0].StatusCode != tc.wantCode || dl.Attempts[0].Error == "" {
+				t.Fatalf("delivery %+v", dl)
+			}
+			if tc.status == billing.DeliveryPending {
+				if wait := dl.NextAttemptAt.Sub(e.clock.Now()); wait < tc.minWait || wait > tc.minWait+tc.minWait/10+time.Second {
+					t.Errorf("next attempt in %v, want about %v", wait, tc.minWait)
+				}
+			}
+			if n := len(rc.got()); n != 1 {
+				t.Errorf("receiver got %d requests, want 1 (no redirect followed)", n)
+			}
+		})
+	}
+}
+
+// TestTwoDispatchersSendOnce: dispatchers running at the same time never
+// claim the same delivery.
+func TestTwoDispatchersSendOnce(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, true)
+	rc := newReceiver(t, nil)
+	e.policy(billing.ChannelWebhook, []string{rc.srv.URL + "/a", rc.srv.URL + "/b"})
+	for range 20 {
+		e.customer("Initech")
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{BatchSize: 3, Concurrency: 2})
+		wg.Go(func() {
+			if _, err := d.RunOnce(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := len(rc.got()); got != 40 {
+		t.Errorf("receiver got %d requests, want 40 (20 notifications × 2 recipients, each once)", got)
+	}
+	if n := len(e.deliveries(billing.DeliveryFilter{Status: billing.DeliverySucceeded})); n != 40 {
+		t.Errorf("%d SUCCEEDED deliveries, want 40", n)
+	}
+}
+
+// TestRotateSecret: for 24 hours webhooks carry both signatures, then only
+// the new one.
+func TestRotateSecret(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, true)
+	rc := newReceiver(t, nil)
+	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL})
+	rotated, err := e.svc.RotateNotificationPolicySecret(context.Background(), e.account, p.ID)
+	if err != nil || rotated.WebhookSecret == p.WebhookSecret || !strings.HasPrefix(rotated.WebhookSecret, "whsec_") {
+		t.Fatalf("rotate: %+v, %v", rotated, err)
+	}
+	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{})
+	e.customer("during the overlap")
+	e.runOnce(d)
+	e.clock.Advance(24*time.Hour + time.Second)
+	e.customer("after the overlap")
+	e.runOnce(d)
+	hits := rc.got()
+	if len(hits) != 2 {
+		t.Fatalf("%d requests, want 2", len(hits))
+	}
+	check := func(h hit, secret string, want bool) {
+		t.Helper()
+		err := billing.VerifyWebhookAt(secret, h.header, h.body, time.Minute, time.Unix(mustInt(t, h.header.Get("webhook-timestamp")), 0))
+		if (err == nil) != want {
+			t.Errorf("verify with a secret: %v, want ok=%v (signature %q)", err, want, h.header.Get("webhook-signature"))
+		}
+	}
+	check(hits[0], p.WebhookSecret, true)
+	check(hits[0], rotated.WebhookSecret, true)
+	if n := len(strings.Fields(hits[0].header.Get("webhook-signature"))); n != 2 {
+		t.Errorf("%d signatures during the overlap, want 2", n)
+	}
+	check(hits[1], p.WebhookSecret, false)
+	check(hits[1], rotated.WebhookSecret, true)
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPolicyDeletedStopsDeliveries: pending deliveries of a deleted policy
+// fail without being sent.
+func TestPolicyDeletedStopsDeliveries(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, true)
+	rc := newReceiver(t, nil)
+	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL})
+	e.customer("Initech")
+	if _, err := e.svc.DeleteNotificationPolicy(context.Background(), e.account, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{}))
+	if dl := e.onlyDelivery(); dl.Status != billing.DeliveryFailed || len(rc.got()) != 0 {
+		t.Errorf("delivery %+v, %d requests; want FAILED and none sent", dl, len(rc.got()))
+	}
+}
+
+// TestPruneDeliveries: finished deliveries older than the retention go,
+// pending ones and recent ones stay.
+func TestPruneDeliveries(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, true)
+	rc := newReceiver(t, nil)
+	e.policy(billing.ChannelWebhook, []string{rc.srv.URL})
+	e.customer("old")
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{}))
+	e.clock.Advance(31 * 24 * time.Hour)
+	e.customer("pending")
+	n, err := e.svc.PruneDeliveries(context.Background(), 30*24*time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("PruneDeliveries = %d, %v; want 1", n, err)
+	}
+	if dl := e.onlyDelivery(); dl.Status != billing.DeliveryPending {
+		t.Errorf("left %+v, want the pending delivery", dl)
+	}
+}
+
+// TestSSRFRefusedAtConnect: by default webhooks never connect to loopback,
+// private, link-local, CGNAT or metadata addresses, named directly or
+// through a host name.
+func TestSSRFRefusedAtConnect(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, false)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var connected atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			connected.Add(1)
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	targets := []string{
+		"https://127.0.0.1:" + itoa(int64(port)) + "/hook",
+		"https://localhost:" + itoa(int64(port)) + "/hook",
+		"https://[::1]:" + itoa(int64(port)) + "/hook",
+		"https://10.1.2.3/hook",
+		"https://192.168.1.1/hook",
+		"https://169.254.169.254/latest/meta-data",
+		"https://100.64.0.1/hook",
+	}
+	e.policy(billing.ChannelWebhook, targets)
+	e.customer("Initech")
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{}))
+	ds := e.deliveries(billing.DeliveryFilter{})
+	if len(ds) != len(targets) {
+		t.Fatalf("%d deliveries, want %d", len(ds), len(targets))
+	}
+	for _, dl := range ds {
+		if len(dl.Attempts) != 1 || !strings.Contains(dl.Attempts[0].Error, "unless private targets are allowed") {
+			t.Errorf("%s: attempts %+v, want a refusal", dl.Recipients[0], dl.Attempts)
+		}
+	}
+	if n := connected.Load(); n != 0 {
+		t.Errorf("%d connections reached the loopback listener", n)
+	}
+}
+
+func TestCheckWebhookTarget(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		addr    string
+		refused bool
+	}{
+		{"127.0.0.1", true}, {"127.8.9.10", true}, {"::1", true}, {"10.0.0.1", true},
+		{"172.16.5.4", true}, {"192.168.0.1", true}, {"169.254.169.254", true}, {"169.254.1.1", true},
+		{"100.64.0.1", true}, {"100.127.255.254", true}, {"0.0.0.0", true}, {"::", true},
+		{"224.0.0.1", true}, {"ff02::1", true}, {"fe80::1", true}, {"fd00:ec2::254", true},
+		{"::ffff:127.0.0.1", true}, {"::ffff:10.0.0.1", true}, {"255.255.255.255", true},
+		{"8.8.8.8", false}, {"100.128.0.1", false}, {"2001:4860:4860::8888", false}, {"93.184.215.14", false},
+	} {
+		err := billing.CheckWebhookTarget(netip.MustParseAddr(tc.addr))
+		if (err != nil) != tc.refused {
+			t.Errorf("%s: %v, want refused=%v", tc.addr, err, tc.refused)
+		}
+	}
+}
