@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestSmoke runs every measure at the tiny scale and checks that the table
+// has a row per target with a measured value. It asserts no timing: a slow
+// machine may FAIL a target, never the test.
+func TestSmoke(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	status := run(context.Background(), []string{"-scale", "tiny", "-dir", t.TempDir()}, &stdout, &stderr)
+	out := stdout.String()
+	if status != 0 && status != 1 {
+		t.Fatalf("exit status %d, want 0 (all pass) or 1 (a target missed)\nstdout:\n%s\nstderr:\n%s", status, out, stderr.String())
+	}
+	if !strings.Contains(out, "measure") || !strings.Contains(out, "ceiling") || !strings.Contains(out, "cores") {
+		t.Errorf("no table header:\n%s", out)
+	}
+	for _, id := range []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7"} {
+		line := lineOf(out, id+" ")
+		switch {
+		case line == "":
+			t.Errorf("no row for %s:\n%s", id, out)
+		case strings.Contains(line, "ERROR"):
+			t.Errorf("%s could not be measured:\n%s", id, out)
+		case id != "P6" && !strings.Contains(line, "PASS") && !strings.Contains(line, "FAIL"):
+			t.Errorf("%s has no result: %q", id, line)
+		}
+	}
+}
+
+// TestOnlyRunsTheSubset checks that -only limits the table to its measures.
+func TestOnlyRunsTheSubset(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	status := run(context.Background(), []string{"-scale", "tiny", "-only", "p6,P3", "-dir", t.TempDir()}, &stdout, &stderr)
+	out := stdout.String()
+	if status == 2 {
+		t.Fatalf("exit status 2\n%s\n%s", out, stderr.String())
+	}
+	if lineOf(out, "P3 ") == "" || lineOf(out, "P6 ") == "" || lineOf(out, "P1 ") != "" || lineOf(out, "P4 ") != "" {
+		t.Errorf("want rows P3 and P6 only:\n%s", out)
+	}
+}
+
+// TestBadFlags checks that bad flags are refused with status 2 before any
+// measuring.
+func TestBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-scale", "huge"}, {"-only", "P9"}, {"-batch-events", "1500"}, {"extra"}} {
+		var stdout, stderr bytes.Buffer
+		if status := run(context.Background(), args, &stdout, &stderr); status != 2 || stdout.Len() != 0 {
+			t.Errorf("%q: status %d, stdout %q; want 2 and nothing printed", args, status, stdout.String())
+		}
+	}
+}
+
+// lineOf returns the first line of s starting with prefix.
+func lineOf(s, prefix string) string {
+	for line := range strings.Lines(s) {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	return ""
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// batchSize is the number of events of one batch request (the API's
+// maximum) and of one transaction of the P2 ceiling.
+const batchSize = billing.MaxUsageEventBatch
+
+// July 2024 is the month every reference event falls in; P4 and P5
+// calculate it.
+var (
+	monthStart = time.Date(2024, 7, 1, 0, 0, 0, 0, time.UTC)
+	monthLen   = 31 * 24 * time.Hour
+)
+
+// spread returns the timestamp of event i of n spread evenly over the month.
+func spread(n int) func(i int) time.Time {
+	return func(i int) time.Time { return monthStart.Add(time.Duration(i) * (monthLen / time.Duration(n))) }
+}
+
+// alias returns the 20-character alias of customer i.
+func alias(i int) string { return fmt.Sprintf("customer-alias-%05d", i) }
+
+// refAlias and refType are the customer and event type of the reference
+// data set; other events of P5 use other aliases and types.
+const refType = "api_calls0"
+
+var refAlias = alias(1)
+
+// compareLoads runs the load against the server at a and the ceiling at b,
+// alternating in two rounds of half the requests and time each so that a
+// change of machine load hits both sides alike, and returns both results.
+func compareLoads(ctx context.Context, l load, a, authA, b string) (got, ceil loadResult, err error) {
+	half := l
+	half.requests = max(l.requests/2, 1)
+	half.limit = l.limit / 2
+	warm := l
+	warm.requests, warm.limit = min(l.conns*4, l.requests), l.limit
+	sides := []struct {
+		url, auth string
+		res       *loadResult
+	}{{a, authA, &got}, {b, "", &ceil}}
+	for _, s := range sides {
+		warm.auth = s.auth
+		if _, err := warm.run(ctx, s.url); err != nil {
+			return got, ceil, err
+		}
+	}
+	for range 2 {
+		for _, s := range sides {
+			half.auth = s.auth
+			r, err := half.run(ctx, s.url)
+			if err != nil {
+				return got, ceil, err
+			}
+			s.res.requests += r.requests
+			s.res.elapsed += r.elapsed
+			s.res.p99 = max(s.res.p99, r.p99)
+		}
+	}
+	return got, ceil, nil
+}
+
+// measureP1: single-event POST /usage-events over 64 connections, durable,
+// against a bare gin server writing with DB.Batch.
+func measureP1(ctx context.Context, b *bench) ([]row, error) {
+	srv, err := startServer(ctx, b.path("p1"), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	ceil, err := startIngestCeiling(b.path("p1-ceiling"))
+	if err != nil {
+		return nil, err
+	}
+	defer ceil.stop()
+	bodies := make([][]byte, 1000)
+	at := spread(len(bodies))
+	for i := range bodies {
+		bodies[i] = appendEventJSON(nil, alias(i%100), refType, i, at(i))
+	}
+	l := load{conns: b.cfg.conns, requests: b.cfg.requests, limit: b.cfg.duration, status: http.StatusCreated,
+		request: func(i int) (string, string, []byte) { return http.MethodPost, "/usage-events", bodies[i%len(bodies)] }}
+	got, c, err := compareLoads(ctx, l, srv.url, srv.auth, ceil.url)
+	if err != nil {
+		return nil, err
+	}
+	return []row{{id: "P1", name: fmt.Sprintf("POST /usage-events, %d conns", l.conns), value: got.perSecond(1), unit: "req/s",
+		ceiling: c.perSecond(1), ceilingName: "gin+DB.Batch", atLeast: true, target: 0.8,
+		note: fmt.Sprintf("p99 %v (ceiling %v)", got.p99.Round(time.Microsecond), c.p99.Round(time.Microsecond))}}, nil
+}
+
+// measureP2: POST /usage-events/batch with 1,000 events per request,
+// durable, against raw bbolt writing the same stored records 1,000 per
+// transaction.
+func measureP2(ctx context.Context, b *bench) ([]row, error) {
+	path := b.path("p2")
+	srv, err := startServer(ctx, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodies := make([][]byte, 16)
+	for i := range bodies {
+		bodies[i] = appendBatchJSON(nil, alias(i), refType, i*batchSize, batchSize, spread(batchSize*len(bodies)))
+	}
+	l := load{conns: b.cfg.batchConns, requests: b.cfg.batchEvents / batchSize, limit: 10 * time.Minute, status: http.StatusCreated, auth: srv.auth,
+		request: func(i int) (string, string, []byte) {
+			return http.MethodPost, "/usage-events/batch", bodies[i%len(bodies)]
+		}}
+	got, err := l.run(ctx, srv.url)
+	if err != nil {
+		srv.stop()
+		return nil, err
+	}
+	var recs records
+	err = srv.store.View(ctx, func(tx billing.Tx) error {
+		return tx.Scan(ctx, billing.Table(eventsBucket), billing.Range{}, func(k, v []byte) error {
+			recs.add(k, v)
+			return nil
+		})
+	})
+	if err = errors.Join(err, srv.stop()); err != nil {
+		return nil, err
+	}
+	if recs.len() != got.requests*batchSize {
+		return nil, fmt.Errorf("billingd stored %d events, want %d", recs.len(), got.requests*batchSize)
+	}
+	d, err := rawWrite(b.path("p2-ceiling"), &recs, batchSize)
+	if err != nil {
+		return nil, err
+	}
+	return []row{{id: "P2", name: fmt.Sprintf("POST /usage-events/batch, %d/request, %d conns", batchSize, l.conns),
+		value: got.perSecond(batchSize), unit: "events/s", ceiling: float64(recs.len()) / d.Seconds(), ceilingName: "raw bbolt",
+		atLeast: true, target: 0.5}}, nil
+}
+
+// measureP3: GET /usage-metrics?limit=20 over 64 connections against a
+// bare gin server answering a body of the same size.
+func measureP3(ctx context.Context, b *bench) ([]row, error) {
+	srv, err := startServer(ctx, b.path("p3"), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	for i := range 40 {
+		body := fmt.Appendf(nil, `{"name":"Metric %02d","metricType":"SIMPLE","eventType":"event_type_%02d","aggregationType":"SUM","aggregationProperty":"amount","unit":"requests"}`, i, i)
+		if _, err := send(ctx, srv.url, srv.auth, http.MethodPost, "/usage-metrics", body, http.StatusCreated); err != nil {
+			return nil, err
+		}
+	}
+	const path = "/usage-metrics?limit=20"
+	page, err := send(ctx, srv.url, srv.auth, http.MethodGet, path, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	ceil, err := startListCeiling(page)
+	if err != nil {
+		return nil, err
+	}
+	defer ceil.stop()
+	l := load{conns: b.cfg.conns, requests: b.cfg.requests, limit: b.cfg.duration, status: http.StatusOK,
+		request: func(int) (string, string, []byte) { return http.MethodGet, path, nil }}
+	got, c, err := compareLoads(ctx, l, srv.url, srv.auth, ceil.url)
+	if err != nil {
+		return nil, err
+	}
+	return []row{{id: "P3", name: fmt.Sprintf("GET %s, %d conns", path, l.conns), value: got.perSecond(1), unit: "req/s",
+		ceiling: c.perSecond(1), ceilingName: "gin, same body", atLeast: true, target: 0.5,
+		note: fmt.Sprintf("%d-byte pages; p99 %v (ceiling %v)", len(page), got.p99.Round(time.Microsecond), c.p99.Round(time.Microsecond))}}, nil
+}
+
+// measureP4: calculate SUM for one customer and one month over the
+// reference data set, against a raw cursor scan of the same events.
+func measureP4(ctx context.Context, b *bench) ([]row, error) {
+	ref, err := b.reference(ctx)
+	if err != nil {
+		return nil, err
+	}
+	calc, err := ref.calcOnly(ctx, b.cfg.runs)
+	if err != nil {
+		return nil, err
+	}
+	if err := ref.stop(); err != nil {
+		return nil, err
+	}
+	scan, n, err := rawScan(ref.path, b.cfg.runs)
+	if err != nil {
+		return nil, err
+	}
+	if n != ref.events {
+		return nil, fmt.Errorf("the raw scan read %d events, want %d", n, ref.events)
+	}
+	return []row{{id: "P4", name: fmt.Sprintf("calculate SUM, 1 customer, 1 month, %d events", ref.events),
+		value: ms(calc), unit: "ms", ceiling: ms(scan), ceilingName: "raw bbolt scan", target: 3}}, nil
+}
+
+// measureP5: the calculation of P4 after storing others times as many
+// events of other customers and types, against P4's time.
+func measureP5(ctx context.Context, b *bench) ([]row, error) {
+	ref, err := b.reference(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p4, err := ref.calcOnly(ctx, b.cfg.runs)
+	if err != nil {
+		return nil, err
+	}
+	added, err := ref.addOthers(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	calc, err := ref.calculate(ctx, b.cfg.runs)
+	if err != nil {
+		return nil, err
+	}
+	return []row{{id: "P5", name: fmt.Sprintf("P4 among %d more events of others", added),
+		value: ms(calc), unit: "ms", ceiling: ms(p4), ceilingName: "P4", target: 1.5}}, nil
+}
+
+// measureP6 reports that RunBilling is not available yet: the billing
+// engine is being built. When Service.RunBilling exists, this function
+// measures it over b.cfg.schedules schedules.
+func measureP6(context.Context, *bench) ([]row, error) {
+	return []row{{id: "P6", name: "RunBilling over 10,000 schedules", notAvailable: true, target: 30, targetUnit: "s",
+		note: "Service.RunBilling does not exist yet (engine.go); not measured"}}, nil
+}
+
+// measureP7: peak Go heap in use while the reference data set was ingested
+// through POST /usage-events/batch, and bytes on disk per event.
+func measureP7(ctx context.Context, b *bench) ([]row, error) {
+	ref, err := b.reference(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mib := float64(ref.peakHeap) / (1 << 20)
+	return []row{
+		{id: "P7", name: fmt.Sprintf("peak heap ingesting %d events", ref.events), value: mib, unit: "MiB",
+			target: 256, targetUnit: "MiB", note: fmt.Sprintf("ingested at %.0f events/s over %d conns; the load generator's heap is included", ref.ingestRate, b.cfg.batchConns)},
+		{id: "P7", name: "bytes on disk per event", value: float64(ref.fileSize) / float64(ref.events), unit: "B",
+			target: 400, targetUnit: "B"},
+	}, nil
+}
+
+// ms converts d to milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// gc collects garbage so one measure's leftovers do not count in the next.
+func gc() { runtime.GC() }
