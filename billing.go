@@ -54,6 +54,12 @@ type Config struct {
 	// none.
 	CustomAggregations map[string]CustomAggregation
 
+	// BillingGrace is how long after the end of a period the billing engine
+	// waits before it bills IN_ARREARS charges, so that late-arriving usage
+	// still lands on the invoice. Defaults to 1 hour; negative values are
+	// refused by New.
+	BillingGrace time.Duration
+
 	// WebhookAllowPrivate allows insecure webhook targets: http:// recipient
 	// URLs, and (for a Dispatcher of this Service) connections to loopback,
 	// private, link-local, CGNAT and cloud-metadata addresses. For
@@ -109,6 +115,7 @@ type Service struct {
 	limits   Limits
 	cursors  cursorCodec
 	custom   map[string]CustomAggregation
+	grace    time.Duration
 
 	webhookAllowPrivate bool
 }
@@ -145,6 +152,13 @@ func New(store Store, cfg *Config) (*Service, error) {
 			return nil, fmt.Errorf("billing: CustomAggregations[%q] is nil", name)
 		}
 		s.custom[name] = fn
+	}
+	if c.BillingGrace < 0 {
+		return nil, fmt.Errorf("billing: BillingGrace %v is negative", c.BillingGrace)
+	}
+	s.grace = c.BillingGrace
+	if s.grace == 0 {
+		s.grace = time.Hour
 	}
 	if s.now == nil {
 		s.now = time.Now

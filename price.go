@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -315,11 +316,22 @@ func (s *Service) UpdatePrice(ctx context.Context, account, id string, p UpdateP
 	})
 }
 
-// priceUsedByActiveSchedule reports whether an ACTIVE billing schedule of
-// the account uses the price. Schedules arrive with the billing engine;
-// until then nothing uses a price.
+// priceUsedByActiveSchedule reports whether a schedule the engine still
+// bills (ACTIVE, SUSPENDED or CANCELLED, not archived) uses the price.
 func (s *Service) priceUsedByActiveSchedule(ctx context.Context, tx Tx, account, id string) (bool, error) {
-	return false, nil
+	found := false
+	err := tx.Scan(ctx, tableBillingSchedules, Range{Prefix: prefix(account)}, func(_, v []byte) error {
+		var sc BillingSchedule
+		if err := json.Unmarshal(v, &sc); err != nil {
+			return err
+		}
+		if sc.runnable() && slices.Contains(scheduleDistinctPrices(&sc), id) {
+			found = true
+			return ErrStopScan
+		}
+		return nil
+	})
+	return found, err
 }
 
 // ListPrices lists the account's prices by creation, newest first unless

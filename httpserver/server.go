@@ -182,4 +182,5 @@ func (a api) routes() {
 	a.usageMetricRoutes()
 	a.usageEventRoutes()
 	a.catalogRoutes()
+	a.scheduleRoutes()
 }

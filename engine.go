@@ -1,0 +1,692 @@
+package billing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// engineBatchSize is how many schedules one engine transaction bills: large
+// enough that a run over 10,000 schedules needs few commits, small enough
+// that API writes never wait long behind the engine.
+const engineBatchSize = 100
+
+// lateUsageWindow is how long after an invoice's billing date the engine
+// keeps checking its usage for late changes.
+const lateUsageWindow = 31 * 24 * time.Hour
+
+// BillingRun reports what one run of the billing engine did.
+type BillingRun struct {
+	AsOf               time.Time        `json:"asOf"`
+	SchedulesVisited   int              `json:"schedulesVisited"`
+	InvoicesCreated    int              `json:"invoicesCreated"`
+	InvoicesUpdated    int              `json:"invoicesUpdated"`
+	InvoicesIssued     int              `json:"invoicesIssued"`
+	SchedulesCompleted int              `json:"schedulesCompleted"`
+	InvoiceIDs         []string         `json:"invoiceIds"`
+	Failures           []BillingFailure `json:"failures"`
+}
+
+// BillingFailure is a schedule the run could not bill; it is retried on
+// the next run, and the error is on the schedule's lastBillingError.
+type BillingFailure struct {
+	BillingScheduleID string `json:"billingScheduleId"`
+	Error             string `json:"error"`
+}
+
+// LateUsage is usage of a period that changed after the invoice carrying it
+// was finalized, for an operator to credit or re-bill.
+type LateUsage struct {
+	BillingScheduleID string        `json:"billingScheduleId"`
+	PriceID           string        `json:"priceId"`
+	InvoiceID         string        `json:"invoiceId,omitempty"`
+	ServicePeriod     ServicePeriod `json:"servicePeriod"`
+	BilledUsage       Decimal       `json:"billedUsage"`
+	CurrentUsage      Decimal       `json:"currentUsage"`
+	Difference        Decimal       `json:"difference"`
+	DetectedAt        time.Time     `json:"detectedAt"`
+}
+
+// billingMarker records that one (schedule, price, period) was charged.
+type billingMarker struct {
+	InvoiceID   string `json:"invoiceId,omitempty"`
+	BillingDate Date   `json:"billingDate"`
+	PeriodEnd   Date   `json:"periodEnd"` // exclusive
+}
+
+// billingWatch is an engine invoice the engine still looks after: it
+// recomputes a draft's lines, and checks a finalized invoice's usage for
+// late changes, until the window closes.
+type billingWatch struct {
+	InvoiceID   string          `json:"invoiceId,omitempty"`
+	BillingDate Date            `json:"billingDate"`
+	Charges     []watchedCharge `json:"charges"`
+}
+
+// watchedCharge is a charge of a watched invoice with the usage it billed.
+type watchedCharge struct {
+	Phase     int      `json:"phase"`
+	PriceID   string   `json:"priceId"`
+	Start     Date     `json:"start"`
+	End       Date     `json:"end"`
+	FullStart Date     `json:"fullStart"`
+	FullEnd   Date     `json:"fullEnd"`
+	Usage     *Decimal `json:"usage,omitempty"`
+}
+
+// RunBilling runs the billing engine over every account as of asOf: for
+// each schedule it bills, it creates the invoice of every billing date that
+// is due and not yet billed, recomputes its engine drafts, and records late
+// usage (schedules.md). Schedules are billed in batches, one transaction
+// each. A schedule that cannot be billed is skipped and reported; an error
+// is returned only when the store fails, and the work committed before it
+// stays.
+func (s *Service) RunBilling(ctx context.Context, asOf time.Time) (*BillingRun, error) {
+	return s.runBilling(ctx, "", NormalizeTime(asOf))
+}
+
+// RunAccountBilling is RunBilling for one account (POST /billing-runs).
+// asOf nil means now. Returns validation_failed when asOf is later than now:
+// previews are for PreviewInvoice.
+func (s *Service) RunAccountBilling(ctx context.Context, account string, asOf *time.Time) (*BillingRun, error) {
+	now := s.clock()
+	at := now
+	if asOf != nil {
+		at = NormalizeTime(*asOf)
+		if at.After(now) {
+			return nil, FieldError("asOf", "asOf must not be later than now; use the upcoming-invoice endpoint for previews")
+		}
+	}
+	return s.runBilling(ctx, account, at)
+}
+
+// runBilling visits the runnable schedules of account (all accounts when
+// empty) in key order, a batch per transaction.
+func (s *Service) runBilling(ctx context.Context, account string, asOf time.Time) (*BillingRun, error) {
+	now := s.clock()
+	run := &BillingRun{AsOf: asOf, InvoiceIDs: []string{}, Failures: []BillingFailure{}}
+	var pre []byte
+	if account != "" {
+		pre = prefix(account)
+	}
+	var after []byte
+	for {
+		keys, err := s.runnableKeys(ctx, pre, after)
+		if err != nil || len(keys) == 0 {
+			return run, err
+		}
+		after = keys[len(keys)-1]
+		if err := s.billBatch(ctx, keys, asOf, now, run); err != nil {
+			return run, err
+		}
+	}
+}
+
+// runnableKeys returns up to engineBatchSize keys of the runnable index
+// under pre that come after after.
+func (s *Service) runnableKeys(ctx context.Context, pre, after []byte) ([][]byte, error) {
+	var keys [][]byte
+	r := Range{Prefix: pre}
+	if after != nil {
+		r.Start = append(append([]byte(nil), after...), 0)
+	}
+	err := s.view(ctx, func(tx Tx) error {
+		return tx.Scan(ctx, tableBillingRunnable, r, func(k, _ []byte) error {
+			keys = append(keys, append([]byte(nil), k...))
+			if len(keys) == engineBatchSize {
+				return ErrStopScan
+			}
+			return nil
+		})
+	})
+	return keys, err
+}
+
+// errScheduleFailed aborts a batch transaction when one schedule fails, so
+// the batch can be rerun one schedule per transaction.
+var errScheduleFailed = errors.New("billing: a schedule of the batch failed")
+
+// billBatch bills the schedules of keys in one transaction. When one of
+// them fails, the transaction is rolled back and each schedule is billed in
+// a transaction of its own, the failing ones recording their error.
+func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.Time, run *BillingRun) error {
+	var part BillingRun
+	err := s.store.Update(ctx, func(tx Tx) error {
+		part = BillingRun{}
+		for _, k := range keys {
+			if err := s.billSchedule(ctx, tx, k, asOf, now, &part); err != nil {
+				if CodeOf(err) == CodeUnavailable {
+					return err
+				}
+				return errScheduleFailed
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		run.merge(&part)
+		return nil
+	}
+	if !errors.Is(err, errScheduleFailed) {
+		return internal(err)
+	}
+	for _, k := range keys {
+		part = BillingRun{}
+		var failure error
+		err := s.store.Update(ctx, func(tx Tx) error {
+			part = BillingRun{}
+			failure = s.billSchedule(ctx, tx, k, asOf, now, &part)
+			if failure != nil && CodeOf(failure) != CodeUnavailable {
+				return errScheduleFailed
+			}
+			return failure
+		})
+		switch {
+		case err == nil:
+			run.merge(&part)
+		case errors.Is(err, errScheduleFailed):
+			if err := s.recordBillingError(ctx, k, failure, run); err != nil {
+				return err
+			}
+		default:
+			return internal(err)
+		}
+	}
+	return nil
+}
+
+func (r *BillingRun) merge(o *BillingRun) {
+	r.SchedulesVisited += o.SchedulesVisited
+	r.InvoicesCreated += o.InvoicesCreated
+	r.InvoicesUpdated += o.InvoicesUpdated
+	r.InvoicesIssued += o.InvoicesIssued
+	r.SchedulesCompleted += o.SchedulesCompleted
+	r.InvoiceIDs = append(r.InvoiceIDs, o.InvoiceIDs...)
+}
+
+// recordBillingError stores why the schedule under k could not be billed.
+func (s *Service) recordBillingError(ctx context.Context, k []byte, failure error, run *BillingRun) error {
+	msg := "internal error"
+	if es := Errors(failure); len(es) > 0 && es[0].Code != CodeInternal {
+		msg = es[0].Message
+	} else {
+		s.log.Error("billing engine: schedule failed", "schedule", string(k), "error", failure)
+	}
+	var id string
+	err := s.store.Update(ctx, func(tx Tx) error {
+		sc, err := getRecord[BillingSchedule](ctx, tx, tableBillingSchedules, k)
+		if err != nil {
+			return err
+		}
+		id = sc.ID
+		if sc.LastBillingError == msg {
+			return nil
+		}
+		sc.LastBillingError = msg
+		return s.storeSchedule(ctx, tx, sc)
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return internal(err)
+	}
+	run.Failures = append(run.Failures, BillingFailure{BillingScheduleID: id, Error: msg})
+	return nil
+}
+
+// storeSchedule writes sc without its embedded prices.
+func (s *Service) storeSchedule(ctx context.Context, tx Tx, sc *BillingSchedule) error {
+	stored := *sc
+	stored.Prices = nil
+	return putRecord(ctx, tx, tableBillingSchedules, key(sc.ServiceAccountID, sc.ID), &stored)
+}
+
+// hasWatch reports whether the engine still watches invoices of sc.
+func (s *Service) hasWatch(ctx context.Context, tx Tx, sc *BillingSchedule) (bool, error) {
+	found := false
+	err := tx.Scan(ctx, tableBillingWatch, Range{Prefix: prefix(sc.ServiceAccountID, sc.ID)}, func(_, _ []byte) error {
+		found = true
+		return ErrStopScan
+	})
+	return found, err
+}
+
+// lastBilledDay returns the last day of the latest period billed for sc,
+// zero when nothing was billed.
+func (s *Service) lastBilledDay(ctx context.Context, tx Tx, sc *BillingSchedule) (Date, error) {
+	var last Date
+	err := tx.Scan(ctx, tableBillingMarkers, Range{Prefix: prefix(sc.ServiceAccountID, sc.ID)}, func(_, v []byte) error {
+		var m billingMarker
+		if err := json.Unmarshal(v, &m); err != nil {
+			return err
+		}
+		if e := m.PeriodEnd.AddDays(-1); last.IsZero() || e.After(last) {
+			last = e
+		}
+		return nil
+	})
+	return last, err
+}
+
+// due reports whether a charge's billing date has come at asOf: IN_ARREARS
+// charges only once the grace period after it has passed.
+func (s *Service) due(ch charge, asOf time.Time) bool {
+	at := ch.BillingDate.Time()
+	if ch.Price.BillingType == BillingTypeInArrears && !oneTime(ch.Price) {
+		at = at.Add(s.grace)
+	}
+	return !at.After(asOf)
+}
+
+// dueDates groups charges by billing date, keeping only the dates all of
+// whose charges are due, so one invoice carries every charge of its date.
+func (s *Service) dueDates(charges []charge, asOf time.Time) [][]charge {
+	var out [][]charge
+	for i := 0; i < len(charges); {
+		j := i
+		ok := true
+		for j < len(charges) && charges[j].BillingDate == charges[i].BillingDate {
+			ok = ok && s.due(charges[j], asOf)
+			j++
+		}
+		if ok {
+			out = append(out, charges[i:j])
+		}
+		i = j
+	}
+	return out
+}
+
+// billSchedule bills the schedule under k inside tx: the new invoices of
+// every due billing date, then the watched invoices, then its status.
+func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now time.Time, run *BillingRun) error {
+	sc, err := getRecord[BillingSchedule](ctx, tx, tableBillingSchedules, k)
+	if errors.Is(err, ErrNotFound) {
+		return tx.Delete(ctx, tableBillingRunnable, k)
+	}
+	if err != nil {
+		return err
+	}
+	run.SchedulesVisited++
+	prices, err := s.schedulePrices(ctx, tx, sc)
+	if err != nil {
+		return Errorf(CodeInvalidState, "a price of the schedule no longer exists")
+	}
+	c, err := s.getCustomer(ctx, tx, sc.ServiceAccountID, sc.CustomerID)
+	if err != nil {
+		return err
+	}
+	lc, err := s.newLineContext(ctx, tx, sc, c, prices)
+	if err != nil {
+		return err
+	}
+	orig := *sc
+	created := map[Date]bool{}
+	if sc.runnable() {
+		charges := scheduleCharges(sc, prices, DateOf(asOf).AddDays(1))
+		for _, group := range s.dueDates(charges, asOf) {
+			if err := s.billDate(ctx, tx, lc, group, now, run); err != nil {
+				return err
+			}
+			created[group[0].BillingDate] = true
+		}
+	}
+	if err := s.reviewWatched(ctx, tx, lc, prices, created, asOf, now, run); err != nil {
+		return err
+	}
+	return s.settleSchedule(ctx, tx, sc, &orig, prices, asOf, now, run)
+}
+
+// billDate creates the invoice of one billing date from the charges not yet
+// billed, writing their markers in the same transaction.
+func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []charge, now time.Time, run *BillingRun) error {
+	sc := lc.sc
+	var todo []charge
+	for _, ch := range group {
+		_, err := tx.Get(ctx, tableBillingMarkers, markerKey(sc, ch))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			todo = append(todo, ch)
+		case err != nil:
+			return err
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	date := todo[0].BillingDate
+	if _, err := tx.Get(ctx, tableBillingDateInvoices, key(sc.ServiceAccountID, sc.ID, date.String())); err == nil {
+		return Errorf(CodeInvalidState, "charges due on %s cannot join that date's invoice any more", date)
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if lc.customer.ArchivedAt != nil {
+		return Errorf(CodeInvalidState, "the schedule's customer is archived")
+	}
+	p, lines, qs, err := s.invoiceFor(ctx, tx, lc, todo)
+	if err != nil {
+		return err
+	}
+	w := billingWatch{BillingDate: date, Charges: watchCharges(todo, qs)}
+	if len(lines) > 0 {
+		inv, err := s.createInvoiceTx(ctx, tx, sc.ServiceAccountID, p, lines, now)
+		if err != nil {
+			return err
+		}
+		w.InvoiceID = inv.ID
+		if err := s.emitInvoice(ctx, tx, sc, inv.ID, NotificationInvoiceCreated); err != nil {
+			return err
+		}
+		if err := tx.Put(ctx, tableBillingDateInvoices, key(sc.ServiceAccountID, sc.ID, date.String()), []byte(inv.ID)); err != nil {
+			return err
+		}
+		run.InvoicesCreated++
+		run.InvoiceIDs = append(run.InvoiceIDs, inv.ID)
+		sc.LastInvoiceID = inv.ID
+		if sc.AutoIssueInvoices {
+			if _, err := s.sendInvoiceTx(ctx, tx, sc.ServiceAccountID, inv.ID); err != nil {
+				return err
+			}
+			if err := s.emitInvoice(ctx, tx, sc, inv.ID, NotificationInvoiceIssued); err != nil {
+				return err
+			}
+			run.InvoicesIssued++
+		}
+	}
+	for _, ch := range todo {
+		b, _ := json.Marshal(billingMarker{InvoiceID: w.InvoiceID, BillingDate: date, PeriodEnd: ch.Period.End})
+		if err := tx.Insert(ctx, tableBillingMarkers, markerKey(sc, ch), b); err != nil {
+			return err // a conflict here would be a second charge: never commit it
+		}
+	}
+	return putRecord(ctx, tx, tableBillingWatch, key(sc.ServiceAccountID, sc.ID, date.String()), &w)
+}
+
+// emitInvoice emits typ about the invoice as its GET returns it.
+func (s *Service) emitInvoice(ctx context.Context, tx Tx, sc *BillingSchedule, id string, typ NotificationType) error {
+	inv, err := s.getInvoiceTx(ctx, tx, sc.ServiceAccountID, id)
+	if err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, sc.ServiceAccountID, typ, inv)
+}
+
+func markerKey(sc *BillingSchedule, ch charge) []byte {
+	return key(sc.ServiceAccountID, sc.ID, ch.Price.ID, ch.Period.Start.String())
+}
+
+func watchCharges(cs []charge, qs []chargeQuantity) []watchedCharge {
+	out := make([]watchedCharge, len(cs))
+	for i, ch := range cs {
+		p := ch.Period
+		out[i] = watchedCharge{Phase: ch.Phase, PriceID: ch.Price.ID, Start: p.Start, End: p.End, FullStart: p.FullStart, FullEnd: p.FullEnd}
+		if qs[i].usage {
+			u := qs[i].value
+			out[i].Usage = &u
+		}
+	}
+	return out
+}
+
+// charges rebuilds the charges of a watched invoice.
+func (w *billingWatch) charges(prices map[string]*Price) ([]charge, bool) {
+	out := make([]charge, len(w.Charges))
+	for i, wc := range w.Charges {
+		pr := prices[wc.PriceID]
+		if pr == nil {
+			return nil, false
+		}
+		out[i] = charge{Phase: wc.Phase, Price: pr, BillingDate: w.BillingDate,
+			Period: billingPeriod{Start: wc.Start, End: wc.End, FullStart: wc.FullStart, FullEnd: wc.FullEnd}}
+	}
+	return out, true
+}
+
+// reviewWatched recomputes the schedule's engine drafts and records late
+// usage of its finalized invoices; watches whose window has closed, or
+// whose invoice was voided, are dropped.
+func (s *Service) reviewWatched(ctx context.Context, tx Tx, lc *lineContext, prices map[string]*Price, created map[Date]bool, asOf, now time.Time, run *BillingRun) error {
+	sc := lc.sc
+	var watches []billingWatch
+	err := tx.Scan(ctx, tableBillingWatch, Range{Prefix: prefix(sc.ServiceAccountID, sc.ID)}, func(_, v []byte) error {
+		var w billingWatch
+		if err := json.Unmarshal(v, &w); err != nil {
+			return err
+		}
+		watches = append(watches, w)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range watches {
+		w := &watches[i]
+		if created[w.BillingDate] {
+			continue
+		}
+		if err := s.reviewWatch(ctx, tx, lc, prices, w, asOf, now, run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) reviewWatch(ctx context.Context, tx Tx, lc *lineContext, prices map[string]*Price, w *billingWatch, asOf, now time.Time, run *BillingRun) error {
+	sc := lc.sc
+	wk := key(sc.ServiceAccountID, sc.ID, w.BillingDate.String())
+	drop := func() error { return tx.Delete(ctx, tableBillingWatch, wk) }
+	charges, ok := w.charges(prices)
+	if !ok {
+		return drop()
+	}
+	status := StatusFinal
+	if w.InvoiceID != "" {
+		inv, err := s.getInvoiceTx(ctx, tx, sc.ServiceAccountID, w.InvoiceID)
+		if errors.Is(err, ErrNotFound) || CodeOf(err) == CodeNotFound {
+			return drop()
+		}
+		if err != nil {
+			return err
+		}
+		status = inv.Status
+	}
+	switch status {
+	case StatusVoided:
+		return drop()
+	case StatusDraft, StatusInProgress:
+		_, lines, qs, err := s.invoiceFor(ctx, tx, lc, charges)
+		if err != nil {
+			return err
+		}
+		_, changed, err := s.replaceInvoiceLinesTx(ctx, tx, sc.ServiceAccountID, w.InvoiceID, lines, now)
+		if err != nil {
+			return err
+		}
+		if changed {
+			run.InvoicesUpdated++
+			if err := s.emitInvoice(ctx, tx, sc, w.InvoiceID, NotificationInvoiceUpdated); err != nil {
+				return err
+			}
+		}
+		w.Charges = watchCharges(charges, qs)
+		return putRecord(ctx, tx, tableBillingWatch, wk, w)
+	}
+	if err := s.checkLateUsage(ctx, tx, lc, w, charges, now); err != nil {
+		return err
+	}
+	if w.BillingDate.Time().Add(lateUsageWindow).Before(asOf) {
+		return drop()
+	}
+	return nil
+}
+
+// checkLateUsage records, for each usage charge of a finalized watched
+// invoice, usage that differs from what was billed.
+func (s *Service) checkLateUsage(ctx context.Context, tx Tx, lc *lineContext, w *billingWatch, charges []charge, now time.Time) error {
+	sc := lc.sc
+	for i, ch := range charges {
+		billed := w.Charges[i].Usage
+		if billed == nil {
+			continue
+		}
+		q, err := s.measure(ctx, tx, sc, lc.customer, ch)
+		if err != nil {
+			return err
+		}
+		lk := markerKey(sc, ch)
+		old, err := getRecord[LateUsage](ctx, tx, tableBillingLateUsage, lk)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			if q.value.Cmp(*billed) == 0 {
+				continue
+			}
+		case err != nil:
+			return err
+		case old.CurrentUsage.Cmp(q.value) == 0:
+			continue
+		}
+		lu := &LateUsage{
+			BillingScheduleID: sc.ID, PriceID: ch.Price.ID, InvoiceID: w.InvoiceID,
+			ServicePeriod: ServicePeriod{StartDate: ch.Period.Start, EndDate: ch.Period.EndInclusive()},
+			BilledUsage:   *billed, CurrentUsage: q.value, Difference: q.value.Sub(*billed), DetectedAt: now,
+		}
+		if err := putRecord(ctx, tx, tableBillingLateUsage, lk, lu); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleSchedule clears a recorded billing error, completes a schedule
+// whose last period is billed, and drops it from the runnable index when
+// the engine has nothing left to do for it.
+func (s *Service) settleSchedule(ctx context.Context, tx Tx, sc, orig *BillingSchedule, prices map[string]*Price, asOf, now time.Time, run *BillingRun) error {
+	done := !sc.runnable()
+	completed := false
+	if sc.runnable() && sc.EndDate != nil {
+		all := scheduleCharges(sc, prices, sc.EndDate.AddDays(1))
+		done = true
+		for _, ch := range all {
+			done = done && s.due(ch, asOf)
+		}
+		if done && sc.Status != ScheduleStatusCancelled {
+			sc.Status, sc.UpdatedAt, completed = ScheduleStatusCompleted, now, true
+			run.SchedulesCompleted++
+		}
+	}
+	sc.LastBillingError = ""
+	if completed || sc.LastInvoiceID != orig.LastInvoiceID || orig.LastBillingError != "" {
+		if err := s.storeSchedule(ctx, tx, sc); err != nil {
+			return err
+		}
+	}
+	if completed {
+		if _, err := s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleUpdated); err != nil {
+			return err
+		}
+	}
+	if !done {
+		return nil
+	}
+	watched, err := s.hasWatch(ctx, tx, sc)
+	if err != nil || watched {
+		return err
+	}
+	if err := tx.Delete(ctx, tableBillingRunnable, key(sc.ServiceAccountID, sc.ID)); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// PreviewInvoice computes, without storing anything, the next invoice of a
+// schedule as the engine would create it at asOf: the earliest billing date
+// with charges not yet billed, usage as recorded so far (the "upcoming
+// invoice"). A zero asOf means now. Returns not_found for an unknown schedule or when no charge is
+// left to bill, and invalid_state when it cannot be computed.
+func (s *Service) PreviewInvoice(ctx context.Context, account, scheduleID string, asOf time.Time) (*UpcomingInvoice, error) {
+	now := s.clock()
+	asOf = NormalizeTime(asOf)
+	if asOf.IsZero() {
+		asOf = now
+	}
+	return read(ctx, s, func(tx Tx) (*UpcomingInvoice, error) {
+		sc, err := s.getSchedule(ctx, tx, account, scheduleID)
+		if err != nil {
+			return nil, err
+		}
+		prices, err := s.schedulePrices(ctx, tx, sc)
+		if err != nil {
+			return nil, Errorf(CodeInvalidState, "a price of the schedule no longer exists")
+		}
+		c, err := s.getCustomer(ctx, tx, account, sc.CustomerID)
+		if err != nil {
+			return nil, err
+		}
+		lc, err := s.newLineContext(ctx, tx, sc, c, prices)
+		if err != nil {
+			return nil, err
+		}
+		group, err := s.nextCharges(ctx, tx, sc, prices, asOf)
+		if err != nil {
+			return nil, err
+		}
+		p, lines, _, err := s.invoiceFor(ctx, tx, lc, group)
+		if err != nil {
+			return nil, err
+		}
+		inv, items, err := s.draftInvoice(ctx, tx, account, p, lines, now)
+		if err != nil {
+			return nil, err
+		}
+		return &UpcomingInvoice{Invoice: inv, BillingDate: group[0].BillingDate, LineItems: items}, nil
+	})
+}
+
+// UpcomingInvoice is a computed, unstored invoice with its lines and the
+// billing date the engine would create it for.
+type UpcomingInvoice struct {
+	*Invoice
+	BillingDate Date              `json:"billingDate"`
+	LineItems   []InvoiceLineItem `json:"lineItems"`
+}
+
+// nextCharges returns the unbilled charges of sc's earliest billing date
+// with any, looking up to 13 months past asOf.
+func (s *Service) nextCharges(ctx context.Context, tx Tx, sc *BillingSchedule, prices map[string]*Price, asOf time.Time) ([]charge, error) {
+	if sc.ArchivedAt != nil || sc.Status == ScheduleStatusCompleted {
+		return nil, Errorf(CodeNotFound, "the schedule has no upcoming invoice")
+	}
+	charges := scheduleCharges(sc, prices, DateOf(asOf).AddDays(400))
+	var group []charge
+	for _, ch := range charges {
+		if len(group) > 0 && ch.BillingDate != group[0].BillingDate {
+			break
+		}
+		_, err := tx.Get(ctx, tableBillingMarkers, markerKey(sc, ch))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			group = append(group, ch)
+		case err != nil:
+			return nil, err
+		}
+	}
+	if len(group) == 0 {
+		return nil, Errorf(CodeNotFound, "the schedule has no upcoming invoice")
+	}
+	return group, nil
+}
+
+// ListLateUsage lists the late usage recorded for a schedule, by price and
+// period. Returns not_found for an unknown schedule and validation_failed
+// for a bad limit or cursor.
+func (s *Service) ListLateUsage(ctx context.Context, account, scheduleID string, p ListParams) (Page[LateUsage], error) {
+	q := listQuery[LateUsage]{
+		name: "late_usage", filter: scheduleID, table: tableBillingLateUsage,
+		prefix: prefix(account, scheduleID), decode: decodeAll[LateUsage](nil),
+	}
+	return read(ctx, s, func(tx Tx) (Page[LateUsage], error) {
+		if _, err := s.getSchedule(ctx, tx, account, scheduleID); err != nil {
+			return Page[LateUsage]{}, err
+		}
+		return list(ctx, s, tx, q, p)
+	})
+}

@@ -1,0 +1,385 @@
+package billing
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// engineLine is one invoice line as the engine computes it, with what it
+// needs to apply discounts and minimums before it becomes an
+// InvoiceLineItemParams.
+type engineLine struct {
+	phase      int
+	priceID    string // the price this line charges; "" for discount and minimum lines
+	forPrice   string // the price a discount line discounts
+	title      string
+	desc       string
+	quantity   Decimal
+	rate       Decimal
+	taxRate    Decimal
+	percentage bool
+	productID  string
+	period     billingPeriod
+	net        Decimal
+}
+
+// chargeQuantity is the measured input of one charge: usage for
+// usage-based prices, seats for SEAT_BASED ones.
+type chargeQuantity struct {
+	value Decimal
+	usage bool // value is metered usage (watched for late changes)
+}
+
+// measure returns the usage or seats a charge is computed from.
+func (s *Service) measure(ctx context.Context, tx Tx, sc *BillingSchedule, c *Customer, ch charge) (chargeQuantity, error) {
+	st := &ch.Price.Structure
+	switch {
+	case st.PricingType.UsageBased():
+		m, err := s.getUsageMetric(ctx, tx, sc.ServiceAccountID, st.UsageMetricID)
+		if err != nil {
+			return chargeQuantity{}, fmt.Errorf("usage metric of price %s: %w", ch.Price.ID, err)
+		}
+		overrides := map[string]string{}
+		for _, cp := range ch.Price.CustomMetricParameters {
+			for _, mp := range m.Parameters {
+				if mp.ID == cp.ParameterID {
+					overrides[mp.Name] = cp.Value
+				}
+			}
+		}
+		p := ch.Period
+		period := UsagePeriod{Start: p.Start.Time(), End: p.End.Time(), StartText: p.Start.String(), EndText: p.EndInclusive().String()}
+		calc, err := s.calculateUsage(ctx, tx, sc.ServiceAccountID, m, []string{sc.CustomerID}, period, overrides)
+		if err != nil {
+			return chargeQuantity{}, err
+		}
+		return chargeQuantity{value: calc.Value, usage: true}, nil
+	case st.PricingType == PricingSeatBased:
+		sm, err := s.getSeatMetric(ctx, tx, sc.ServiceAccountID, st.SeatMetricID)
+		if err != nil {
+			return chargeQuantity{}, fmt.Errorf("seat metric of price %s: %w", ch.Price.ID, err)
+		}
+		highest := ch.Price.BillingType == BillingTypeInArrears
+		n, err := s.seatsInPeriod(ctx, tx, c, sm.SeatType, ch.Period.Start.Time(), ch.Period.End.Time(), highest)
+		return chargeQuantity{value: DecimalFromInt(n)}, err
+	}
+	return chargeQuantity{}, nil
+}
+
+// seatEvent is one seat snapshot of a customer's timeline.
+type seatEvent struct {
+	ts, id string
+	total  int64
+}
+
+// seatsInPeriod returns c's balance of seatType at start, or with highest
+// the highest balance during [start, end): the balance at start and every
+// snapshot taken inside the period. A snapshot at start counts as the
+// balance at start.
+func (s *Service) seatsInPeriod(ctx context.Context, tx Tx, c *Customer, seatType string, start, end time.Time, highest bool) (int64, error) {
+	var events []seatEvent
+	for _, alias := range append([]string{c.ID}, c.CustomerAliases...) {
+		pre := prefix(c.ServiceAccountID, alias, seatType)
+		err := tx.Scan(ctx, tableSeatTimeline, Range{Prefix: pre}, func(k, v []byte) error {
+			parts := bytes.Split(k[len(pre):], []byte{keySep})
+			if len(parts) != 2 {
+				return fmt.Errorf("malformed seat timeline key %q", k)
+			}
+			total, err := strconv.ParseInt(string(v), 10, 64)
+			events = append(events, seatEvent{ts: string(parts[0]), id: string(parts[1]), total: total})
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	slices.SortFunc(events, func(a, b seatEvent) int {
+		if a.ts != b.ts {
+			return cmpString(a.ts, b.ts)
+		}
+		return cmpString(a.id, b.id)
+	})
+	from, to := FormatTimestamp(start), FormatTimestamp(end)
+	var balance, best int64
+	for _, e := range events {
+		switch {
+		case e.ts <= from:
+			balance = e.total
+			best = balance
+		case highest && e.ts < to:
+			best = max(best, e.total)
+		}
+	}
+	if highest {
+		return best, nil
+	}
+	return balance, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// lineContext is what computing an invoice's lines needs besides the
+// charges: the schedule, its customer and prices, and the tax rates.
+type lineContext struct {
+	sc       *BillingSchedule
+	customer *Customer
+	currency Currency
+	taxRates map[string]Decimal // price id → tax rate amount
+}
+
+// newLineContext loads the tax rates of sc's mapping; every rate is 0 for a
+// TAX_EXEMPT or REVERSE_CHARGED customer.
+func (s *Service) newLineContext(ctx context.Context, tx Tx, sc *BillingSchedule, c *Customer, prices map[string]*Price) (*lineContext, error) {
+	lc := &lineContext{sc: sc, customer: c, taxRates: map[string]Decimal{}}
+	for _, id := range scheduleDistinctPrices(sc) {
+		if pr := prices[id]; pr != nil {
+			lc.currency = pr.Currency
+			break
+		}
+	}
+	if c.TaxStatus == TaxStatusTaxExempt || c.TaxStatus == TaxStatusReverseCharged {
+		return lc, nil
+	}
+	for _, m := range sc.TaxRates {
+		tr, err := getRecord[TaxRate](ctx, tx, tableTaxRates, key(sc.ServiceAccountID, m.TaxRateID))
+		if errors.Is(err, ErrNotFound) {
+			return nil, Errorf(CodeInvalidState, "tax rate %s of the schedule no longer exists", m.TaxRateID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		lc.taxRates[m.PriceID] = tr.Amount
+	}
+	return lc, nil
+}
+
+// chargeLines turns one charge with its measured quantity into lines
+// (schedules.md, "Lines").
+func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []engineLine {
+	pr := ch.Price
+	in := ChargeInput{Quantity: q.value}
+	switch pr.Structure.PricingType {
+	case PricingFixed, PricingSeatBased:
+		in.Factor = ch.Period.factor()
+	}
+	res := pr.Structure.Charge(in, lc.currency, s.rounding)
+	out := make([]engineLine, 0, len(res.Lines))
+	for _, cl := range res.Lines {
+		l := engineLine{
+			phase: ch.Phase, priceID: pr.ID, title: pr.Name, quantity: cl.Quantity, rate: cl.Rate,
+			taxRate: lc.taxRates[pr.ID], percentage: cl.Percentage, productID: pr.ProductID,
+			period: ch.Period, net: cl.Amount,
+		}
+		switch {
+		case cl.Fee:
+			l.title = fmt.Sprintf("%s (tier %d fee)", pr.Name, cl.Tier)
+		case pr.Structure.PricingType == PricingGraduated:
+			l.title = fmt.Sprintf("%s (tier %d)", pr.Name, cl.Tier)
+		}
+		switch {
+		case pr.Structure.PricingType == PricingPackage:
+			l.desc = fmt.Sprintf("usage: %s", res.Usage)
+		case in.Factor != nil:
+			l.desc = fmt.Sprintf("prorated: %d of %d days", daysBetween(ch.Period.Start, ch.Period.End),
+				daysBetween(ch.Period.FullStart, ch.Period.FullEnd))
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// applyAdjustments applies each phase's discounts, then its minimums, to
+// lines (in that order, schedules.md), returning the lines with the
+// discount and minimum lines appended.
+func (s *Service) applyAdjustments(lc *lineContext, lines []engineLine) []engineLine {
+	var phases []int
+	for _, l := range lines {
+		if !slices.Contains(phases, l.phase) {
+			phases = append(phases, l.phase)
+		}
+	}
+	for _, pi := range phases {
+		ph := &lc.sc.Phases[pi]
+		for _, d := range ph.Discounts {
+			lines = s.applyDiscount(lc, lines, pi, d)
+		}
+		for _, m := range ph.Minimums {
+			lines = s.applyMinimum(lc, lines, pi, m)
+		}
+	}
+	return lines
+}
+
+// restricted reports whether line l of phase pi is covered by a discount or
+// minimum of that phase restricted to ids (all of the phase's lines when
+// ids is empty); discount lines count for the price they discount.
+func restricted(l engineLine, pi int, ids []string) bool {
+	if l.phase != pi {
+		return false
+	}
+	id := l.priceID
+	if id == "" {
+		id = l.forPrice
+	}
+	return id != "" && (len(ids) == 0 || slices.Contains(ids, id))
+}
+
+func (s *Service) applyDiscount(lc *lineContext, lines []engineLine, pi int, d Discount) []engineLine {
+	title := d.Message
+	if title == "" {
+		title = "Discount"
+	}
+	hundred := DecimalFromInt(100)
+	pct, _ := d.Amount.Quo(hundred) // cannot fail: the divisor is 100
+	var extra []engineLine
+	var first *engineLine
+	net := lc.currency.Zero()
+	for i := range lines {
+		l := &lines[i]
+		if !restricted(*l, pi, d.RestrictToPrices) {
+			continue
+		}
+		if first == nil {
+			first = l
+		}
+		net = net.Add(l.net)
+		if d.Type != DiscountPercentage || l.priceID == "" {
+			continue
+		}
+		if !d.SeparateLineItem {
+			l.rate = l.rate.Mul(DecimalFromInt(1).Sub(pct))
+			l.net = lc.currency.Round(l.quantity.Mul(l.rate), s.rounding)
+			continue
+		}
+		amount := lc.currency.Round(pct.Mul(l.net), s.rounding)
+		if amount.Sign() == 0 {
+			continue
+		}
+		extra = append(extra, engineLine{
+			phase: pi, forPrice: l.priceID, title: title, quantity: DecimalFromInt(1), rate: amount.Neg(),
+			taxRate: l.taxRate, period: l.period, net: amount.Neg(),
+		})
+	}
+	if d.Type == DiscountNominal && first != nil && net.Sign() > 0 {
+		amount := d.Amount.Decimal
+		if net.Cmp(amount) < 0 {
+			amount = net
+		}
+		amount = lc.currency.Round(amount, s.rounding)
+		if amount.Sign() > 0 {
+			extra = append(extra, engineLine{
+				phase: pi, forPrice: first.priceID, title: title, quantity: DecimalFromInt(1), rate: amount.Neg(),
+				taxRate: first.taxRate, period: first.period, net: amount.Neg(),
+			})
+		}
+	}
+	return append(lines, extra...)
+}
+
+func (s *Service) applyMinimum(lc *lineContext, lines []engineLine, pi int, m Minimum) []engineLine {
+	net := lc.currency.Zero()
+	var first *engineLine
+	for i := range lines {
+		if restricted(lines[i], pi, m.RestrictToPrices) {
+			if first == nil && lines[i].priceID != "" {
+				first = &lines[i]
+			}
+			net = net.Add(lines[i].net)
+		}
+	}
+	if first == nil {
+		return lines // no charge of the minimum's prices on this invoice
+	}
+	gap := lc.currency.Round(m.Amount.Sub(net), s.rounding)
+	if gap.Sign() <= 0 {
+		return lines
+	}
+	return append(lines, engineLine{
+		phase: pi, forPrice: first.priceID, title: "Minimum commitment", quantity: DecimalFromInt(1), rate: gap,
+		taxRate: first.taxRate, period: first.period, net: gap,
+	})
+}
+
+// lineParams converts engine lines to the documents' line parameters.
+func lineParams(lines []engineLine) []InvoiceLineItemParams {
+	out := make([]InvoiceLineItemParams, len(lines))
+	for i, l := range lines {
+		q, r, t := l.quantity, l.rate, l.taxRate
+		start, end := l.period.Start.Time(), l.period.End.Time()
+		display := RateDisplayAbsolute
+		if l.percentage {
+			display = RateDisplayPercentage
+		}
+		out[i] = InvoiceLineItemParams{
+			Title: l.title, Description: l.desc, Quantity: &q, Rate: &r, TaxRate: &t,
+			ServicePeriodStart: &start, ServicePeriodEnd: &end,
+			ServicePeriod: &ServicePeriod{StartDate: l.period.Start, EndDate: l.period.EndInclusive()},
+			PriceID:       l.priceID, ProductID: l.productID, RateDisplay: display, ExternalIDs: []KeyValue{},
+		}
+	}
+	return out
+}
+
+// invoiceFor computes the invoice parameters and lines for the charges of
+// one billing date, measuring each charge; quantities are returned in
+// charge order.
+func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charges []charge) (InvoiceParams, []InvoiceLineItemParams, []chargeQuantity, error) {
+	var lines []engineLine
+	qs := make([]chargeQuantity, len(charges))
+	for i, ch := range charges {
+		q, err := s.measure(ctx, tx, lc.sc, lc.customer, ch)
+		if err != nil {
+			return InvoiceParams{}, nil, nil, err
+		}
+		qs[i] = q
+		lines = append(lines, s.chargeLines(lc, ch, q)...)
+	}
+	lines = s.applyAdjustments(lc, lines)
+	sc := lc.sc
+	p := InvoiceParams{
+		Currency: lc.currency, CustomerID: sc.CustomerID, BillingScheduleID: sc.ID,
+		PurchaseOrderNumber: sc.PurchaseOrderNumber, Reference: sc.Reference, Memo: sc.Memo,
+		BillingPeriod: invoicePeriod(charges),
+	}
+	return p, lineParams(lines), qs, nil
+}
+
+// invoicePeriod is the billing period of an invoice: the span of its
+// in-advance charges' periods if it has any, else of its in-arrears ones.
+func invoicePeriod(charges []charge) *DateRange {
+	var r *DateRange
+	for _, advance := range []bool{true, false} {
+		for _, ch := range charges {
+			if (ch.Price.BillingType != BillingTypeInArrears || oneTime(ch.Price)) != advance {
+				continue
+			}
+			if r == nil {
+				r = &DateRange{Start: ch.Period.Start, EndInclusive: ch.Period.EndInclusive()}
+				continue
+			}
+			if ch.Period.Start.Before(r.Start) {
+				r.Start = ch.Period.Start
+			}
+			if e := ch.Period.EndInclusive(); e.After(r.EndInclusive) {
+				r.EndInclusive = e
+			}
+		}
+		if r != nil {
+			return r
+		}
+	}
+	return r
+}

@@ -1,0 +1,84 @@
+package httpserver
+
+import (
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// scheduleRoutes mounts billing schedules (operation 19 and the schedule
+// endpoints of schedules.md), their upcoming invoice and late usage, and
+// billing runs.
+func (a api) scheduleRoutes() {
+	a.get("/billing-schedules", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		f := billing.BillingScheduleFilter{
+			CustomerID: c.query.Get("customerId"),
+			Status:     billing.ScheduleStatus(c.query.Get("status")),
+			SortOrder:  billing.SortOrder(c.query.Get("sortOrder")),
+		}
+		return a.svc.ListBillingSchedules(c.ctx, c.account, f, p)
+	})
+	a.post("/billing-schedules", 201, body(func(c *call, p *billing.BillingScheduleParams) (any, error) {
+		return a.svc.CreateBillingSchedule(c.ctx, c.account, *p)
+	}))
+	a.get("/billing-schedules/:id", 200, func(c *call) (any, error) {
+		return a.svc.GetBillingSchedule(c.ctx, c.account, c.param("id"))
+	})
+	a.put("/billing-schedules/:id", 200, body(func(c *call, p *billing.BillingScheduleParams) (any, error) {
+		return a.svc.UpdateBillingSchedule(c.ctx, c.account, c.param("id"), *p)
+	}))
+	a.put("/billing-schedules/:id/activate", 200, func(c *call) (any, error) {
+		return a.svc.ActivateBillingSchedule(c.ctx, c.account, c.param("id"))
+	})
+	a.post("/billing-schedules/:id/archive", 200, func(c *call) (any, error) {
+		return a.svc.ArchiveBillingSchedule(c.ctx, c.account, c.param("id"))
+	})
+	a.post("/billing-schedules/:id/suspend", 200, func(c *call) (any, error) {
+		return a.svc.SuspendBillingSchedule(c.ctx, c.account, c.param("id"))
+	})
+	a.post("/billing-schedules/:id/cancel", 200, func(c *call) (any, error) {
+		var p billing.CancelBillingScheduleParams
+		if len(c.body) > 0 {
+			if err := c.bind(&p); err != nil {
+				return nil, err
+			}
+		}
+		return a.svc.CancelBillingSchedule(c.ctx, c.account, c.param("id"), p)
+	})
+	a.get("/billing-schedules/:id/upcoming-invoice", 200, func(c *call) (any, error) {
+		var asOf time.Time // zero: the Service's now
+		if v, ok := c.query["asOf"]; ok {
+			t, err := billing.ParseTimestamp(v[0])
+			if err != nil {
+				return nil, billing.FieldError("asOf", "asOf must be an RFC 3339 timestamp such as \"2024-07-30T12:00:00Z\"")
+			}
+			asOf = t
+		}
+		return a.svc.PreviewInvoice(c.ctx, c.account, c.param("id"), asOf)
+	})
+	a.get("/billing-schedules/:id/late-usage", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		return a.svc.ListLateUsage(c.ctx, c.account, c.param("id"), p)
+	})
+	a.post("/billing-runs", 200, func(c *call) (any, error) {
+		var p billingRunParams
+		if len(c.body) > 0 {
+			if err := c.bind(&p); err != nil {
+				return nil, err
+			}
+		}
+		return a.svc.RunAccountBilling(c.ctx, c.account, p.AsOf)
+	})
+}
+
+// billingRunParams is the body of POST /billing-runs.
+type billingRunParams struct {
+	AsOf *time.Time `json:"asOf"`
+}

@@ -1,0 +1,816 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Tables of billing schedules and the billing engine (engine.go).
+const (
+	tableBillingSchedules Table = "billing_schedules" // account id / schedule id → BillingSchedule (prices not embedded)
+	// tableBillingRunnable lists the schedules the engine visits: ACTIVE,
+	// SUSPENDED or CANCELLED, not archived, or with invoices still watched.
+	tableBillingRunnable Table = "billing_runnable" // account id / schedule id → empty
+	// tableBillingMarkers is the exactly-once marker of each charge, written
+	// in the transaction that creates the invoice carrying it.
+	tableBillingMarkers Table = "billing_markers" // account id / schedule id / price id / period start → billingMarker
+	// tableBillingDateInvoices is the one invoice of each (schedule, billing date).
+	tableBillingDateInvoices Table = "billing_date_invoices" // account id / schedule id / billing date → invoice id
+	// tableBillingWatch holds engine invoices whose lines the engine still
+	// recomputes (drafts) or whose usage it still checks (late usage).
+	tableBillingWatch Table = "billing_watch" // account id / schedule id / billing date → billingWatch
+	// tableBillingLateUsage records usage that changed after its invoice was finalized.
+	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
+)
+
+// ScheduleStatus is the status of a billing schedule.
+type ScheduleStatus string
+
+// The billing schedule statuses.
+const (
+	ScheduleStatusDraft     ScheduleStatus = "DRAFT"
+	ScheduleStatusPending   ScheduleStatus = "PENDING"
+	ScheduleStatusActive    ScheduleStatus = "ACTIVE"
+	ScheduleStatusSuspended ScheduleStatus = "SUSPENDED"
+	ScheduleStatusCancelled ScheduleStatus = "CANCELLED"
+	ScheduleStatusCompleted ScheduleStatus = "COMPLETED"
+)
+
+// RecurrencePreference says where a phase's billing periods are anchored.
+type RecurrencePreference string
+
+// The recurrence preferences.
+const (
+	// RecurrenceContinue keeps the schedule's period sequence (the default).
+	RecurrenceContinue RecurrencePreference = "CONTINUE_FROM_PREVIOUS_PHASE"
+	// RecurrenceReset starts a new period sequence on the phase's start date.
+	RecurrenceReset RecurrencePreference = "RESET"
+)
+
+// DiscountType is PERCENTAGE (amount is a percent, 0-100) or NOMINAL (an
+// amount in the schedule's currency).
+type DiscountType string
+
+// The discount types.
+const (
+	DiscountPercentage DiscountType = "PERCENTAGE"
+	DiscountNominal    DiscountType = "NOMINAL"
+)
+
+// SeatDiscountType says which seats a discount applies to; only ALL_SEATS.
+type SeatDiscountType string
+
+// SeatDiscountAllSeats discounts every seat.
+const SeatDiscountAllSeats SeatDiscountType = "ALL_SEATS"
+
+// Number is a decimal that the API writes as a JSON number (discount and
+// minimum amounts). It reads a JSON number or a decimal string, parsing the
+// number's text as a decimal (never through float64), within the limits of
+// decimal strings: at most 20 integer and 12 fraction digits.
+type Number struct{ Decimal }
+
+// MarshalJSON writes the decimal's text as a JSON number.
+func (n Number) MarshalJSON() ([]byte, error) { return []byte(n.Decimal.String()), nil }
+
+// UnmarshalJSON reads a JSON number or a decimal string.
+func (n *Number) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return n.Decimal.UnmarshalJSON(b)
+	}
+	if len(b) == 0 || (b[0] != '-' && (b[0] < '0' || b[0] > '9')) {
+		return validationError("must be a number, not %s", jsonKind(b))
+	}
+	d, err := ParseDecimalNumber(string(b))
+	if err != nil {
+		return err
+	}
+	if d, err = ParseDecimal(d.String()); err != nil {
+		return err
+	}
+	n.Decimal = d
+	return nil
+}
+
+// Discount is a discount of a phase.
+type Discount struct {
+	ID               string           `json:"id"`
+	Type             DiscountType     `json:"type"`
+	Amount           Number           `json:"amount"`
+	Message          string           `json:"message"`
+	SeparateLineItem bool             `json:"separateLineItem"`
+	RestrictToPrices []string         `json:"restrictToPrices"`
+	SeatDiscountType SeatDiscountType `json:"seatDiscountType,omitempty"`
+}
+
+// Minimum is a minimum commitment of a phase: an invoice whose net for the
+// restricted prices falls below Amount gets a top-up line.
+type Minimum struct {
+	ID                string    `json:"id"`
+	ServiceAccountID  string    `json:"serviceAccountId"`
+	BillingScheduleID string    `json:"billingScheduleId"`
+	PhaseID           string    `json:"phaseId"`
+	Amount            Number    `json:"amount"`
+	RestrictToPrices  []string  `json:"restrictToPrices"`
+	CreatedAt         time.Time `json:"createdAt"`
+	UpdatedAt         time.Time `json:"updatedAt"`
+}
+
+// PhasePriceMetadata is stored and echoed: whether a price counts in ARR.
+type PhasePriceMetadata struct {
+	PriceID        string `json:"priceId"`
+	ArrCalculation string `json:"arrCalculation"`
+}
+
+// Phase is one phase of a schedule: which prices bill from StartDate to
+// EndDate (inclusive; nil for the open-ended last phase).
+type Phase struct {
+	ID                   string               `json:"id"`
+	Name                 string               `json:"name"`
+	CreatedAt            time.Time            `json:"createdAt"`
+	BillingScheduleID    string               `json:"billingScheduleId"`
+	PriceIDs             []string             `json:"priceIds"`
+	StartDate            Date                 `json:"startDate"`
+	EndDate              *Date                `json:"endDate,omitempty"`
+	Discounts            []Discount           `json:"discounts"`
+	Minimums             []Minimum            `json:"minimums"`
+	RecurrencePreference RecurrencePreference `json:"recurrencePreference"`
+	PhasePriceMetadata   []PhasePriceMetadata `json:"phasePriceMetadata"`
+}
+
+// ScheduleTaxRate maps a price of a schedule to a tax rate.
+type ScheduleTaxRate struct {
+	PriceID   string `json:"priceId"`
+	TaxRateID string `json:"taxRateId"`
+}
+
+// Asset is an attachment of a schedule (stored and echoed; none are created
+// by this service yet).
+type Asset struct {
+	ID            string    `json:"id"`
+	CreatedBy     string    `json:"createdBy"`
+	Type          string    `json:"type"`
+	Format        string    `json:"format"`
+	FileName      string    `json:"fileName"`
+	FileSizeBytes int64     `json:"fileSizeBytes"`
+	URL           string    `json:"url"`
+	CreatedAt     time.Time `json:"createdAt"`
+}
+
+// Suspension is an interval in which a schedule was suspended: periods
+// that start on or after Start and before End (open while nil) are not
+// billed.
+type Suspension struct {
+	Start Date  `json:"start"`
+	End   *Date `json:"end,omitempty"`
+}
+
+// BillingSchedule is a customer's subscription: which prices bill from
+// when, in phases. The billing engine turns it into invoices.
+type BillingSchedule struct {
+	ID                   string            `json:"id"`
+	ServiceAccountID     string            `json:"serviceAccountId"`
+	CustomerID           string            `json:"customerId"`
+	Status               ScheduleStatus    `json:"status"`
+	StartDate            Date              `json:"startDate"`
+	EndDate              *Date             `json:"endDate,omitempty"`
+	FirstBillingDate     *Date             `json:"firstBillingDate,omitempty"`
+	AutoIssueInvoices    bool              `json:"autoIssueInvoices"`
+	Prices               []Price           `json:"prices"`
+	CreatedAt            time.Time         `json:"createdAt"`
+	UpdatedAt            time.Time         `json:"updatedAt"`
+	Phases               []Phase           `json:"phases"`
+	RollUpBilling        bool              `json:"rollUpBilling"`
+	IntegrationIDs       []IntegrationID   `json:"integrationIds"`
+	AttachmentAssets     []Asset           `json:"attachmentAssets"`
+	TaxRates             []ScheduleTaxRate `json:"taxRates"`
+	PurchaseOrderNumber  string            `json:"purchaseOrderNumber,omitempty"`
+	Reference            string            `json:"reference,omitempty"`
+	Label                string            `json:"label,omitempty"`
+	Memo                 string            `json:"memo,omitempty"`
+	RecurrenceDayOfMonth int               `json:"recurrenceDayOfMonth"`
+	LastInvoiceID        string            `json:"lastInvoiceId,omitempty"`
+	ArchivedAt           *time.Time        `json:"archivedAt,omitempty"`
+	ContractID           string            `json:"contractId,omitempty"`
+	DefaultDueDateDays   int               `json:"defaultDueDateDays"`
+	// LastBillingError is why the last engine run could not bill the
+	// schedule; cleared by the next successful run.
+	LastBillingError string `json:"lastBillingError,omitempty"`
+	// Suspensions are the intervals the schedule was suspended in.
+	Suspensions []Suspension `json:"suspensions,omitempty"`
+}
+
+// DiscountParams are the fields of a new discount.
+type DiscountParams struct {
+	Type             DiscountType     `json:"type"`
+	Amount           *Number          `json:"amount"`
+	Message          string           `json:"message"`
+	SeparateLineItem bool             `json:"separateLineItem"`
+	RestrictToPrices []string         `json:"restrictToPrices"`
+	SeatDiscountType SeatDiscountType `json:"seatDiscountType"`
+}
+
+// MinimumParams are the fields of a new minimum.
+type MinimumParams struct {
+	Amount           *Number  `json:"amount"`
+	RestrictToPrices []string `json:"restrictToPrices"`
+}
+
+// PhaseParams are the fields of a phase.
+type PhaseParams struct {
+	Name                 string               `json:"name"`
+	PriceIDs             []string             `json:"priceIds"`
+	StartDate            *Date                `json:"startDate"`
+	EndDate              *Date                `json:"endDate"`
+	Discounts            []DiscountParams     `json:"discounts"`
+	Minimums             []MinimumParams      `json:"minimums"`
+	RecurrencePreference RecurrencePreference `json:"recurrencePreference"`
+	PhasePriceMetadata   []PhasePriceMetadata `json:"phasePriceMetadata"`
+}
+
+// BillingScheduleParams are the fields of a schedule, for create and for
+// update (a full replace). CustomerID, StartDate, AutoIssueInvoices and
+// Phases are required. IsDraft defaults to true; false activates the
+// schedule (on create, and on update of a DRAFT).
+type BillingScheduleParams struct {
+	CustomerID           string            `json:"customerId"`
+	StartDate            *Date             `json:"startDate"`
+	EndDate              *Date             `json:"endDate"`
+	AutoIssueInvoices    *bool             `json:"autoIssueInvoices"`
+	Phases               []PhaseParams     `json:"phases"`
+	IsDraft              *bool             `json:"isDraft"`
+	RollUpBilling        bool              `json:"rollUpBilling"`
+	RecurrenceDayOfMonth *int              `json:"recurrenceDayOfMonth"`
+	PurchaseOrderNumber  string            `json:"purchaseOrderNumber"`
+	Reference            string            `json:"reference"`
+	Label                string            `json:"label"`
+	Memo                 string            `json:"memo"`
+	DefaultDueDateDays   *int              `json:"defaultDueDateDays"`
+	TaxRates             []ScheduleTaxRate `json:"taxRates"`
+}
+
+// CancelBillingScheduleParams are the fields of a cancellation. At is the
+// schedule's new inclusive end date; nil means today.
+type CancelBillingScheduleParams struct {
+	At *Date `json:"at"`
+}
+
+// BillingScheduleFilter selects schedules in ListBillingSchedules.
+type BillingScheduleFilter struct {
+	CustomerID string
+	Status     ScheduleStatus
+	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
+	SortOrder SortOrder
+}
+
+// maxPhases bounds the phases of a schedule; maxPhasePrices the prices of
+// one phase.
+const (
+	maxPhases      = 100
+	maxPhasePrices = 100
+)
+
+// validateSchedule checks the fields of p that need no store.
+func (s *Service) validateSchedule(p *BillingScheduleParams) error {
+	var v validator
+	checkKey(&v, "customerId", p.CustomerID, true)
+	v.check(p.StartDate != nil, "startDate", "startDate is required")
+	v.check(p.AutoIssueInvoices != nil, "autoIssueInvoices", "autoIssueInvoices is required")
+	if p.EndDate != nil && p.StartDate != nil && p.EndDate.Before(*p.StartDate) {
+		v.add("endDate", "endDate must not be before startDate")
+	}
+	if d := p.RecurrenceDayOfMonth; d != nil && (*d < 1 || *d > 31) {
+		v.add("recurrenceDayOfMonth", "recurrenceDayOfMonth must be between 1 and 31")
+	}
+	if d := p.DefaultDueDateDays; d != nil && (*d < 0 || *d > 3650) {
+		v.add("defaultDueDateDays", "defaultDueDateDays must be between 0 and 3650")
+	}
+	for _, f := range []struct{ name, value string }{
+		{"purchaseOrderNumber", p.PurchaseOrderNumber}, {"reference", p.Reference},
+		{"label", p.Label}, {"memo", p.Memo},
+	} {
+		s.checkString(&v, f.name, f.value, false)
+	}
+	switch {
+	case len(p.Phases) == 0:
+		v.add("phases", "at least one phase is required")
+	case len(p.Phases) > maxPhases:
+		v.add("phases", "a schedule has at most %d phases", maxPhases)
+	}
+	all := map[string]bool{}
+	for i := range p.Phases {
+		s.validatePhase(&v, p, i)
+		for _, id := range p.Phases[i].PriceIDs {
+			all[id] = true
+		}
+	}
+	mapped := map[string]bool{}
+	for i, tr := range p.TaxRates {
+		field := fmt.Sprintf("taxRates[%d]", i)
+		checkKey(&v, field+".taxRateId", tr.TaxRateID, true)
+		switch {
+		case !all[tr.PriceID]:
+			v.add(field+".priceId", "priceId must name a price of the schedule's phases")
+		case mapped[tr.PriceID]:
+			v.add(field+".priceId", "price %q is mapped twice", tr.PriceID)
+		}
+		mapped[tr.PriceID] = true
+	}
+	return v.err()
+}
+
+// validatePhase checks phase i of p: its prices, dates, discounts and
+// minimums.
+func (s *Service) validatePhase(v *validator, p *BillingScheduleParams, i int) {
+	ph := &p.Phases[i]
+	field := fmt.Sprintf("phases[%d]", i)
+	s.checkString(v, field+".name", ph.Name, false)
+	switch {
+	case len(ph.PriceIDs) == 0:
+		v.add(field+".priceIds", "a phase needs at least one price")
+	case len(ph.PriceIDs) > maxPhasePrices:
+		v.add(field+".priceIds", "a phase has at most %d prices", maxPhasePrices)
+	}
+	for j, id := range ph.PriceIDs {
+		f := fmt.Sprintf("%s.priceIds[%d]", field, j)
+		checkKey(v, f, id, true)
+		v.check(!slices.Contains(ph.PriceIDs[:j], id), f, "price %q is given twice", id)
+	}
+	last := i == len(p.Phases)-1
+	switch {
+	case ph.StartDate == nil:
+		v.add(field+".startDate", "startDate is required")
+	case i == 0 && p.StartDate != nil && *ph.StartDate != *p.StartDate:
+		v.add(field+".startDate", "the first phase starts on the schedule's startDate")
+	case i > 0 && p.Phases[i-1].EndDate != nil && *ph.StartDate != p.Phases[i-1].EndDate.AddDays(1):
+		v.add(field+".startDate", "a phase starts the day after the previous phase's endDate")
+	case p.EndDate != nil && ph.StartDate.After(*p.EndDate):
+		v.add(field+".startDate", "a phase must start no later than the schedule's endDate")
+	}
+	switch {
+	case ph.EndDate == nil && !last:
+		v.add(field+".endDate", "only the last phase may omit endDate")
+	case ph.EndDate != nil && ph.StartDate != nil && ph.EndDate.Before(*ph.StartDate):
+		v.add(field+".endDate", "endDate must not be before startDate")
+	}
+	switch ph.RecurrencePreference {
+	case "", RecurrenceContinue, RecurrenceReset:
+	default:
+		v.add(field+".recurrencePreference", "recurrencePreference must be CONTINUE_FROM_PREVIOUS_PHASE or RESET")
+	}
+	restrict := func(f string, ids []string) {
+		for k, id := range ids {
+			v.check(slices.Contains(ph.PriceIDs, id), fmt.Sprintf("%s.restrictToPrices[%d]", f, k), "restrictToPrices must name prices of the phase")
+		}
+	}
+	for k, d := range ph.Discounts {
+		f := fmt.Sprintf("%s.discounts[%d]", field, k)
+		switch {
+		case d.Amount == nil:
+			v.add(f+".amount", "amount is required")
+		case d.Type == DiscountPercentage && (d.Amount.Sign() < 0 || d.Amount.Cmp(DecimalFromInt(100)) > 0):
+			v.add(f+".amount", "a PERCENTAGE amount is a percent between 0 and 100")
+		case d.Amount.Sign() < 0:
+			v.add(f+".amount", "amount must not be negative")
+		}
+		v.check(d.Type == DiscountPercentage || d.Type == DiscountNominal, f+".type", "type must be PERCENTAGE or NOMINAL")
+		v.check(d.SeatDiscountType == "" || d.SeatDiscountType == SeatDiscountAllSeats, f+".seatDiscountType", "seatDiscountType must be ALL_SEATS")
+		s.checkString(v, f+".message", d.Message, false)
+		restrict(f, d.RestrictToPrices)
+	}
+	for k, m := range ph.Minimums {
+		f := fmt.Sprintf("%s.minimums[%d]", field, k)
+		v.check(m.Amount != nil && m.Amount.Sign() > 0, f+".amount", "amount is required and must be greater than 0")
+		restrict(f, m.RestrictToPrices)
+	}
+	for k, m := range ph.PhasePriceMetadata {
+		f := fmt.Sprintf("%s.phasePriceMetadata[%d]", field, k)
+		v.check(slices.Contains(ph.PriceIDs, m.PriceID), f+".priceId", "priceId must name a price of the phase")
+		v.check(m.ArrCalculation == "INCLUDE" || m.ArrCalculation == "EXCLUDE", f+".arrCalculation", "arrCalculation must be INCLUDE or EXCLUDE")
+	}
+}
+
+// buildSchedule applies p to sc (new or replaced), generating ids for its
+// phases, discounts and minimums.
+func (s *Service) buildSchedule(sc *BillingSchedule, p *BillingScheduleParams, now time.Time) {
+	sc.CustomerID, sc.StartDate, sc.EndDate = p.CustomerID, *p.StartDate, p.EndDate
+	sc.AutoIssueInvoices, sc.RollUpBilling = *p.AutoIssueInvoices, p.RollUpBilling
+	sc.PurchaseOrderNumber, sc.Reference, sc.Label, sc.Memo = p.PurchaseOrderNumber, p.Reference, p.Label, p.Memo
+	sc.RecurrenceDayOfMonth = sc.StartDate.Day
+	if p.RecurrenceDayOfMonth != nil {
+		sc.RecurrenceDayOfMonth = *p.RecurrenceDayOfMonth
+	}
+	sc.DefaultDueDateDays = 30
+	if p.DefaultDueDateDays != nil {
+		sc.DefaultDueDateDays = *p.DefaultDueDateDays
+	}
+	sc.TaxRates = append([]ScheduleTaxRate{}, p.TaxRates...)
+	sc.Phases = make([]Phase, len(p.Phases))
+	for i, pp := range p.Phases {
+		ph := Phase{
+			ID: s.newID(), Name: pp.Name, CreatedAt: now, BillingScheduleID: sc.ID,
+			PriceIDs: append([]string{}, pp.PriceIDs...), StartDate: *pp.StartDate, EndDate: pp.EndDate,
+			Discounts: []Discount{}, Minimums: []Minimum{}, RecurrencePreference: pp.RecurrencePreference,
+			PhasePriceMetadata: append([]PhasePriceMetadata{}, pp.PhasePriceMetadata...),
+		}
+		if ph.RecurrencePreference == "" {
+			ph.RecurrencePreference = RecurrenceContinue
+		}
+		for _, d := range pp.Discounts {
+			ph.Discounts = append(ph.Discounts, Discount{
+				ID: s.newID(), Type: d.Type, Amount: *d.Amount, Message: d.Message, SeparateLineItem: d.SeparateLineItem,
+				RestrictToPrices: append([]string{}, d.RestrictToPrices...), SeatDiscountType: d.SeatDiscountType,
+			})
+		}
+		for _, m := range pp.Minimums {
+			ph.Minimums = append(ph.Minimums, Minimum{
+				ID: s.newID(), ServiceAccountID: sc.ServiceAccountID, BillingScheduleID: sc.ID, PhaseID: ph.ID,
+				Amount: *m.Amount, RestrictToPrices: append([]string{}, m.RestrictToPrices...), CreatedAt: now, UpdatedAt: now,
+			})
+		}
+		sc.Phases[i] = ph
+	}
+}
+
+// checkScheduleReferences checks, inside tx, the customer, prices and tax
+// rates p names, and that the prices share one currency.
+func (s *Service) checkScheduleReferences(ctx context.Context, tx Tx, account string, p *BillingScheduleParams) error {
+	var v validator
+	c, err := getRecord[Customer](ctx, tx, tableCustomers, key(account, p.CustomerID))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		v.add("customerId", "no customer %q in this account", p.CustomerID)
+	case err != nil:
+		return err
+	case c.ArchivedAt != nil:
+		v.add("customerId", "the customer is archived")
+	}
+	var currency Currency
+	for i, ph := range p.Phases {
+		for j, id := range ph.PriceIDs {
+			field := fmt.Sprintf("phases[%d].priceIds[%d]", i, j)
+			pr, err := getRecord[Price](ctx, tx, tablePrices, key(account, id))
+			switch {
+			case errors.Is(err, ErrNotFound):
+				v.add(field, "no price %q in this account", id)
+			case err != nil:
+				return err
+			case currency == "":
+				currency = pr.Currency
+			case pr.Currency != currency:
+				v.add(field, "all prices of a schedule share one currency: %s is not %s", pr.Currency, currency)
+			}
+		}
+	}
+	for i, tr := range p.TaxRates {
+		_, err := tx.Get(ctx, tableTaxRates, key(account, tr.TaxRateID))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			v.add(fmt.Sprintf("taxRates[%d].taxRateId", i), "no tax rate %q in this account", tr.TaxRateID)
+		case err != nil:
+			return err
+		}
+	}
+	return v.err()
+}
+
+// CreateBillingSchedule creates a schedule, DRAFT unless p.IsDraft is
+// false, in which case it is activated at once (see
+// ActivateBillingSchedule). Returns validation_failed for invalid fields and
+// references (all at once), and invalid_state when activation fails.
+func (s *Service) CreateBillingSchedule(ctx context.Context, account string, p BillingScheduleParams) (*BillingSchedule, error) {
+	if err := s.validateSchedule(&p); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	sc := &BillingSchedule{
+		ID: s.newID(), ServiceAccountID: account, Status: ScheduleStatusDraft, CreatedAt: now, UpdatedAt: now,
+		IntegrationIDs: []IntegrationID{}, AttachmentAssets: []Asset{},
+	}
+	s.buildSchedule(sc, &p, now)
+	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
+		if err := s.checkScheduleReferences(ctx, tx, account, &p); err != nil {
+			return nil, err
+		}
+		out := *sc
+		if p.IsDraft != nil && !*p.IsDraft {
+			if err := s.activate(ctx, tx, &out, now); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.putSchedule(ctx, tx, &out); err != nil {
+			return nil, err
+		}
+		return s.emitSchedule(ctx, tx, &out, NotificationBillingScheduleCreated)
+	})
+}
+
+// GetBillingSchedule returns a schedule with its prices. Returns not_found.
+func (s *Service) GetBillingSchedule(ctx context.Context, account, id string) (*BillingSchedule, error) {
+	return read(ctx, s, func(tx Tx) (*BillingSchedule, error) {
+		sc, err := s.getSchedule(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		return sc, s.embedPrices(ctx, tx, sc)
+	})
+}
+
+func (s *Service) getSchedule(ctx context.Context, tx Tx, account, id string) (*BillingSchedule, error) {
+	return getOwned[BillingSchedule](ctx, tx, tableBillingSchedules, account, id, "billing schedule")
+}
+
+// putSchedule stores sc without its embedded prices and adds it to the
+// engine's runnable index when the engine bills it. Only the engine (when
+// it has nothing left to do) and archiving remove a schedule from the index.
+func (s *Service) putSchedule(ctx context.Context, tx Tx, sc *BillingSchedule) error {
+	if err := s.storeSchedule(ctx, tx, sc); err != nil {
+		return err
+	}
+	if sc.runnable() {
+		return tx.Put(ctx, tableBillingRunnable, key(sc.ServiceAccountID, sc.ID), []byte{1})
+	}
+	return nil
+}
+
+// runnable reports whether the engine still bills periods of sc.
+func (sc *BillingSchedule) runnable() bool {
+	if sc.ArchivedAt != nil {
+		return false
+	}
+	switch sc.Status {
+	case ScheduleStatusActive, ScheduleStatusSuspended, ScheduleStatusCancelled:
+		return true
+	}
+	return false
+}
+
+// embedPrices fills sc.Prices from the store, in phase order, each once.
+func (s *Service) embedPrices(ctx context.Context, tx Tx, sc *BillingSchedule) error {
+	prices, err := s.schedulePrices(ctx, tx, sc)
+	if err != nil {
+		return err
+	}
+	sc.Prices = make([]Price, 0, len(prices))
+	for _, id := range scheduleDistinctPrices(sc) {
+		sc.Prices = append(sc.Prices, *prices[id])
+	}
+	return nil
+}
+
+// scheduleDistinctPrices returns the price ids of sc's phases, each once, in
+// phase order.
+func scheduleDistinctPrices(sc *BillingSchedule) []string {
+	var ids []string
+	for _, ph := range sc.Phases {
+		for _, id := range ph.PriceIDs {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// schedulePrices loads the prices of sc by id.
+func (s *Service) schedulePrices(ctx context.Context, tx Tx, sc *BillingSchedule) (map[string]*Price, error) {
+	out := map[string]*Price{}
+	for _, id := range scheduleDistinctPrices(sc) {
+		pr, err := getRecord[Price](ctx, tx, tablePrices, key(sc.ServiceAccountID, id))
+		if err != nil {
+			return nil, fmt.Errorf("price %s of schedule %s: %w", id, sc.ID, err)
+		}
+		out[id] = pr
+	}
+	return out, nil
+}
+
+// emitSchedule embeds sc's prices and emits typ about it.
+func (s *Service) emitSchedule(ctx context.Context, tx Tx, sc *BillingSchedule, typ NotificationType) (*BillingSchedule, error) {
+	if err := s.embedPrices(ctx, tx, sc); err != nil {
+		return nil, err
+	}
+	return sc, s.emit(ctx, tx, sc.ServiceAccountID, typ, sc)
+}
+
+// UpdateBillingSchedule replaces the fields of a DRAFT schedule (phases
+// get new ids); with p.IsDraft false it is activated in the same step.
+// Returns not_found, validation_failed as CreateBillingSchedule, and
+// invalid_state when the schedule is not DRAFT or activation fails.
+func (s *Service) UpdateBillingSchedule(ctx context.Context, account, id string, p BillingScheduleParams) (*BillingSchedule, error) {
+	if err := s.validateSchedule(&p); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
+		sc, err := s.getSchedule(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if sc.Status != ScheduleStatusDraft || sc.ArchivedAt != nil {
+			return nil, Errorf(CodeInvalidState, "only a DRAFT schedule that is not archived can be edited; this one is %s", sc.Status)
+		}
+		if err := s.checkScheduleReferences(ctx, tx, account, &p); err != nil {
+			return nil, err
+		}
+		s.buildSchedule(sc, &p, now)
+		sc.UpdatedAt = now
+		if p.IsDraft != nil && !*p.IsDraft {
+			if err := s.activate(ctx, tx, sc, now); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.putSchedule(ctx, tx, sc); err != nil {
+			return nil, err
+		}
+		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleUpdated)
+	})
+}
+
+// activate moves sc to ACTIVE after checking that its customer is not
+// archived and that every price is ACTIVE; it sets firstBillingDate once and
+// closes an open suspension.
+func (s *Service) activate(ctx context.Context, tx Tx, sc *BillingSchedule, now time.Time) error {
+	c, err := s.getCustomer(ctx, tx, sc.ServiceAccountID, sc.CustomerID)
+	if err != nil {
+		return err
+	}
+	if c.ArchivedAt != nil {
+		return Errorf(CodeInvalidState, "the schedule's customer is archived")
+	}
+	prices, err := s.schedulePrices(ctx, tx, sc)
+	if err != nil {
+		return err
+	}
+	for _, id := range scheduleDistinctPrices(sc) {
+		if prices[id].Status != PriceStatusActive {
+			return Errorf(CodeInvalidState, "price %s is %s: every price of an active schedule must be ACTIVE", id, prices[id].Status)
+		}
+	}
+	if sc.FirstBillingDate == nil {
+		if d, ok := firstBillingDate(sc, prices); ok {
+			sc.FirstBillingDate = &d
+		}
+	}
+	if n := len(sc.Suspensions); n > 0 && sc.Suspensions[n-1].End == nil {
+		today := DateOf(now)
+		sc.Suspensions[n-1].End = &today
+	}
+	sc.Status, sc.UpdatedAt = ScheduleStatusActive, now
+	return nil
+}
+
+// ActivateBillingSchedule (operation 19) moves a DRAFT, PENDING or
+// SUSPENDED schedule to ACTIVE; an ACTIVE one is returned unchanged.
+// Returns not_found, and invalid_state for a CANCELLED, COMPLETED or
+// archived schedule, an archived customer or a price that is not ACTIVE.
+func (s *Service) ActivateBillingSchedule(ctx context.Context, account, id string) (*BillingSchedule, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
+		sc, err := s.getSchedule(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if sc.ArchivedAt != nil {
+			return nil, Errorf(CodeInvalidState, "an archived schedule cannot be activated")
+		}
+		switch sc.Status {
+		case ScheduleStatusActive:
+			return sc, s.embedPrices(ctx, tx, sc)
+		case ScheduleStatusDraft, ScheduleStatusPending, ScheduleStatusSuspended:
+		default:
+			return nil, Errorf(CodeInvalidState, "a %s schedule cannot be activated", sc.Status)
+		}
+		if err := s.activate(ctx, tx, sc, now); err != nil {
+			return nil, err
+		}
+		if err := s.putSchedule(ctx, tx, sc); err != nil {
+			return nil, err
+		}
+		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleUpdated)
+	})
+}
+
+// ArchiveBillingSchedule sets archivedAt: the engine bills the schedule no
+// more; its status is unchanged. Archiving twice changes nothing.
+// Returns not_found.
+func (s *Service) ArchiveBillingSchedule(ctx context.Context, account, id string) (*BillingSchedule, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
+		sc, err := s.getSchedule(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if sc.ArchivedAt != nil {
+			return sc, s.embedPrices(ctx, tx, sc)
+		}
+		sc.ArchivedAt, sc.UpdatedAt = &now, now
+		if err := s.putSchedule(ctx, tx, sc); err != nil {
+			return nil, err
+		}
+		if err := tx.Delete(ctx, tableBillingRunnable, key(account, id)); err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleArchived)
+	})
+}
+
+// CancelBillingSchedule ends a schedule on p.At (inclusive; default
+// today) and sets it CANCELLED; the engine still bills the periods up to the
+// end, the last one prorated. Returns not_found, validation_failed when At
+// is before the end of the last invoiced period or the start date, and
+// invalid_state for a DRAFT, CANCELLED, COMPLETED or archived schedule.
+func (s *Service) CancelBillingSchedule(ctx context.Context, account, id string, p CancelBillingScheduleParams) (*BillingSchedule, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
+		sc, err := s.getSchedule(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if sc.ArchivedAt != nil || (sc.Status != ScheduleStatusActive && sc.Status != ScheduleStatusSuspended && sc.Status != ScheduleStatusPending) {
+			return nil, Errorf(CodeInvalidState, "a %s schedule cannot be cancelled", sc.Status)
+		}
+		at := DateOf(now)
+		if p.At != nil {
+			at = *p.At
+		}
+		billed, err := s.lastBilledDay(ctx, tx, sc)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case at.Before(sc.StartDate.AddDays(-1)):
+			return nil, FieldError("at", "at must not be before the day before the schedule's startDate (%s)", sc.StartDate)
+		case !billed.IsZero() && at.Before(billed):
+			return nil, FieldError("at", "at must not be before the end of the last invoiced period (%s)", billed)
+		case sc.EndDate != nil && at.After(*sc.EndDate):
+			return nil, FieldError("at", "at must not be after the schedule's endDate (%s)", *sc.EndDate)
+		}
+		sc.EndDate, sc.Status, sc.UpdatedAt = &at, ScheduleStatusCancelled, now
+		if err := s.putSchedule(ctx, tx, sc); err != nil {
+			return nil, err
+		}
+		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleUpdated)
+	})
+}
+
+// SuspendBillingSchedule moves an ACTIVE schedule to SUSPENDED: periods
+// that start while it is suspended are not billed. Activate resumes it.
+// Returns not_found and invalid_state unless the schedule is ACTIVE.
+func (s *Service) SuspendBillingSchedule(ctx context.Context, account, id string) (*BillingSchedule, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
+		sc, err := s.getSchedule(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if sc.Status != ScheduleStatusActive || sc.ArchivedAt != nil {
+			return nil, Errorf(CodeInvalidState, "only an ACTIVE schedule can be suspended; this one is %s", sc.Status)
+		}
+		sc.Suspensions = append(sc.Suspensions, Suspension{Start: DateOf(now)})
+		sc.Status, sc.UpdatedAt = ScheduleStatusSuspended, now
+		if err := s.putSchedule(ctx, tx, sc); err != nil {
+			return nil, err
+		}
+		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleUpdated)
+	})
+}
+
+// ListBillingSchedules lists the account's schedules by creation, newest
+// first unless f.SortOrder says ASC, filtered by customer and status.
+// Returns validation_failed for a bad status, sort order, limit or cursor.
+func (s *Service) ListBillingSchedules(ctx context.Context, account string, f BillingScheduleFilter, p ListParams) (Page[BillingSchedule], error) {
+	var v validator
+	switch f.Status {
+	case "", ScheduleStatusDraft, ScheduleStatusPending, ScheduleStatusActive, ScheduleStatusSuspended,
+		ScheduleStatusCancelled, ScheduleStatusCompleted:
+	default:
+		v.add("status", "status must be DRAFT, PENDING, ACTIVE, SUSPENDED, CANCELLED or COMPLETED")
+	}
+	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
+	v.merge("", err)
+	if err := v.err(); err != nil {
+		return Page[BillingSchedule]{}, err
+	}
+	q := listQuery[BillingSchedule]{
+		name: "billing_schedules", filter: fmt.Sprintf("%q|%q", f.CustomerID, f.Status),
+		table: tableBillingSchedules, prefix: prefix(account), desc: order == SortDesc,
+		decode: decodeAll(func(sc *BillingSchedule) bool {
+			return (f.CustomerID == "" || sc.CustomerID == f.CustomerID) && (f.Status == "" || sc.Status == f.Status)
+		}),
+	}
+	return read(ctx, s, func(tx Tx) (Page[BillingSchedule], error) {
+		page, err := list(ctx, s, tx, q, p)
+		if err != nil {
+			return page, err
+		}
+		for i := range page.Items {
+			if err := s.embedPrices(ctx, tx, &page.Items[i]); err != nil {
+				return page, err
+			}
+		}
+		return page, nil
+	})
+}
