@@ -1,0 +1,296 @@
+package billing_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/billingd/billing"
+)
+
+// smtpMessage is one message an smtpServer accepted.
+type smtpMessage struct {
+	from string
+	to   []string
+	auth string // the decoded AUTH PLAIN response, "" without AUTH
+	data string
+}
+
+// smtpServer is a small real SMTP server on loopback: EHLO, AUTH PLAIN,
+// MAIL, RCPT, DATA, RSET, QUIT.
+type smtpServer struct {
+	ln   net.Listener
+	mu   sync.Mutex
+	msgs []smtpMessage
+}
+
+func newSMTPServer(t *testing.T) *smtpServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &smtpServer{ln: ln}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { s.session(c) })
+		}
+	})
+	return s
+}
+
+func (s *smtpServer) addr() string { return s.ln.Addr().String() }
+
+func (s *smtpServer) messages() []smtpMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]smtpMessage(nil), s.msgs...)
+}
+
+func (s *smtpServer) session(c net.Conn) {
+	defer c.Close()
+	r := bufio.NewReader(c)
+	reply := func(line string) { io.WriteString(c, line+"\r\n") }
+	reply("220 test ESMTP")
+	var m smtpMessage
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimRight(line, "\r\n")
+		verb := strings.ToUpper(strings.SplitN(line, " ", 2)[0])
+		switch {
+		case verb == "EHLO":
+			reply("250-test")
+			reply("250-8BITMIME")
+			reply("250 AUTH PLAIN")
+		case verb == "AUTH":
+			parts := strings.Fields(line)
+			if len(parts) != 3 || parts[1] != "PLAIN" {
+				reply("504 unsupported")
+				continue
+			}
+			b, _ := base64.StdEncoding.DecodeString(parts[2])
+			m.auth = string(b)
+			reply("235 ok")
+		case verb == "MAIL":
+			m.from = strings.TrimSuffix(strings.TrimPrefix(line[5:], "FROM:<"), ">")
+			if i := strings.Index(m.from, ">"); i >= 0 {
+				m.from = m.from[:i]
+			}
+			reply("250 ok")
+		case verb == "RCPT":
+			m.to = append(m.to, strings.TrimSuffix(strings.TrimPrefix(line[5:], "TO:<"), ">"))
+			reply("250 ok")
+		case verb == "DATA":
+			reply("354 go ahead")
+			var b strings.Builder
+			for {
+				l, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if l == ".\r\n" {
+					break
+				}
+				b.WriteString(strings.TrimPrefix(l, "."))
+			}
+			m.data = b.String()
+			s.mu.Lock()
+			s.msgs = append(s.msgs, m)
+			s.mu.Unlock()
+			m = smtpMessage{auth: m.auth}
+			reply("250 queued")
+		case verb == "RSET" || verb == "NOOP":
+			reply("250 ok")
+		case verb == "QUIT":
+			reply("221 bye")
+			return
+		default:
+			reply("502 unknown command")
+		}
+	}
+}
+
+// parsedMail is a received message split into its parts.
+type parsedMail struct {
+	header     mail.Header
+	text       string
+	attachment []byte
+	filename   string
+}
+
+func parseMail(t *testing.T, data string) parsedMail {
+	t.Helper()
+	msg, err := mail.ReadMessage(strings.NewReader(data))
+	if err != nil {
+		t.Fatalf("reading the message: %v", err)
+	}
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/mixed" {
+		t.Fatalf("Content-Type %q, want multipart/mixed", msg.Header.Get("Content-Type"))
+	}
+	out := parsedMail{header: msg.Header}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		p, err := mr.NextPart() // decodes quoted-printable itself
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(p)
+		if p.FileName() != "" {
+			out.filename = p.FileName()
+			dec, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(string(b), "\r\n", ""))
+			if err != nil {
+				t.Fatalf("attachment is not base64: %v", err)
+			}
+			out.attachment = dec
+			continue
+		}
+		out.text = string(b)
+	}
+	return out
+}
+
+// TestEmailPolicyOverSMTP: an EMAIL policy's notification goes through the
+// SMTP mailer to a real server: recipient, subject, text and the payload
+// attached.
+func TestEmailPolicyOverSMTP(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, false)
+	srv := newSMTPServer(t)
+	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test", Username: "user", Password: "pass"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.policy(billing.ChannelEmail, []string{"ops@example.com", "cfo@example.com"})
+	c := e.customer("Initech Ünited")
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	msgs := srv.messages()
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages, want 2 (one per recipient)", len(msgs))
+	}
+	var rcpts []string
+	for _, m := range msgs {
+		if m.from != "billing@acme.test" || len(m.to) != 1 || m.auth != "\x00user\x00pass" {
+			t.Errorf("envelope from %q to %q auth %q", m.from, m.to, m.auth)
+		}
+		rcpts = append(rcpts, m.to...)
+		pm := parseMail(t, m.data)
+		subject, _ := new(mime.WordDecoder).DecodeHeader(pm.header.Get("Subject"))
+		if subject != "billingd: CUSTOMER_CREATED" || pm.header.Get("To") != m.to[0] {
+			t.Errorf("Subject %q To %q", subject, pm.header.Get("To"))
+		}
+		if !strings.Contains(pm.text, "Legal name: Initech Ünited") || !strings.Contains(pm.text, c.ID) {
+			t.Errorf("text %q lacks the customer's key facts", pm.text)
+		}
+		var n billing.Notification
+		if err := json.Unmarshal(pm.attachment, &n); err != nil || n.Type != billing.NotificationCustomerCreated || pm.filename != "notification.json" {
+			t.Errorf("attachment %q (%s): %v", pm.attachment, pm.filename, err)
+		}
+	}
+	if !(strings.Join(rcpts, ",") == "ops@example.com,cfo@example.com" || strings.Join(rcpts, ",") == "cfo@example.com,ops@example.com") {
+		t.Errorf("recipients %q", rcpts)
+	}
+	for _, dl := range e.deliveries(billing.DeliveryFilter{}) {
+		if dl.Status != billing.DeliverySucceeded {
+			t.Errorf("delivery %+v", dl)
+		}
+	}
+}
+
+// TestQueuedEmail: an e-mail queued by an operation (document sending) is
+// one delivery to all its addresses, with its own attachment.
+func TestQueuedEmail(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, false)
+	srv := newSMTPServer(t)
+	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.svc.QueueEmail(context.Background(), e.account, billing.Email{
+		To: []string{"a@example.com", "b@example.com"}, Subject: "Invoice INV-7",
+		Text: "Invoice INV-7\nTotal: 12.30 EUR\nDue: 2024-08-30\n", JSON: []byte(`{"number":"INV-7"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	msgs := srv.messages()
+	if len(msgs) != 1 || strings.Join(msgs[0].to, ",") != "a@example.com,b@example.com" {
+		t.Fatalf("messages %+v", msgs)
+	}
+	pm := parseMail(t, msgs[0].data)
+	if pm.header.Get("Subject") != "Invoice INV-7" || pm.text != "Invoice INV-7\r\nTotal: 12.30 EUR\r\nDue: 2024-08-30\r\n" || string(pm.attachment) != `{"number":"INV-7"}` {
+		t.Errorf("subject %q text %q attachment %q", pm.header.Get("Subject"), pm.text, pm.attachment)
+	}
+	if dl := e.onlyDelivery(); dl.Status != billing.DeliverySucceeded || dl.PolicyID != "" {
+		t.Errorf("delivery %+v", dl)
+	}
+}
+
+// TestEmailNotConfigured: without a Mailer an e-mail delivery is FAILED
+// with the documented reason, and succeeds when retried once SMTP is
+// configured.
+func TestEmailNotConfigured(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, false)
+	e.policy(billing.ChannelEmail, []string{"ops@example.com"})
+	e.customer("Initech")
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{}))
+	dl := e.onlyDelivery()
+	if dl.Status != billing.DeliveryFailed || len(dl.Attempts) != 1 || dl.Attempts[0].Error != "email delivery is not configured" {
+		t.Fatalf("delivery %+v", dl)
+	}
+	if _, err := e.svc.RetryDelivery(context.Background(), e.account, dl.ID); err != nil {
+		t.Fatal(err)
+	}
+	srv := newSMTPServer(t)
+	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	if dl := e.onlyDelivery(); dl.Status != billing.DeliverySucceeded || len(srv.messages()) != 1 {
+		t.Errorf("after retry: %+v, %d messages", dl, len(srv.messages()))
+	}
+}
+
+// TestSMTPServerDown: an unreachable SMTP server is a retryable failure.
+func TestSMTPServerDown(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, false)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: addr, From: "billing@acme.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.policy(billing.ChannelEmail, []string{"ops@example.com"})
+	e.customer("Initech")
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	if dl := e.onlyDelivery(); dl.Status != billing.DeliveryPending || len(dl.Attempts) != 1 || dl.Attempts[0].Error == "" {
+		t.Errorf("delivery %+v, want PENDING after one failed attempt", dl)
+	}
+}
