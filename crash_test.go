@@ -122,4 +122,3 @@ func TestCrashChild(t *testing.T) {
 	_, _ = billing.NewDispatcher(svc, cfg).RunOnce(context.Background())
 	t.Fatal("the dispatcher returned without sending")
 }
-
