@@ -1,0 +1,400 @@
+package crashtest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/httpserver"
+	"github.com/billingd/billing/storage/boltstore"
+)
+
+// childDBEnv names the environment variable that turns the test binary into
+// a crash child working on the database file it names.
+const childDBEnv = "CRASHTEST_CHILD_DB"
+
+// TestMain runs the crash child when the parent asks for one.
+func TestMain(m *testing.M) {
+	if db := os.Getenv(childDBEnv); db != "" {
+		if err := runChild(db, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// client sends requests to the child's own server.
+type client struct {
+	base, auth string
+	http       *http.Client
+}
+
+// post sends body to path and returns the status and the response body.
+func (c *client) post(ctx context.Context, path, body string, header map[string]string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", c.auth)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// workload is one kind of acknowledged write. write runs in the child and
+// returns the key of the write once the API acknowledged it ("" when it was
+// not acknowledged). stored runs in the parent and counts, by key, what the
+// database holds of this kind.
+type workload struct {
+	name   string
+	write  func(ctx context.Context, c *client, n string) (key string, err error)
+	stored func(ctx context.Context, svc *billing.Service, account string) (map[string]int, error)
+}
+
+// workloads are the kinds the child mixes. Adding a kind (invoice sends,
+// credit note finalizations, webhook deliveries to a loopback receiver) is
+// adding an entry.
+var workloads = []workload{
+	{
+		name: "usage_event", // single ingestion: group commit through Store.Batch
+		write: func(ctx context.Context, c *client, n string) (string, error) {
+			key := "ev-" + n
+			status, body, err := c.post(ctx, "/usage-events", fmt.Sprintf(`{"customerAlias":"crash","eventType":"api_call","customerEventId":%q,"eventProperties":{"n":"1.5"}}`, key), nil)
+			return ackedKey(key, status, body, err, http.StatusCreated)
+		},
+		stored: storedEvents("ev-"),
+	},
+	{
+		name: "usage_event_batch", // one transaction of several events
+		write: func(ctx context.Context, c *client, n string) (string, error) {
+			key := "batch-" + n
+			var evs []string
+			for i := range 3 {
+				evs = append(evs, fmt.Sprintf(`{"customerAlias":"crash-b","eventType":"api_call","customerEventId":"%s.%d"}`, key, i))
+			}
+			status, body, err := c.post(ctx, "/usage-events/batch", `{"events":[`+strings.Join(evs, ",")+`]}`, nil)
+			return ackedKey(key, status, body, err, http.StatusCreated)
+		},
+		stored: func(ctx context.Context, svc *billing.Service, account string) (map[string]int, error) {
+			per, err := storedEvents("batch-")(ctx, svc, account)
+			if err != nil {
+				return nil, err
+			}
+			// A batch is stored when all three of its events are, and
+			// counted as often as its least stored event.
+			out := map[string]int{}
+			parts := map[string]int{}
+			for k, n := range per {
+				batch, _, _ := strings.Cut(k, ".")
+				parts[batch]++
+				if c, ok := out[batch]; !ok || n < c {
+					out[batch] = n
+				}
+			}
+			for b, p := range parts {
+				if p != 3 {
+					return nil, fmt.Errorf("batch %s is half-written: %d of 3 events", b, p)
+				}
+			}
+			return out, nil
+		},
+	},
+	{
+		name: "customer", // a catalog write through Store.Update, with an Idempotency-Key
+		write: func(ctx context.Context, c *client, n string) (string, error) {
+			key := "cust-" + n
+			status, body, err := c.post(ctx, "/customers", fmt.Sprintf(`{"legalName":"Crash %s","customerAliases":[%q]}`, n, key),
+				map[string]string{"Idempotency-Key": key})
+			return ackedKey(key, status, body, err, http.StatusCreated)
+		},
+		stored: func(ctx context.Context, svc *billing.Service, account string) (map[string]int, error) {
+			out := map[string]int{}
+			err := pages(func(p billing.ListParams) (string, error) {
+				page, err := svc.ListCustomers(ctx, account, billing.CustomerFilter{}, p)
+				for _, c := range page.Items {
+					for _, a := range c.CustomerAliases {
+						out[a]++
+					}
+				}
+				return page.After, err
+			})
+			return out, err
+		},
+	},
+}
+
+// ackedKey returns key when the answer is the acknowledgement want.
+func ackedKey(key string, status int, body string, err error, want int) (string, error) {
+	switch {
+	case err != nil:
+		return "", err
+	case status == want:
+		return key, nil
+	case status >= 500:
+		return "", fmt.Errorf("%d %s", status, body)
+	}
+	return "", fmt.Errorf("unexpected answer %d %s", status, body)
+}
+
+// storedEvents counts the stored usage events by customerEventId, for the
+// ids starting with prefix.
+func storedEvents(prefix string) func(ctx context.Context, svc *billing.Service, account string) (map[string]int, error) {
+	return func(ctx context.Context, svc *billing.Service, account string) (map[string]int, error) {
+		out := map[string]int{}
+		err := pages(func(p billing.ListParams) (string, error) {
+			page, err := svc.ListUsageEvents(ctx, account, billing.UsageEventFilter{}, p)
+			for _, e := range page.Items {
+				if strings.HasPrefix(e.CustomerEventID, prefix) {
+					out[e.CustomerEventID]++
+				}
+			}
+			return page.After, err
+		})
+		return out, err
+	}
+}
+
+// pages calls list for every page, following after cursors.
+func pages(list func(billing.ListParams) (string, error)) error {
+	p := billing.ListParams{Limit: 100}
+	for {
+		after, err := list(p)
+		if err != nil || after == "" {
+			return err
+		}
+		p.After = after
+	}
+}
+
+// runChild serves the API over the bbolt file at db on loopback and runs
+// the workloads against it until killed, writing "ack <kind> <key>" to out
+// for every acknowledged write.
+func runChild(db string, out io.Writer) error {
+	store, err := boltstore.Open(db, nil)
+	if err != nil {
+		return err
+	}
+	svc, err := billing.New(store, nil)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	accounts, err := svc.ListAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	var account string
+	if len(accounts) == 0 {
+		a, err := svc.CreateAccount(ctx, billing.CreateAccountParams{Name: "crash"})
+		if err != nil {
+			return err
+		}
+		account = a.ID
+	} else {
+		account = accounts[0].ID
+	}
+	key, err := svc.CreateAPIKey(ctx, account)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: httpserver.New(svc, &httpserver.Config{RateLimit: -1}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	c := &client{base: "http://" + ln.Addr().String(), auth: key.Authorization(), http: &http.Client{Timeout: 30 * time.Second}}
+	fmt.Fprintf(out, "account %s\n", account)
+
+	acks := make(chan string, 64)
+	errs := make(chan error, 1)
+	run := strconv.FormatInt(time.Now().UnixNano(), 36) // keys unique across rounds
+	var seq atomic.Int64
+	for w := range 8 {
+		go func() {
+			for {
+				n := seq.Add(1)
+				wl := workloads[(int(n)+w)%len(workloads)]
+				k, err := wl.write(ctx, c, fmt.Sprintf("%s-%d", run, n))
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", wl.name, err)
+					return
+				}
+				acks <- wl.name + " " + k
+			}
+		}()
+	}
+	for {
+		select {
+		case a := <-acks:
+			// One write(2) per line: once it returns the parent can read
+			// the line even if this process is killed right after.
+			if _, err := io.WriteString(out, "ack "+a+"\n"); err != nil {
+				return err
+			}
+		case err := <-errs:
+			return err
+		}
+	}
+}
+
+// crashRounds is CRASH_ROUNDS, default 5.
+func crashRounds(t *testing.T) int {
+	t.Helper()
+	if v := os.Getenv("CRASH_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("CRASH_ROUNDS=%q is not a positive number", v)
+		}
+		return n
+	}
+	return 5
+}
+
+func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CRASH_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("CRASH_SEED=%q: %v", v, err)
+		}
+	}
+	t.Logf("CRASH_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	db := filepath.Join(t.TempDir(), "crash.db")
+	acked := map[string]map[string]bool{} // kind → key → acknowledged
+	for _, w := range workloads {
+		acked[w.name] = map[string]bool{}
+	}
+	var account string
+	rounds := crashRounds(t)
+	for round := range rounds {
+		// A random moment: after 1 to 150 acknowledgements (the writes in
+		// flight at that moment are what a crash can tear).
+		killAfter := 1 + rng.IntN(150)
+		account = crashRound(t, db, killAfter, acked)
+		verify(t, db, account, acked, round)
+		if t.Failed() {
+			t.Fatalf("round %d failed (CRASH_SEED=%d)", round, seed)
+		}
+	}
+	n := 0
+	for _, keys := range acked {
+		n += len(keys)
+	}
+	t.Logf("%d rounds, %d acknowledged writes verified", rounds, n)
+}
+
+// crashRound starts a child on db, SIGKILLs it after killAfter
+// acknowledgements and records them in acked. It returns the account id.
+func crashRound(t *testing.T, db string, killAfter int, acked map[string]map[string]bool) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childDBEnv+"="+db)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	sc := bufio.NewScanner(stdout)
+	var account string
+	n := 0
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 2 && f[0] == "account":
+			account = f[1]
+		case len(f) == 3 && f[0] == "ack":
+			acked[f[1]][f[2]] = true
+			n++
+		}
+		if n == killAfter && !killed {
+			if err := cmd.Process.Signal(os.Kill); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+			// Keep reading: lines written before the kill are still
+			// acknowledgements.
+		}
+	}
+	err = cmd.Wait()
+	if !killed {
+		t.Fatalf("the child stopped after %d acknowledgements (%v); stderr:\n%s", n, err, stderr.String())
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("child: %v", err)
+	}
+	return account
+}
+
+// verify reopens db and checks it against every acknowledgement so far.
+func verify(t *testing.T, db, account string, acked map[string]map[string]bool, round int) {
+	t.Helper()
+	store, err := boltstore.Open(db, nil)
+	if err != nil {
+		t.Fatalf("round %d: reopening: %v", round, err)
+	}
+	defer store.Close()
+	if err := store.Check(); err != nil {
+		t.Errorf("round %d: bbolt check: %v", round, err)
+	}
+	svc, err := billing.New(store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, w := range workloads {
+		stored, err := w.stored(ctx, svc, account)
+		if err != nil {
+			t.Errorf("round %d: reading %s: %v", round, w.name, err)
+			continue
+		}
+		for key := range acked[w.name] {
+			if stored[key] == 0 {
+				t.Errorf("round %d: acknowledged %s %s is missing", round, w.name, key)
+			}
+		}
+		for key, n := range stored {
+			if n > 1 {
+				t.Errorf("round %d: %s %s stored %d times", round, w.name, key, n)
+			}
+		}
+	}
+}
