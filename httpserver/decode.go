@@ -110,6 +110,15 @@ func (w *walker) value(path string, raw []byte, t reflect.Type) {
 		}
 		return
 	}
+	if vt, ok := optionalValue(t); ok {
+		// A presence-aware field: null is its own meaning (the Service
+		// decides whether the field may be cleared); any other value is
+		// checked as its T, so errors inside it carry their full path.
+		if !null {
+			w.value(path, raw, vt)
+		}
+		return
+	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		w.unmarshaler(path, raw, t)
 		return
@@ -152,6 +161,24 @@ func (w *walker) value(path string, raw []byte, t reflect.Type) {
 	default:
 		w.fail(path, "cannot be set")
 	}
+}
+
+// billingPkg is the import path of package billing.
+var billingPkg = reflect.TypeFor[billing.Error]().PkgPath()
+
+// optionalValue reports whether t is a billing.Optional[T] (the
+// presence-aware field of partial updates) and returns T. Its own
+// UnmarshalJSON decodes the value whole and could report only the first
+// error, without a path inside the value.
+func optionalValue(t reflect.Type) (reflect.Type, bool) {
+	if t.Kind() != reflect.Struct || t.PkgPath() != billingPkg || !strings.HasPrefix(t.Name(), "Optional[") {
+		return nil, false
+	}
+	f, ok := t.FieldByName("Value")
+	if !ok {
+		return nil, false
+	}
+	return f.Type, true
 }
 
 // unmarshaler calls the UnmarshalJSON of a fresh *t, as encoding/json will.

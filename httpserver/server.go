@@ -182,5 +182,7 @@ func (a api) routes() {
 	a.usageMetricRoutes()
 	a.usageEventRoutes()
 	a.catalogRoutes()
+	a.notificationRoutes()
 	a.scheduleRoutes()
+	a.documentRoutes()
 }
