@@ -332,9 +332,10 @@ func (s *Service) checkRecipients(v *validator, field string, channel Channel, r
 	for i, r := range recipients {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if channel == ChannelEmail {
-			checkEmail(v, f, r)
-			if strings.ContainsAny(r, "<>,;\"") {
+			if strings.ContainsAny(r, "<>,;\"()") {
 				v.add(f, "%s must be a plain address such as name@example.com, without a display name", f)
+			} else {
+				checkEmail(v, f, r)
 			}
 			continue
 		}

@@ -1,0 +1,75 @@
+package httpserver
+
+import (
+	"strings"
+
+	"github.com/billingd/billing"
+)
+
+// recipientsBody is the body of operation 20.
+type recipientsBody struct {
+	Recipients []string `json:"recipients"`
+}
+
+// typesBody is the body of POST /notifications/policies/{id}/notification-types.
+type typesBody struct {
+	NotificationTypes []billing.NotificationType `json:"notificationTypes"`
+}
+
+// notificationRoutes mounts notification policies (operations 20 and 21
+// and the policy endpoints of notifications.md) and the deliveries.
+func (a api) notificationRoutes() {
+	a.post("/notifications/policies", 201, body(func(c *call, p *billing.CreateNotificationPolicyParams) (any, error) {
+		return a.svc.CreateNotificationPolicy(c.ctx, c.account, *p)
+	}))
+	a.get("/notifications/policies", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		f := billing.NotificationPolicyFilter{NotificationType: billing.NotificationType(c.query.Get("notificationType"))}
+		return a.svc.ListNotificationPolicies(c.ctx, c.account, f, p)
+	})
+	a.get("/notifications/policies/:id", 200, func(c *call) (any, error) {
+		return a.svc.GetNotificationPolicy(c.ctx, c.account, c.param("id"))
+	})
+	a.delete("/notifications/policies/:id", 200, func(c *call) (any, error) {
+		return a.svc.DeleteNotificationPolicy(c.ctx, c.account, c.param("id"))
+	})
+	a.post("/notifications/policies/:id/recipients", 200, body(func(c *call, p *recipientsBody) (any, error) {
+		return a.svc.AddNotificationPolicyRecipients(c.ctx, c.account, c.param("id"), p.Recipients)
+	}))
+	// The recipient is the URL-escaped last segment; a webhook URL holds
+	// slashes, so the route takes the rest of the path. Routing happens on
+	// the decoded path (gin's default) or the raw one (UseRawPath, with
+	// UnescapePathValues): either way the parameter is the recipient with
+	// one level of escaping removed, so an escaped "/" survives as "/".
+	a.delete("/notifications/policies/:id/recipients/*recipient", 200, func(c *call) (any, error) {
+		return a.svc.RemoveNotificationPolicyRecipient(c.ctx, c.account, c.param("id"),
+			strings.TrimPrefix(c.param("recipient"), "/"))
+	})
+	a.post("/notifications/policies/:id/notification-types", 200, body(func(c *call, p *typesBody) (any, error) {
+		return a.svc.AddNotificationPolicyTypes(c.ctx, c.account, c.param("id"), p.NotificationTypes)
+	}))
+	a.delete("/notifications/policies/:id/notification-types/:type", 200, func(c *call) (any, error) {
+		return a.svc.RemoveNotificationPolicyType(c.ctx, c.account, c.param("id"), billing.NotificationType(c.param("type")))
+	})
+	a.post("/notifications/policies/:id/rotate-secret", 200, func(c *call) (any, error) {
+		return a.svc.RotateNotificationPolicySecret(c.ctx, c.account, c.param("id"))
+	})
+	a.get("/notifications/deliveries", 200, func(c *call) (any, error) {
+		p, err := c.listParams()
+		if err != nil {
+			return nil, err
+		}
+		f := billing.DeliveryFilter{
+			PolicyID:       c.query.Get("policyId"),
+			Status:         billing.DeliveryStatus(c.query.Get("status")),
+			NotificationID: c.query.Get("notificationId"),
+		}
+		return a.svc.ListDeliveries(c.ctx, c.account, f, p)
+	})
+	a.post("/notifications/deliveries/:id/retry", 200, func(c *call) (any, error) {
+		return a.svc.RetryDelivery(c.ctx, c.account, c.param("id"))
+	})
+}
