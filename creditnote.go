@@ -1,7 +1,6 @@
 package billing
 
 import (
-	"context"
 	"time"
 )
 
@@ -75,22 +74,21 @@ type CreditNoteLineItemGroup struct {
 // same customer and currency; missing customer fields and the billing period
 // come from it, otherwise from the customer.
 type CreditNoteParams struct {
-	Currency                 Currency            `json:"currency"`
-	CustomerID               string              `json:"customerId"`
-	InvoiceID                string              `json:"invoiceId"`
-	Status                   DocumentStatus      `json:"status"`
-	BillingPeriodStart       *time.Time          `json:"billingPeriodStart"`
-	BillingPeriodEnd         *time.Time          `json:"billingPeriodEnd"`
-	PurchaseOrderNumber      string              `json:"purchaseOrderNumber"`
-	CustomerEmails           []string            `json:"customerEmails"`
-	CustomerLegalCompanyName string              `json:"customerLegalCompanyName"`
-	CustomerBillingAddress   *Address            `json:"customerBillingAddress"`
-	CustomerShippingAddress  *Address            `json:"customerShippingAddress"`
-	Memo                     string              `json:"memo"`
-	Metadata                 []KeyValue          `json:"metadata"`
-	CustomerTaxID            string              `json:"customerTaxId"`
-	AccountingDate           *Date               `json:"accountingDate"`
-	Settings                 *CreditNoteSettings `json:"settings"`
+	Currency                 Currency       `json:"currency"`
+	CustomerID               string         `json:"customerId"`
+	InvoiceID                string         `json:"invoiceId"`
+	Status                   DocumentStatus `json:"status"`
+	BillingPeriodStart       *time.Time     `json:"billingPeriodStart"`
+	BillingPeriodEnd         *time.Time     `json:"billingPeriodEnd"`
+	PurchaseOrderNumber      string         `json:"purchaseOrderNumber"`
+	CustomerEmails           []string       `json:"customerEmails"`
+	CustomerLegalCompanyName string         `json:"customerLegalCompanyName"`
+	CustomerBillingAddress   *Address       `json:"customerBillingAddress"`
+	CustomerShippingAddress  *Address       `json:"customerShippingAddress"`
+	Memo                     string         `json:"memo"`
+	Metadata                 []KeyValue     `json:"metadata"`
+	CustomerTaxID            string         `json:"customerTaxId"`
+	AccountingDate           *Date          `json:"accountingDate"`
 }
 
 // CreditNoteUpdateParams are the fields op 10 may change; absent fields are
@@ -158,74 +156,4 @@ type CreditNoteFilter struct {
 	Status     DocumentStatus
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder
-}
-
-// CreateCreditNote is op 9: it creates a DRAFT (or IN_PROGRESS) credit note
-// and emits CREDIT_NOTE_CREATED; with an invoice, the credit note's id is
-// appended to the invoice's creditNoteIds. Returns validation_failed (all
-// invalid fields at once; an unknown customer or invoice, or an invoice of
-// another customer or currency), and invalid_state when the invoice is not
-// FINAL or SENT.
-func (s *Service) CreateCreditNote(ctx context.Context, account string, p CreditNoteParams) (*CreditNote, error) {
-	return nil, errNotYet
-}
-
-// GetCreditNote returns a credit note. Returns not_found.
-func (s *Service) GetCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
-	return nil, errNotYet
-}
-
-// ListCreditNotes lists the account's credit notes matching f, newest first
-// unless f.SortOrder says ASC. Returns validation_failed.
-func (s *Service) ListCreditNotes(ctx context.Context, account string, f CreditNoteFilter, p ListParams) (Page[CreditNote], error) {
-	return Page[CreditNote]{}, errNotYet
-}
-
-// UpdateCreditNote is op 10: it changes the fields present in p on a DRAFT
-// or IN_PROGRESS credit note and emits CREDIT_NOTE_UPDATED. Returns
-// not_found, validation_failed, and invalid_state for any other status.
-func (s *Service) UpdateCreditNote(ctx context.Context, account, id string, p CreditNoteUpdateParams) (*CreditNote, error) {
-	return nil, errNotYet
-}
-
-// MarkCreditNoteSent is op 11: a DRAFT, IN_PROGRESS or FINAL credit note
-// becomes SENT, finalized on the way (number, dates, merchant details,
-// journal). No e-mail, no notification. A SENT credit note is returned
-// unchanged. Returns not_found, and invalid_state when it is VOIDED or its
-// finalization is refused (see FinalizeCreditNote).
-func (s *Service) MarkCreditNoteSent(ctx context.Context, account, id string) (*CreditNote, error) {
-	return nil, errNotYet
-}
-
-// SendCreditNote is MarkCreditNoteSent plus the e-mail to customerEmails and
-// CREDIT_NOTE_ISSUED. Returns not_found, and invalid_state when it is SENT or
-// VOIDED or its finalization is refused.
-func (s *Service) SendCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
-	return nil, errNotYet
-}
-
-// DraftCreditNote turns an IN_PROGRESS credit note into a DRAFT and emits
-// CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state for any other
-// status.
-func (s *Service) DraftCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
-	return nil, errNotYet
-}
-
-// FinalizeCreditNote turns a DRAFT or IN_PROGRESS credit note into a FINAL
-// one: next credit note number, issue and accounting dates (today unless
-// set), merchant details, journal entries, and INVOICE amounts updated, then
-// CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state for any other
-// status, for a credit note without lines, when its invoice is VOIDED, or
-// when the invoice's FINAL and SENT credit notes, this one included, would
-// exceed its gross total less its payments. A refused finalization burns no
-// number.
-func (s *Service) FinalizeCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
-	return nil, errNotYet
-}
-
-// VoidCreditNote voids a credit note in any status but VOIDED, reverses its
-// journal entries (if it had any) and emits CREDIT_NOTE_UPDATED. Returns
-// not_found, and invalid_state when it is already VOIDED.
-func (s *Service) VoidCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
-	return nil, errNotYet
 }

@@ -34,19 +34,96 @@ type PaymentParams struct {
 // validation_failed, and invalid_state for any other status or an amount
 // above the amount due.
 func (s *Service) RecordPayment(ctx context.Context, account, invoiceID string, p PaymentParams) (*Payment, error) {
-	return nil, errNotYet
+	var v validator
+	v.check(p.Amount != nil, "amount", "amount is required")
+	v.check(p.PaidAt != nil && !p.PaidAt.IsZero(), "paidAt", "paidAt is required")
+	if p.Amount != nil && p.Amount.Sign() <= 0 {
+		v.add("amount", "amount must be positive")
+	}
+	s.checkString(&v, "method", p.Method, false)
+	s.checkString(&v, "reference", p.Reference, false)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*Payment, error) {
+		r, err := loadDoc(ctx, tx, invoiceKind, account, invoiceID)
+		if err != nil {
+			return nil, err
+		}
+		if !r.Status.finalized() {
+			return nil, Errorf(CodeInvalidState, "payments can be recorded on FINAL or SENT invoices; this one is %s", r.Status)
+		}
+		if p.Amount.Cmp(r.Currency.Round(*p.Amount, RoundHalfUp)) != 0 {
+			return nil, FieldError("amount", "amount has more than the %d decimal places of %s", r.Currency.MinorUnits(), r.Currency)
+		}
+		if p.Amount.Cmp(r.AmountDue) > 0 {
+			return nil, Errorf(CodeInvalidState, "amount %s is above the amount due (%s %s)", p.Amount, r.AmountDue, r.Currency)
+		}
+		pay := &Payment{
+			ID: s.newID(), ServiceAccountID: account, InvoiceID: r.ID, Amount: r.Currency.Round(*p.Amount, RoundHalfUp),
+			Currency: r.Currency, PaidAt: *p.PaidAt, Method: p.Method, Reference: p.Reference, CreatedAt: now,
+		}
+		if err := putRecord(ctx, tx, tablePayments, key(account, r.ID, pay.ID), pay); err != nil {
+			return nil, err
+		}
+		r.AmountPaid = r.AmountPaid.Add(pay.Amount)
+		r.UpdatedAt = now
+		r.refreshAmounts()
+		if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
+			return nil, err
+		}
+		err = s.writeJournal(ctx, tx, account, JournalSourcePayment, pay.ID, r.Currency, now,
+			ledgerLine{LedgerCash, pay.Amount, true}, ledgerLine{LedgerAccountsReceivable, pay.Amount, false})
+		if err != nil {
+			return nil, err
+		}
+		return pay, s.emit(ctx, tx, account, NotificationInvoiceUpdated, &r.Invoice)
+	})
 }
 
-// ListPayments lists an invoice's payments, oldest first unless f says DESC.
-// Returns not_found and validation_failed.
+// ListPayments lists an invoice's payments, oldest first unless order says
+// DESC. Returns not_found and validation_failed.
 func (s *Service) ListPayments(ctx context.Context, account, invoiceID string, order SortOrder, p ListParams) (Page[Payment], error) {
-	return Page[Payment]{}, errNotYet
+	order, err := ParseSortOrder(string(order), SortAsc)
+	if err != nil {
+		return Page[Payment]{}, err
+	}
+	return read(ctx, s, func(tx Tx) (Page[Payment], error) {
+		if _, err := loadDoc(ctx, tx, invoiceKind, account, invoiceID); err != nil {
+			return Page[Payment]{}, err
+		}
+		q := listQuery[Payment]{
+			name: "payments", filter: invoiceID, table: tablePayments, prefix: prefix(account, invoiceID),
+			desc: order == SortDesc, decode: decodeAll[Payment](nil),
+		}
+		return list(ctx, s, tx, q, p)
+	})
 }
 
 // SetPaymentStatus sets UNCOLLECTIBLE on a FINAL or SENT invoice, or clears
-// it when st is the status derived from amountDue, and emits
-// INVOICE_UPDATED. Returns not_found, validation_failed for any other value,
-// and invalid_state for any other invoice status.
+// it when st is the status derived from amountDue (UNPAID, PARTIALLY_PAID or
+// PAID), and emits INVOICE_UPDATED. Returns not_found, validation_failed for
+// any other value (a derived status that is not the invoice's included), and
+// invalid_state for any other invoice status.
 func (s *Service) SetPaymentStatus(ctx context.Context, account, invoiceID string, st PaymentStatus) (*Invoice, error) {
-	return nil, errNotYet
+	switch st {
+	case PaymentStatusUncollectible, PaymentStatusUnpaid, PaymentStatusPartiallyPaid, PaymentStatusPaid:
+	default:
+		return nil, FieldError("paymentStatus", "paymentStatus must be UNCOLLECTIBLE, or the derived UNPAID, PARTIALLY_PAID or PAID")
+	}
+	return s.invoiceOp(ctx, account, invoiceID, NotificationInvoiceUpdated, func(_ Tx, r *invoiceRecord, _ time.Time) error {
+		if !r.Status.finalized() {
+			return Errorf(CodeInvalidState, "the payment status of a %s invoice cannot be set", r.Status)
+		}
+		if st == PaymentStatusUncollectible {
+			r.PaymentStatus = st
+			return nil
+		}
+		if derived := r.derivedPaymentStatus(); st != derived {
+			return FieldError("paymentStatus", "paymentStatus is derived from the amount due; it can only go back to %s", derived)
+		}
+		r.PaymentStatus = st
+		return nil
+	})
 }
