@@ -61,3 +61,25 @@ func TestEventEncodingFind(t *testing.T) {
 		t.Error("found a property in a truncated record")
 	}
 }
+
+// TestSmallNumberRoundTrip checks the in-place varint decoding of stored
+// numbers, one-byte and multi-byte, positive and negative.
+func TestSmallNumberRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"0", "1", "-1", "63", "-64", "64", "49.99", "-3.50", "123456789012.345",
+		"9223372036854775807", "-9223372036854775807", "0.000000000001", "99999999999999999999"} {
+		v := eventView(encodeEvent("", EventProperties{"n": NumberProperty(MustDecimal(s))}))
+		p, ok := v.find("n")
+		if !ok {
+			t.Fatalf("%s: not found", s)
+		}
+		got, err := p.decode()
+		if err != nil || got.num.String() != MustDecimal(s).String() {
+			t.Errorf("%s: decoded %s, %v", s, got.num.String(), err)
+		}
+		var sum decimalSum
+		if !sum.addProperty(p) || !sum.addProperty(p) || sum.total().String() != MustDecimal(s).Add(MustDecimal(s)).String() {
+			t.Errorf("%s: sum of two = %s", s, sum.total().String())
+		}
+	}
+}

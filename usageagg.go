@@ -26,8 +26,8 @@ func (v eventView) find(name string) (rawProperty, bool) {
 	if len(b) < 3 || b[0] != eventEncodingV1 {
 		return rawProperty{}, false
 	}
-	n, i := readLen(b, 1) // the customerEventId
-	count, i := readLen(b, i+n)
+	n, i := fastLen(b, 1) // the customerEventId
+	count, i := fastLen(b, i+n)
 	for ; count > 0 && uint(i) < uint(len(b)); count-- {
 		kl, j := int(b[i]), i+1 // property names are at most 128 bytes
 		if kl >= 0x80 {
@@ -54,6 +54,14 @@ func (v eventView) find(name string) (rawProperty, bool) {
 		}
 	}
 	return rawProperty{}, false
+}
+
+// fastLen is readLen with the common one-byte case inlined.
+func fastLen(b []byte, i int) (n, next int) {
+	if uint(i) < uint(len(b)) && b[i] < 0x80 {
+		return int(b[i]), i + 1
+	}
+	return readLen(b, i)
 }
 
 // readLen reads the uvarint length at b[i:] and returns it with the index
@@ -162,9 +170,12 @@ type usageCalc struct {
 	filters []propertyFilter
 	total   usageAgg
 	groups  map[string]*usageAgg
-	text    []byte // scratch: a rendered value
-	folded  []byte // scratch: a folded value
-	hash    hash.Hash
+	// plain is set when every event counts in the total only (no property
+	// filters, no groups): the fast path of add.
+	plain  bool
+	text   []byte // scratch: a rendered value
+	folded []byte // scratch: a folded value
+	hash   hash.Hash
 }
 
 // usageAgg is the aggregate of all counted events or of one group.
@@ -184,6 +195,7 @@ func newUsageCalc(m *UsageMetric) *usageCalc {
 		}
 		c.filters = append(c.filters, f)
 	}
+	c.plain = len(c.filters) == 0 && m.MetricType != MetricTypeGrouped
 	return c
 }
 
@@ -230,6 +242,10 @@ func (c *usageCalc) groupOf(ev eventView) string {
 
 // add counts one stored event of the series and period.
 func (c *usageCalc) add(ev eventView) {
+	if c.plain {
+		c.addTo(&c.total, ev)
+		return
+	}
 	if !c.passes(ev) {
 		return
 	}

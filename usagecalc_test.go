@@ -269,3 +269,35 @@ func TestParseCustomParameters(t *testing.T) {
 		t.Errorf("a pair without = accepted: %v", err)
 	}
 }
+
+// TestCalculateUsageStaysInSeries checks that a calculation stops at the end
+// of its customer's series: the events of the next series (another
+// customer, another event type) in the same period are not counted.
+func TestCalculateUsageStaysInSeries(t *testing.T) {
+	t.Parallel()
+	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
+		svc, clock := billingtest.NewService(t, opts...)
+		clock.Set(billingtest.Start.AddDate(0, 2, 0))
+		acct := billingtest.Account(t, svc, "a")
+		var events []billing.UsageEventParams
+		for i, series := range [][2]string{{"c", "api"}, {"d", "api"}, {"c", "other"}} {
+			for range i + 1 {
+				for _, ts := range []string{"2024-07-01T00:00:00Z", "2024-07-15T00:00:00Z", "2024-07-31T23:59:59Z"} {
+					e := event(t, series[0], series[1], "")
+					e.EventTimestamp = at(t, ts)
+					events = append(events, e)
+				}
+			}
+		}
+		ingest(t, svc, acct, events...)
+		api := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "api", MetricType: billing.MetricTypeSimple,
+			EventType: "api", AggregationType: billing.AggregationCount})
+		other := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "other", MetricType: billing.MetricTypeSimple,
+			EventType: "other", AggregationType: billing.AggregationCount})
+		checkCalc(t, svc, acct, api, []string{"c"}, "2024-07-01", "2024-07-31", 3, 0, "3")
+		checkCalc(t, svc, acct, api, []string{"d"}, "2024-07-01", "2024-07-31", 6, 0, "6")
+		checkCalc(t, svc, acct, api, []string{"c", "d"}, "2024-06-01", "2024-08-31", 9, 0, "9")
+		checkCalc(t, svc, acct, other, []string{"c"}, "2024-07-01", "2024-07-31", 9, 0, "9")
+		checkCalc(t, svc, acct, other, []string{"d"}, "2024-07-01", "2024-07-31", 0, 0, "0")
+	})
+}

@@ -330,13 +330,30 @@ func (v rawProperty) decode() (PropertyValue, error) {
 	return NumberProperty(d), nil
 }
 
+// smallNumber decodes the payload of a tagSmall value: two zig-zag
+// varints. It runs once per event in a SUM, so it decodes in place rather
+// than through binary.Varint; a malformed payload (never written) yields 0.
 func smallNumber(p []byte) (coeff, exp int64) {
 	if len(p) == 2 && p[0] < 0x80 && p[1] < 0x80 { // one-byte zig-zag varints
 		return int64(p[0]>>1) ^ -int64(p[0]&1), int64(p[1]>>1) ^ -int64(p[1]&1)
 	}
-	c, w := binary.Varint(p)
-	e, _ := binary.Varint(p[w:])
+	c, i := zigzag(p, 0)
+	e, _ := zigzag(p, i)
 	return c, e
+}
+
+// zigzag decodes the zig-zag varint at p[i:] and returns the index after it.
+func zigzag(p []byte, i int) (int64, int) {
+	var u uint64
+	for shift := uint(0); i < len(p) && shift < 64; shift += 7 {
+		b := p[i]
+		i++
+		u |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), i
+		}
+	}
+	return 0, len(p)
 }
 
 // decodeUsageEvent rebuilds an event from its primary key and value.
