@@ -1,0 +1,119 @@
+package httpserver
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+)
+
+// listTotal returns totalResultSize of GET path.
+func (e *env) listTotal(path string) int {
+	e.tb.Helper()
+	r := e.get(path)
+	wantStatus(e.tb, r, http.StatusOK)
+	return decode[page](e.tb, r).Pagination.TotalResultSize
+}
+
+// TestIdempotencyRaceEveryCreate: on every POST route that creates into a
+// list, racing requests with one Idempotency-Key have one effect, and every
+// answer is that creation (fresh once, replayed otherwise) or
+// idempotency_key_in_use. Runs on bbolt, where usage events share group
+// commits whose functions may run more than once.
+func TestIdempotencyRaceEveryCreate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithBolt())
+	f := buildFixtures(t, e, e.auth, "r")
+	bodies := validBodies(f)
+	checked := 0
+	for _, rt := range apiRoutes(t, e) {
+		body, ok := bodies[rt.String()]
+		if rt.method != http.MethodPost || !ok || strings.Contains(rt.path, ":") {
+			continue
+		}
+		list := strings.TrimSuffix(rt.path, "/batch")
+		if r := e.get(list); r.status != http.StatusOK || !strings.Contains(string(r.body), `"pagination"`) {
+			continue
+		}
+		checked++
+		before := e.listTotal(list)
+		const n = 16
+		answers := make([]response, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				answers[i] = e.do(withKey(req{method: "POST", path: rt.path, body: body}, "race-"+rt.path))
+			})
+		}
+		wg.Wait()
+		fresh := 0
+		var created []byte
+		for _, a := range answers {
+			if a.status == http.StatusConflict {
+				wantError(t, a, http.StatusConflict, billing.CodeIdempotencyKeyInUse)
+				continue
+			}
+			if a.status != http.StatusCreated {
+				t.Errorf("%s: %d %s", rt, a.status, a.body)
+				continue
+			}
+			if a.header.Get("Idempotent-Replayed") == "" {
+				fresh++
+			}
+			if created != nil && !bytes.Equal(created, a.body) {
+				t.Errorf("%s: two different answers: %s and %s", rt, created, a.body)
+			}
+			created = a.body
+		}
+		if fresh != 1 {
+			t.Errorf("%s: %d fresh creations, want 1", rt, fresh)
+		}
+		if after := e.listTotal(list); after != before+1 {
+			t.Errorf("%s: %d records after the race, want %d", rt, after, before+1)
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("only %d creating routes checked", checked)
+	}
+}
+
+// TestParallelDuplicateUsageEventsCountOnce: the same customerEventId sent
+// many times at once, singly and in batches, is stored and counted once.
+func TestParallelDuplicateUsageEventsCountOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithBolt())
+	metric := e.createMetric("calls")
+	const n = 24
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	for i := range n {
+		wg.Go(func() {
+			body := usageEventBody("dup", "same-id")
+			if i%3 == 0 {
+				body = `{"events":[` + usageEventBody("dup", "same-id") + `,` + usageEventBody("dup", "batch-id") + `]}`
+				statuses[i] = e.post("/usage-events/batch", body).status
+				return
+			}
+			statuses[i] = e.post("/usage-events", body).status
+		})
+	}
+	wg.Wait()
+	for i, s := range statuses {
+		if s != http.StatusCreated {
+			t.Errorf("request %d: %d", i, s)
+		}
+	}
+	events := decode[eventPage](t, e.get("/usage-events?customerAlias=dup&limit=100"))
+	if events.Pagination.TotalResultSize != 2 || len(events.Items) != 2 {
+		t.Fatalf("%d events stored (%d listed), want 2 (same-id and batch-id)", events.Pagination.TotalResultSize, len(events.Items))
+	}
+	r := e.get("/usage-metrics/" + metric.ID + "/calculate?customerAliases=dup&periodStart=2024-07-01&periodEnd=2024-07-31")
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(string(r.body), `"eventCount":2,`) || !strings.Contains(string(r.body), `"value":"2"`) {
+		t.Errorf("COUNT over the duplicates: %s, want 2", r.body)
+	}
+}
