@@ -221,10 +221,13 @@ func TestCreditNoteBadRequestsOverHTTP(t *testing.T) {
 		fields                   []string
 	}{
 		{"Op9Types", "POST", "/credit-notes",
-			`{"currency":"GBP","customerId":"` + cust + `","billingPeriodStart":"yesterday","customerEmails":"a@b.test","settings":{"generateCashCreditGrant":1},"status":"FINAL","creditNoteNumber":"CN1"}`,
-			[]string{"billingPeriodStart", "customerEmails", "settings.generateCashCreditGrant", "creditNoteNumber"}},
-		{"Op9Rules", "POST", "/credit-notes", `{"customerId":"` + missingID + `","invoiceId":"` + missingID + `","status":"SENT","settings":{"generateCashCreditGrant":"MAYBE"}}`,
-			[]string{"currency", "customerId", "invoiceId", "status", "settings.generateCashCreditGrant"}},
+			`{"currency":"GBP","customerId":"` + cust + `","billingPeriodStart":"yesterday","customerEmails":"a@b.test","status":"FINAL","creditNoteNumber":"CN1","settings":{"generateCashCreditGrant":"DISABLED"}}`,
+			[]string{"billingPeriodStart", "customerEmails", "creditNoteNumber", "settings"}},
+		{"Op9Rules", "POST", "/credit-notes", `{"customerId":"` + missingID + `","invoiceId":"` + missingID + `","status":"SENT"}`,
+			[]string{"currency", "customerId", "invoiceId", "status"}},
+		{"Op10SettingsValues", "PUT", path, `{"settings":{"generateCashCreditGrant":"MAYBE"}}`, []string{"settings.generateCashCreditGrant"}},
+		{"Op10SettingsTypes", "PUT", path, `{"settings":{"generateCashCreditGrant":1,"other":true}}`,
+			[]string{"settings.generateCashCreditGrant", "settings.other"}},
 		{"Op10RefusesCurrencyCustomerInvoice", "PUT", path, `{"currency":"EUR","customerId":"` + cust + `","invoiceId":"` + missingID + `"}`,
 			[]string{"currency", "customerId", "invoiceId"}},
 		{"Op10NestedPaths", "PUT", path, `{"customerShippingAddress":{"line1":"x","town":"t","postcode":"p","country":7},"metadata":[{"key":"k"},{"value":true}],"accountingDate":"2024-7-1"}`,
