@@ -177,7 +177,9 @@ func (d *Dispatcher) sendAll(ctx context.Context, claims []claim) error {
 			if r.err != "" {
 				d.log.Warn("notification delivery attempt failed", "delivery", c.id, "status", r.statusCode, "err", r.err)
 			}
-			if err := d.svc.recordAttempt(ctx, c, r); err != nil {
+			// A send that completed is recorded even when ctx ends meanwhile
+			// (shutdown), so it is not sent again.
+			if err := d.svc.recordAttempt(context.WithoutCancel(ctx), c, r); err != nil {
 				mu.Lock()
 				first = cmpOr(first, err)
 				mu.Unlock()

@@ -47,6 +47,14 @@ type serveConfig struct {
 	logLevel        slog.Level
 	metrics         bool
 	shutdownTimeout time.Duration
+
+	// Notifications (notifications.md).
+	webhookAllowPrivate bool
+	smtpAddr            string
+	smtpFrom            string
+	smtpUsername        string
+	smtpPassword        string
+	deliveryRetention   time.Duration
 }
 
 // parseServe parses and validates the flags of serve.
@@ -64,6 +72,12 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&level, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
+	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "allow http:// webhook URLs and webhooks to loopback, private, link-local and CGNAT addresses (self-hosted setups, tests)")
+	fs.StringVar(&cfg.smtpAddr, "smtp-addr", "", "SMTP server `host:port` for e-mail notifications (STARTTLS when offered); empty: e-mail deliveries fail with \"email delivery is not configured\"")
+	fs.StringVar(&cfg.smtpFrom, "smtp-from", "", "sender `address` of e-mails (required with --smtp-addr)")
+	fs.StringVar(&cfg.smtpUsername, "smtp-username", "", "SMTP PLAIN auth `user` (only over TLS or to localhost)")
+	fs.StringVar(&cfg.smtpPassword, "smtp-password", "", "SMTP PLAIN auth `password` (prefer the environment variable)")
+	fs.DurationVar(&cfg.deliveryRetention, "delivery-retention", 30*24*time.Hour, "how long finished notification deliveries are kept")
 	if err := c.parseCommand(fs, "serve", args); err != nil {
 		return nil, err
 	}
@@ -88,6 +102,12 @@ func (cfg *serveConfig) validate(level string) error {
 		return usagef("--shutdown-timeout must be more than 0, got %v", cfg.shutdownTimeout)
 	case cfg.addr == "" || cfg.db == "":
 		return usagef("--addr and --db must not be empty")
+	case cfg.deliveryRetention <= 0:
+		return usagef("--delivery-retention must be more than 0, got %v", cfg.deliveryRetention)
+	case cfg.smtpAddr != "" && cfg.smtpFrom == "":
+		return usagef("--smtp-from is required with --smtp-addr")
+	case cfg.smtpAddr == "" && (cfg.smtpFrom != "" || cfg.smtpUsername != ""):
+		return usagef("--smtp-from and --smtp-username need --smtp-addr")
 	}
 	return nil
 }
@@ -108,13 +128,17 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	mailer, err := cfg.mailer()
+	if err != nil {
+		return usagef("%v", err)
+	}
 	log := newLogger(c.stderr, cfg.logFormat, cfg.logLevel)
 	st, err := openServeStore(cfg.db)
 	if err != nil {
 		return err
 	}
 	defer st.Close() // for the early returns; the shutdown closes it first
-	svc, err := billing.New(st, &billing.Config{Logger: log})
+	svc, err := billing.New(st, &billing.Config{Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate})
 	if err != nil {
 		return err
 	}
@@ -132,7 +156,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := &runner{cfg: cfg, log: log, store: st, svc: svc}
+	r := &runner{cfg: cfg, log: log, store: st, svc: svc, mailer: mailer}
 	return r.run(ctx, ln, adminLn)
 }
 
@@ -153,6 +177,8 @@ type runner struct {
 	log   *slog.Logger
 	store *boltstore.Store
 	svc   *billing.Service
+
+	mailer billing.Mailer // nil without --smtp-addr
 }
 
 // run serves on ln and adminLn until ctx is done or a server fails, then
@@ -167,6 +193,10 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	loops, stopLoops := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { sweepLoop(loops, r.svc, r.log, sweepInterval) })
+	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
+		Mailer: r.mailer, Retention: r.cfg.deliveryRetention, Logger: r.log,
+	})
+	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 2)
 	go func() { failed <- serveUntilClosed(api, ln) }()
 	go func() { failed <- serveUntilClosed(adm, adminLn) }()
@@ -283,4 +313,14 @@ func bootstrap(ctx context.Context, svc *billing.Service, w io.Writer, addr stri
 	fmt.Fprintf(&b, "  try:           curl -H 'Authorization: %s' http://%s/usage-metrics\n", cred.Authorization, addr)
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// mailer returns the SMTP mailer of --smtp-addr, or nil without it.
+func (cfg *serveConfig) mailer() (billing.Mailer, error) {
+	if cfg.smtpAddr == "" {
+		return nil, nil
+	}
+	return billing.NewSMTPMailer(billing.SMTPConfig{
+		Addr: cfg.smtpAddr, From: cfg.smtpFrom, Username: cfg.smtpUsername, Password: cfg.smtpPassword,
+	})
 }
