@@ -324,10 +324,11 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 	if sc.runnable() {
 		charges := scheduleCharges(sc, prices, DateOf(asOf).AddDays(1))
 		for _, group := range s.dueDates(charges, asOf) {
-			if err := s.billDate(ctx, tx, lc, group, now, run); err != nil {
+			made, err := s.billDate(ctx, tx, lc, group, now, run)
+			if err != nil {
 				return err
 			}
-			created[group[0].BillingDate] = true
+			created[group[0].BillingDate] = made
 		}
 	}
 	if err := s.reviewWatched(ctx, tx, lc, prices, created, asOf, now, run); err != nil {
@@ -337,8 +338,9 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 }
 
 // billDate creates the invoice of one billing date from the charges not yet
-// billed, writing their markers in the same transaction.
-func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []charge, now time.Time, run *BillingRun) error {
+// billed, writing their markers in the same transaction. It reports whether
+// it billed anything.
+func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []charge, now time.Time, run *BillingRun) (bool, error) {
 	sc := lc.sc
 	var todo []charge
 	for _, ch := range group {
@@ -347,47 +349,47 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 		case errors.Is(err, ErrNotFound):
 			todo = append(todo, ch)
 		case err != nil:
-			return err
+			return false, err
 		}
 	}
 	if len(todo) == 0 {
-		return nil
+		return false, nil
 	}
 	date := todo[0].BillingDate
 	if _, err := tx.Get(ctx, tableBillingDateInvoices, key(sc.ServiceAccountID, sc.ID, date.String())); err == nil {
-		return Errorf(CodeInvalidState, "charges due on %s cannot join that date's invoice any more", date)
+		return false, Errorf(CodeInvalidState, "charges due on %s cannot join that date's invoice any more", date)
 	} else if !errors.Is(err, ErrNotFound) {
-		return err
+		return false, err
 	}
 	if lc.customer.ArchivedAt != nil {
-		return Errorf(CodeInvalidState, "the schedule's customer is archived")
+		return false, Errorf(CodeInvalidState, "the schedule's customer is archived")
 	}
 	p, lines, qs, err := s.invoiceFor(ctx, tx, lc, todo)
 	if err != nil {
-		return err
+		return false, err
 	}
 	w := billingWatch{BillingDate: date, Charges: watchCharges(todo, qs)}
 	if len(lines) > 0 {
 		inv, err := s.createInvoiceTx(ctx, tx, sc.ServiceAccountID, p, lines, now)
 		if err != nil {
-			return err
+			return false, err
 		}
 		w.InvoiceID = inv.ID
 		if err := s.emitInvoice(ctx, tx, sc, inv.ID, NotificationInvoiceCreated); err != nil {
-			return err
+			return false, err
 		}
 		if err := tx.Put(ctx, tableBillingDateInvoices, key(sc.ServiceAccountID, sc.ID, date.String()), []byte(inv.ID)); err != nil {
-			return err
+			return false, err
 		}
 		run.InvoicesCreated++
 		run.InvoiceIDs = append(run.InvoiceIDs, inv.ID)
 		sc.LastInvoiceID = inv.ID
 		if sc.AutoIssueInvoices {
 			if _, err := s.sendInvoiceTx(ctx, tx, sc.ServiceAccountID, inv.ID); err != nil {
-				return err
+				return false, err
 			}
 			if err := s.emitInvoice(ctx, tx, sc, inv.ID, NotificationInvoiceIssued); err != nil {
-				return err
+				return false, err
 			}
 			run.InvoicesIssued++
 		}
@@ -395,10 +397,10 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 	for _, ch := range todo {
 		b, _ := json.Marshal(billingMarker{InvoiceID: w.InvoiceID, BillingDate: date, PeriodEnd: ch.Period.End})
 		if err := tx.Insert(ctx, tableBillingMarkers, markerKey(sc, ch), b); err != nil {
-			return err // a conflict here would be a second charge: never commit it
+			return false, err // a conflict here would be a second charge: never commit it
 		}
 	}
-	return putRecord(ctx, tx, tableBillingWatch, key(sc.ServiceAccountID, sc.ID, date.String()), &w)
+	return true, putRecord(ctx, tx, tableBillingWatch, key(sc.ServiceAccountID, sc.ID, date.String()), &w)
 }
 
 // emitInvoice emits typ about the invoice as its GET returns it.

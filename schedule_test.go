@@ -20,6 +20,7 @@ type sched struct {
 	account  string
 	customer string
 	product  string
+	metrics  map[string]string // event type → COUNT metric id
 }
 
 func newSched(tb testing.TB, opts ...billingtest.Option) *sched {
@@ -82,13 +83,20 @@ func (f *sched) fixed(name, amount string, cur billing.Currency) string {
 		billing.PriceStructure{PricingType: billing.PricingFixed, Price: dp(amount)})
 }
 
-// metric creates a COUNT metric of event type typ.
+// metric returns the COUNT metric of event type typ, created on first use.
 func (f *sched) metric(typ string) string {
 	f.tb.Helper()
+	if id, ok := f.metrics[typ]; ok {
+		return id
+	}
 	m, err := f.svc.CreateUsageMetric(f.ctx, f.account, billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
 		Name: "metric " + typ, MetricType: billing.MetricTypeSimple, EventType: typ, AggregationType: billing.AggregationCount,
 	}})
 	f.must(err)
+	if f.metrics == nil {
+		f.metrics = map[string]string{}
+	}
+	f.metrics[typ] = m.ID
 	return m.ID
 }
 
