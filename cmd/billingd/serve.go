@@ -47,6 +47,7 @@ type serveConfig struct {
 	logLevel        slog.Level
 	metrics         bool
 	shutdownTimeout time.Duration
+	billingInterval time.Duration // 0: the billing engine never runs in the background
 
 	// Notifications (notifications.md).
 	webhookAllowPrivate bool
@@ -72,6 +73,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&level, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
+	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "allow http:// webhook URLs and webhooks to loopback, private, link-local and CGNAT addresses (self-hosted setups, tests)")
 	fs.StringVar(&cfg.smtpAddr, "smtp-addr", "", "SMTP server `host:port` for e-mail notifications (STARTTLS when offered); empty: e-mail deliveries fail with \"email delivery is not configured\"")
 	fs.StringVar(&cfg.smtpFrom, "smtp-from", "", "sender `address` of e-mails (required with --smtp-addr)")
@@ -100,6 +102,8 @@ func (cfg *serveConfig) validate(level string) error {
 		return usagef("--max-body must be more than 0, got %d", cfg.maxBody)
 	case cfg.shutdownTimeout <= 0:
 		return usagef("--shutdown-timeout must be more than 0, got %v", cfg.shutdownTimeout)
+	case cfg.billingInterval < 0:
+		return usagef("--billing-interval must be 0 (off) or more, got %v", cfg.billingInterval)
 	case cfg.addr == "" || cfg.db == "":
 		return usagef("--addr and --db must not be empty")
 	case cfg.deliveryRetention <= 0:
@@ -193,6 +197,9 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	loops, stopLoops := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { sweepLoop(loops, r.svc, r.log, sweepInterval) })
+	if r.cfg.billingInterval > 0 {
+		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
+	}
 	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
 		Mailer: r.mailer, Retention: r.cfg.deliveryRetention, Logger: r.log,
 	})

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// billingLoop runs the billing engine over every account each interval,
+// as of now, until ctx is done. A run in progress when ctx is cancelled
+// stops at its next transaction; what it committed stays (the engine is
+// exactly-once per charge, so the next start simply continues).
+func billingLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, interval time.Duration, now func() time.Time) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		run, err := svc.RunBilling(ctx, now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("billing run failed", "err", err)
+		case err == nil && (run.InvoicesCreated > 0 || run.InvoicesUpdated > 0 || len(run.Failures) > 0):
+			log.Info("billing run", "schedules", run.SchedulesVisited, "created", run.InvoicesCreated,
+				"updated", run.InvoicesUpdated, "issued", run.InvoicesIssued, "failures", len(run.Failures))
+		}
+	}
+}
