@@ -296,3 +296,109 @@ func TestCreditNoteTenancyOverHTTP(t *testing.T) {
 		t.Errorf("another account lists credit notes: %s", r.body)
 	}
 }
+
+// creditNoteIn creates a credit note with one line in status st and
+// returns its path.
+func (e *env) creditNoteIn(customer, st string) string {
+	e.tb.Helper()
+	extra := ""
+	if st == "IN_PROGRESS" {
+		extra = `"status":"IN_PROGRESS"`
+	}
+	id := e.creditNote(customer, extra)["id"].(string)
+	path := "/credit-notes/" + id
+	e.create(path+"/line-items", cnLine(id, "Refund", "1", "1", "0", ""))
+	switch st {
+	case "FINAL":
+		wantStatus(e.tb, e.post(path+"/finalize", ""), http.StatusOK)
+	case "SENT":
+		wantStatus(e.tb, e.post(path+"/send", ""), http.StatusOK)
+	case "VOIDED":
+		wantStatus(e.tb, e.post(path+"/void", ""), http.StatusOK)
+	}
+	return path
+}
+
+// TestCreditNoteStateTableOverHTTP runs every operation on a credit note in
+// every status.
+func TestCreditNoteStateTableOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newCatalogEnv(t, 0)
+	cust := e.customer("Acme Ltd")
+	editable := []string{"IN_PROGRESS", "DRAFT"}
+	unsent := []string{"IN_PROGRESS", "DRAFT", "FINAL"}
+	for _, op := range []struct {
+		name, method, suffix, body string
+		allowed                    []string
+		status                     int
+		after                      string // status afterwards; "" = unchanged
+	}{
+		{"Draft", "POST", "/draft", "", []string{"IN_PROGRESS"}, 200, "DRAFT"},
+		{"Finalize", "POST", "/finalize", "", editable, 200, "FINAL"},
+		{"MarkAsSent", "POST", "/mark-as-sent", "", slices.Concat(unsent, []string{"SENT"}), 200, "SENT"},
+		{"Send", "POST", "/send", "", unsent, 200, "SENT"},
+		{"Void", "POST", "/void", "", []string{"IN_PROGRESS", "DRAFT", "FINAL", "SENT"}, 200, "VOIDED"},
+		{"Update", "PUT", "", `{"memo":"m"}`, editable, 200, ""},
+		{"AddGroup", "POST", "/line-item-groups", `{"title":"G"}`, editable, 201, ""},
+	} {
+		for _, st := range []string{"IN_PROGRESS", "DRAFT", "FINAL", "SENT", "VOIDED"} {
+			t.Run(op.name+"/"+st, func(t *testing.T) {
+				path := e.creditNoteIn(cust, st)
+				r := e.do(req{method: op.method, path: path + op.suffix, body: op.body})
+				if !slices.Contains(op.allowed, st) {
+					wantError(t, r, http.StatusConflict, billing.CodeInvalidState)
+					if got := object(t, e.get(path), http.StatusOK, creditNoteAlways); got["status"] != st {
+						t.Errorf("a refused %s left status %v", op.name, got["status"])
+					}
+					return
+				}
+				object(t, r, op.status, nil)
+				want := op.after
+				if want == "" {
+					want = st
+				}
+				if got := object(t, e.get(path), http.StatusOK, creditNoteAlways); got["status"] != want {
+					t.Errorf("status after %s = %v, want %s", op.name, got["status"], want)
+				}
+			})
+		}
+	}
+	t.Run("AddLine", func(t *testing.T) {
+		for _, st := range []string{"IN_PROGRESS", "DRAFT", "FINAL", "SENT", "VOIDED"} {
+			path := e.creditNoteIn(cust, st)
+			r := e.post(path+"/line-items", cnLine(strings.TrimPrefix(path, "/credit-notes/"), "x", "1", "1", "0", ""))
+			if slices.Contains(editable, st) {
+				object(t, r, http.StatusCreated, creditNoteLineAlways)
+			} else {
+				wantError(t, r, http.StatusConflict, billing.CodeInvalidState)
+			}
+		}
+	})
+}
+
+// TestCreditNoteOverCreditOverHTTP: the credit notes of an invoice can
+// never exceed what is left of it.
+func TestCreditNoteOverCreditOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newCatalogEnv(t, 1)
+	cust := e.customer("Acme Ltd")
+	inv := e.sentInvoice(cust) // gross 12.00
+	first := e.creditNote(cust, `"invoiceId":"`+inv+`"`)["id"].(string)
+	e.create("/credit-notes/"+first+"/line-items", cnLine(first, "Part", "1", "10", "0", ""))
+	wantStatus(t, e.post("/credit-notes/"+first+"/mark-as-sent", ""), http.StatusOK)
+	second := e.creditNote(cust, `"invoiceId":"`+inv+`"`)["id"].(string)
+	e.create("/credit-notes/"+second+"/line-items", cnLine(second, "Too much", "1", "2.01", "0", ""))
+	wantError(t, e.post("/credit-notes/"+second+"/mark-as-sent", ""), http.StatusConflict, billing.CodeInvalidState)
+	got := object(t, e.get("/credit-notes/"+second), http.StatusOK, creditNoteAlways)
+	if got["status"] != "DRAFT" || got["creditNoteNumber"] != nil {
+		t.Errorf("a refused finalization changed the credit note: %v", got)
+	}
+	wantStatus(t, e.put("/credit-notes/"+second+"/line-items/"+e.ids("/credit-notes/" + second + "/line-items")[0],
+		lineBody("Rest", "1", "2", "0", "")), http.StatusOK)
+	if got := object(t, e.post("/credit-notes/"+second+"/mark-as-sent", ""), http.StatusOK, creditNoteAlways); got["creditNoteNumber"] != "CN00002" {
+		t.Errorf("number after a refused finalization = %v, want CN00002 (none burnt)", got["creditNoteNumber"])
+	}
+	if got := object(t, e.get("/invoices/"+inv), http.StatusOK, invoiceAlways); got["amountDue"] != "0.00" {
+		t.Errorf("fully credited invoice: amountDue %v", got["amountDue"])
+	}
+}

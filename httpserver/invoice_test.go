@@ -577,3 +577,112 @@ func TestSendIdempotencyOverHTTP(t *testing.T) {
 		})
 	}
 }
+
+// invoiceIn creates an invoice with one line in status st (through the
+// API's own transitions) and returns its path.
+func (e *env) invoiceIn(customer, st string) string {
+	e.tb.Helper()
+	extra := ""
+	if st == "IN_PROGRESS" {
+		extra = `"status":"IN_PROGRESS"`
+	}
+	path := "/invoices/" + e.invoice(customer, extra)["id"].(string)
+	e.create(path+"/line-items", lineBody("Plan", "1", "10", "0.2", ""))
+	switch st {
+	case "FINAL":
+		wantStatus(e.tb, e.post(path+"/finalize", ""), http.StatusOK)
+	case "SENT":
+		wantStatus(e.tb, e.post(path+"/send", ""), http.StatusOK)
+	case "VOIDED":
+		wantStatus(e.tb, e.post(path+"/void", ""), http.StatusOK)
+	}
+	return path
+}
+
+// TestInvoiceStateTableOverHTTP runs every operation on an invoice in every
+// status: allowed ones answer their success status and leave the invoice in
+// the right status; the others answer 409 invalid_state.
+func TestInvoiceStateTableOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newCatalogEnv(t, 0)
+	cust := e.customer("Acme Ltd")
+	editable := []string{"IN_PROGRESS", "DRAFT"}
+	issued := []string{"FINAL", "SENT"}
+	for _, op := range []struct {
+		name, method, suffix, body string
+		allowed                    []string
+		status                     int
+		after                      string // status afterwards; "" = unchanged, "-" = deleted
+	}{
+		{"Draft", "POST", "/draft", "", []string{"IN_PROGRESS"}, 200, "DRAFT"},
+		{"Finalize", "POST", "/finalize", "", editable, 200, "FINAL"},
+		{"Send", "POST", "/send", "", []string{"IN_PROGRESS", "DRAFT", "FINAL"}, 200, "SENT"},
+		{"Void", "POST", "/void", "", []string{"IN_PROGRESS", "DRAFT", "FINAL", "SENT"}, 200, "VOIDED"},
+		{"Update", "PUT", "", `{"memo":"m"}`, editable, 200, ""},
+		{"Delete", "DELETE", "", "", editable, 200, "-"},
+		{"PatchSent", "PATCH", "/sent", `{"memo":"m"}`, []string{"SENT"}, 200, ""},
+		{"AddLine", "POST", "/line-items", lineBody("x", "1", "1", "0", ""), editable, 201, ""},
+		{"AddGroup", "POST", "/line-item-groups", `{"title":"G"}`, editable, 201, ""},
+		{"RecordPayment", "POST", "/payments", `{"amount":"1.00","paidAt":"2024-08-01"}`, issued, 201, ""},
+		{"Uncollectible", "PUT", "/payment-status", `{"paymentStatus":"UNCOLLECTIBLE"}`, issued, 200, ""},
+	} {
+		for _, st := range []string{"IN_PROGRESS", "DRAFT", "FINAL", "SENT", "VOIDED"} {
+			t.Run(op.name+"/"+st, func(t *testing.T) {
+				path := e.invoiceIn(cust, st)
+				r := e.do(req{method: op.method, path: path + op.suffix, body: op.body})
+				if !slices.Contains(op.allowed, st) {
+					wantError(t, r, http.StatusConflict, billing.CodeInvalidState)
+					if got := object(t, e.get(path), http.StatusOK, invoiceAlways); got["status"] != st {
+						t.Errorf("a refused %s left status %v", op.name, got["status"])
+					}
+					return
+				}
+				wantStatus(t, r, op.status)
+				switch op.after {
+				case "-":
+					wantError(t, e.get(path), http.StatusNotFound, billing.CodeNotFound)
+				default:
+					want := op.after
+					if want == "" {
+						want = st
+					}
+					if got := object(t, e.get(path), http.StatusOK, invoiceAlways); got["status"] != want {
+						t.Errorf("status after %s = %v, want %s", op.name, got["status"], want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestInvoiceVoidOverHTTP: voiding a SENT invoice reverses its journal; an
+// invoice with a live credit note cannot be voided.
+func TestInvoiceVoidOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newCatalogEnv(t, 1)
+	cust := e.customer("Acme Ltd")
+	inv := e.sentInvoice(cust)
+	wantStatus(t, e.post("/invoices/"+inv+"/void", ""), http.StatusOK)
+	wantBalancedJournal(t, e, inv, 6)
+
+	credited := e.sentInvoice(cust)
+	cn := e.creditNote(cust, `"invoiceId":"`+credited+`"`)["id"].(string)
+	e.create("/credit-notes/"+cn+"/line-items", cnLine(cn, "Refund", "1", "1", "0", ""))
+	wantStatus(t, e.post("/credit-notes/"+cn+"/finalize", ""), http.StatusOK)
+	wantError(t, e.post("/invoices/"+credited+"/void", ""), http.StatusConflict, billing.CodeInvalidState)
+	wantStatus(t, e.post("/credit-notes/"+cn+"/void", ""), http.StatusOK)
+	wantStatus(t, e.post("/invoices/"+credited+"/void", ""), http.StatusOK)
+
+	r := e.get("/journal-entries?sourceType=CREDIT_NOTE&sortOrder=DESC")
+	wantStatus(t, r, http.StatusOK)
+	p := decode[page](t, r)
+	if len(p.Items) != 4 { // refund of 1.00 without tax: 2 entries, then 2 reversing ones
+		t.Errorf("credit note entries = %s", r.body)
+	}
+	for _, it := range p.Items {
+		if it["sourceId"] != cn || it["sourceType"] != "CREDIT_NOTE" {
+			t.Errorf("filtered entry = %v", it)
+		}
+	}
+	wantError(t, e.get("/journal-entries?sourceType=REFUND"), http.StatusBadRequest, billing.CodeValidationFailed, "sourceType")
+}
