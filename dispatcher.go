@@ -204,7 +204,7 @@ func (d *Dispatcher) send(ctx context.Context, c *claim) attemptResult {
 	if c.channel == ChannelEmail {
 		switch {
 		case d.cfg.Mailer == nil:
-			r.err, r.final = ErrEmailNotConfigured, true
+			r.err, r.final = EmailNotConfiguredReason, true
 		case c.email == nil:
 			r.err, r.final = "the delivery has no e-mail", true
 		default:

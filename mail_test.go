@@ -3,9 +3,16 @@ package billing_test
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"math/big"
 	"mime"
 	"mime/multipart"
 	"net"
@@ -13,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/billingd/billing"
 )
@@ -29,17 +37,22 @@ type smtpMessage struct {
 // MAIL, RCPT, DATA, RSET, QUIT.
 type smtpServer struct {
 	ln   net.Listener
+	tls  *tls.Config // offers STARTTLS when set
 	mu   sync.Mutex
 	msgs []smtpMessage
+	tlsd []bool // per message: was the session under TLS
 }
 
-func newSMTPServer(t *testing.T) *smtpServer {
+func newSMTPServer(t *testing.T, tc ...*tls.Config) *smtpServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &smtpServer{ln: ln}
+	if len(tc) > 0 {
+		s.tls = tc[0]
+	}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Go(func() {
@@ -68,6 +81,7 @@ func (s *smtpServer) session(c net.Conn) {
 	reply := func(line string) { io.WriteString(c, line+"\r\n") }
 	reply("220 test ESMTP")
 	var m smtpMessage
+	secure := false
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
@@ -79,7 +93,17 @@ func (s *smtpServer) session(c net.Conn) {
 		case verb == "EHLO":
 			reply("250-test")
 			reply("250-8BITMIME")
+			if s.tls != nil && !secure {
+				reply("250-STARTTLS")
+			}
 			reply("250 AUTH PLAIN")
+		case verb == "STARTTLS" && s.tls != nil && !secure:
+			reply("220 go ahead")
+			tc := tls.Server(c, s.tls)
+			if err := tc.Handshake(); err != nil {
+				return
+			}
+			c, r, secure = tc, bufio.NewReader(tc), true
 		case verb == "AUTH":
 			parts := strings.Fields(line)
 			if len(parts) != 3 || parts[1] != "PLAIN" {
@@ -114,6 +138,7 @@ func (s *smtpServer) session(c net.Conn) {
 			m.data = b.String()
 			s.mu.Lock()
 			s.msgs = append(s.msgs, m)
+			s.tlsd = append(s.tlsd, secure)
 			s.mu.Unlock()
 			m = smtpMessage{auth: m.auth}
 			reply("250 queued")
@@ -292,5 +317,62 @@ func TestSMTPServerDown(t *testing.T) {
 	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
 	if dl := e.onlyDelivery(); dl.Status != billing.DeliveryPending || len(dl.Attempts) != 1 || dl.Attempts[0].Error == "" {
 		t.Errorf("delivery %+v, want PENDING after one failed attempt", dl)
+	}
+}
+
+// selfSigned returns a server TLS config for 127.0.0.1 and a client pool
+// trusting it.
+func selfSigned(t *testing.T) (*tls.Config, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, pool
+}
+
+// TestSMTPStartTLS: the mailer upgrades with STARTTLS when the server
+// offers it, verifying the server's certificate, and authenticates inside.
+func TestSMTPStartTLS(t *testing.T) {
+	t.Parallel()
+	serverTLS, pool := selfSigned(t)
+	srv := newSMTPServer(t, serverTLS)
+	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test",
+		Username: "user", Password: "pass", TLSConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mailer.Send(context.Background(), billing.Email{To: []string{"a@example.com"}, Subject: "s", Text: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.msgs) != 1 || !srv.tlsd[0] || srv.msgs[0].auth != "\x00user\x00pass" {
+		t.Errorf("messages %+v under TLS %v", srv.msgs, srv.tlsd)
+	}
+	// An untrusted certificate fails the send instead of falling back to
+	// plain text.
+	untrusted, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Unlock()
+	err = untrusted.Send(context.Background(), billing.Email{To: []string{"a@example.com"}, Subject: "s", Text: "t"})
+	srv.mu.Lock()
+	if err == nil || len(srv.msgs) != 1 {
+		t.Errorf("send with an untrusted certificate: %v, %d messages", err, len(srv.msgs))
 	}
 }

@@ -43,9 +43,9 @@ var RetrySchedule = []time.Duration{
 // maxRetryAfter caps a receiver's Retry-After.
 const maxRetryAfter = 24 * time.Hour
 
-// ErrEmailNotConfigured is the reason recorded for e-mail deliveries when
+// EmailNotConfiguredReason is the reason recorded for e-mail deliveries when
 // the dispatcher has no Mailer.
-const ErrEmailNotConfigured = "email delivery is not configured"
+const EmailNotConfiguredReason = "email delivery is not configured"
 
 // Delivery is one notification (or e-mail) on its way to one recipient (a
 // queued e-mail: to all its addresses), with every attempt made so far.
