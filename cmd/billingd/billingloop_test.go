@@ -42,7 +42,7 @@ func TestBillingLoopBillsAndStops(t *testing.T) {
 	must(t, err)
 	amount := billing.MustDecimal("5.00")
 	pr, err := svc.CreatePrice(ctx, account, billing.CreatePriceParams{ProductID: prod.ID, Name: "Plan", Currency: billing.CurrencyEUR,
-		Structure: billing.PriceStructure{PricingType: billing.PricingFixed, Price: &amount},
+		Structure:        billing.PriceStructure{PricingType: billing.PricingFixed, Price: &amount},
 		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInAdvance})
 	must(t, err)
 	no, start := false, billing.DateOf(billingtest.Start)
