@@ -1,0 +1,351 @@
+package billing_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/google/go-cmp/cmp"
+)
+
+// creditNoteInState returns a credit note of a FINAL invoice (gross
+// 120.00) in st, with one line (gross 12.00) and one empty group.
+func creditNoteInState(t *testing.T, e *docEnv, st billing.DocumentStatus) (cn *billing.CreditNote, inv *billing.Invoice, lineID, groupID string) {
+	t.Helper()
+	inv = e.finalInvoice("1", "100", "0.2")
+	create := billing.StatusDraft
+	if st == billing.StatusInProgress {
+		create = st
+	}
+	cn, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID, InvoiceID: inv.ID, Status: create})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.svc.CreateCreditNoteLineItem(e.ctx, e.acct, cn.ID, cnLine(cn.ID, "Refund", "1", "10", "0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.svc.CreateCreditNoteLineItemGroup(e.ctx, e.acct, cn.ID, billing.CreditNoteLineItemGroupParams{Title: "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch st {
+	case billing.StatusFinal:
+		_, err = e.svc.FinalizeCreditNote(e.ctx, e.acct, cn.ID)
+	case billing.StatusSent:
+		_, err = e.svc.SendCreditNote(e.ctx, e.acct, cn.ID)
+	case billing.StatusVoided:
+		_, err = e.svc.VoidCreditNote(e.ctx, e.acct, cn.ID)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn, err = e.svc.GetCreditNote(e.ctx, e.acct, cn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cn, e.getInvoice(inv.ID), l.ID, g.ID
+}
+
+func creditNoteSnapshot(t *testing.T, e *docEnv, cnID, invID string) string {
+	t.Helper()
+	cn, err := e.svc.GetCreditNote(e.ctx, e.acct, cnID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := e.svc.ListCreditNoteLineItems(e.ctx, e.acct, cnID, billing.LineItemFilter{}, billing.ListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := e.svc.ListCreditNoteLineItemGroups(e.ctx, e.acct, cnID, billing.LineItemFilter{}, billing.ListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal, err := e.svc.ListJournalEntries(e.ctx, e.acct, billing.JournalFilter{}, billing.ListParams{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jsonOf(t, []any{cn, lines, groups, journal, e.getInvoice(invID)})
+}
+
+func TestCreditNoteStateTable(t *testing.T) {
+	t.Parallel()
+	const (
+		ip = billing.StatusInProgress
+		dr = billing.StatusDraft
+		fi = billing.StatusFinal
+		se = billing.StatusSent
+		vo = billing.StatusVoided
+	)
+	editable := []billing.DocumentStatus{ip, dr}
+	type check func(t *testing.T, e *docEnv, before, after *billing.CreditNote, inv *billing.Invoice)
+	sameStatus := func(t *testing.T, _ *docEnv, b, a *billing.CreditNote, _ *billing.Invoice) {
+		if a.Status != b.Status {
+			t.Errorf("status %s, want %s", a.Status, b.Status)
+		}
+	}
+	finalized := func(want billing.DocumentStatus) check {
+		return func(t *testing.T, e *docEnv, b, a *billing.CreditNote, inv *billing.Invoice) {
+			if a.Status != want || a.CreditNoteNumber != "CN00001" || a.IssueDate.String() != "2024-07-30" || a.MerchantDetails == nil {
+				t.Errorf("from %s: %s", b.Status, jsonOf(t, a))
+			}
+			if inv.AmountCredited.String() != "12.00" || inv.AmountDue.String() != "108.00" {
+				t.Errorf("invoice credited %s due %s", inv.AmountCredited, inv.AmountDue)
+			}
+		}
+	}
+	ops := []struct {
+		name    string
+		allowed []billing.DocumentStatus
+		run     func(e *docEnv, id, lineID, groupID string) error
+		check   check
+	}{
+		{"Update", editable, func(e *docEnv, id, _, _ string) error {
+			_, err := e.svc.UpdateCreditNote(e.ctx, e.acct, id, billing.CreditNoteUpdateParams{Memo: billing.Some("m"), CustomerTaxID: billing.Null[string]()})
+			return err
+		}, func(t *testing.T, e *docEnv, b, a *billing.CreditNote, _ *billing.Invoice) {
+			sameStatus(t, e, b, a, nil)
+			if a.Memo != "m" || a.CustomerEmails == nil {
+				t.Errorf("updated: %s", jsonOf(t, a))
+			}
+		}},
+		{"Draft", []billing.DocumentStatus{ip}, func(e *docEnv, id, _, _ string) error {
+			_, err := e.svc.DraftCreditNote(e.ctx, e.acct, id)
+			return err
+		}, func(t *testing.T, _ *docEnv, _, a *billing.CreditNote, _ *billing.Invoice) {
+			if a.Status != dr {
+				t.Errorf("status %s", a.Status)
+			}
+		}},
+		{"Finalize", editable, func(e *docEnv, id, _, _ string) error {
+			_, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, id)
+			return err
+		}, finalized(fi)},
+		{"MarkAsSent", []billing.DocumentStatus{ip, dr, fi, se}, func(e *docEnv, id, _, _ string) error {
+			_, err := e.svc.MarkCreditNoteSent(e.ctx, e.acct, id)
+			return err
+		}, finalized(se)},
+		{"Send", []billing.DocumentStatus{ip, dr, fi}, func(e *docEnv, id, _, _ string) error {
+			_, err := e.svc.SendCreditNote(e.ctx, e.acct, id)
+			return err
+		}, finalized(se)},
+		{"Void", []billing.DocumentStatus{ip, dr, fi, se}, func(e *docEnv, id, _, _ string) error {
+			_, err := e.svc.VoidCreditNote(e.ctx, e.acct, id)
+			return err
+		}, func(t *testing.T, _ *docEnv, _, a *billing.CreditNote, inv *billing.Invoice) {
+			if a.Status != vo || inv.AmountCredited.String() != "0.00" || inv.AmountDue.String() != "120.00" {
+				t.Errorf("voided: %s; invoice credited %s", a.Status, inv.AmountCredited)
+			}
+		}},
+		{"CreateLine", editable, func(e *docEnv, id, _, _ string) error {
+			_, err := e.svc.CreateCreditNoteLineItem(e.ctx, e.acct, id, cnLine(id, "more", "1", "5", "0"))
+			return err
+		}, func(t *testing.T, _ *docEnv, _, a *billing.CreditNote, _ *billing.Invoice) {
+			if a.GrossTotal.String() != "17.00" {
+				t.Errorf("gross %s", a.GrossTotal)
+			}
+		}},
+		{"UpdateLine", editable, func(e *docEnv, id, lineID, _ string) error {
+			_, err := e.svc.UpdateCreditNoteLineItem(e.ctx, e.acct, id, lineID, cnLine(id, "x", "2", "5", "0").CreditNoteLineItemParams)
+			return err
+		}, func(t *testing.T, _ *docEnv, _, a *billing.CreditNote, _ *billing.Invoice) {
+			if a.GrossTotal.String() != "10.00" {
+				t.Errorf("gross %s", a.GrossTotal)
+			}
+		}},
+		{"DeleteLine", editable, func(e *docEnv, id, lineID, _ string) error {
+			return e.svc.DeleteCreditNoteLineItem(e.ctx, e.acct, id, lineID)
+		}, func(t *testing.T, _ *docEnv, _, a *billing.CreditNote, _ *billing.Invoice) {
+			if a.GrossTotal.String() != "0.00" {
+				t.Errorf("gross %s", a.GrossTotal)
+			}
+		}},
+		{"CreateGroup", editable, func(e *docEnv, id, _, _ string) error {
+			_, err := e.svc.CreateCreditNoteLineItemGroup(e.ctx, e.acct, id, billing.CreditNoteLineItemGroupParams{Title: "g"})
+			return err
+		}, sameStatus},
+		{"UpdateGroup", editable, func(e *docEnv, id, _, groupID string) error {
+			_, err := e.svc.UpdateCreditNoteLineItemGroup(e.ctx, e.acct, id, groupID, billing.CreditNoteLineItemGroupParams{Title: "h"})
+			return err
+		}, sameStatus},
+		{"DeleteGroup", editable, func(e *docEnv, id, _, groupID string) error {
+			return e.svc.DeleteCreditNoteLineItemGroup(e.ctx, e.acct, id, groupID)
+		}, sameStatus},
+	}
+	for _, o := range ops {
+		for _, st := range []billing.DocumentStatus{ip, dr, fi, se, vo} {
+			allowed := false
+			for _, a := range o.allowed {
+				allowed = allowed || a == st
+			}
+			name := fmt.Sprintf("%s/%s", o.name, st)
+			if !allowed {
+				name += "/ErrInvalidState"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				e := newDocEnv(t)
+				cn, inv, lineID, groupID := creditNoteInState(t, e, st)
+				e.clock.Advance(time.Hour) // a write would move updatedAt
+				before := creditNoteSnapshot(t, e, cn.ID, inv.ID)
+				err := o.run(e, cn.ID, lineID, groupID)
+				if !allowed || (o.name == "MarkAsSent" && st == se) {
+					if !allowed && billing.CodeOf(err) != billing.CodeInvalidState {
+						t.Fatalf("error %v, want invalid_state", err)
+					}
+					if allowed && err != nil {
+						t.Fatalf("mark-as-sent of a SENT credit note: %v", err)
+					}
+					if diff := cmp.Diff(before, creditNoteSnapshot(t, e, cn.ID, inv.ID)); diff != "" {
+						t.Errorf("the operation changed the credit note (-before +after):\n%s", diff)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("error %v", err)
+				}
+				after, err := e.svc.GetCreditNote(e.ctx, e.acct, cn.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.check(t, e, cn, after, e.getInvoice(inv.ID))
+			})
+		}
+	}
+}
+
+func TestCreditingGuard(t *testing.T) {
+	t.Parallel()
+	t.Run("ErrOverCrediting", func(t *testing.T) {
+		t.Parallel()
+		e := newDocEnv(t)
+		inv := e.finalInvoice("1", "100", "0.2") // gross 120.00
+		if _, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("50"), PaidAt: &billing.Date{Year: 2024, Month: 8, Day: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		first := e.creditNote(inv, "1", "50", "0.2") // 60.00
+		if _, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, first.ID); err != nil {
+			t.Fatal(err)
+		}
+		over := e.creditNote(inv, "1", "8.35", "0.2") // 10.02 > 120 − 50 − 60
+		before := jsonOf(t, e.getInvoice(inv.ID))
+		for _, op := range []func() error{
+			func() error { _, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, over.ID); return err },
+			func() error { _, err := e.svc.MarkCreditNoteSent(e.ctx, e.acct, over.ID); return err },
+			func() error { _, err := e.svc.SendCreditNote(e.ctx, e.acct, over.ID); return err },
+		} {
+			if err := op(); billing.CodeOf(err) != billing.CodeInvalidState {
+				t.Fatalf("over-crediting: %v, want invalid_state", err)
+			}
+		}
+		if after := jsonOf(t, e.getInvoice(inv.ID)); after != before {
+			t.Errorf("a refused finalization changed the invoice:\n%s\n%s", before, after)
+		}
+		exact := e.creditNote(inv, "1", "8.33", "0.2") // 10.00: exactly what is left
+		cn, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, exact.ID)
+		if err != nil || cn.CreditNoteNumber != "CN00002" {
+			t.Fatalf("exact credit: %v %v (the refused ones must burn no number)", cn, err)
+		}
+		if got := e.getInvoice(inv.ID); got.AmountDue.String() != "0.00" || got.PaymentStatus != billing.PaymentStatusPaid {
+			t.Errorf("fully settled invoice: due %s, %s", got.AmountDue, got.PaymentStatus)
+		}
+	})
+	t.Run("ErrVoidedInvoiceNotCreditable", func(t *testing.T) {
+		t.Parallel()
+		e := newDocEnv(t)
+		inv := e.finalInvoice("1", "100", "0")
+		draft := e.creditNote(inv, "1", "10", "0") // a DRAFT credit note does not stop a void
+		if _, err := e.svc.VoidInvoice(e.ctx, e.acct, inv.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, draft.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Errorf("finalizing a credit note of a VOIDED invoice: %v", err)
+		}
+		_, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID, InvoiceID: inv.ID})
+		if billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Errorf("crediting a VOIDED invoice: %v", err)
+		}
+	})
+	t.Run("ErrInvoiceWithLiveCreditNoteNotVoidable", func(t *testing.T) {
+		t.Parallel()
+		e := newDocEnv(t)
+		inv := e.finalInvoice("1", "100", "0")
+		cn := e.creditNote(inv, "1", "10", "0")
+		if _, err := e.svc.MarkCreditNoteSent(e.ctx, e.acct, cn.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.VoidInvoice(e.ctx, e.acct, inv.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Fatalf("voiding an invoice with a SENT credit note: %v", err)
+		}
+		if _, err := e.svc.VoidCreditNote(e.ctx, e.acct, cn.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.VoidInvoice(e.ctx, e.acct, inv.ID); err != nil {
+			t.Fatalf("voiding once its credit note is voided: %v", err)
+		}
+	})
+	t.Run("ErrInvoiceNotFinal", func(t *testing.T) {
+		t.Parallel()
+		e := newDocEnv(t)
+		inv := e.invoice(billing.CurrencyGBP, "")
+		_, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID, InvoiceID: inv.ID})
+		if billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Errorf("crediting a DRAFT invoice: %v", err)
+		}
+	})
+	t.Run("ErrOtherCurrencyOrCustomer", func(t *testing.T) {
+		t.Parallel()
+		e := newDocEnv(t)
+		inv := e.finalInvoice("1", "100", "0")
+		other := createCustomer(t, e.svc, e.acct, "Other")
+		_, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: billing.CurrencyEUR, CustomerID: other.ID, InvoiceID: inv.ID})
+		if diff := cmp.Diff([]string{"invoiceId"}, errFields(t, err, billing.CodeValidationFailed)); diff != "" {
+			t.Error(diff)
+		}
+	})
+}
+
+func TestCreateCreditNoteCopiesFromInvoice(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	inv := e.invoice(billing.CurrencyGBP, "")
+	if _, err := e.svc.UpdateInvoice(e.ctx, e.acct, inv.ID, billing.InvoiceUpdateParams{
+		BillingPeriod:  &billing.DateRange{Start: billing.Date{Year: 2024, Month: 7, Day: 1}, EndInclusive: billing.Date{Year: 2024, Month: 7, Day: 31}},
+		CustomerEmails: []string{"billing@globex.test"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.line(inv.ID, invLine("x", "1", "10", "0"))
+	inv, err := e.svc.SendInvoice(e.ctx, e.acct, inv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn := e.creditNote(inv, "", "", "")
+	got := map[string]string{
+		"invoiceNumber": cn.InvoiceNumber, "start": billing.FormatTimestamp(*cn.BillingPeriodStart),
+		"end": billing.FormatTimestamp(*cn.BillingPeriodEnd), "emails": fmt.Sprint(cn.CustomerEmails),
+		"settings": string(cn.Settings.GenerateCashCreditGrant), "total": cn.GrossTotal.String(),
+	}
+	want := map[string]string{
+		"invoiceNumber": "INV00001", "start": "2024-07-01T00:00:00Z", "end": "2024-08-01T00:00:00Z",
+		"emails": "[billing@globex.test]", "settings": "ENABLED", "total": "0.00",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Error(diff)
+	}
+	if got := e.getInvoice(inv.ID).CreditNoteIDs; len(got) != 1 || got[0] != cn.ID {
+		t.Errorf("creditNoteIds %v", got)
+	}
+	_, err = e.svc.CreateCreditNoteLineItem(e.ctx, e.acct, cn.ID, cnLine("other", "x", "1", "1", "0"))
+	if diff := cmp.Diff([]string{"creditNoteId"}, errFields(t, err, billing.CodeValidationFailed)); diff != "" {
+		t.Error(diff)
+	}
+	p := cnLine(cn.ID, "x", "1", "1", "0")
+	p.RevenueRecognitionMethod = billing.RevenueRecognitionUsage
+	p.LineItemID = "nope"
+	_, err = e.svc.CreateCreditNoteLineItem(e.ctx, e.acct, cn.ID, p)
+	if diff := cmp.Diff([]string{"revenueRecognitionMethod", "lineItemId"}, errFields(t, err, billing.CodeValidationFailed)); diff != "" {
+		t.Error(diff)
+	}
+}
