@@ -295,6 +295,22 @@ func TestCreditNoteTenancyOverHTTP(t *testing.T) {
 	if r := e.do(req{method: "GET", path: "/credit-notes", auth: other}); len(decode[page](t, r).Items) != 0 {
 		t.Errorf("another account lists credit notes: %s", r.body)
 	}
+	// Nor can another account's invoice line be credited.
+	theirs := func(path, body string) string {
+		t.Helper()
+		r := e.do(req{method: "POST", path: path, body: body, auth: other})
+		wantStatus(t, r, http.StatusCreated)
+		return decode[map[string]any](t, r)["id"].(string)
+	}
+	theirCust := theirs("/customers", `{"legalName":"Theirs"}`)
+	theirCN := theirs("/credit-notes", `{"currency":"GBP","customerId":"`+theirCust+`"}`)
+	invLine := e.ids("/invoices/" + inv + "/line-items")[0]
+	r = e.do(req{method: "POST", path: "/credit-notes/" + theirCN + "/line-items", auth: other,
+		body: cnLine(theirCN, "x", "1", "1", "0", `"lineItemId":"`+invLine+`","groupId":"`+gid+`"`)})
+	wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "lineItemId", "groupId")
+	// A line of an invoice the credit note does not credit is refused too.
+	wantError(t, e.post(path+"/line-items", cnLine(id, "x", "1", "1", "0", `"lineItemId":"`+invLine+`"`)),
+		http.StatusBadRequest, billing.CodeValidationFailed, "lineItemId")
 }
 
 // creditNoteIn creates a credit note with one line in status st and

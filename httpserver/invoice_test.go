@@ -479,6 +479,21 @@ func TestInvoiceTenancyOverHTTP(t *testing.T) {
 			t.Errorf("another account lists %s: %s", path, r.body)
 		}
 	}
+	// Nor can another account's group or product be named on a line.
+	mine := func(path, body string) string {
+		t.Helper()
+		r := e.do(req{method: "POST", path: path, body: body, auth: other})
+		wantStatus(t, r, http.StatusCreated)
+		return decode[map[string]any](t, r)["id"].(string)
+	}
+	theirProduct := mine("/products", `{"name":"Theirs"}`)
+	theirInvoice := mine("/invoices", `{"currency":"GBP","customerId":"`+decode[map[string]any](t, otherCust)["id"].(string)+`"}`)
+	theirGroup := mine("/invoices/"+theirInvoice+"/line-item-groups", `{"title":"Theirs"}`)
+	wantError(t, e.post(draft+"/line-items", lineBody("x", "1", "1", "0", `"groupId":"`+theirGroup+`","productId":"`+theirProduct+`"`)),
+		http.StatusBadRequest, billing.CodeValidationFailed, "groupId", "productId")
+	// A group of another invoice of the same account is refused too.
+	wantError(t, e.post(e.invoiceIn(cust, "DRAFT")+"/line-items", lineBody("x", "1", "1", "0", `"groupId":"`+grp+`"`)),
+		http.StatusBadRequest, billing.CodeValidationFailed, "groupId")
 }
 
 // TestConcurrentSendOverHTTP sends one invoice 50 times at once through a
@@ -685,4 +700,69 @@ func TestInvoiceVoidOverHTTP(t *testing.T) {
 		}
 	}
 	wantError(t, e.get("/journal-entries?sourceType=REFUND"), http.StatusBadRequest, billing.CodeValidationFailed, "sourceType")
+}
+
+// deliveryTypes lists the outbox deliveries of the env's account as
+// "TYPE/CHANNEL" strings ("/EMAIL" for a document e-mail, which no policy
+// asks for), oldest first.
+func (e *env) deliveryTypes() []string {
+	e.tb.Helper()
+	r := e.get("/notifications/deliveries?limit=100")
+	wantStatus(e.tb, r, http.StatusOK)
+	var out []string
+	for _, d := range decode[page](e.tb, r).Items {
+		typ, _ := d["notificationType"].(string)
+		out = append(out, typ+"/"+d["channel"].(string))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestDocumentNotificationsOverHTTP: send (op 16) queues the invoice e-mail
+// and INVOICE_ISSUED once, a replayed send queues nothing, op 17 emits
+// INVOICE_UPDATED, and mark-as-sent (op 11) sends no e-mail and no
+// notification while send of a credit note does.
+func TestDocumentNotificationsOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newCatalogEnv(t, 1)
+	wantStatus(t, e.post("/notifications/policies", `{"name":"ops","channel":"EMAIL","recipients":["ops@example.test"],
+		"notificationTypes":["INVOICE_ISSUED","INVOICE_UPDATED","CREDIT_NOTE_ISSUED"]}`), http.StatusCreated)
+	cust := e.customer("Acme Ltd") // its billing contact is ann@example.test
+	id := e.invoice(cust, "")["id"].(string)
+	e.create("/invoices/"+id+"/line-items", lineBody("Plan", "1", "10", "0.2", ""))
+	before := e.deliveryTypes() // INVOICE_UPDATED of the line
+	send := withKey(req{method: "POST", path: "/invoices/" + id + "/send"}, "send-once")
+	wantStatus(t, e.do(send), http.StatusOK)
+	sent := e.deliveryTypes()
+	want := slices.Sorted(slices.Values(append(slices.Clone(before), "/EMAIL", "INVOICE_ISSUED/EMAIL")))
+	if !slices.Equal(sent, want) {
+		t.Fatalf("deliveries after send = %v, want %v", sent, want)
+	}
+	if r := e.do(send); r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the second send was not a replay: %d %s", r.status, r.body)
+	}
+	if got := e.deliveryTypes(); !slices.Equal(got, sent) {
+		t.Errorf("a replayed send queued deliveries: %v, want %v", got, sent)
+	}
+	wantStatus(t, e.patch("/invoices/"+id+"/sent", `{"memo":"thanks"}`), http.StatusOK)
+	patched := e.deliveryTypes()
+	if n := len(patched) - len(sent); n != 1 || !slices.Contains(patched, "INVOICE_UPDATED/EMAIL") {
+		t.Errorf("op 17 queued %d deliveries: %v", n, patched)
+	}
+
+	cn := e.creditNote(cust, "")["id"].(string)
+	e.create("/credit-notes/"+cn+"/line-items", cnLine(cn, "Refund", "1", "1", "0", ""))
+	quiet := e.deliveryTypes()
+	wantStatus(t, e.post("/credit-notes/"+cn+"/mark-as-sent", ""), http.StatusOK)
+	if got := e.deliveryTypes(); !slices.Equal(got, quiet) {
+		t.Errorf("op 11 queued deliveries: %v, want %v", got, quiet)
+	}
+	other := e.creditNote(cust, "")["id"].(string)
+	e.create("/credit-notes/"+other+"/line-items", cnLine(other, "Refund", "1", "1", "0", ""))
+	quiet = e.deliveryTypes()
+	wantStatus(t, e.post("/credit-notes/"+other+"/send", ""), http.StatusOK)
+	got := e.deliveryTypes()
+	if len(got)-len(quiet) != 2 || !slices.Contains(got, "CREDIT_NOTE_ISSUED/EMAIL") {
+		t.Errorf("credit note send queued %v (before %v), want its e-mail and CREDIT_NOTE_ISSUED", got, quiet)
+	}
 }
