@@ -162,37 +162,33 @@ func rawWrite(path string, recs *records, perTx int) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
+// openRaw opens the bbolt file at path read-only, with a shared lock.
+func openRaw(path string) (*bolt.DB, error) {
+	return bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+}
+
 // rawScan is the ceiling of P4: a bbolt cursor scan over every key of
-// billingd's usage_events bucket in the file at path, touching each key and
-// value. It returns the median time of runs scans (after one to warm the
-// page cache) and the number of records.
-func rawScan(path string, runs int) (time.Duration, int, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		return 0, 0, err
-	}
-	defer db.Close()
-	var count int
-	scan := func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			b := tx.Bucket(eventsBucket)
-			if b == nil {
-				return errors.New("no usage_events bucket")
-			}
-			n, size := 0, 0
-			c := b.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				n, size = n+1, size+len(k)+len(v)
-			}
-			if size == 0 {
-				return errors.New("no events stored")
-			}
-			count = n
-			return nil
-		})
-	}
-	d, err := median(runs, scan)
-	return d, count, err
+// billingd's usage_events bucket, touching each key and value. It returns
+// the number of records.
+func rawScan(db *bolt.DB) (int, error) {
+	count := 0
+	err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(eventsBucket)
+		if b == nil {
+			return errors.New("no usage_events bucket")
+		}
+		n, size := 0, 0
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			n, size = n+1, size+len(k)+len(v)
+		}
+		if size == 0 {
+			return errors.New("no events stored")
+		}
+		count = n
+		return nil
+	})
+	return count, err
 }
 
 // median runs fn once to warm up, then runs times, and returns the median
@@ -203,14 +199,26 @@ func median(runs int, fn func() error) (time.Duration, error) {
 	}
 	times := make([]time.Duration, runs)
 	for i := range times {
-		start := time.Now()
-		if err := fn(); err != nil {
+		d, err := timed(fn)
+		if err != nil {
 			return 0, err
 		}
-		times[i] = time.Since(start)
+		times[i] = d
 	}
+	return middle(times), nil
+}
+
+// timed returns how long fn took.
+func timed(fn func() error) (time.Duration, error) {
+	start := time.Now()
+	err := fn()
+	return time.Since(start), err
+}
+
+// middle returns the median of times, which it sorts.
+func middle(times []time.Duration) time.Duration {
 	slices.Sort(times)
-	return times[len(times)/2], nil
+	return times[len(times)/2]
 }
 
 // appendEventJSON appends the reference event of operations.md P7: an

@@ -185,14 +185,10 @@ func measureP4(ctx context.Context, b *bench) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	calc, err := ref.calcOnly(ctx, b.cfg.runs)
-	if err != nil {
-		return nil, err
+	if ref.others != 0 {
+		return nil, errors.New("P4 must be measured before other events are added")
 	}
-	if err := ref.stop(); err != nil {
-		return nil, err
-	}
-	scan, n, err := rawScan(ref.path, b.cfg.runs)
+	calc, scan, n, err := ref.calcAndScan(ctx, b.cfg.runs)
 	if err != nil {
 		return nil, err
 	}
@@ -224,14 +220,6 @@ func measureP5(ctx context.Context, b *bench) ([]row, error) {
 	}
 	return []row{{id: "P5", name: fmt.Sprintf("P4 among %d more events of others", added),
 		value: ms(calc), unit: "ms", ceiling: ms(p4), ceilingName: "P4", target: 1.5}}, nil
-}
-
-// measureP6 reports that RunBilling is not available yet: the billing
-// engine is being built. When Service.RunBilling exists, this function
-// measures it over b.cfg.schedules schedules.
-func measureP6(context.Context, *bench) ([]row, error) {
-	return []row{{id: "P6", name: "RunBilling over 10,000 schedules", notAvailable: true, target: 30, targetUnit: "s",
-		note: "Service.RunBilling does not exist yet (engine.go); not measured"}}, nil
 }
 
 // measureP7: peak Go heap in use while the reference data set was ingested

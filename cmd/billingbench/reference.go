@@ -23,6 +23,9 @@ type refData struct {
 	events   int
 	srv      *server // nil while stopped
 	metricID string
+	// account and auth are those of the server that ingested the events,
+	// for later read-only servers.
+	account, auth string
 
 	peakHeap   uint64  // P7: bytes, sampled while ingesting
 	fileSize   int64   // P7: bytes after ingesting
@@ -51,7 +54,7 @@ func buildReference(ctx context.Context, b *bench) (*refData, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref.srv = srv
+	ref.srv, ref.account, ref.auth = srv, srv.account, srv.auth
 	at := spread(ref.events)
 	requests := (ref.events + batchSize - 1) / batchSize
 	l := load{conns: b.cfg.batchConns, requests: requests, limit: time.Hour, status: http.StatusCreated, auth: srv.auth,
@@ -126,7 +129,7 @@ func (ref *refData) start(ctx context.Context, opts *boltstore.Options) error {
 	if ref.srv != nil {
 		return nil
 	}
-	srv, err := startServer(ctx, ref.path, opts)
+	srv, err := startServerAs(ctx, ref.path, opts, ref.account, ref.auth)
 	ref.srv = srv
 	return err
 }
@@ -162,9 +165,15 @@ func (ref *refData) calculate(ctx context.Context, runs int) (time.Duration, err
 	if err := ref.start(ctx, nil); err != nil {
 		return 0, err
 	}
+	return median(runs, ref.calculateOnce(ctx))
+}
+
+// calculateOnce returns a function running the calculation once on the
+// running server.
+func (ref *refData) calculateOnce(ctx context.Context) func() error {
 	q := url.Values{"customerAliases": {refAlias}, "periodStart": {"2024-07-01"}, "periodEnd": {"2024-07-31"}}
 	path := "/usage-metrics/" + ref.metricID + "/calculate?" + q.Encode()
-	return median(runs, func() error {
+	return func() error {
 		answer, err := send(ctx, ref.srv.url, ref.srv.auth, http.MethodGet, path, nil, http.StatusOK)
 		if err != nil {
 			return err
@@ -177,7 +186,44 @@ func (ref *refData) calculate(ctx context.Context, runs int) (time.Duration, err
 			return fmt.Errorf("the calculation counted %d events, want %d", c.EventCount, ref.events)
 		}
 		return nil
-	})
+	}
+}
+
+// calcAndScan measures P4: the calculation and its ceiling, a raw bbolt
+// scan of the same file, in turns, so that a change of machine load hits
+// both alike. The server runs on a read-only store meanwhile, whose shared
+// file lock lets the raw reader open the file too. It returns the median
+// times and the number of records scanned.
+func (ref *refData) calcAndScan(ctx context.Context, runs int) (calc, scan time.Duration, n int, err error) {
+	if err := ref.stop(); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := ref.start(ctx, &boltstore.Options{ReadOnly: true}); err != nil {
+		return 0, 0, 0, err
+	}
+	defer ref.stop()
+	raw, err := openRaw(ref.path)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer raw.Close()
+	calcOnce := ref.calculateOnce(ctx)
+	var calcs, scans []time.Duration
+	for i := range runs + 1 {
+		c, err := timed(calcOnce)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		var s time.Duration
+		if s, err = timed(func() (err error) { n, err = rawScan(raw); return err }); err != nil {
+			return 0, 0, 0, err
+		}
+		if i > 0 { // the first run of each warms up
+			calcs, scans = append(calcs, c), append(scans, s)
+		}
+	}
+	ref.p4 = middle(calcs)
+	return ref.p4, middle(scans), n, nil
 }
 
 // addOthers stores b.cfg.others times the reference events more, of other

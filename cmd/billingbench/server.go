@@ -61,8 +61,17 @@ type server struct {
 	auth    string
 }
 
-// startServer opens (or creates) the database at path and serves it.
+// startServer opens (or creates) the database at path and serves it. It
+// creates an API key, except on a read-only store, where account and auth
+// must be those of an earlier server on the file (and are ignored
+// otherwise).
 func startServer(ctx context.Context, path string, opts *boltstore.Options) (*server, error) {
+	return startServerAs(ctx, path, opts, "", "")
+}
+
+// startServerAs is startServer with the account and auth of a read-only
+// server.
+func startServerAs(ctx context.Context, path string, opts *boltstore.Options, account, auth string) (*server, error) {
 	st, err := boltstore.Open(path, opts)
 	if err != nil {
 		return nil, err
@@ -74,7 +83,10 @@ func startServer(ctx context.Context, path string, opts *boltstore.Options) (*se
 		return nil, err
 	}
 	s := &server{store: st, svc: svc}
-	if err := s.createAccount(ctx); err != nil {
+	if opts != nil && opts.ReadOnly {
+		// A read-only server serves an earlier server's account and key.
+		s.account, s.auth = account, auth
+	} else if err := s.createAccount(ctx); err != nil {
 		st.Close()
 		return nil, err
 	}
