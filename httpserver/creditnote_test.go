@@ -3,6 +3,7 @@ package httpserver
 import (
 	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -416,5 +417,39 @@ func TestCreditNoteOverCreditOverHTTP(t *testing.T) {
 	}
 	if got := object(t, e.get("/invoices/"+inv), http.StatusOK, invoiceAlways); got["amountDue"] != "0.00" {
 		t.Errorf("fully credited invoice: amountDue %v", got["amountDue"])
+	}
+}
+
+// TestConcurrentOverCreditOverHTTP marks 10 credit notes of 10.00 against
+// one invoice of 12.00 as sent at once through a real HTTP server on bbolt:
+// exactly one wins, so the invoice is never credited twice over.
+func TestConcurrentOverCreditOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newCatalogEnv(t, 1)
+	cust := e.customer("Acme Ltd")
+	inv := e.sentInvoice(cust)
+	var paths []string
+	for range 10 {
+		id := e.creditNote(cust, `"invoiceId":"`+inv+`"`)["id"].(string)
+		e.create("/credit-notes/"+id+"/line-items", cnLine(id, "Refund", "1", "10", "0", ""))
+		paths = append(paths, "/credit-notes/"+id+"/mark-as-sent")
+	}
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	count := map[int]int{}
+	for _, r := range parallelPOSTs(t, srv, e.auth, paths) {
+		count[r.status]++
+		if r.status == http.StatusConflict {
+			wantError(t, r, http.StatusConflict, billing.CodeInvalidState)
+		}
+	}
+	if count[http.StatusOK] != 1 || count[http.StatusConflict] != 9 {
+		t.Errorf("statuses = %v, want one 200 and nine 409", count)
+	}
+	if got := object(t, e.get("/invoices/"+inv), http.StatusOK, invoiceAlways); got["amountDue"] != "2.00" {
+		t.Errorf("amountDue = %v, want 2.00", got["amountDue"])
+	}
+	if got := e.ids("/credit-notes?status=SENT"); len(got) != 1 {
+		t.Errorf("SENT credit notes = %v", got)
 	}
 }

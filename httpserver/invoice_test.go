@@ -2,7 +2,7 @@ package httpserver
 
 import (
 	"bytes"
-	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -509,46 +509,15 @@ func TestConcurrentSendOverHTTP(t *testing.T) {
 	defer srv.Close()
 
 	const n = 50
-	start := make(chan struct{})
-	statuses := make(chan int, n)
-	bodies := make(chan []byte, n)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			<-start
-			hr, err := http.NewRequest(http.MethodPost, srv.URL+"/invoices/"+id+"/send", nil)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			hr.Header.Set("Authorization", e.auth)
-			res, err := srv.Client().Do(hr)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer res.Body.Close()
-			b, _ := io.ReadAll(res.Body)
-			statuses <- res.StatusCode
-			bodies <- b
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(statuses)
-	close(bodies)
 	count := map[int]int{}
-	for s := range statuses {
-		count[s]++
+	for _, r := range parallelPOSTs(t, srv, e.auth, slices.Repeat([]string{"/invoices/" + id + "/send"}, n)) {
+		count[r.status]++
+		if r.status != http.StatusOK {
+			wantError(t, r, http.StatusConflict, billing.CodeInvalidState)
+		}
 	}
 	if count[http.StatusOK] != 1 || count[http.StatusConflict] != n-1 {
 		t.Fatalf("statuses = %v, want one 200 and %d 409", count, n-1)
-	}
-	for b := range bodies {
-		var eb errorBody
-		if json.Unmarshal(b, &eb) == nil && len(eb.Errors) > 0 && eb.Errors[0].Code != billing.CodeInvalidState {
-			t.Errorf("a refused send answered %s", b)
-		}
 	}
 	got := object(t, e.get("/invoices/"+id), http.StatusOK, invoiceAlways)
 	if got["status"] != "SENT" || got["invoiceNumber"] != "INV00001" {
@@ -764,5 +733,107 @@ func TestDocumentNotificationsOverHTTP(t *testing.T) {
 	got := e.deliveryTypes()
 	if len(got)-len(quiet) != 2 || !slices.Contains(got, "CREDIT_NOTE_ISSUED/EMAIL") {
 		t.Errorf("credit note send queued %v (before %v), want its e-mail and CREDIT_NOTE_ISSUED", got, quiet)
+	}
+}
+
+// parallelPOSTs posts to every path at once through srv and returns the
+// answers in the order of paths.
+func parallelPOSTs(t *testing.T, srv *httptest.Server, auth string, paths []string) []response {
+	t.Helper()
+	out := make([]response, len(paths))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Go(func() {
+			<-start
+			hr, err := http.NewRequest(http.MethodPost, srv.URL+p, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			hr.Header.Set("Authorization", auth)
+			res, err := srv.Client().Do(hr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer res.Body.Close()
+			b, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Error(err)
+			}
+			out[i] = response{status: res.StatusCode, header: res.Header, body: b}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+// TestConcurrentFinalizeNumbersOverHTTP finalizes 20 invoices at once
+// through a real HTTP server on bbolt: the numbers are INV00001 to INV00020,
+// each once.
+func TestConcurrentFinalizeNumbersOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newCatalogEnv(t, 1)
+	cust := e.customer("Acme Ltd")
+	var paths []string
+	for range 20 {
+		paths = append(paths, e.invoiceIn(cust, "DRAFT")+"/finalize")
+	}
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	var numbers, want []string
+	for i, r := range parallelPOSTs(t, srv, e.auth, paths) {
+		wantStatus(t, r, http.StatusOK)
+		numbers = append(numbers, decode[map[string]any](t, r)["invoiceNumber"].(string))
+		want = append(want, fmt.Sprintf("INV%05d", i+1))
+	}
+	slices.Sort(numbers)
+	if !slices.Equal(numbers, want) {
+		t.Errorf("numbers = %v, want %v", numbers, want)
+	}
+}
+
+// TestLineItemPagesOverHTTP pages through an invoice's lines by index with
+// both cursors.
+func TestLineItemPagesOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newCatalogEnv(t, 0)
+	path := "/invoices/" + e.invoice(e.customer("Acme Ltd"), "")["id"].(string)
+	var lines []string
+	for i := range 5 {
+		lines = append(lines, e.create(path+"/line-items", lineBody(fmt.Sprint("line ", i), "1", "1", "0", "")))
+	}
+	var seen []string
+	q := "?limit=2"
+	var prev string
+	for {
+		r := e.get(path + "/line-items" + q)
+		wantStatus(t, r, http.StatusOK)
+		p := decode[page](t, r)
+		if p.Pagination.TotalResultSize != 5 {
+			t.Fatalf("totalResultSize = %d", p.Pagination.TotalResultSize)
+		}
+		for _, it := range p.Items {
+			wantKeys(t, "listed line", it, invoiceLineAlways)
+			seen = append(seen, it["id"].(string))
+		}
+		if p.Pagination.After == "" {
+			prev = p.Pagination.Before
+			break
+		}
+		q = "?limit=2&after=" + url.QueryEscape(p.Pagination.After)
+	}
+	if !slices.Equal(seen, lines) {
+		t.Fatalf("pages = %v, want %v", seen, lines)
+	}
+	if got := e.ids(path + "/line-items?limit=2&before=" + url.QueryEscape(prev)); !slices.Equal(got, lines[2:4]) {
+		t.Errorf("previous page = %v, want %v", got, lines[2:4])
+	}
+	r := e.do(req{method: "PATCH", path: path + "/line-items"})
+	wantError(t, r, http.StatusMethodNotAllowed, billing.CodeMethodNotAllowed)
+	if allow := r.header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
+		t.Errorf("Allow = %q", allow)
 	}
 }
