@@ -162,7 +162,7 @@ func recompute[D, L, G any, PD interface {
 		if !ok {
 			t = zeroTotals(cur)
 		}
-		if gc.Totals.equal(t) && gc.NetTotal.String() != "" {
+		if gc.Totals.equal(t) {
 			continue
 		}
 		gc.Totals = t

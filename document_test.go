@@ -410,3 +410,32 @@ func TestJournalBalances(t *testing.T) {
 		t.Errorf("accounts receivable %s, want %s (amountDue %s − 24.00)", ar, want, got.AmountDue)
 	}
 }
+
+func TestOptionalJSON(t *testing.T) {
+	t.Parallel()
+	var p billing.PatchSentInvoiceParams
+	if err := json.Unmarshal([]byte(`{"dueDate":null,"memo":"m","purchaseOrderNumber":null}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	got := []bool{p.DueDate.Set, p.DueDate.Null, p.Memo.Set, p.Memo.Null, p.PurchaseOrderNumber.Null, p.Reference.Set, p.CustomerBillingAddress.Set}
+	if diff := cmp.Diff([]bool{true, true, true, false, true, false, false}, got); diff != "" {
+		t.Errorf("presence (-want +got):\n%s", diff)
+	}
+	if p.Memo.Value != "m" {
+		t.Errorf("memo %q", p.Memo.Value)
+	}
+	for _, body := range []string{
+		`{"customerBillingAddress":{"line1":"a","bogus":1}}`,
+		`{"dueDate":"30/07/2024"}`,
+		`{"memo":12}`,
+	} {
+		var p billing.PatchSentInvoiceParams
+		err := json.Unmarshal([]byte(body), &p)
+		if billing.CodeOf(err) != billing.CodeValidationFailed {
+			t.Errorf("%s: %v, want validation_failed", body, err)
+		}
+	}
+	if got := jsonOf(t, billing.PatchSentInvoiceParams{Memo: billing.Some("x"), Reference: billing.Null[string]()}); got != `{"memo":"x","reference":null}` {
+		t.Errorf("marshal: %s", got)
+	}
+}
