@@ -41,7 +41,7 @@ func checkPeriod(v *validator, start, end *time.Time) {
 // appended to the invoice's creditNoteIds. Returns validation_failed (all
 // invalid fields at once; an unknown customer or invoice, or an invoice of
 // another customer or currency), and invalid_state when the invoice is not
-// FINAL or SENT.
+// FINAL or SENT or the customer is archived.
 func (s *Service) CreateCreditNote(ctx context.Context, account string, p CreditNoteParams) (*CreditNote, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*CreditNote, error) {
@@ -78,6 +78,9 @@ func (s *Service) CreateCreditNote(ctx context.Context, account string, p Credit
 		}
 		if err := v.err(); err != nil {
 			return nil, err
+		}
+		if c.ArchivedAt != nil {
+			return nil, Errorf(CodeInvalidState, "the customer is archived; archived customers get no new credit notes")
 		}
 		if inv != nil && !inv.Status.finalized() {
 			return nil, Errorf(CodeInvalidState, "only FINAL or SENT invoices can be credited; this one is %s", inv.Status)

@@ -260,6 +260,22 @@ func TestInvoiceRules(t *testing.T) {
 			t.Fatalf("void: %v", err)
 		}
 	})
+	t.Run("ErrArchivedCustomer", func(t *testing.T) {
+		t.Parallel()
+		e := newDocEnv(t)
+		inv := e.finalInvoice("1", "10", "0")
+		if _, err := e.svc.ArchiveCustomer(e.ctx, e.acct, e.cust.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.svc.CreateInvoice(e.ctx, e.acct, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID})
+		if billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Errorf("invoice for an archived customer: %v", err)
+		}
+		_, err = e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID, InvoiceID: inv.ID})
+		if billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Errorf("credit note for an archived customer: %v", err)
+		}
+	})
 	t.Run("ErrPatchSentNullDueDate", func(t *testing.T) {
 		t.Parallel()
 		e := newDocEnv(t)

@@ -150,6 +150,9 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 	if err := v.err(); err != nil {
 		return nil, err
 	}
+	if c.ArchivedAt != nil {
+		return nil, Errorf(CodeInvalidState, "the customer is archived; archived customers get no new invoices")
+	}
 	r := &invoiceRecord{Invoice: Invoice{
 		ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID,
 		CreatedAt: now, UpdatedAt: now, CreditNoteIDs: []string{}, LinkedServices: []LinkedService{},
@@ -163,7 +166,8 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 
 // CreateInvoice creates a DRAFT (or IN_PROGRESS) invoice without lines and
 // emits INVOICE_CREATED. Returns validation_failed for invalid fields (all
-// at once), an unknown customer or billing schedule included.
+// at once), an unknown customer or billing schedule included, and
+// invalid_state for an archived customer.
 func (s *Service) CreateInvoice(ctx context.Context, account string, p InvoiceParams) (*Invoice, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*Invoice, error) {
