@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -297,7 +298,7 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 	if allowed == nil {
 		allowed = []RevenueRecognitionMethod{RevenueRecognitionStraightLine, RevenueRecognitionUsage, RevenueRecognitionMilestone, RevenueRecognitionPointInTime}
 	}
-	if in.RevenueRecognitionMethod != "" && !contains(allowed, in.RevenueRecognitionMethod) {
+	if in.RevenueRecognitionMethod != "" && !slices.Contains(allowed, in.RevenueRecognitionMethod) {
 		v.add("revenueRecognitionMethod", "revenueRecognitionMethod must be one of %v", allowed)
 	}
 	switch in.RevenueClassification {
@@ -361,15 +362,6 @@ func (s *Service) checkKeyValues(v *validator, field string, kvs []KeyValue) {
 		s.checkString(v, fmt.Sprintf("%s[%d].key", field, i), kv.Key, true)
 		s.checkString(v, fmt.Sprintf("%s[%d].value", field, i), kv.Value, false)
 	}
-}
-
-func contains[T comparable](list []T, x T) bool {
-	for _, e := range list {
-		if e == x {
-			return true
-		}
-	}
-	return false
 }
 
 // checkHeader validates the customer fields shared by both documents.
