@@ -8,7 +8,22 @@
 // moment (after a random number of acknowledgements), reopens the file, and
 // checks that the bbolt consistency check is clean, that every acknowledged
 // write is present, and that nothing is duplicated; then it starts the next
-// round on the same file. The number of rounds comes from CRASH_ROUNDS
+// round on the same file.
+//
+// The workload mixes usage events (single and batched), customers, invoice
+// sends (create, add a line, send) and credit notes (against a SENT
+// invoice: create, add a line, finalize or mark as sent). The child's
+// account has a webhook policy covering every notification type, pointing
+// at a loopback receiver run by the parent, and the child runs a
+// billing.Dispatcher (private targets allowed, as billingd serve
+// --webhook-allow-private). After each reopen the parent also checks that
+// invoice and credit note numbers are unique and gapless (INV00001..,
+// CN00001..), that every acknowledged send is SENT (every acknowledged
+// credit note FINAL or SENT) with a number, that the journal's debits equal
+// its credits per source, and, after running a dispatcher on the reopened
+// file (its clock moved past leases) until no delivery is PENDING, that
+// every committed notification was received at least once with its
+// original webhook-id, signed (VerifyWebhook), and nothing else was. The number of rounds comes from CRASH_ROUNDS
 // (default 5 in go test); the full run the reliability guarantee asks for is
 //
 //	CRASH_ROUNDS=25 go test -count=1 -run TestCrashRecovery -v ./internal/crashtest
