@@ -26,8 +26,18 @@ func (v eventView) find(name string) (rawProperty, bool) {
 	if len(b) < 3 || b[0] != eventEncodingV1 {
 		return rawProperty{}, false
 	}
-	n, i := fastLen(b, 1) // the customerEventId
-	count, i := fastLen(b, i+n)
+	// The customerEventId's length and the property count, each one byte
+	// unless large (fastLen by hand: it is too big for the inliner).
+	n, i := int(b[1]), 2
+	if n >= 0x80 {
+		n, i = readLen(b, 1)
+	}
+	count, i := 0, i+n
+	if uint(i) < uint(len(b)) && b[i] < 0x80 {
+		count, i = int(b[i]), i+1
+	} else {
+		count, i = readLen(b, i)
+	}
 	for ; count > 0 && uint(i) < uint(len(b)); count-- {
 		kl, j := int(b[i]), i+1 // property names are at most 128 bytes
 		if kl >= 0x80 {
@@ -54,14 +64,6 @@ func (v eventView) find(name string) (rawProperty, bool) {
 		}
 	}
 	return rawProperty{}, false
-}
-
-// fastLen is readLen with the common one-byte case inlined.
-func fastLen(b []byte, i int) (n, next int) {
-	if uint(i) < uint(len(b)) && b[i] < 0x80 {
-		return int(b[i]), i + 1
-	}
-	return readLen(b, i)
 }
 
 // readLen reads the uvarint length at b[i:] and returns it with the index
@@ -354,10 +356,17 @@ type decimalSum struct {
 // addProperty adds p when it is a number (a JSON number, or a string in the
 // decimal grammar) and reports whether it was.
 func (s *decimalSum) addProperty(p rawProperty) bool {
-	switch p.tag {
-	case tagSmall:
+	if p.tag == tagSmall { // the common case, kept small enough to inline
 		c, e := smallNumber(p.payload)
 		s.addSmall(c, e)
+		return true
+	}
+	return s.addOther(p)
+}
+
+// addOther is addProperty for every tag but tagSmall.
+func (s *decimalSum) addOther(p rawProperty) bool {
+	switch p.tag {
 	case tagBig:
 		d, err := ParseDecimalNumber(string(p.payload))
 		if err != nil {
@@ -376,7 +385,21 @@ func (s *decimalSum) addProperty(p rawProperty) bool {
 	return true
 }
 
+// addSmall adds c×10^e; the first slot (usually the only one: a property
+// keeps its scale) is tried inline.
 func (s *decimalSum) addSmall(c, e int64) {
+	if s.n > 0 && s.exps[0] == e {
+		if r := s.sums[0] + c; (c >= 0) == (r >= s.sums[0]) {
+			s.sums[0] = r
+			return
+		}
+	}
+	s.addSlot(c, e)
+}
+
+// addSlot adds c×10^e to the slot of exponent e, opening one if there is
+// room, and spills a slot about to overflow into the apd total.
+func (s *decimalSum) addSlot(c, e int64) {
 	for i := range s.n {
 		if s.exps[i] != e {
 			continue
