@@ -79,9 +79,6 @@ func (s *Service) CreateCreditNote(ctx context.Context, account string, p Credit
 		if err := v.err(); err != nil {
 			return nil, err
 		}
-		if c.ArchivedAt != nil {
-			return nil, Errorf(CodeInvalidState, "the customer is archived; archived customers get no new credit notes")
-		}
 		if inv != nil && !inv.Status.finalized() {
 			return nil, Errorf(CodeInvalidState, "only FINAL or SENT invoices can be credited; this one is %s", inv.Status)
 		}

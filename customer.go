@@ -312,6 +312,9 @@ func (s *Service) ArchiveCustomer(ctx context.Context, account, id string) (*Cus
 		if err := putRecord(ctx, tx, tableCustomers, key(account, id), c); err != nil {
 			return nil, err
 		}
+		if err := s.markInvoicesCustomerArchived(ctx, tx, account, id); err != nil {
+			return nil, err
+		}
 		return c, s.emit(ctx, tx, account, NotificationCustomerArchived, c)
 	})
 }

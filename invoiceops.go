@@ -1,16 +1,13 @@
 package billing
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 )
-
-// tableSchedulesRef is the billing schedules table (schedule.go), read here
-// for defaultDueDateDays and to check billingScheduleId references.
-const tableSchedulesRef Table = "billing_schedules"
 
 // invoiceKind describes invoices to the document core.
 var invoiceKind = docKind[invoiceRecord]{
@@ -143,7 +140,7 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 		}
 	}
 	if p.BillingScheduleID != "" {
-		if err := s.checkRef(ctx, tx, &v, tableSchedulesRef, key(account, p.BillingScheduleID), "billingScheduleId"); err != nil {
+		if err := s.checkRef(ctx, tx, &v, tableBillingSchedules, key(account, p.BillingScheduleID), "billingScheduleId"); err != nil {
 			return nil, err
 		}
 	}
@@ -369,7 +366,7 @@ func (s *Service) dueDays(ctx context.Context, tx Tx, account, scheduleID string
 	if scheduleID == "" {
 		return 30, nil
 	}
-	b, err := tx.Get(ctx, tableSchedulesRef, key(account, scheduleID))
+	b, err := tx.Get(ctx, tableBillingSchedules, key(account, scheduleID))
 	if errors.Is(err, ErrNotFound) {
 		return 30, nil
 	}
@@ -520,4 +517,32 @@ func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice
 		}
 		return nil
 	})
+}
+
+// markInvoicesCustomerArchived sets isCustomerArchived on every invoice of
+// the customer, inside the transaction that archives it. The flag is a
+// display field: updatedAt stays and nothing is emitted.
+func (s *Service) markInvoicesCustomerArchived(ctx context.Context, tx Tx, account, customerID string) error {
+	var keys [][]byte
+	var recs []*invoiceRecord
+	err := tx.Scan(ctx, tableInvoices, Range{Prefix: prefix(account)}, func(k, v []byte) error {
+		r := new(invoiceRecord)
+		if err := json.Unmarshal(v, r); err != nil {
+			return fmt.Errorf("decoding invoice record: %w", err)
+		}
+		if r.CustomerID == customerID && !r.IsCustomerArchived {
+			r.IsCustomerArchived = true
+			keys, recs = append(keys, bytes.Clone(k)), append(recs, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, k := range keys {
+		if err := putRecord(ctx, tx, tableInvoices, k, recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
