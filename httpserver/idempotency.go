@@ -121,7 +121,11 @@ func (s *Server) answerFromRecord(g *gin.Context, c *call, req *billing.Idempote
 
 // runAndStore runs the op with the idempotency request in its context, so a
 // success is stored in the op's own transaction; a storable error answer is
-// stored afterwards.
+// stored afterwards. A success the op did not store itself (a billing run,
+// which commits a transaction per batch) is stored afterwards too, and when
+// that fails the answer is the storage error (503): a 200 that a retry
+// could not replay would tell the client the outcome is settled when its
+// retry would run the operation again.
 func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.IdempotencyRequest) {
 	ctx := c.ctx
 	c.ctx = billing.WithIdempotency(ctx, req)
@@ -129,7 +133,9 @@ func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.Id
 	if err != nil {
 		status, body := s.renderError(ctx, err)
 		if storable(status, err) {
-			s.store(ctx, c.account, req, status, body)
+			// A failure to store an error answer leaves the key free: a
+			// retry runs again and meets the same error.
+			_ = s.store(ctx, c.account, req, status, body)
 		}
 		s.sendError(g, status, body)
 		return
@@ -143,7 +149,10 @@ func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.Id
 		s.log.WarnContext(ctx, "operation did not store its idempotency record; storing it separately",
 			"method", rt.method, "route", rt.path)
 		req.Status, req.Body = status, body
-		s.store(ctx, c.account, req, status, body)
+		if err := s.store(ctx, c.account, req, status, body); err != nil {
+			s.writeError(g, err)
+			return
+		}
 	}
 	g.Data(req.Status, jsonContentType, req.Body)
 }
@@ -163,10 +172,12 @@ func storable(status int, err error) bool {
 
 // store saves an answer that the op did not store itself. It runs even if
 // the client has gone, so that what was answered is what is replayed. A
-// failure is logged; the answer is still sent.
-func (s *Server) store(ctx context.Context, account string, req *billing.IdempotencyRequest, status int, body []byte) {
+// failure is logged and returned.
+func (s *Server) store(ctx context.Context, account string, req *billing.IdempotencyRequest, status int, body []byte) error {
 	ctx = context.WithoutCancel(ctx)
-	if err := s.svc.StoreIdempotentResponse(ctx, account, req, status, body); err != nil {
+	err := s.svc.StoreIdempotentResponse(ctx, account, req, status, body)
+	if err != nil {
 		s.log.WarnContext(ctx, "storing an idempotent response failed", "err", err)
 	}
+	return err
 }
