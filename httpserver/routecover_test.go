@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/billingd/billing"
 )
 
 // This file is the route coverage kit of the reliability suites (hostile
@@ -51,32 +54,80 @@ func apiRoutes(tb testing.TB, e *env) []apiRoute {
 	return out
 }
 
+// isPreview reports whether a GET route computes a fresh document at every
+// call (new ids each time), so its answers are not compared across calls.
+func isPreview(rt apiRoute) bool {
+	return strings.HasSuffix(rt.path, "/upcoming-invoice")
+}
+
 // missingID is a well-formed id that names nothing.
 const missingID = "0190ffff-ffff-7fff-bfff-ffffffffffff"
 
 // fixtures are records created through the API for one account: the ids by
-// the first path segment of the routes that take them, and the list pages
-// that must show them.
+// the fixture key of the path parameter that takes them (fixtureKey), and
+// every id created, which other accounts' lists must never show.
 type fixtures struct {
-	ids map[string]string // "usage-metrics" → a metric id, ...
-	all []string          // every id created
+	// ids: "usage-metrics" → a metric id, "invoices/line-items" → a line
+	// of the "invoices" fixture, "notifications/policies" → a policy id, ...
+	// Keys that name no route ("invoices/sent") are records bodies refer to.
+	ids map[string]string
+	// values fill path parameters that are not record ids (a recipient,
+	// a notification type), by fixture key.
+	values map[string]string
+	all    []string // every id created
+}
+
+// fixtureKey is the key of the path parameter at index i of the split path
+// parts: the literal segments before it, joined by "/"
+// ("/invoices/:id/line-items/:item", index 4 → "invoices/line-items").
+func fixtureKey(parts []string, i int) string {
+	var lit []string
+	for _, p := range parts[1:i] {
+		if !strings.HasPrefix(p, ":") && !strings.HasPrefix(p, "*") {
+			lit = append(lit, p)
+		}
+	}
+	return strings.Join(lit, "/")
+}
+
+// routeFixtures names the fixture of a route's first path parameter where
+// it is not the route's own (fixtureKey): operations on sent invoices.
+var routeFixtures = map[string]string{
+	"/invoices/:id/sent":           "invoices/sent",
+	"/invoices/:id/payments":       "invoices/sent",
+	"/invoices/:id/payment-status": "invoices/sent",
 }
 
 // path fills the path parameters of p from f (missingID when f has no
-// fixture for the route, or for a second parameter).
+// fixture for the parameter).
 func (f fixtures) path(p string) string {
 	parts := strings.Split(p, "/")
+	filled := slices.Clone(parts)
+	first := true
 	for i, part := range parts {
 		if !strings.HasPrefix(part, ":") && !strings.HasPrefix(part, "*") {
 			continue
 		}
-		id := missingID
-		if i == 2 && f.ids[parts[1]] != "" {
-			id = f.ids[parts[1]]
+		k := fixtureKey(parts, i)
+		if rk := routeFixtures[p]; first && rk != "" {
+			k = rk
 		}
-		parts[i] = id
+		first = false
+		switch {
+		case f.ids[k] != "":
+			filled[i] = f.ids[k]
+		case f.values[k] != "":
+			filled[i] = f.values[k]
+		default:
+			filled[i] = missingID
+		}
 	}
-	return strings.Join(parts, "/")
+	return strings.Join(filled, "/")
+}
+
+// has reports whether every path parameter of p has a fixture.
+func (f fixtures) has(p string) bool {
+	return !strings.Contains(f.path(p), missingID)
 }
 
 // seatTypeOf and similar fixture values shared by bodies.
@@ -85,12 +136,15 @@ const (
 	fixtureSeatType = "editor"
 )
 
-// buildFixtures creates two records of every catalog and usage kind
-// through the API with auth (the second of each is the one routes use),
-// and returns their ids.
+// buildFixtures creates two records of every kind through the API with auth
+// (the second of each is the one routes use), and returns their ids: the
+// catalog and usage records, then a webhook policy (so the documents after
+// it queue deliveries), a SENT invoice, a DRAFT invoice with a line and a
+// group, a DRAFT credit note of the sent invoice with a line and a group,
+// and a DRAFT billing schedule.
 func buildFixtures(tb testing.TB, e *env, auth, tag string) fixtures {
 	tb.Helper()
-	f := fixtures{ids: map[string]string{}}
+	f := fixtures{ids: map[string]string{}, values: map[string]string{}}
 	create := func(segment, path, body string) string {
 		tb.Helper()
 		r := e.do(req{method: "POST", path: path, body: body, auth: auth})
@@ -129,6 +183,32 @@ func buildFixtures(tb testing.TB, e *env, auth, tag string) fixtures {
 		create("seat-events", "/seat-events", seatEventBody(fixtureAlias+n, fmt.Sprintf("%s_%d", fixtureSeatType, i), i, 1+i, "ce-"+n))
 		create("usage-events", "/usage-events", usageEventBody(fixtureAlias+n, "ue-"+n))
 		create("", "/usage-events/batch", `{"events":[`+usageEventBody(fixtureAlias+n, "ub-"+n)+`]}`)
+
+		hook := "https://hooks.example.com/" + n
+		policy := create("notifications/policies", "/notifications/policies", `{"name":"ops `+n+`","channel":"WEBHOOK","recipients":["`+hook+`"]}`)
+		f.values["notifications/policies/recipients"] = url.PathEscape(hook)
+		f.values["notifications/policies/notification-types"] = string(billing.NotificationInvoiceCreated)
+		customer := f.ids["customers"]
+		sent := create("invoices/sent", "/invoices", `{"currency":"GBP","customerId":"`+customer+`","memo":"sent `+n+`"}`)
+		create("", "/invoices/"+sent+"/line-items", lineBody("Plan "+n, "1", "10", "0.2", ""))
+		if r := e.do(req{method: "POST", path: "/invoices/" + sent + "/send", auth: auth}); r.status != http.StatusOK {
+			tb.Fatalf("fixture send: %d %s", r.status, r.body)
+		}
+		inv := create("invoices", "/invoices", `{"currency":"GBP","customerId":"`+customer+`","memo":"draft `+n+`"}`)
+		create("invoices/line-item-groups", "/invoices/"+inv+"/line-item-groups", `{"title":"Group `+n+`"}`)
+		create("invoices/line-items", "/invoices/"+inv+"/line-items", lineBody("Seat "+n, "2", "5", "0.2", ""))
+		cn := create("credit-notes", "/credit-notes", `{"currency":"GBP","customerId":"`+customer+`","invoiceId":"`+sent+`","memo":"credit `+n+`"}`)
+		create("credit-notes/line-item-groups", "/credit-notes/"+cn+"/line-item-groups", `{"title":"Refunds `+n+`"}`)
+		create("credit-notes/line-items", "/credit-notes/"+cn+"/line-items", cnLine(cn, "Refund "+n, "1", "1", "0.2", ""))
+		create("billing-schedules", "/billing-schedules", scheduleBody(customer, f.ids["prices"], ""))
+		r := e.do(req{method: "GET", path: "/notifications/deliveries?policyId=" + policy, auth: auth})
+		deliveries := decode[page](tb, r)
+		if len(deliveries.Items) == 0 {
+			tb.Fatalf("fixture: no delivery queued for policy %s: %s", policy, r.body)
+		}
+		id, _ := deliveries.Items[0]["id"].(string)
+		f.ids["notifications/deliveries"] = id
+		f.all = append(f.all, id)
 	}
 	r := e.do(req{method: "PUT", path: "/merchant-details", body: merchantBody, auth: auth})
 	if r.status != http.StatusOK {
@@ -164,6 +244,29 @@ func validBodies(f fixtures) map[string]string {
 		"PUT /seat-metrics/:id":    `{"label":"People","description":"who edit"}`,
 		"POST /seat-events":        seatEventBody(fixtureAlias, fixtureSeatType+"_1", 5, 3, "ce-new"),
 		"PUT /merchant-details":    merchantBody,
+
+		"POST /invoices":                                      `{"currency":"GBP","customerId":"` + f.ids["customers"] + `","memo":"new"}`,
+		"PUT /invoices/:id":                                   `{"memo":"updated","purchaseOrderNumber":"PO-9"}`,
+		"PATCH /invoices/:id/sent":                            `{"memo":"patched"}`,
+		"POST /invoices/:id/line-items":                       lineBody("Extra", "3", "2.50", "0.2", `"groupId":"`+f.ids["invoices/line-item-groups"]+`"`),
+		"PUT /invoices/:id/line-items/:item":                  lineBody("Seat", "4", "5", "0.2", ""),
+		"POST /invoices/:id/line-item-groups":                 `{"title":"More","description":"extra lines"}`,
+		"PUT /invoices/:id/line-item-groups/:item":            `{"title":"Renamed"}`,
+		"POST /invoices/:id/payments":                         `{"amount":"1.00","paidAt":"2024-07-30","method":"bank","reference":"r"}`,
+		"PUT /invoices/:id/payment-status":                    `{"paymentStatus":"PAID"}`,
+		"POST /credit-notes":                                  `{"currency":"GBP","customerId":"` + f.ids["customers"] + `","invoiceId":"` + f.ids["invoices/sent"] + `"}`,
+		"PUT /credit-notes/:id":                               `{"memo":"updated"}`,
+		"POST /credit-notes/:id/line-items":                   cnLine(f.ids["credit-notes"], "More", "1", "0.50", "0.2", `"groupId":"`+f.ids["credit-notes/line-item-groups"]+`"`),
+		"PUT /credit-notes/:id/line-items/:item":              lineBody("Refund", "1", "2", "0.2", ""),
+		"POST /credit-notes/:id/line-item-groups":             `{"title":"More refunds"}`,
+		"PUT /credit-notes/:id/line-item-groups/:item":        `{"title":"Renamed"}`,
+		"POST /billing-schedules":                             scheduleBody(f.ids["customers"], f.ids["prices"], ""),
+		"PUT /billing-schedules/:id":                          scheduleBody(f.ids["customers"], f.ids["prices"], ""),
+		"POST /billing-schedules/:id/cancel":                  `{"at":"2024-09-15"}`,
+		"POST /billing-runs":                                  `{"asOf":"2024-07-30T00:00:00Z"}`,
+		"POST /notifications/policies":                        `{"name":"new","channel":"WEBHOOK","recipients":["https://hooks.example.com/new"],"notificationTypes":["INVOICE_CREATED"]}`,
+		"POST /notifications/policies/:id/recipients":         `{"recipients":["https://hooks.example.com/more"]}`,
+		"POST /notifications/policies/:id/notification-types": `{"notificationTypes":["CREDIT_NOTE_ISSUED"]}`,
 	}
 }
 
