@@ -2,7 +2,10 @@ package httpserver
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,5 +118,109 @@ func TestParallelDuplicateUsageEventsCountOnce(t *testing.T) {
 	wantStatus(t, r, http.StatusOK)
 	if !strings.Contains(string(r.body), `"eventCount":2,`) || !strings.Contains(string(r.body), `"value":"2"`) {
 		t.Errorf("COUNT over the duplicates: %s, want 2", r.body)
+	}
+}
+
+// TestIdempotencyRaceEveryOperation: on every mutating route that names a
+// record (send, finalize, void, line items, policies, schedules, ...),
+// racing requests with one Idempotency-Key get one execution: exactly one
+// fresh answer, every other answer that replay byte for byte or
+// idempotency_key_in_use. State errors (409) are answers too, stored and
+// replayed like successes.
+func TestIdempotencyRaceEveryOperation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithBolt())
+	f := buildFixtures(t, e, e.auth, "o")
+	bodies := validBodies(f)
+	checked := 0
+	for _, rt := range apiRoutes(t, e) {
+		if !mutating(rt.method) || !strings.Contains(rt.path, ":") {
+			continue
+		}
+		checked++
+		r := withKey(req{method: rt.method, path: f.path(rt.path), body: bodies[rt.String()]}, "op-"+rt.String())
+		const n = 8
+		answers := make([]response, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { answers[i] = e.do(r) })
+		}
+		wg.Wait()
+		fresh := 0
+		var first *response
+		for i, a := range answers {
+			if a.status == http.StatusConflict && strings.Contains(string(a.body), string(billing.CodeIdempotencyKeyInUse)) {
+				wantError(t, a, http.StatusConflict, billing.CodeIdempotencyKeyInUse)
+				continue
+			}
+			checkAnswer(t, rt.String(), a)
+			if a.header.Get("Idempotent-Replayed") == "" {
+				fresh++
+			}
+			if first == nil {
+				first = &answers[i]
+			} else if a.status != first.status || !bytes.Equal(a.body, first.body) {
+				t.Errorf("%s: two different answers: %d %s and %d %s", rt, first.status, first.body, a.status, a.body)
+			}
+		}
+		if fresh != 1 {
+			t.Errorf("%s: %d fresh answers, want 1", rt, fresh)
+		}
+	}
+	if checked < 40 {
+		t.Fatalf("only %d operations checked", checked)
+	}
+}
+
+// TestParallelCreditNoteNumbersGapless: credit notes finalized and marked
+// as sent at the same time get distinct, gapless numbers.
+func TestParallelCreditNoteNumbersGapless(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithBolt())
+	cust := e.customer("Acme Ltd")
+	var paths, want []string
+	for i := range 12 {
+		cn := e.creditNote(cust, `"invoiceId":"`+e.sentInvoice(cust)+`"`)["id"].(string)
+		wantStatus(t, e.post("/credit-notes/"+cn+"/line-items", cnLine(cn, "Refund", "1", "1", "0.2", "")), http.StatusCreated)
+		op := "/finalize"
+		if i%2 == 1 {
+			op = "/mark-as-sent"
+		}
+		paths = append(paths, "/credit-notes/"+cn+op)
+		want = append(want, fmt.Sprintf("CN%05d", i+1))
+	}
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	var numbers []string
+	for _, r := range parallelPOSTs(t, srv, e.auth, paths) {
+		wantStatus(t, r, http.StatusOK)
+		n, _ := decode[map[string]any](t, r)["creditNoteNumber"].(string)
+		numbers = append(numbers, n)
+	}
+	slices.Sort(numbers)
+	if !slices.Equal(numbers, want) {
+		t.Errorf("numbers = %v, want %v", numbers, want)
+	}
+}
+
+// TestParallelBillingRunsBillOnce: billing runs started at the same time
+// over HTTP bill every due period once between them.
+func TestParallelBillingRunsBillOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithBolt())
+	customer, price := e.scheduleFixture()
+	for range 3 {
+		id := e.create("/billing-schedules", scheduleBody(customer, price, ""))
+		wantStatus(t, e.put("/billing-schedules/"+id+"/activate", ""), http.StatusOK)
+	}
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	created := 0
+	for _, r := range parallelPOSTs(t, srv, e.auth, slices.Repeat([]string{"/billing-runs"}, 8)) {
+		wantStatus(t, r, http.StatusOK)
+		created += decode[billing.BillingRun](t, r).InvoicesCreated
+	}
+	if n := e.listTotal("/invoices"); n != 3 || created != 3 {
+		t.Errorf("%d invoices stored, %d reported created by the runs; want 3 (one per schedule)", n, created)
 	}
 }
