@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -191,34 +190,11 @@ func rawScan(db *bolt.DB) (int, error) {
 	return count, err
 }
 
-// median runs fn once to warm up, then runs times, and returns the median
-// duration.
-func median(runs int, fn func() error) (time.Duration, error) {
-	if err := fn(); err != nil {
-		return 0, err
-	}
-	times := make([]time.Duration, runs)
-	for i := range times {
-		d, err := timed(fn)
-		if err != nil {
-			return 0, err
-		}
-		times[i] = d
-	}
-	return middle(times), nil
-}
-
 // timed returns how long fn took.
 func timed(fn func() error) (time.Duration, error) {
 	start := time.Now()
 	err := fn()
 	return time.Since(start), err
-}
-
-// middle returns the median of times, which it sorts.
-func middle(times []time.Duration) time.Duration {
-	slices.Sort(times)
-	return times[len(times)/2]
 }
 
 // appendEventJSON appends the reference event of operations.md P7: an

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,8 +34,9 @@ type refData struct {
 	fileSize   int64   // P7: bytes after ingesting
 	ingestRate float64 // events/s
 
-	p4     time.Duration // the calculation before others are added; 0 until measured
-	others int           // events of others added
+	// before is a copy of the file as P4 measured it, made by addOthers.
+	before string
+	others int // events of others added
 }
 
 // reference returns the reference data set, building it on first use.
@@ -146,35 +150,12 @@ func (ref *refData) stop() error {
 
 func (ref *refData) close() { _ = ref.stop() }
 
-// calcOnly returns the time of P4's calculation, measuring it unless done.
-func (ref *refData) calcOnly(ctx context.Context, runs int) (time.Duration, error) {
-	if ref.p4 != 0 {
-		return ref.p4, nil
-	}
-	if ref.others != 0 {
-		return 0, errors.New("P4 must be measured before other events are added")
-	}
-	d, err := ref.calculate(ctx, runs)
-	ref.p4 = d
-	return d, err
-}
-
-// calculate returns the median time of GET /usage-metrics/{id}/calculate
-// for the reference customer and July 2024, checking the event count.
-func (ref *refData) calculate(ctx context.Context, runs int) (time.Duration, error) {
-	if err := ref.start(ctx, nil); err != nil {
-		return 0, err
-	}
-	return median(runs, ref.calculateOnce(ctx))
-}
-
-// calculateOnce returns a function running the calculation once on the
-// running server.
-func (ref *refData) calculateOnce(ctx context.Context) func() error {
+// calculateOn returns a function running the calculation once on srv.
+func (ref *refData) calculateOn(ctx context.Context, srv *server) func() error {
 	q := url.Values{"customerAliases": {refAlias}, "periodStart": {"2024-07-01"}, "periodEnd": {"2024-07-31"}}
 	path := "/usage-metrics/" + ref.metricID + "/calculate?" + q.Encode()
 	return func() error {
-		answer, err := send(ctx, ref.srv.url, ref.srv.auth, http.MethodGet, path, nil, http.StatusOK)
+		answer, err := send(ctx, srv.url, srv.auth, http.MethodGet, path, nil, http.StatusOK)
 		if err != nil {
 			return err
 		}
@@ -207,7 +188,7 @@ func (ref *refData) calcAndScan(ctx context.Context, runs int) (calc, scan time.
 		return 0, 0, 0, err
 	}
 	defer raw.Close()
-	calcOnce := ref.calculateOnce(ctx)
+	calcOnce := ref.calculateOn(ctx, ref.srv)
 	var calcs, scans []time.Duration
 	for i := range runs + 1 {
 		c, err := timed(calcOnce)
@@ -222,8 +203,38 @@ func (ref *refData) calcAndScan(ctx context.Context, runs int) (calc, scan time.
 			calcs, scans = append(calcs, c), append(scans, s)
 		}
 	}
-	ref.p4 = middle(calcs)
-	return ref.p4, middle(scans), n, nil
+	return slices.Min(calcs), slices.Min(scans), n, nil
+}
+
+// calcBeforeAndAfter measures P5: the calculation on a read-only copy of
+// the file as P4 measured it and on the grown file, in turns, and returns
+// the fastest of each.
+func (ref *refData) calcBeforeAndAfter(ctx context.Context, runs int) (before, after time.Duration, err error) {
+	if err := ref.start(ctx, &boltstore.Options{ReadOnly: true}); err != nil {
+		return 0, 0, err
+	}
+	defer ref.stop()
+	old, err := startServerAs(ctx, ref.before, &boltstore.Options{ReadOnly: true}, ref.account, ref.auth)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer old.stop()
+	calcBefore, calcAfter := ref.calculateOn(ctx, old), ref.calculateOn(ctx, ref.srv)
+	var befores, afters []time.Duration
+	for i := range runs + 1 {
+		b, err := timed(calcBefore)
+		if err != nil {
+			return 0, 0, err
+		}
+		a, err := timed(calcAfter)
+		if err != nil {
+			return 0, 0, err
+		}
+		if i > 0 {
+			befores, afters = append(befores, b), append(afters, a)
+		}
+	}
+	return slices.Min(befores), slices.Min(afters), nil
 }
 
 // addOthers stores b.cfg.others times the reference events more, of other
@@ -236,6 +247,10 @@ func (ref *refData) addOthers(ctx context.Context, b *bench) (int, error) {
 		return ref.others, nil
 	}
 	if err := ref.stop(); err != nil {
+		return 0, err
+	}
+	ref.before = ref.path + ".p4"
+	if err := copyFile(ref.before, ref.path); err != nil {
 		return 0, err
 	}
 	if err := ref.start(ctx, &boltstore.Options{NoSync: true}); err != nil {
@@ -311,4 +326,19 @@ func cmpOr(a, b error) error {
 		return a
 	}
 	return b
+}
+
+// copyFile copies the file at src to a new file at dst.
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Close())
 }
