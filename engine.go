@@ -639,12 +639,19 @@ func (s *Service) PreviewInvoice(ctx context.Context, account, scheduleID string
 		if err != nil {
 			return nil, err
 		}
+		// Nothing is stored, so nothing gets an id: the same state and asOf
+		// give the same preview, byte for byte.
+		inv.ID = ""
+		for i := range items {
+			items[i].ID, items[i].InvoiceID = "", ""
+		}
 		return &UpcomingInvoice{Invoice: inv, BillingDate: group[0].BillingDate, LineItems: items}, nil
 	})
 }
 
 // UpcomingInvoice is a computed, unstored invoice with its lines and the
-// billing date the engine would create it for.
+// billing date the engine would create it for. Its id and its lines' ids
+// are empty: nothing is stored.
 type UpcomingInvoice struct {
 	*Invoice
 	BillingDate Date              `json:"billingDate"`

@@ -197,6 +197,29 @@ func TestRunBillingIsDeterministic(t *testing.T) {
 	}
 }
 
+func TestPreviewInvoiceIsDeterministicAndStoresNothing(t *testing.T) {
+	t.Parallel()
+	f := newSched(t, billingtest.WithBolt())
+	f.events(f.customer, "api_call", ts("2024-01-10T00:00:00Z"), 5)
+	sc, _, _ := f.usageSchedule(f.customer, nil)
+	preview := func() string {
+		up, err := f.svc.PreviewInvoice(f.ctx, f.account, sc.ID, ts("2024-01-20T00:00:00Z"))
+		f.must(err)
+		if up.ID != "" || len(up.LineItems) == 0 || up.LineItems[0].ID != "" {
+			t.Errorf("preview has ids or no lines: id %q, %d lines", up.ID, len(up.LineItems))
+		}
+		b, err := json.Marshal(up)
+		f.must(err)
+		return string(b)
+	}
+	if a, b := preview(), preview(); a != b {
+		t.Errorf("two previews of the same state differ:\n%s\n%s", a, b)
+	}
+	if invs, _ := f.invoices(sc.ID); len(invs) != 0 {
+		t.Errorf("a preview stored %d invoices", len(invs))
+	}
+}
+
 func TestRunBillingLifecycle(t *testing.T) {
 	t.Parallel()
 	t.Run("AutoIssueAndCompleted", func(t *testing.T) {

@@ -54,8 +54,9 @@ func apiRoutes(tb testing.TB, e *env) []apiRoute {
 	return out
 }
 
-// isPreview reports whether a GET route computes a fresh document at every
-// call (new ids each time), so its answers are not compared across calls.
+// isPreview reports whether a GET route computes a document at every call
+// (stamped with the current time), so its answers are not compared across
+// calls.
 func isPreview(rt apiRoute) bool {
 	return strings.HasSuffix(rt.path, "/upcoming-invoice")
 }
