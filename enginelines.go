@@ -351,8 +351,10 @@ func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charge
 	sc := lc.sc
 	p := InvoiceParams{
 		Currency: lc.currency, CustomerID: sc.CustomerID, BillingScheduleID: sc.ID,
-		PurchaseOrderNumber: sc.PurchaseOrderNumber, Reference: sc.Reference, Memo: sc.Memo,
-		BillingPeriod: invoicePeriod(charges),
+		InvoiceUpdateParams: InvoiceUpdateParams{
+			PurchaseOrderNumber: sc.PurchaseOrderNumber, Reference: sc.Reference, Memo: sc.Memo,
+			BillingPeriod: invoicePeriod(charges),
+		},
 	}
 	return p, lineParams(lines), qs, nil
 }

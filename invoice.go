@@ -86,23 +86,11 @@ type InvoiceLineItemGroup struct {
 // IN_PROGRESS. Customer fields left out (emails, legal name, addresses, tax
 // id) are copied from the customer.
 type InvoiceParams struct {
-	Currency                 Currency        `json:"currency"`
-	CustomerID               string          `json:"customerId"`
-	Status                   DocumentStatus  `json:"status"`
-	BillingScheduleID        string          `json:"billingScheduleId"`
-	PurchaseOrderNumber      string          `json:"purchaseOrderNumber"`
-	Reference                string          `json:"reference"`
-	Memo                     string          `json:"memo"`
-	CustomerEmails           []string        `json:"customerEmails"`
-	CustomerLegalCompanyName string          `json:"customerLegalCompanyName"`
-	CustomerBillingAddress   *Address        `json:"customerBillingAddress"`
-	CustomerShippingAddress  *Address        `json:"customerShippingAddress"`
-	CustomerTaxID            string          `json:"customerTaxId"`
-	DueDate                  *Date           `json:"dueDate"`
-	BillingPeriod            *DateRange      `json:"billingPeriod"`
-	Metadata                 []KeyValue      `json:"metadata"`
-	PaymentOptions           []PaymentOption `json:"paymentOptions"`
-	AccountingDate           *Date           `json:"accountingDate"`
+	Currency          Currency       `json:"currency"`
+	CustomerID        string         `json:"customerId"`
+	Status            DocumentStatus `json:"status"`
+	BillingScheduleID string         `json:"billingScheduleId"`
+	InvoiceUpdateParams
 }
 
 // InvoiceUpdateParams replace the header of a DRAFT or IN_PROGRESS invoice

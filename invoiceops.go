@@ -84,17 +84,6 @@ func (s *Service) checkInvoiceHeader(v *validator, p *InvoiceUpdateParams) {
 	}
 }
 
-// headerOf returns the header part of create params.
-func (p *InvoiceParams) headerOf() InvoiceUpdateParams {
-	return InvoiceUpdateParams{
-		PurchaseOrderNumber: p.PurchaseOrderNumber, Reference: p.Reference, Memo: p.Memo,
-		CustomerEmails: p.CustomerEmails, CustomerLegalCompanyName: p.CustomerLegalCompanyName,
-		CustomerBillingAddress: p.CustomerBillingAddress, CustomerShippingAddress: p.CustomerShippingAddress,
-		CustomerTaxID: p.CustomerTaxID, DueDate: p.DueDate, BillingPeriod: p.BillingPeriod,
-		Metadata: p.Metadata, PaymentOptions: p.PaymentOptions, AccountingDate: p.AccountingDate,
-	}
-}
-
 // applyInvoiceHeader sets the header of r from h, copying missing customer
 // fields from c.
 func applyInvoiceHeader(r *invoiceRecord, h *InvoiceUpdateParams, c *Customer) {
@@ -127,7 +116,7 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 	checkCurrency(&v, p.Currency)
 	v.check(p.CustomerID != "", "customerId", "customerId is required")
 	status := checkStatusOnCreate(&v, p.Status)
-	h := p.headerOf()
+	h := p.InvoiceUpdateParams
 	s.checkInvoiceHeader(&v, &h)
 	var c *Customer
 	if p.CustomerID != "" {
