@@ -603,29 +603,45 @@ func (s *Service) UpdateBillingSchedule(ctx context.Context, account, id string,
 	if err := s.validateSchedule(&p); err != nil {
 		return nil, err
 	}
+	return s.scheduleOp(ctx, account, id, func(tx Tx, sc *BillingSchedule, now time.Time) (NotificationType, error) {
+		if sc.Status != ScheduleStatusDraft || sc.ArchivedAt != nil {
+			return "", Errorf(CodeInvalidState, "only a DRAFT schedule that is not archived can be edited; this one is %s", sc.Status)
+		}
+		if err := s.checkScheduleReferences(ctx, tx, account, &p); err != nil {
+			return "", err
+		}
+		s.buildSchedule(sc, &p, now)
+		sc.UpdatedAt = now
+		if p.IsDraft != nil && !*p.IsDraft {
+			if err := s.activate(ctx, tx, sc, now); err != nil {
+				return "", err
+			}
+		}
+		return NotificationBillingScheduleUpdated, nil
+	})
+}
+
+// scheduleOp runs fn on the schedule id of account in one transaction. fn
+// changes sc and returns the notification its change emits; it returns ""
+// when it changed nothing, and then nothing is stored or emitted.
+func (s *Service) scheduleOp(ctx context.Context, account, id string, fn func(tx Tx, sc *BillingSchedule, now time.Time) (NotificationType, error)) (*BillingSchedule, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
 		sc, err := s.getSchedule(ctx, tx, account, id)
 		if err != nil {
 			return nil, err
 		}
-		if sc.Status != ScheduleStatusDraft || sc.ArchivedAt != nil {
-			return nil, Errorf(CodeInvalidState, "only a DRAFT schedule that is not archived can be edited; this one is %s", sc.Status)
-		}
-		if err := s.checkScheduleReferences(ctx, tx, account, &p); err != nil {
+		typ, err := fn(tx, sc, now)
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		s.buildSchedule(sc, &p, now)
-		sc.UpdatedAt = now
-		if p.IsDraft != nil && !*p.IsDraft {
-			if err := s.activate(ctx, tx, sc, now); err != nil {
-				return nil, err
-			}
+		case typ == "":
+			return sc, s.embedPrices(ctx, tx, sc)
 		}
 		if err := s.putSchedule(ctx, tx, sc); err != nil {
 			return nil, err
 		}
-		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleUpdated)
+		return s.emitSchedule(ctx, tx, sc, typ)
 	})
 }
 
@@ -667,29 +683,18 @@ func (s *Service) activate(ctx context.Context, tx Tx, sc *BillingSchedule, now 
 // Returns not_found, and invalid_state for a CANCELLED, COMPLETED or
 // archived schedule, an archived customer or a price that is not ACTIVE.
 func (s *Service) ActivateBillingSchedule(ctx context.Context, account, id string) (*BillingSchedule, error) {
-	now := s.clock()
-	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
-		sc, err := s.getSchedule(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return s.scheduleOp(ctx, account, id, func(tx Tx, sc *BillingSchedule, now time.Time) (NotificationType, error) {
 		if sc.ArchivedAt != nil {
-			return nil, Errorf(CodeInvalidState, "an archived schedule cannot be activated")
+			return "", Errorf(CodeInvalidState, "an archived schedule cannot be activated")
 		}
 		switch sc.Status {
 		case ScheduleStatusActive:
-			return sc, s.embedPrices(ctx, tx, sc)
+			return "", nil
 		case ScheduleStatusDraft, ScheduleStatusPending, ScheduleStatusSuspended:
 		default:
-			return nil, Errorf(CodeInvalidState, "a %s schedule cannot be activated", sc.Status)
+			return "", Errorf(CodeInvalidState, "a %s schedule cannot be activated", sc.Status)
 		}
-		if err := s.activate(ctx, tx, sc, now); err != nil {
-			return nil, err
-		}
-		if err := s.putSchedule(ctx, tx, sc); err != nil {
-			return nil, err
-		}
-		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleUpdated)
+		return NotificationBillingScheduleUpdated, s.activate(ctx, tx, sc, now)
 	})
 }
 
@@ -697,23 +702,15 @@ func (s *Service) ActivateBillingSchedule(ctx context.Context, account, id strin
 // more; its status is unchanged. Archiving twice changes nothing.
 // Returns not_found.
 func (s *Service) ArchiveBillingSchedule(ctx context.Context, account, id string) (*BillingSchedule, error) {
-	now := s.clock()
-	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
-		sc, err := s.getSchedule(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return s.scheduleOp(ctx, account, id, func(tx Tx, sc *BillingSchedule, now time.Time) (NotificationType, error) {
 		if sc.ArchivedAt != nil {
-			return sc, s.embedPrices(ctx, tx, sc)
+			return "", nil
 		}
 		sc.ArchivedAt, sc.UpdatedAt = &now, now
-		if err := s.putSchedule(ctx, tx, sc); err != nil {
-			return nil, err
-		}
 		if err := tx.Delete(ctx, tableBillingRunnable, key(account, id)); err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, err
+			return "", err
 		}
-		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleArchived)
+		return NotificationBillingScheduleArchived, nil
 	})
 }
 
@@ -723,14 +720,9 @@ func (s *Service) ArchiveBillingSchedule(ctx context.Context, account, id string
 // is before the end of the last invoiced period or the start date, and
 // invalid_state for a DRAFT, CANCELLED, COMPLETED or archived schedule.
 func (s *Service) CancelBillingSchedule(ctx context.Context, account, id string, p CancelBillingScheduleParams) (*BillingSchedule, error) {
-	now := s.clock()
-	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
-		sc, err := s.getSchedule(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return s.scheduleOp(ctx, account, id, func(tx Tx, sc *BillingSchedule, now time.Time) (NotificationType, error) {
 		if sc.ArchivedAt != nil || (sc.Status != ScheduleStatusActive && sc.Status != ScheduleStatusSuspended && sc.Status != ScheduleStatusPending) {
-			return nil, Errorf(CodeInvalidState, "a %s schedule cannot be cancelled", sc.Status)
+			return "", Errorf(CodeInvalidState, "a %s schedule cannot be cancelled", sc.Status)
 		}
 		at := DateOf(now)
 		if p.At != nil {
@@ -738,21 +730,18 @@ func (s *Service) CancelBillingSchedule(ctx context.Context, account, id string,
 		}
 		billed, err := s.lastBilledDay(ctx, tx, sc)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		switch {
 		case at.Before(sc.StartDate.AddDays(-1)):
-			return nil, FieldError("at", "at must not be before the day before the schedule's startDate (%s)", sc.StartDate)
+			return "", FieldError("at", "at must not be before the day before the schedule's startDate (%s)", sc.StartDate)
 		case !billed.IsZero() && at.Before(billed):
-			return nil, FieldError("at", "at must not be before the end of the last invoiced period (%s)", billed)
+			return "", FieldError("at", "at must not be before the end of the last invoiced period (%s)", billed)
 		case sc.EndDate != nil && at.After(*sc.EndDate):
-			return nil, FieldError("at", "at must not be after the schedule's endDate (%s)", *sc.EndDate)
+			return "", FieldError("at", "at must not be after the schedule's endDate (%s)", *sc.EndDate)
 		}
 		sc.EndDate, sc.Status, sc.UpdatedAt = &at, ScheduleStatusCancelled, now
-		if err := s.putSchedule(ctx, tx, sc); err != nil {
-			return nil, err
-		}
-		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleUpdated)
+		return NotificationBillingScheduleUpdated, nil
 	})
 }
 
@@ -760,21 +749,13 @@ func (s *Service) CancelBillingSchedule(ctx context.Context, account, id string,
 // that start while it is suspended are not billed. Activate resumes it.
 // Returns not_found and invalid_state unless the schedule is ACTIVE.
 func (s *Service) SuspendBillingSchedule(ctx context.Context, account, id string) (*BillingSchedule, error) {
-	now := s.clock()
-	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
-		sc, err := s.getSchedule(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return s.scheduleOp(ctx, account, id, func(tx Tx, sc *BillingSchedule, now time.Time) (NotificationType, error) {
 		if sc.Status != ScheduleStatusActive || sc.ArchivedAt != nil {
-			return nil, Errorf(CodeInvalidState, "only an ACTIVE schedule can be suspended; this one is %s", sc.Status)
+			return "", Errorf(CodeInvalidState, "only an ACTIVE schedule can be suspended; this one is %s", sc.Status)
 		}
 		sc.Suspensions = append(sc.Suspensions, Suspension{Start: DateOf(now)})
 		sc.Status, sc.UpdatedAt = ScheduleStatusSuspended, now
-		if err := s.putSchedule(ctx, tx, sc); err != nil {
-			return nil, err
-		}
-		return s.emitSchedule(ctx, tx, sc, NotificationBillingScheduleUpdated)
+		return NotificationBillingScheduleUpdated, nil
 	})
 }
 
