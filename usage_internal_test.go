@@ -66,7 +66,7 @@ func TestEventEncodingFind(t *testing.T) {
 // numbers, one-byte and multi-byte, positive and negative.
 func TestSmallNumberRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, s := range []string{"0", "1", "-1", "63", "-64", "64", "49.99", "-3.50", "123456789012.345",
+	for _, s := range []string{"0", "1", "-1", "63", "-64", "64", "49.99", "-3.50", "81.91", "-81.92", "8192", "-8193", "1.000000000000", "123456789012.345",
 		"9223372036854775807", "-9223372036854775807", "0.000000000001", "99999999999999999999"} {
 		v := eventView(encodeEvent("", EventProperties{"n": NumberProperty(MustDecimal(s))}))
 		p, ok := v.find("n")

@@ -334,8 +334,12 @@ func (v rawProperty) decode() (PropertyValue, error) {
 // varints. It runs once per event in a SUM, so it decodes in place rather
 // than through binary.Varint; a malformed payload (never written) yields 0.
 func smallNumber(p []byte) (coeff, exp int64) {
-	if len(p) == 2 && p[0] < 0x80 && p[1] < 0x80 { // one-byte zig-zag varints
+	switch {
+	case len(p) == 2 && p[0] < 0x80 && p[1] < 0x80: // one-byte zig-zag varints
 		return int64(p[0]>>1) ^ -int64(p[0]&1), int64(p[1]>>1) ^ -int64(p[1]&1)
+	case len(p) == 3 && p[0] >= 0x80 && p[1] < 0x80 && p[2] < 0x80: // |coefficient| < 8192, such as 12.34
+		u := uint64(p[0]&0x7f) | uint64(p[1])<<7
+		return int64(u>>1) ^ -int64(u&1), int64(p[2]>>1) ^ -int64(p[2]&1)
 	}
 	c, i := zigzag(p, 0)
 	e, _ := zigzag(p, i)
