@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -28,7 +29,7 @@ func measureP6(ctx context.Context, b *bench) ([]row, error) {
 	}
 	b.progress("creating %d schedules with %d events each", b.cfg.schedules, eventsPerSchedule)
 	err = setUpSchedules(ctx, srv, b.cfg.schedules, month)
-	if err = joinErr(err, srv.stop()); err != nil {
+	if err = cmp.Or(err, srv.stop()); err != nil {
 		return nil, err
 	}
 	srv, err = startServer(ctx, path, nil)
@@ -128,6 +129,3 @@ func setUpSchedules(ctx context.Context, srv *server, n int, month time.Time) er
 	}
 	return nil
 }
-
-// joinErr returns the first non-nil error of a and b.
-func joinErr(a, b error) error { return cmpOr(a, b) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime"
 	"time"
 
 	"github.com/billingd/billing"
@@ -238,6 +237,3 @@ func measureP7(ctx context.Context, b *bench) ([]row, error) {
 
 // ms converts d to milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// gc collects garbage so one measure's leftovers do not count in the next.
-func gc() { runtime.GC() }

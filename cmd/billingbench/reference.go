@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"runtime/metrics"
 	"slices"
 	"sync"
@@ -51,7 +53,7 @@ func (b *bench) reference(ctx context.Context) (*refData, error) {
 // /usage-events/batch, durably, sampling the heap meanwhile, and creates
 // the SUM metric P4 calculates.
 func buildReference(ctx context.Context, b *bench) (*refData, error) {
-	gc()
+	runtime.GC() // the leftovers of earlier measures do not count in P7
 	ref := &refData{path: b.path("reference"), events: b.cfg.events}
 	b.progress("ingesting %d reference events", ref.events)
 	srv, err := startServer(ctx, ref.path, nil)
@@ -275,7 +277,7 @@ func (ref *refData) addOthers(ctx context.Context, b *bench) (int, error) {
 				n, err := ref.fill(ctx, s.alias, s.eventType, s.n)
 				mu.Lock()
 				ref.others += n
-				firstErr = cmpOr(firstErr, err)
+				firstErr = cmp.Or(firstErr, err)
 				mu.Unlock()
 			}
 		})
@@ -318,14 +320,6 @@ func (ref *refData) fill(ctx context.Context, alias, eventType string, n int) (i
 		}
 	}
 	return stored, nil
-}
-
-// cmpOr returns the first non-nil error.
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // copyFile copies the file at src to a new file at dst.
