@@ -291,3 +291,68 @@ func TestMerchantUpdatedIsEmitted(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestWebhookDocumentsEndToEnd: document operations reach a receiver once
+// each, in order of the design's emission table; op 11 (mark-as-sent)
+// sends nothing, and neither does a refused operation.
+func TestWebhookDocumentsEndToEnd(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, true)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL + "/hook"},
+		billing.NotificationInvoiceCreated, billing.NotificationInvoiceUpdated, billing.NotificationInvoiceIssued,
+		billing.NotificationCreditNoteCreated, billing.NotificationCreditNoteUpdated, billing.NotificationCreditNoteIssued)
+	rc.setSecret(p.WebhookSecret)
+	c := e.customer("Initech")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := func(s string) *billing.Decimal { v := billing.MustDecimal(s); return &v }
+
+	inv, err := e.svc.CreateInvoice(ctx, e.account, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: c.ID})
+	must(err)
+	_, err = e.svc.CreateInvoiceLineItem(ctx, e.account, inv.ID, billing.InvoiceLineItemParams{
+		Title: "Fee", Quantity: d("1"), Rate: d("100.00"), TaxRate: d("0.2"), ExternalIDs: []billing.KeyValue{}})
+	must(err)
+	_, err = e.svc.SendInvoice(ctx, e.account, inv.ID)
+	must(err)
+	// Refused: a second send changes nothing and emits nothing.
+	if _, err := e.svc.SendInvoice(ctx, e.account, inv.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+		t.Fatalf("second send: %v", err)
+	}
+	cn, err := e.svc.CreateCreditNote(ctx, e.account, billing.CreditNoteParams{Currency: billing.CurrencyGBP, CustomerID: c.ID, InvoiceID: inv.ID})
+	must(err)
+	_, err = e.svc.CreateCreditNoteLineItem(ctx, e.account, cn.ID, billing.CreateCreditNoteLineItemParams{CreditNoteID: cn.ID,
+		CreditNoteLineItemParams: billing.CreditNoteLineItemParams{Title: "Refund", Quantity: d("1"), Rate: d("10.00"), TaxRate: d("0.2"), ExternalIDs: []billing.KeyValue{}}})
+	must(err)
+	_, err = e.svc.MarkCreditNoteSent(ctx, e.account, cn.ID)
+	must(err)
+	_, err = e.svc.MarkCreditNoteSent(ctx, e.account, cn.ID) // already SENT: unchanged, nothing emitted
+	must(err)
+
+	dsp := billing.NewDispatcher(e.svc, billing.DispatcherConfig{})
+	for e.runOnce(dsp) > 0 {
+	}
+	var got []billing.NotificationType
+	for _, h := range rc.got() {
+		if h.verify != nil {
+			t.Errorf("VerifyWebhook: %v", h.verify)
+		}
+		var n billing.Notification
+		must(json.Unmarshal(h.body, &n))
+		got = append(got, n.Type)
+	}
+	slices.Sort(got)
+	want := []billing.NotificationType{
+		billing.NotificationCreditNoteCreated, billing.NotificationCreditNoteUpdated,
+		billing.NotificationInvoiceCreated, billing.NotificationInvoiceIssued, billing.NotificationInvoiceUpdated,
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("receiver got %v, want %v (nothing for mark-as-sent or refused operations)", got, want)
+	}
+}
