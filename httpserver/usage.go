@@ -4,14 +4,31 @@ import "github.com/billingd/billing"
 
 // usageEventRoutes mounts usage event ingestion and listing, and the
 // calculation of a usage metric (usage.md, "Usage events" and
-// "Calculation").
+// "Calculation"). The ingestion bodies take the fast path of
+// usagedecode.go and their answers the append encoding of usageencode.go.
 func (a api) usageEventRoutes() {
-	a.post("/usage-events", 201, body(func(c *call, p *billing.UsageEventParams) (any, error) {
-		return a.svc.CreateUsageEvent(c.ctx, c.account, *p)
-	}))
-	a.post("/usage-events/batch", 201, body(func(c *call, p *billing.UsageEventBatchParams) (any, error) {
-		return a.svc.CreateUsageEventBatch(c.ctx, c.account, *p)
-	}), batchBody)
+	a.post("/usage-events", 201, func(c *call) (any, error) {
+		var p billing.UsageEventParams
+		if err := bindUsage(c, &p, fastUsageEvent); err != nil {
+			return nil, err
+		}
+		e, err := a.svc.CreateUsageEvent(c.ctx, c.account, p)
+		if err != nil {
+			return nil, err
+		}
+		return usageEventJSON{e}, nil
+	})
+	a.post("/usage-events/batch", 201, func(c *call) (any, error) {
+		var p billing.UsageEventBatchParams
+		if err := bindUsage(c, &p, fastUsageEventBatch); err != nil {
+			return nil, err
+		}
+		items, err := a.svc.CreateUsageEventBatch(c.ctx, c.account, p)
+		if err != nil {
+			return nil, err
+		}
+		return usageEventsJSON(items), nil
+	}, batchBody)
 	a.get("/usage-events", 200, func(c *call) (any, error) {
 		p, err := c.listParams()
 		if err != nil {

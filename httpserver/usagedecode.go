@@ -1,0 +1,403 @@
+package httpserver
+
+import (
+	"time"
+	"unicode/utf8"
+
+	"github.com/billingd/billing"
+)
+
+// The usage-event bodies (POST /usage-events and /usage-events/batch) are
+// the hot bodies of the API: a batch holds up to 1,000 events, and the
+// strict decoder (decodeJSON: a syntax check, a reflective walk, then
+// encoding/json) was most of a batch request's CPU. The functions below are
+// a FAST PATH for exactly those two shapes, not a second decoder of the
+// API's rules: each accepts only a well-formed body whose every member it
+// is sure of, and produces the params decodeJSON would; on anything else
+// (escapes, null, duplicate or unknown members, wrong types, numbers or
+// timestamps its callee refuses, invalid UTF-8, trailing data...) it
+// declines, and the request goes through decodeJSON, so error messages and
+// field paths stay those of the one strict decoder. The differential test
+// and fuzz targets of usagedecode_test.go check that for any input the fast
+// path either declines or agrees with decodeJSON.
+
+// bindUsage decodes c's body into p through fast when the body is plain
+// application/json that fast accepts, and through c.bind (the Content-Type
+// check and the strict decoder) otherwise.
+func bindUsage[P any](c *call, p *P, fast func(body []byte, p *P) bool) error {
+	if c.contentType == "application/json" && fast(c.body, p) {
+		return nil
+	}
+	var zero P
+	*p = zero // whatever the fast path decoded before it declined
+	return c.bind(p)
+}
+
+// fastUsageEvent decodes the body of POST /usage-events; false means
+// "use decodeJSON".
+func fastUsageEvent(body []byte, p *billing.UsageEventParams) bool {
+	d := usageDecoder{b: body}
+	d.ws()
+	if !d.event(p) {
+		return false
+	}
+	d.ws()
+	return d.i == len(d.b)
+}
+
+// fastUsageEventBatch decodes the body of POST /usage-events/batch; false
+// means "use decodeJSON".
+func fastUsageEventBatch(body []byte, p *billing.UsageEventBatchParams) bool {
+	d := usageDecoder{b: body}
+	d.ws()
+	if !d.byte('{') {
+		return false
+	}
+	d.ws()
+	if d.byte('}') {
+		d.ws()
+		return d.i == len(d.b)
+	}
+	if !d.name("events") {
+		return false
+	}
+	d.ws()
+	if !d.byte('[') {
+		return false
+	}
+	// About 150 bytes per event in the usual bodies; a guess, not a limit.
+	p.Events = make([]billing.UsageEventParams, 0, min(len(body)/128+1, billing.MaxUsageEventBatch))
+	d.ws()
+	if !d.byte(']') {
+		for {
+			p.Events = append(p.Events, billing.UsageEventParams{})
+			d.ws()
+			if !d.event(&p.Events[len(p.Events)-1]) {
+				return false
+			}
+			d.ws()
+			if d.byte(']') {
+				break
+			}
+			if !d.byte(',') {
+				return false
+			}
+		}
+	}
+	d.ws()
+	if !d.byte('}') {
+		return false
+	}
+	d.ws()
+	return d.i == len(d.b)
+}
+
+// usageDecoder is a cursor over a body. Strings that repeat across the
+// events of a batch (aliases, event types, property names) are shared
+// rather than allocated again.
+type usageDecoder struct {
+	b []byte
+	i int
+
+	alias, eventType string
+	names            map[string]string
+}
+
+// ws skips JSON whitespace.
+func (d *usageDecoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// byte consumes c if it is next.
+func (d *usageDecoder) byte(c byte) bool {
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// raw consumes a JSON string without escapes or control characters, in
+// valid UTF-8, and returns its content (aliasing the body).
+func (d *usageDecoder) raw() ([]byte, bool) {
+	if !d.byte('"') {
+		return nil, false
+	}
+	start := d.i
+	ascii := true
+	for ; d.i < len(d.b); d.i++ {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			s := d.b[start:d.i]
+			d.i++
+			return s, ascii || utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		case c >= 0x80:
+			ascii = false
+		}
+	}
+	return nil, false
+}
+
+// str consumes a plain JSON string (see raw) and returns it, reusing prev
+// when equal.
+func (d *usageDecoder) str(prev *string) (string, bool) {
+	s, ok := d.raw()
+	if !ok {
+		return "", false
+	}
+	if string(s) != *prev {
+		*prev = string(s)
+	}
+	return *prev, true
+}
+
+// name consumes a member name equal to want and the colon after it.
+func (d *usageDecoder) name(want string) bool {
+	s, ok := d.raw()
+	if !ok || string(s) != want {
+		return false
+	}
+	d.ws()
+	return d.byte(':')
+}
+
+// Members of an event, as bits of a set.
+const (
+	memberAlias = 1 << iota
+	memberType
+	memberEventID
+	memberTimestamp
+	memberProperties
+)
+
+// event decodes one event object into p.
+func (d *usageDecoder) event(p *billing.UsageEventParams) bool {
+	if !d.byte('{') {
+		return false
+	}
+	d.ws()
+	if d.byte('}') {
+		return true
+	}
+	var seen int
+	for {
+		name, ok := d.raw()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if !d.byte(':') {
+			return false
+		}
+		d.ws()
+		var member int
+		switch string(name) {
+		case "customerAlias":
+			member = memberAlias
+			p.CustomerAlias, ok = d.str(&d.alias)
+		case "eventType":
+			member = memberType
+			p.EventType, ok = d.str(&d.eventType)
+		case "customerEventId":
+			member = memberEventID
+			var s []byte
+			s, ok = d.raw()
+			p.CustomerEventID = string(s)
+		case "eventTimestamp":
+			member = memberTimestamp
+			p.EventTimestamp, ok = d.timestamp()
+		case "eventProperties":
+			member = memberProperties
+			p.EventProperties, ok = d.properties()
+		}
+		if member == 0 || !ok || seen&member != 0 {
+			return false // unknown, refused or given twice
+		}
+		seen |= member
+		d.ws()
+		if d.byte('}') {
+			return true
+		}
+		if !d.byte(',') {
+			return false
+		}
+		d.ws()
+	}
+}
+
+// timestamp decodes a JSON string timestamp as time.Time's UnmarshalJSON
+// does: the usual "2006-01-02T15:04:05Z" by hand, any other string by
+// UnmarshalJSON itself.
+func (d *usageDecoder) timestamp() (*time.Time, bool) {
+	start := d.i
+	s, ok := d.raw()
+	if !ok {
+		return nil, false
+	}
+	if t, ok := parseUTCSeconds(s); ok {
+		return &t, true
+	}
+	t := new(time.Time)
+	if t.UnmarshalJSON(d.b[start:d.i]) != nil {
+		return nil, false
+	}
+	return t, true
+}
+
+// parseUTCSeconds parses exactly "YYYY-MM-DDTHH:MM:SSZ"; false for anything
+// else, including a valid timestamp of another form.
+func parseUTCSeconds(s []byte) (time.Time, bool) {
+	if len(s) != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != 'Z' {
+		return time.Time{}, false
+	}
+	var n [6]int
+	for k, at := range [6]int{0, 5, 8, 11, 14, 17} {
+		width := 2
+		if k == 0 {
+			width = 4
+		}
+		for _, c := range s[at : at+width] {
+			if c < '0' || c > '9' {
+				return time.Time{}, false
+			}
+			n[k] = n[k]*10 + int(c-'0')
+		}
+	}
+	year, month, day, hour, minute, sec := n[0], n[1], n[2], n[3], n[4], n[5]
+	if month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
+	if t.Day() != day { // past the end of its month
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// properties decodes an eventProperties object of string, number and
+// boolean values.
+func (d *usageDecoder) properties() (billing.EventProperties, bool) {
+	if !d.byte('{') {
+		return nil, false
+	}
+	props := billing.EventProperties{}
+	d.ws()
+	if d.byte('}') {
+		return props, true
+	}
+	for {
+		raw, ok := d.raw()
+		if !ok {
+			return nil, false
+		}
+		name, ok := d.names[string(raw)]
+		if !ok {
+			if d.names == nil {
+				d.names = map[string]string{}
+			}
+			name = string(raw)
+			if len(d.names) < 64 {
+				d.names[name] = name
+			}
+		}
+		d.ws()
+		if !d.byte(':') {
+			return nil, false
+		}
+		d.ws()
+		v, ok := d.property()
+		if !ok {
+			return nil, false
+		}
+		n := len(props)
+		if props[name] = v; len(props) == n {
+			return nil, false // given twice
+		}
+		d.ws()
+		if d.byte('}') {
+			return props, true
+		}
+		if !d.byte(',') {
+			return nil, false
+		}
+		d.ws()
+	}
+}
+
+// property decodes one property value as PropertyValue.UnmarshalJSON does.
+func (d *usageDecoder) property() (billing.PropertyValue, bool) {
+	if d.i >= len(d.b) {
+		return billing.PropertyValue{}, false
+	}
+	switch c := d.b[d.i]; {
+	case c == '"':
+		s, ok := d.raw()
+		return billing.StringProperty(string(s)), ok
+	case c == 't':
+		return billing.BoolProperty(true), d.literal("true")
+	case c == 'f':
+		return billing.BoolProperty(false), d.literal("false")
+	case c == '-' || c >= '0' && c <= '9':
+		start := d.i
+		if !d.number() {
+			return billing.PropertyValue{}, false
+		}
+		n, err := billing.ParseDecimalNumber(string(d.b[start:d.i]))
+		return billing.NumberProperty(n), err == nil
+	}
+	return billing.PropertyValue{}, false
+}
+
+// literal consumes want (true or false); what follows is the caller's
+// to check (a delimiter, so that "truex" is declined).
+func (d *usageDecoder) literal(want string) bool {
+	if len(d.b)-d.i < len(want) || string(d.b[d.i:d.i+len(want)]) != want {
+		return false
+	}
+	d.i += len(want)
+	return true
+}
+
+// number consumes a number in the JSON grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (d *usageDecoder) number() bool {
+	d.byte('-')
+	switch {
+	case d.byte('0'):
+	case d.i < len(d.b) && d.b[d.i] >= '1' && d.b[d.i] <= '9':
+		d.digits()
+	default:
+		return false
+	}
+	if d.byte('.') && !d.digits() {
+		return false
+	}
+	if d.byte('e') || d.byte('E') {
+		if !d.byte('+') {
+			d.byte('-')
+		}
+		if !d.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits consumes one or more decimal digits.
+func (d *usageDecoder) digits() bool {
+	start := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	return d.i > start
+}

@@ -1,0 +1,118 @@
+package httpserver
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// The answers of usage-event ingestion echo every stored event: up to 1,000
+// per batch. encoding/json would reach each field by reflection and each
+// property through two MarshalJSON calls and a map copy; these types append
+// the same bytes directly (usageencode_test.go compares them byte for byte
+// with encoding/json's output).
+
+// usageEventJSON is the answer of POST /usage-events.
+type usageEventJSON struct{ e *billing.UsageEvent }
+
+// MarshalJSON writes the event exactly as encoding/json would.
+func (u usageEventJSON) MarshalJSON() ([]byte, error) {
+	return appendUsageEvent(make([]byte, 0, 512), u.e)
+}
+
+// usageEventsJSON is the answer of POST /usage-events/batch.
+type usageEventsJSON billing.Items[billing.UsageEvent]
+
+// MarshalJSON writes {"items":[...]} exactly as encoding/json would.
+func (u usageEventsJSON) MarshalJSON() ([]byte, error) {
+	if u.Items == nil {
+		return []byte(`{"items":null}`), nil
+	}
+	b := make([]byte, 0, 16+300*len(u.Items))
+	b = append(b, `{"items":[`...)
+	for i := range u.Items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendUsageEvent(b, &u.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, "]}"...), nil
+}
+
+// appendUsageEvent appends e in the field order and form of its struct.
+func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, e.ID)
+	b = append(b, `,"serviceAccountId":`...)
+	b = appendJSONString(b, e.ServiceAccountID)
+	b = append(b, `,"customerEventId":`...)
+	b = appendJSONString(b, e.CustomerEventID)
+	b = append(b, `,"customerAlias":`...)
+	b = appendJSONString(b, e.CustomerAlias)
+	b = append(b, `,"eventType":`...)
+	b = appendJSONString(b, e.EventType)
+	b = append(b, `,"eventTimestamp":`...)
+	if y := e.EventTimestamp.Year(); y < 0 || y > 9999 {
+		ts, err := e.EventTimestamp.MarshalJSON() // its error, as encoding/json reports it
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, ts...)
+	} else {
+		b = append(b, '"')
+		b = e.EventTimestamp.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	b = append(b, `,"eventProperties":{`...)
+	names := make([]string, 0, len(e.EventProperties))
+	for k := range e.EventProperties {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, strings.Compare) // encoding/json's map key order
+	for i, k := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		v := e.EventProperties[k]
+		switch v.Kind() {
+		case billing.PropertyString:
+			b = appendJSONString(b, v.String())
+		case billing.PropertyBool:
+			if v.String() == "true" {
+				b = append(b, "true"...)
+			} else {
+				b = append(b, "false"...)
+			}
+		default:
+			raw, err := v.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, raw...)
+		}
+	}
+	return append(b, "}}"...), nil
+}
+
+// appendJSONString appends s as encoding/json writes a string: directly
+// when every byte is printable ASCII that it does not escape, through
+// encoding/json otherwise (escapes, HTML characters, U+2028, invalid UTF-8).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

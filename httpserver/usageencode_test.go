@@ -1,0 +1,61 @@
+package httpserver
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// TestUsageEventEncodingMatchesEncodingJSON checks the append encoding of
+// ingestion answers byte for byte against encoding/json.
+func TestUsageEventEncodingMatchesEncodingJSON(t *testing.T) {
+	num := func(s string) billing.PropertyValue {
+		d, err := billing.ParseDecimalNumber(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return billing.NumberProperty(d)
+	}
+	at := time.Date(2026, 11, 22, 8, 30, 1, 0, time.UTC)
+	events := []billing.UsageEvent{
+		{ID: "0b7e4a3c-9f1d-4c55-8a52-0d1e2f3a4b5c", ServiceAccountID: "acct", CustomerEventID: "0b7e4a3c-9f1d-4c55-8a52-0d1e2f3a4b5c",
+			CustomerAlias: "customer-1", EventType: "api_call", EventTimestamp: at,
+			EventProperties: billing.EventProperties{"region": billing.StringProperty("region-001"), "requests": num("42"), "amount": num("12.30"),
+				"big": num("1e3"), "neg": num("-0.000"), "huge": num("123456789012345678901234567890"), "t": billing.BoolProperty(true), "f": billing.BoolProperty(false)}},
+		{ID: "x", CustomerAlias: `<script>&"quotes"\ and ` + "\u2028\u2029\x7f\x01\n\t", EventType: "Zürich 東京", EventTimestamp: at.Add(500 * time.Millisecond),
+			EventProperties: billing.EventProperties{"ключ": billing.StringProperty("bad \xff utf-8"), "": billing.StringProperty(""), "<k>": billing.PropertyValue{}}},
+		{ID: "no properties", EventTimestamp: time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{ID: "empty properties", EventProperties: billing.EventProperties{}, EventTimestamp: at.In(time.FixedZone("x", 3600))},
+	}
+	check := func(name string, got json.Marshaler, want any) {
+		t.Helper()
+		g, err := json.Marshal(got)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(g) != string(w) {
+			t.Errorf("%s:\n got %s\nwant %s", name, g, w)
+		}
+	}
+	for i := range events {
+		check(events[i].ID, usageEventJSON{&events[i]}, &events[i])
+	}
+	check("batch", usageEventsJSON{Items: events}, billing.Items[billing.UsageEvent]{Items: events})
+	check("empty batch", usageEventsJSON{Items: []billing.UsageEvent{}}, billing.Items[billing.UsageEvent]{Items: []billing.UsageEvent{}})
+	check("nil batch", usageEventsJSON{}, billing.Items[billing.UsageEvent]{})
+
+	// A timestamp encoding/json cannot write fails the same way.
+	bad := billing.UsageEvent{EventTimestamp: time.Date(-1, 12, 31, 0, 0, 0, 0, time.UTC)}
+	_, gerr := json.Marshal(usageEventJSON{&bad})
+	_, werr := json.Marshal(&bad)
+	if gerr == nil || werr == nil || !strings.Contains(gerr.Error(), "year outside of range") {
+		t.Errorf("year -1: got %v, encoding/json %v", gerr, werr)
+	}
+}
