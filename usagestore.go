@@ -48,10 +48,32 @@ const (
 var counterKey = []byte{0}
 
 func encodeEventID(id string) []byte {
-	if u, err := uuid.Parse(id); err == nil && u.String() == id {
+	if canonicalUUID(id) {
+		u, _ := uuid.Parse(id) // cannot fail: checked
 		return append([]byte{idKindUUID}, u[:]...)
 	}
 	return append([]byte{idKindText}, id...)
+}
+
+// canonicalUUID reports whether id is a UUID in its canonical text form
+// (lowercase, hyphenated), the one uuid.UUID.String writes back.
+func canonicalUUID(id string) bool {
+	if len(id) != 36 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func decodeEventID(b []byte) (string, error) {
@@ -107,57 +129,105 @@ func seriesNo(ctx context.Context, tx Tx, account, eventType, alias string, crea
 
 // putUsageEvents stores events in order, each superseding any earlier event
 // of the account with the same customerEventId (events earlier in the slice
-// included). It keeps no state between calls, as group commit requires.
+// included). It keeps no state between calls, as group commit requires;
+// within a call it resolves each series once, and looks up explicit
+// customerEventIds only when the account has any.
 func (s *Service) putUsageEvents(ctx context.Context, tx Tx, account string, events []UsageEvent) error {
 	acct, err := number(ctx, tx, tableUsageAccounts, []byte(account), true)
 	if err != nil {
 		return err
 	}
+	w := eventWriter{acct: acct, series: map[seriesName][]byte{}}
+	err = tx.Scan(ctx, tableUsageEventKeys, Range{Prefix: acct}, func(_, _ []byte) error {
+		w.explicitIDs = true
+		return ErrStopScan
+	})
+	if err != nil {
+		return err
+	}
 	for i := range events {
-		if err := s.putUsageEvent(ctx, tx, acct, &events[i]); err != nil {
+		if err := w.put(ctx, tx, &events[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Service) putUsageEvent(ctx context.Context, tx Tx, acct []byte, e *UsageEvent) error {
-	if err := supersede(ctx, tx, acct, e.CustomerEventID); err != nil {
-		return err
-	}
-	series, err := seriesNo(ctx, tx, e.ServiceAccountID, e.EventType, e.CustomerAlias, true)
-	if err != nil {
-		return err
-	}
+// seriesName is the (event type, alias) of a series within an account.
+type seriesName struct{ eventType, alias string }
+
+// eventWriter stores the events of one putUsageEvents call.
+type eventWriter struct {
+	acct   []byte
+	series map[seriesName][]byte
+	// explicitIDs is whether usage_event_keys may hold an entry of the
+	// account: false only while neither the store nor this call has one.
+	explicitIDs bool
+}
+
+func (w *eventWriter) put(ctx context.Context, tx Tx, e *UsageEvent) error {
+	acct := w.acct
 	id := encodeEventID(e.ID)
-	pk := append(appendTime(append([]byte(nil), series...), e.EventTimestamp), id...)
-	cevid := ""
-	if e.CustomerEventID != e.ID {
-		cevid = e.CustomerEventID
+	// An event whose customerEventId is its own new id can supersede only
+	// an event sent with that explicit customerEventId: no stored event has
+	// its id.
+	own := e.CustomerEventID == e.ID
+	if err := supersede(ctx, tx, acct, e.CustomerEventID, !w.explicitIDs, own); err != nil {
+		return err
+	}
+	name := seriesName{e.EventType, e.CustomerAlias}
+	series, ok := w.series[name]
+	if !ok {
+		var err error
+		if series, err = seriesNo(ctx, tx, e.ServiceAccountID, e.EventType, e.CustomerAlias, true); err != nil {
+			return err
+		}
+		w.series[name] = series
+	}
+	cevid := e.CustomerEventID
+	if own {
+		cevid = "" // stored as defaulted
+	}
+	val := encodeEvent(cevid, e.EventProperties)
+	// One allocation for the two keys bbolt keeps until the commit.
+	buf := make([]byte, 0, 12+len(id)+len(acct)+len(id))
+	buf = appendTime(append(buf, series...), e.EventTimestamp)
+	buf = append(buf, id...)
+	pk := buf[:len(buf):len(buf)]
+	buf = append(append(buf, acct...), id...)
+	idKey := buf[len(pk):len(buf):len(buf)]
+	if !own {
+		w.explicitIDs = true
 		if err := tx.Put(ctx, tableUsageEventKeys, append(append([]byte(nil), acct...), cevid...), pk); err != nil {
 			return err
 		}
 	}
-	if err := tx.Put(ctx, tableUsageEventIDs, append(append([]byte(nil), acct...), id...), pk[:12]); err != nil {
+	if err := tx.Put(ctx, tableUsageEventIDs, idKey, pk[:12]); err != nil {
 		return err
 	}
-	return tx.Put(ctx, tableUsageEvents, pk, encodeEvent(cevid, e.EventProperties))
+	return tx.Put(ctx, tableUsageEvents, pk, val)
 }
 
 // supersede deletes the event of the account whose customerEventId is cevid:
-// one sent with that explicit customerEventId, or one sent without any whose
-// id is cevid.
-func supersede(ctx context.Context, tx Tx, acct []byte, cevid string) error {
-	k := append(append([]byte(nil), acct...), cevid...)
-	pk, err := tx.Get(ctx, tableUsageEventKeys, k)
-	switch {
-	case err == nil:
-		if err := tx.Delete(ctx, tableUsageEventKeys, k); err != nil {
+// one sent with that explicit customerEventId (looked up unless noExplicit),
+// or one sent without any whose id is cevid (looked up unless fresh: cevid
+// is the id of the event being stored).
+func supersede(ctx context.Context, tx Tx, acct []byte, cevid string, noExplicit, fresh bool) error {
+	if !noExplicit {
+		k := append(append([]byte(nil), acct...), cevid...)
+		pk, err := tx.Get(ctx, tableUsageEventKeys, k)
+		switch {
+		case err == nil:
+			if err := tx.Delete(ctx, tableUsageEventKeys, k); err != nil {
+				return err
+			}
+			return deleteUsageEvent(ctx, tx, acct, pk)
+		case !errors.Is(err, ErrNotFound):
 			return err
 		}
-		return deleteUsageEvent(ctx, tx, acct, pk)
-	case !errors.Is(err, ErrNotFound):
-		return err
+	}
+	if fresh {
+		return nil
 	}
 	id := encodeEventID(cevid)
 	if id[0] != idKindUUID {
@@ -170,7 +240,7 @@ func supersede(ctx context.Context, tx Tx, acct []byte, cevid string) error {
 	if err != nil {
 		return err
 	}
-	pk = append(loc, id...)
+	pk := append(loc, id...)
 	v, err := tx.Get(ctx, tableUsageEvents, pk)
 	if err != nil {
 		return err

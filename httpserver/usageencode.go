@@ -19,19 +19,26 @@ import (
 type usageEventJSON struct{ e *billing.UsageEvent }
 
 // MarshalJSON writes the event exactly as encoding/json would.
-func (u usageEventJSON) MarshalJSON() ([]byte, error) {
-	return appendUsageEvent(make([]byte, 0, 512), u.e)
-}
+func (u usageEventJSON) MarshalJSON() ([]byte, error) { return u.AppendJSON(make([]byte, 0, 512)) }
+
+// AppendJSON appends what MarshalJSON writes to b (writeResult sends it
+// without encoding/json checking it again).
+func (u usageEventJSON) AppendJSON(b []byte) ([]byte, error) { return appendUsageEvent(b, u.e) }
 
 // usageEventsJSON is the answer of POST /usage-events/batch.
 type usageEventsJSON billing.Items[billing.UsageEvent]
 
 // MarshalJSON writes {"items":[...]} exactly as encoding/json would.
 func (u usageEventsJSON) MarshalJSON() ([]byte, error) {
+	return u.AppendJSON(make([]byte, 0, 16+300*len(u.Items)))
+}
+
+// AppendJSON appends what MarshalJSON writes to b.
+func (u usageEventsJSON) AppendJSON(b []byte) ([]byte, error) {
 	if u.Items == nil {
-		return []byte(`{"items":null}`), nil
+		return append(b, `{"items":null}`...), nil
 	}
-	b := make([]byte, 0, 16+300*len(u.Items))
+	b = slices.Grow(b, 16+300*len(u.Items))
 	b = append(b, `{"items":[`...)
 	for i := range u.Items {
 		if i > 0 {

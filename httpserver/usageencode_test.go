@@ -43,6 +43,10 @@ func TestUsageEventEncodingMatchesEncodingJSON(t *testing.T) {
 		if string(g) != string(w) {
 			t.Errorf("%s:\n got %s\nwant %s", name, g, w)
 		}
+		a, err := got.(interface{ AppendJSON([]byte) ([]byte, error) }).AppendJSON([]byte("prefix"))
+		if err != nil || string(a) != "prefix"+string(w) {
+			t.Errorf("%s: AppendJSON gives %s, %v", name, a, err)
+		}
 	}
 	for i := range events {
 		check(events[i].ID, usageEventJSON{&events[i]}, &events[i])

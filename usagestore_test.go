@@ -1,0 +1,51 @@
+package billing_test
+
+import (
+	"testing"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+)
+
+// TestUsageEventSupersedeFreshAccount covers the shortcuts of batch
+// storing: an account that has never sent a customerEventId skips its
+// lookup until one is stored, within the same batch too, and a series is
+// resolved once per batch even when a batch mixes series.
+func TestUsageEventSupersedeFreshAccount(t *testing.T) {
+	t.Parallel()
+	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
+		svc, _ := billingtest.NewService(t, opts...)
+		acct := billingtest.Account(t, svc, "a")
+		m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
+			EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
+		withID := func(id, alias, js string) billing.UsageEventParams {
+			p := event(t, alias, "api", js)
+			p.CustomerEventID = id
+			return p
+		}
+		// No explicit customerEventId yet: a plain event is replaced by a
+		// later one naming its id.
+		plain := ingest(t, svc, acct, event(t, "c1", "api", `{"n":100}`), event(t, "c2", "api", `{"n":7}`))
+		ingest(t, svc, acct, withID(plain[0].ID, "c1", `{"n":3}`))
+		checkCalc(t, svc, acct, m, []string{"c1"}, "2024-07-01", "2024-07-31", 1, 0, "3")
+
+		// The first explicit customerEventIds of a fresh account, twice in
+		// one batch, among events of three series: the last wins.
+		fresh := billingtest.Account(t, svc, "b")
+		mb := createMetric(t, svc, fresh, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
+			EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
+		got := ingest(t, svc, fresh, event(t, "c1", "api", `{"n":1}`), withID("z", "c1", `{"n":10}`), event(t, "c2", "api", `{"n":2}`),
+			withID("z", "c2", `{"n":20}`), event(t, "c1", "other", `{"n":4}`), event(t, "c1", "api", `{"n":5}`))
+		if len(got) != 6 || got[1].CustomerEventID != "z" || got[0].CustomerEventID != got[0].ID {
+			t.Fatalf("answer %+v", got)
+		}
+		checkCalc(t, svc, fresh, mb, []string{"c1"}, "2024-07-01", "2024-07-31", 2, 0, "6")
+		checkCalc(t, svc, fresh, mb, []string{"c2"}, "2024-07-01", "2024-07-31", 2, 0, "22")
+		if n := len(listAll(t, svc, fresh, billing.UsageEventFilter{})); n != 5 {
+			t.Errorf("listed %d events, want 5", n)
+		}
+		// And now that the account has one, a later request replaces it.
+		ingest(t, svc, fresh, withID("z", "c2", `{"n":30}`))
+		checkCalc(t, svc, fresh, mb, []string{"c2"}, "2024-07-01", "2024-07-31", 2, 0, "32")
+	})
+}
