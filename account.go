@@ -174,6 +174,9 @@ func (s *Service) ListAPIKeys(ctx context.Context, accountID string) ([]APIKey, 
 // a revoked key changes nothing. Returns not_found if the key does not exist.
 func (s *Service) RevokeAPIKey(ctx context.Context, keyID string) (*APIKey, error) {
 	now := s.clock()
+	// Drop the cached key once the revocation has committed (or failed):
+	// from then on the key is read from the store, revoked.
+	defer s.keys.revoke(keyID)
 	return mutate(ctx, s, "", func(tx Tx) (*APIKey, error) {
 		r, err := getRecord[apiKeyRecord](ctx, tx, tableAPIKeys, []byte(keyID))
 		if err != nil {
@@ -197,8 +200,20 @@ var dummySecretHash = sha256.Sum256([]byte("billingd: no such key"))
 // secret is compared in constant time on fixed-length hashes, and an
 // unknown key id costs the same as a wrong secret. Returns unauthorized for
 // an unknown, revoked or wrong key, without saying which.
+//
+// Keys that authenticated are cached in the Service (see keyCache), so a
+// known key costs a hash and a compare; RevokeAPIKey drops its key from the
+// cache before returning.
 func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIKey, error) {
 	given := sha256.Sum256([]byte(secret))
+	if k, ok := s.keys.get(keyID); ok {
+		if subtle.ConstantTimeCompare(given[:], k.secretHash[:]) != 1 {
+			return nil, Errorf(CodeUnauthorized, "missing or invalid API credentials")
+		}
+		key := k.key
+		return &key, nil
+	}
+	gen := s.keys.generation()
 	var rec *apiKeyRecord
 	err := s.view(ctx, func(tx Tx) (err error) {
 		if len(keyID) > 255 {
@@ -214,13 +229,15 @@ func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIK
 		return nil, err
 	}
 	want := dummySecretHash[:]
-	if rec != nil && len(rec.SecretHash) == sha256.Size {
+	valid := rec != nil && len(rec.SecretHash) == sha256.Size
+	if valid {
 		want = rec.SecretHash
 	}
 	match := subtle.ConstantTimeCompare(given[:], want) == 1
-	if rec == nil || !match || rec.RevokedAt != nil {
+	if !valid || !match || rec.RevokedAt != nil {
 		return nil, Errorf(CodeUnauthorized, "missing or invalid API credentials")
 	}
+	s.keys.put(gen, cachedKey{key: rec.APIKey, secretHash: [sha256.Size]byte(rec.SecretHash)})
 	return &rec.APIKey, nil
 }
 

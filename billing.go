@@ -118,6 +118,9 @@ type Service struct {
 	grace    time.Duration
 
 	webhookAllowPrivate bool
+
+	keys keyCache   // authenticated API keys (authcache.go)
+	memo recordMemo // decoded list records (listmemo.go)
 }
 
 // New returns a Service over store. It validates cfg (nil means all

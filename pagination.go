@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"strconv"
 )
 
 // ListParams selects one page of a list: at most Limit items after the
@@ -33,14 +34,50 @@ type Page[T any] struct {
 // MarshalJSON writes the page in the wire shape
 // {"items": [...], "pagination": {"after", "before", "totalResultSize"}}.
 func (p Page[T]) MarshalJSON() ([]byte, error) {
-	items := p.Items
-	if items == nil {
-		items = []T{}
+	return p.AppendJSON(nil)
+}
+
+// AppendJSON appends the page's JSON encoding (MarshalJSON's) to b. The
+// encoding is compact and HTML-escaped, byte for byte what json.Marshal
+// gives for the page, so a caller may send it as is without json.Marshal
+// checking and compacting it again.
+func (p Page[T]) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"items":`...)
+	if len(p.Items) == 0 {
+		b = append(b, "[]"...)
+	} else if _, ok := any(&p.Items[0]).(jsonItem); ok {
+		b = append(b, '[')
+		for i := range p.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = any(&p.Items[i]).(jsonItem).appendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	} else {
+		items, err := json.Marshal(p.Items)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, items...)
 	}
-	return json.Marshal(struct {
-		Items      []T        `json:"items"`
-		Pagination Pagination `json:"pagination"`
-	}{items, Pagination{After: p.After, Before: p.Before, TotalResultSize: p.TotalResultSize}})
+	b = append(b, `,"pagination":{`...)
+	if p.After != "" {
+		b = append(b, `"after":`...)
+		b = appendJSONString(b, p.After)
+		b = append(b, ',')
+	}
+	if p.Before != "" {
+		b = append(b, `"before":`...)
+		b = appendJSONString(b, p.Before)
+		b = append(b, ',')
+	}
+	b = append(b, `"totalResultSize":`...)
+	b = strconv.AppendInt(b, int64(p.TotalResultSize), 10)
+	return append(b, "}}"...), nil
 }
 
 // Pagination is the pagination object of a list response.
@@ -65,6 +102,10 @@ type listQuery[T any] struct {
 	// decode turns a stored record into an item; ok is false when the
 	// record does not match the list's filters.
 	decode func(key, value []byte) (item T, ok bool, err error)
+	// clone, when set, makes a deep copy of an item; list applies it to
+	// the items of the page when decode shares items between calls
+	// (memoized).
+	clone func(T) T
 }
 
 // list is the one list path: every list of the product pages through it.
@@ -127,6 +168,11 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 	if err != nil {
 		return Page[T]{}, err
 	}
+	if q.clone != nil {
+		for i := range page {
+			page[i] = q.clone(page[i])
+		}
+	}
 	out := Page[T]{Items: page, TotalResultSize: total}
 	if more && len(keys) > 0 {
 		out.After = s.cursors.encode(cursor{List: q.id(), After: true, Key: keys[len(keys)-1]})
@@ -142,6 +188,28 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 		}
 	}
 	return out, nil
+}
+
+// jsonItem is an item type with a hand-written encoder for the lists that
+// must be fast: appendJSON appends exactly what json.Marshal gives for the
+// item (a test compares the two).
+type jsonItem interface {
+	appendJSON(b []byte) ([]byte, error)
+}
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it: directly when every byte is printable ASCII that needs no
+// escaping (cursors, ids, most names), through encoding/json otherwise.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // beyond reports whether key a comes strictly after key b in the list's order.

@@ -414,12 +414,13 @@ func (s *Service) ListUsageMetrics(ctx context.Context, account string, f UsageM
 		table:  tableUsageMetrics,
 		prefix: prefix(account),
 		desc:   order == SortDesc,
-		decode: decodeAll(func(m *UsageMetric) bool {
+		decode: memoized(s, tableUsageMetrics, func(m *UsageMetric) bool {
 			return m.DeletedAt == nil &&
 				(name == "" || strings.Contains(strings.ToLower(m.Name), name)) &&
 				(len(f.EventTypes) == 0 || slices.Contains(f.EventTypes, m.EventType)) &&
 				(len(f.AggregationTypes) == 0 || slices.Contains(f.AggregationTypes, m.AggregationType))
 		}),
+		clone: UsageMetric.clone,
 	}
 	var page Page[UsageMetric]
 	err = s.view(ctx, func(tx Tx) (err error) {
@@ -433,4 +434,22 @@ func (s *Service) ListUsageMetrics(ctx context.Context, account string, f UsageM
 // uses the metric.
 func (s *Service) metricUsedByActivePrice(ctx context.Context, tx Tx, account, id string) (bool, error) {
 	return s.activePriceUses(ctx, tx, account, func(p *PriceStructure) bool { return p.UsageMetricID == id })
+}
+
+// clone returns a deep copy of m: it shares no map, slice or pointer with m.
+func (m UsageMetric) clone() UsageMetric {
+	if m.DeletedAt != nil {
+		t := *m.DeletedAt
+		m.DeletedAt = &t
+	}
+	if m.PropertyFilters != nil {
+		filters := make(map[string][]string, len(m.PropertyFilters))
+		for k, vs := range m.PropertyFilters {
+			filters[k] = slices.Clone(vs)
+		}
+		m.PropertyFilters = filters
+	}
+	m.PropertiesToNegate = slices.Clone(m.PropertiesToNegate)
+	m.Parameters = slices.Clone(m.Parameters)
+	return m
 }

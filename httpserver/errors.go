@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -92,8 +93,38 @@ func (s *Server) sendError(g *gin.Context, status int, body []byte) {
 	g.Data(status, jsonContentType, body)
 }
 
+// jsonAppender is a result that encodes itself exactly as json.Marshal
+// would (compact, HTML-escaped), such as billing.Page: its encoding is sent
+// as is, without json.Marshal checking and compacting it a second time.
+type jsonAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
+// answerBuffers recycles the buffers of jsonAppender answers: a list page
+// is several kilobytes, and allocating it afresh per request was the largest
+// allocation of GET /usage-metrics.
+var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledAnswer is the largest buffer answerBuffers keeps.
+const maxPooledAnswer = 64 << 10
+
 // writeResult writes a successful answer: result as JSON with status.
 func (s *Server) writeResult(g *gin.Context, status int, result any) {
+	if a, ok := result.(jsonAppender); ok {
+		buf := answerBuffers.Get().(*[]byte)
+		b, err := a.AppendJSON((*buf)[:0])
+		if err != nil {
+			answerBuffers.Put(buf)
+			s.writeError(g, err)
+			return
+		}
+		g.Data(status, jsonContentType, b) // written (copied) before returning
+		if cap(b) <= maxPooledAnswer {
+			*buf = b
+			answerBuffers.Put(buf)
+		}
+		return
+	}
 	b, err := json.Marshal(result)
 	if err != nil {
 		s.writeError(g, err)

@@ -161,10 +161,13 @@ func TestReadFaultsAnswer503(t *testing.T) {
 					path += "?" + q
 				}
 				// Fail every read: authentication's too. After 1: only
-				// the operation's own reads fail.
+				// the operation's own reads fail. Each request uses a
+				// fresh key: a key that authenticated before is served
+				// from the Service's key cache without a read.
 				for _, after := range []int{0, 1} {
+					auth := e.newKey(e.account)
 					fs.Inject(faultstore.Fault{Op: op, After: after})
-					r := e.get(path)
+					r := e.do(req{method: http.MethodGet, path: path, auth: auth})
 					fs.Clear()
 					wantUnavailable(t, fmt.Sprintf("%s (reads fail after %d)", rt, after), r)
 				}
