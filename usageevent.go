@@ -213,27 +213,68 @@ func (s *Service) validateUsageEvent(v *validator, field string, account, id str
 }
 
 func (s *Service) validateProperties(v *validator, field string, props EventProperties) {
+	if len(props) <= s.limits.MaxEntries && propertiesValid(props) {
+		return // the usual case: no sorting, no field paths
+	}
 	if len(props) > s.limits.MaxEntries {
 		v.add(field, "eventProperties must have at most %d properties", s.limits.MaxEntries)
 	}
 	for _, k := range sortedKeys(props) {
 		f := joinField(field, k)
-		n := utf8.RuneCountInString(k)
-		switch {
-		case n == 0 || n > maxPropertyKeyLen || !utf8.ValidString(k):
+		badName, badValue := checkProperty(k, props[k])
+		switch badName {
+		case badLength:
 			v.add(f, "property names must be 1 to %d characters", maxPropertyKeyLen)
-		case strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		case badCharacters:
 			v.add(f, "property names must contain printable characters only")
 		}
-		switch pv := props[k]; pv.kind {
-		case PropertyInvalid:
+		switch badValue {
+		case badKind:
 			v.add(f, "%s must be a string, number or boolean", f)
-		case PropertyString:
-			if !utf8.ValidString(pv.str) || utf8.RuneCountInString(pv.str) > maxPropertyString {
-				v.add(f, "string values must be valid UTF-8 of at most %d characters", maxPropertyString)
-			}
+		case badString:
+			v.add(f, "string values must be valid UTF-8 of at most %d characters", maxPropertyString)
 		}
 	}
+}
+
+// What is wrong with a property name or value (checkProperty).
+const (
+	propertyOK = iota
+	badLength
+	badCharacters
+	badKind
+	badString
+)
+
+// checkProperty checks one property: its name (propertyOK, badLength or
+// badCharacters) and its value (propertyOK, badKind or badString).
+func checkProperty(k string, pv PropertyValue) (name, value int) {
+	n := utf8.RuneCountInString(k)
+	switch {
+	case n == 0 || n > maxPropertyKeyLen || !utf8.ValidString(k):
+		name = badLength
+	case strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		name = badCharacters
+	}
+	switch pv.kind {
+	case PropertyInvalid:
+		value = badKind
+	case PropertyString:
+		if !utf8.ValidString(pv.str) || utf8.RuneCountInString(pv.str) > maxPropertyString {
+			value = badString
+		}
+	}
+	return name, value
+}
+
+// propertiesValid reports whether checkProperty accepts every property.
+func propertiesValid(props EventProperties) bool {
+	for k, pv := range props {
+		if name, value := checkProperty(k, pv); name != propertyOK || value != propertyOK {
+			return false
+		}
+	}
+	return true
 }
 
 // CreateUsageEvent records one usage event and returns it once it is
@@ -262,12 +303,21 @@ func (s *Service) CreateUsageEventBatch(ctx context.Context, account string, p U
 		v.add("events", "events must hold 1 to %d events", MaxUsageEventBatch)
 	}
 	now := s.clock()
-	events := make([]UsageEvent, 0, len(p.Events))
+	events := make([]UsageEvent, 0, min(len(p.Events), MaxUsageEventBatch))
+	var scratch validator
 	for i := range p.Events {
 		if i >= MaxUsageEventBatch {
 			break
 		}
-		events = append(events, s.validateUsageEvent(&v, fmt.Sprintf("events[%d]", i), account, s.newID(), now, &p.Events[i]))
+		// Field paths are built only for an invalid event: validated
+		// again (the same checks, the same id) with its events[i] prefix.
+		id := s.newID()
+		scratch.errs = scratch.errs[:0]
+		e := s.validateUsageEvent(&scratch, "", account, id, now, &p.Events[i])
+		if len(scratch.errs) > 0 {
+			s.validateUsageEvent(&v, fmt.Sprintf("events[%d]", i), account, id, now, &p.Events[i])
+		}
+		events = append(events, e)
 	}
 	if err := v.err(); err != nil {
 		return Items[UsageEvent]{}, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -268,7 +269,13 @@ func encodeEvent(cevid string, props EventProperties) []byte {
 	b = append(b, eventEncodingV1)
 	b = appendString(b, cevid)
 	b = binary.AppendUvarint(b, uint64(len(props)))
-	for _, k := range sortedKeys(props) {
+	var small [8]string
+	names := small[:0]
+	for k := range props {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
 		b = appendString(b, k)
 		b = appendProperty(b, props[k])
 	}

@@ -1,6 +1,9 @@
 package billing_test
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -48,4 +51,33 @@ func TestUsageEventSupersedeFreshAccount(t *testing.T) {
 		ingest(t, svc, fresh, withID("z", "c2", `{"n":30}`))
 		checkCalc(t, svc, fresh, mb, []string{"c2"}, "2024-07-01", "2024-07-31", 2, 0, "32")
 	})
+}
+
+// TestUsageEventBatchErrorPaths checks that an invalid event of a batch,
+// validated first without field paths, is reported with its full paths in
+// fields and messages, and that valid events around it add nothing.
+func TestUsageEventBatchErrorPaths(t *testing.T) {
+	t.Parallel()
+	svc, _ := billingtest.NewService(t)
+	acct := billingtest.Account(t, svc, "a")
+	bad := []billing.UsageEventParams{
+		event(t, "c", "t", `{"n":1}`),
+		{CustomerAlias: "c", EventType: "t", EventProperties: billing.EventProperties{"x": {}, "": billing.StringProperty("v")}},
+		{EventType: "t\x01"},
+		event(t, "c", "t", `{"s":"ok"}`),
+	}
+	_, err := svc.CreateUsageEventBatch(context.Background(), acct, billing.UsageEventBatchParams{Events: bad})
+	var got []string
+	for _, e := range billing.Errors(err) {
+		got = append(got, e.Field+": "+e.Message)
+	}
+	want := []string{
+		"events[1].eventProperties: property names must be 1 to 128 characters",
+		"events[1].eventProperties.x: events[1].eventProperties.x must be a string, number or boolean",
+		"events[2].customerAlias: events[2].customerAlias is required",
+		"events[2].eventType: events[2].eventType must contain printable characters only",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
