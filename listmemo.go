@@ -2,6 +2,8 @@ package billing
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"encoding/json"
 	"sync"
 )
@@ -24,26 +26,27 @@ type recordMemo struct {
 }
 
 // memoRecord is one decoded record: raw is a copy of the stored bytes, item
-// a *T decoded from them. Neither is ever modified.
+// a *T decoded from them, enc the item's JSON encoding when *T is a
+// jsonItem (nil otherwise). None of them is ever modified.
 type memoRecord struct {
 	raw  []byte
 	item any
+	enc  []byte
 }
 
-// get returns the item decoded from exactly v under table t and key k.
-func (m *recordMemo) get(t Table, k, v []byte) (any, bool) {
+// get returns the record decoded from exactly v under table t and key k.
+func (m *recordMemo) get(t Table, k, v []byte) *memoRecord {
 	m.mu.RLock()
 	r := m.tables[t][string(k)]
 	m.mu.RUnlock()
 	if r == nil || !bytes.Equal(r.raw, v) {
-		return nil, false
+		return nil
 	}
-	return r.item, true
+	return r
 }
 
-// put remembers item as the decoding of v under table t and key k.
-func (m *recordMemo) put(t Table, k, v []byte, item any) {
-	r := &memoRecord{raw: bytes.Clone(v), item: item}
+// put remembers r under table t and key k.
+func (m *recordMemo) put(t Table, k []byte, r *memoRecord) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.n >= maxMemoRecords {
@@ -63,6 +66,30 @@ func (m *recordMemo) put(t Table, k, v []byte, item any) {
 	tm[string(k)] = r
 }
 
+// memoDecode returns the record under table t and key k whose stored bytes
+// are v, from the memo or decoded (and encoded, for a jsonItem) now.
+func memoDecode[T any](s *Service, t Table, k, v []byte) (*memoRecord, *T, error) {
+	if r := s.memo.get(t, k, v); r != nil {
+		if item, ok := r.item.(*T); ok {
+			return r, item, nil
+		}
+	}
+	item := new(T)
+	if err := json.Unmarshal(v, item); err != nil {
+		return nil, nil, err
+	}
+	r := &memoRecord{raw: bytes.Clone(v), item: item}
+	if ji, ok := any(item).(jsonItem); ok {
+		enc, err := ji.appendJSON(nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.enc = enc
+	}
+	s.memo.put(t, k, r)
+	return r, item, nil
+}
+
 // memoized is decodeAll through the Service's record memo: a record whose
 // stored bytes did not change since it was last decoded is not decoded
 // again. The items it returns share their maps, slices and pointers with
@@ -71,16 +98,37 @@ func (m *recordMemo) put(t Table, k, v []byte, item any) {
 // its argument.
 func memoized[T any](s *Service, t Table, keep func(*T) bool) func(k, v []byte) (T, bool, error) {
 	return func(k, v []byte) (T, bool, error) {
-		if it, ok := s.memo.get(t, k, v); ok {
-			if item, ok := it.(*T); ok {
-				return *item, keep == nil || keep(item), nil
-			}
+		_, item, err := memoDecode[T](s, t, k, v)
+		if err != nil {
+			var zero T
+			return zero, false, err
 		}
-		item := new(T)
-		if err := json.Unmarshal(v, item); err != nil {
-			return *item, false, err
-		}
-		s.memo.put(t, k, v, item)
 		return *item, keep == nil || keep(item), nil
 	}
+}
+
+// encoded is an item already in its JSON encoding: a list of encoded items
+// is a page rendered without decoding or encoding what did not change.
+type encoded []byte
+
+func (e *encoded) appendJSON(b []byte) ([]byte, error) { return append(b, *e...), nil }
+
+// encodedList is q listed as the memo's JSON encodings of its items (T must
+// be a jsonItem): the same items, cursors and totals as list over q, where
+// keep is the filter of q's decode function.
+func encodedList[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], keep func(*T) bool, p ListParams) (Page[encoded], error) {
+	qe := listQuery[encoded]{
+		name: q.name, filter: q.filter, table: q.table, prefix: q.prefix, desc: q.desc,
+		decode: func(k, v []byte) (encoded, bool, error) {
+			r, item, err := memoDecode[T](s, q.table, k, v)
+			if err != nil {
+				return nil, false, err
+			}
+			if r.enc == nil {
+				return nil, false, fmt.Errorf("billing: %T has no JSON encoder", item)
+			}
+			return r.enc, keep == nil || keep(item), nil
+		},
+	}
+	return list(ctx, s, tx, qe, p)
 }

@@ -392,6 +392,33 @@ func (s *Service) DeleteUsageMetric(ctx context.Context, account, id string) (*U
 // newest first unless f.SortOrder says ASC. Returns validation_failed for
 // bad filters, limits or cursors.
 func (s *Service) ListUsageMetrics(ctx context.Context, account string, f UsageMetricFilter, p ListParams) (Page[UsageMetric], error) {
+	q, _, err := s.usageMetricsQuery(account, f)
+	if err != nil {
+		return Page[UsageMetric]{}, err
+	}
+	return read(ctx, s, func(tx Tx) (Page[UsageMetric], error) { return list(ctx, s, tx, q, p) })
+}
+
+// AppendUsageMetricsJSON appends to b the JSON encoding of the page that
+// ListUsageMetrics returns for the same arguments: byte for byte what
+// json.Marshal gives for that page. It renders the page from encodings of
+// the records kept since they were last read (see recordMemo), so it decodes
+// and encodes only records that changed. Returns what ListUsageMetrics
+// returns.
+func (s *Service) AppendUsageMetricsJSON(ctx context.Context, b []byte, account string, f UsageMetricFilter, p ListParams) ([]byte, error) {
+	q, keep, err := s.usageMetricsQuery(account, f)
+	if err != nil {
+		return nil, err
+	}
+	page, err := read(ctx, s, func(tx Tx) (Page[encoded], error) { return encodedList(ctx, s, tx, q, keep, p) })
+	if err != nil {
+		return nil, err
+	}
+	return page.AppendJSON(b)
+}
+
+// usageMetricsQuery is the list of ListUsageMetrics and its filter.
+func (s *Service) usageMetricsQuery(account string, f UsageMetricFilter) (listQuery[UsageMetric], func(*UsageMetric) bool, error) {
 	var v validator
 	for i, a := range f.AggregationTypes {
 		switch a {
@@ -405,29 +432,24 @@ func (s *Service) ListUsageMetrics(ctx context.Context, account string, f UsageM
 		v.merge("", err)
 	}
 	if err := v.err(); err != nil {
-		return Page[UsageMetric]{}, err
+		return listQuery[UsageMetric]{}, nil, err
 	}
 	name := strings.ToLower(f.Name)
-	q := listQuery[UsageMetric]{
+	keep := func(m *UsageMetric) bool {
+		return m.DeletedAt == nil &&
+			(name == "" || strings.Contains(strings.ToLower(m.Name), name)) &&
+			(len(f.EventTypes) == 0 || slices.Contains(f.EventTypes, m.EventType)) &&
+			(len(f.AggregationTypes) == 0 || slices.Contains(f.AggregationTypes, m.AggregationType))
+	}
+	return listQuery[UsageMetric]{
 		name:   "usage_metrics",
 		filter: fmt.Sprintf("%q|%q|%q", f.Name, f.EventTypes, f.AggregationTypes),
 		table:  tableUsageMetrics,
 		prefix: prefix(account),
 		desc:   order == SortDesc,
-		decode: memoized(s, tableUsageMetrics, func(m *UsageMetric) bool {
-			return m.DeletedAt == nil &&
-				(name == "" || strings.Contains(strings.ToLower(m.Name), name)) &&
-				(len(f.EventTypes) == 0 || slices.Contains(f.EventTypes, m.EventType)) &&
-				(len(f.AggregationTypes) == 0 || slices.Contains(f.AggregationTypes, m.AggregationType))
-		}),
-		clone: UsageMetric.clone,
-	}
-	var page Page[UsageMetric]
-	err = s.view(ctx, func(tx Tx) (err error) {
-		page, err = list(ctx, s, tx, q, p)
-		return err
-	})
-	return page, err
+		decode: memoized(s, tableUsageMetrics, keep),
+		clone:  UsageMetric.clone,
+	}, keep, nil
 }
 
 // metricUsedByActivePrice reports whether an ACTIVE price of the account

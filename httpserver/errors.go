@@ -100,6 +100,14 @@ type jsonAppender interface {
 	AppendJSON(b []byte) ([]byte, error)
 }
 
+// appendJSONFunc is a result rendered when it is written: an op returns it
+// to let the Service append the answer straight into writeResult's pooled
+// buffer. An error it returns is written by writeError, as an op's would be.
+type appendJSONFunc func(b []byte) ([]byte, error)
+
+// AppendJSON calls f.
+func (f appendJSONFunc) AppendJSON(b []byte) ([]byte, error) { return f(b) }
+
 // answerBuffers recycles the buffers of jsonAppender answers: a list page
 // is several kilobytes, and allocating it afresh per request was the largest
 // allocation of GET /usage-metrics.

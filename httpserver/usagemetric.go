@@ -15,7 +15,11 @@ func (a api) usageMetricRoutes() {
 			EventTypes:       c.csv("eventType"),
 			AggregationTypes: csvOf[billing.AggregationType](c, "aggregationType"),
 		}
-		return a.svc.ListUsageMetrics(c.ctx, c.account, f, p)
+		// Rendered by the Service into the answer's buffer (see
+		// AppendUsageMetricsJSON): the hot read of the API.
+		return appendJSONFunc(func(b []byte) ([]byte, error) {
+			return a.svc.AppendUsageMetricsJSON(c.ctx, b, c.account, f, p)
+		}), nil
 	})
 	a.post("/usage-metrics", 201, body(func(c *call, p *billing.CreateUsageMetricParams) (any, error) {
 		return a.svc.CreateUsageMetric(c.ctx, c.account, *p)
