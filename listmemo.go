@@ -3,8 +3,8 @@ package billing
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"sync"
 )
 
