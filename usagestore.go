@@ -48,12 +48,34 @@ const (
 // no account id or series key is empty or starts with 0x00.
 var counterKey = []byte{0}
 
-func encodeEventID(id string) []byte {
-	if canonicalUUID(id) {
-		u, _ := uuid.Parse(id) // cannot fail: checked
-		return append([]byte{idKindUUID}, u[:]...)
+func encodeEventID(id string) []byte { return appendEventID(nil, id) }
+
+// appendEventID appends the stored form of id to b.
+func appendEventID(b []byte, id string) []byte {
+	if !canonicalUUID(id) {
+		return append(append(b, idKindText), id...)
 	}
-	return append([]byte{idKindText}, id...)
+	b = append(b, idKindUUID)
+	var hi byte
+	half := false
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c == '-':
+			continue
+		case c <= '9':
+			c -= '0'
+		default:
+			c -= 'a' - 10
+		}
+		if half {
+			b = append(b, hi|c)
+		} else {
+			hi = c << 4
+		}
+		half = !half
+	}
+	return b
 }
 
 // canonicalUUID reports whether id is a UUID in its canonical text form
@@ -168,7 +190,8 @@ type eventWriter struct {
 
 func (w *eventWriter) put(ctx context.Context, tx Tx, e *UsageEvent) error {
 	acct := w.acct
-	id := encodeEventID(e.ID)
+	var idBuf [40]byte
+	id := appendEventID(idBuf[:0], e.ID)
 	// An event whose customerEventId is its own new id can supersede only
 	// an event sent with that explicit customerEventId: no stored event has
 	// its id.

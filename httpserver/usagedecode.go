@@ -101,6 +101,16 @@ type usageDecoder struct {
 
 	alias, eventType string
 	names            map[string]string
+	times            []time.Time // allocated in blocks; params point into them
+}
+
+// newTime returns a pointer to a copy of t.
+func (d *usageDecoder) newTime(t time.Time) *time.Time {
+	if len(d.times) == cap(d.times) {
+		d.times = make([]time.Time, 0, 64)
+	}
+	d.times = append(d.times, t)
+	return &d.times[len(d.times)-1]
 }
 
 // ws skips JSON whitespace.
@@ -244,14 +254,11 @@ func (d *usageDecoder) timestamp() (*time.Time, bool) {
 	if !ok {
 		return nil, false
 	}
-	if t, ok := parseUTCSeconds(s); ok {
-		return &t, true
-	}
-	t := new(time.Time)
-	if t.UnmarshalJSON(d.b[start:d.i]) != nil {
+	t, ok := parseUTCSeconds(s)
+	if !ok && t.UnmarshalJSON(d.b[start:d.i]) != nil {
 		return nil, false
 	}
-	return t, true
+	return d.newTime(t), true
 }
 
 // parseUTCSeconds parses exactly "YYYY-MM-DDTHH:MM:SSZ"; false for anything
