@@ -160,13 +160,19 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, account string, eve
 	if err != nil {
 		return err
 	}
-	w := eventWriter{acct: acct, series: map[seriesName][]byte{}}
-	err = tx.Scan(ctx, tableUsageEventKeys, Range{Prefix: acct}, func(_, _ []byte) error {
-		w.explicitIDs = true
-		return ErrStopScan
-	})
-	if err != nil {
-		return err
+	w := eventWriter{acct: acct, explicitIDs: true}
+	if len(events) > 1 {
+		// Worth a scan and a map only for a batch: one event does its one
+		// lookup of each kind.
+		w.series = map[seriesName][]byte{}
+		w.explicitIDs = false
+		err = tx.Scan(ctx, tableUsageEventKeys, Range{Prefix: acct}, func(_, _ []byte) error {
+			w.explicitIDs = true
+			return ErrStopScan
+		})
+		if err != nil {
+			return err
+		}
 	}
 	for i := range events {
 		if err := w.put(ctx, tx, &events[i]); err != nil {
@@ -182,7 +188,7 @@ type seriesName struct{ eventType, alias string }
 // eventWriter stores the events of one putUsageEvents call.
 type eventWriter struct {
 	acct   []byte
-	series map[seriesName][]byte
+	series map[seriesName][]byte // nil: not cached
 	// explicitIDs is whether usage_event_keys may hold an entry of the
 	// account: false only while neither the store nor this call has one.
 	explicitIDs bool
@@ -206,7 +212,9 @@ func (w *eventWriter) put(ctx context.Context, tx Tx, e *UsageEvent) error {
 		if series, err = seriesNo(ctx, tx, e.ServiceAccountID, e.EventType, e.CustomerAlias, true); err != nil {
 			return err
 		}
-		w.series[name] = series
+		if w.series != nil {
+			w.series[name] = series
+		}
 	}
 	cevid := e.CustomerEventID
 	if own {
