@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,23 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+
+	// series caches the children of requests and duration by label
+	// values, so that a request costs one map lookup instead of two label
+	// hashes and lookups in the vectors (and no status string).
+	series sync.Map // seriesKey → *series
+}
+
+// seriesKey is the label values of one series.
+type seriesKey struct {
+	method, route string
+	status        int
+}
+
+// series is the counter and histogram of one seriesKey.
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 var labels = []string{"method", "route", "status"}
@@ -51,10 +69,18 @@ func register[C prometheus.Collector](reg *prometheus.Registry, c C) C {
 
 // observe records one request.
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
-	method = methodLabel(method)
-	s := strconv.Itoa(status)
-	m.requests.WithLabelValues(method, route, s).Inc()
-	m.duration.WithLabelValues(method, route, s).Observe(d.Seconds())
+	k := seriesKey{methodLabel(method), route, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		s := strconv.Itoa(status)
+		v, _ = m.series.LoadOrStore(k, &series{
+			requests: m.requests.WithLabelValues(k.method, route, s),
+			duration: m.duration.WithLabelValues(k.method, route, s),
+		})
+	}
+	ser := v.(*series)
+	ser.requests.Inc()
+	ser.duration.Observe(d.Seconds())
 }
 
 // methodLabel bounds the method label to the standard methods.

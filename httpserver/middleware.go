@@ -36,7 +36,9 @@ func identityOf(g *gin.Context) identity {
 // recovers panics into 500 internal, and logs and counts the request.
 func (s *Server) observe(g *gin.Context) {
 	start := time.Now()
-	g.Header("Service-Version", billing.APIVersion)
+	// The header's value slice is shared by every answer: net/http only
+	// reads it, and an Add would copy it (its capacity is 1).
+	g.Writer.Header()["Service-Version"] = serviceVersionHeader
 	s.recovered(g)
 	route := g.FullPath()
 	if route == "" {
@@ -45,12 +47,16 @@ func (s *Server) observe(g *gin.Context) {
 	status := g.Writer.Status()
 	elapsed := time.Since(start)
 	s.metrics.observe(g.Request.Method, route, status, elapsed)
-	id := identityOf(g)
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelError
 	}
-	s.log.LogAttrs(g.Request.Context(), level, "request",
+	ctx := g.Request.Context()
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	id := identityOf(g)
+	s.log.LogAttrs(ctx, level, "request",
 		slog.String("method", g.Request.Method),
 		slog.String("route", route),
 		slog.Int("status", status),
@@ -59,6 +65,10 @@ func (s *Server) observe(g *gin.Context) {
 		slog.String("key", id.keyID),
 	)
 }
+
+// serviceVersionHeader is the value of the Service-Version header of every
+// answer.
+var serviceVersionHeader = []string{billing.APIVersion}
 
 // recovered runs the rest of the chain, turning a panic into 500 internal.
 // The panic value and stack go to the log only.

@@ -111,9 +111,11 @@ func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 			account:     id.account,
 			keyID:       id.keyID,
 			params:      g.Params,
-			query:       g.Request.URL.Query(),
 			body:        raw,
 			contentType: g.GetHeader("Content-Type"),
+		}
+		if g.Request.URL.RawQuery != "" { // most requests have none: no map then
+			c.query = g.Request.URL.Query()
 		}
 		if mutating(rt.method) {
 			if key, ok := idempotencyKey(g.Request); ok {
@@ -181,7 +183,7 @@ type call struct {
 	keyID   string
 
 	params      gin.Params
-	query       url.Values
+	query       url.Values // nil when the request has no query
 	body        []byte
 	contentType string
 }
