@@ -107,9 +107,14 @@ func measureP2(ctx context.Context, b *bench) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	bodies := make([][]byte, 16)
+	// Every request carries new events, later than the previous requests'
+	// ones, for one of 16 customers in turn: ingestion as it happens, time
+	// moving forward. (Re-sending a few bodies with the same timestamps
+	// would insert every batch between the copies stored before it.)
+	bodies := make([][]byte, b.cfg.batchEvents/batchSize)
+	at := spread(b.cfg.batchEvents)
 	for i := range bodies {
-		bodies[i] = appendBatchJSON(nil, alias(i), refType, i*batchSize, batchSize, spread(batchSize*len(bodies)))
+		bodies[i] = appendBatchJSON(nil, alias(i%16), refType, i*batchSize, batchSize, at)
 	}
 	l := load{conns: b.cfg.batchConns, requests: b.cfg.batchEvents / batchSize, limit: 10 * time.Minute, status: http.StatusCreated, auth: srv.auth,
 		request: func(i int) (string, string, []byte) {
