@@ -182,7 +182,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("billing: preparing the store: %w", err)
 	}
-	s.cursors = cursorCodec{key: key}
+	s.cursors = newCursorCodec(key)
 	return s, nil
 }
 

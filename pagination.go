@@ -8,7 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"hash"
 	"strconv"
+	"sync"
 )
 
 // ListParams selects one page of a list: at most Limit items after the
@@ -117,13 +119,25 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 		return Page[T]{}, err
 	}
 	var (
-		page    = make([]T, 0, limit)
-		keys    = make([][]byte, 0, limit)
+		page = make([]T, 0, limit)
+		// first and last are the key suffixes of the page's first and
+		// last items (reused buffers: only these two make cursors).
+		first, last []byte
+		// keys are the key suffixes of the page's items, kept only for a
+		// before cursor, whose page slides.
+		keys    [][]byte
 		total   int
 		before  int  // matching items before the page (in list order)
 		more    bool // matching items after the page
 		reached bool // the cursor's position was passed
 	)
+	add := func(item T, suffix []byte) {
+		if len(page) == 0 {
+			first = append(first[:0], suffix...)
+		}
+		last = append(last[:0], suffix...)
+		page = append(page, item)
+	}
 	r := Range{Prefix: q.prefix, Reverse: q.desc}
 	err = tx.Scan(ctx, q.table, r, func(k, v []byte) error {
 		item, ok, err := q.decode(k, v)
@@ -135,7 +149,7 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 		switch {
 		case cur == nil:
 			if len(page) < limit {
-				page, keys = append(page, item), append(keys, bytes.Clone(suffix))
+				add(item, suffix)
 			} else {
 				more = true
 			}
@@ -146,7 +160,7 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 			}
 			reached = true
 			if len(page) < limit {
-				page, keys = append(page, item), append(keys, bytes.Clone(suffix))
+				add(item, suffix)
 			} else {
 				more = true
 			}
@@ -168,19 +182,22 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 	if err != nil {
 		return Page[T]{}, err
 	}
+	if len(keys) > 0 {
+		first, last = keys[0], keys[len(keys)-1]
+	}
 	if q.clone != nil {
 		for i := range page {
 			page[i] = q.clone(page[i])
 		}
 	}
 	out := Page[T]{Items: page, TotalResultSize: total}
-	if more && len(keys) > 0 {
-		out.After = s.cursors.encode(cursor{List: q.id(), After: true, Key: keys[len(keys)-1]})
+	if more && len(page) > 0 {
+		out.After = s.cursors.encode(cursor{List: q.id(), After: true, Key: last})
 	}
 	if before > 0 {
 		switch {
-		case len(keys) > 0:
-			out.Before = s.cursors.encode(cursor{List: q.id(), Key: keys[0]})
+		case len(page) > 0:
+			out.Before = s.cursors.encode(cursor{List: q.id(), Key: first})
 		case cur != nil:
 			// An empty page after the end: the previous page ends with
 			// the cursor's own item.
@@ -269,7 +286,15 @@ type cursor struct {
 
 // cursorCodec signs cursors with the store's key so that a cursor this
 // server did not issue is refused.
-type cursorCodec struct{ key []byte }
+type cursorCodec struct {
+	key  []byte
+	macs *sync.Pool // of hash.Hash: HMAC-SHA256 keyed with key
+}
+
+// newCursorCodec returns the codec of cursors signed with key.
+func newCursorCodec(key []byte) cursorCodec {
+	return cursorCodec{key: key, macs: new(sync.Pool)}
+}
 
 const cursorMACSize = 16
 
@@ -319,9 +344,20 @@ func (c cursorCodec) decode(s string) (cursor, bool) {
 }
 
 func (c cursorCodec) mac(b []byte) []byte {
-	h := hmac.New(sha256.New, c.key)
+	var h hash.Hash
+	if c.macs != nil {
+		h, _ = c.macs.Get().(hash.Hash)
+	}
+	if h == nil {
+		h = hmac.New(sha256.New, c.key)
+	}
+	h.Reset()
 	h.Write(b)
-	return h.Sum(nil)[:cursorMACSize]
+	sum := h.Sum(make([]byte, 0, sha256.Size))[:cursorMACSize]
+	if c.macs != nil {
+		c.macs.Put(h)
+	}
+	return sum
 }
 
 // SortOrder is the direction of a list: ASC or DESC.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/billingd/billing/billingtest"
@@ -23,6 +24,27 @@ func BenchmarkListUsageMetrics(b *testing.B) {
 		w := httptest.NewRecorder()
 		e.h.ServeHTTP(w, r)
 		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+}
+
+// BenchmarkCreateUsageEvent is P1 of cmd/billingbench without the network
+// and without fsync (memstore): one POST /usage-events through the whole
+// handler, to see what the request path costs besides the commit.
+func BenchmarkCreateUsageEvent(b *testing.B) {
+	e := newEnv(b, &Config{RateLimit: -1})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		body := fmt.Sprintf(`{"customerAlias":"customer_%04d","eventType":"api_call","customerEventId":"evt-%d","eventTimestamp":"2024-07-30T11:00:00Z","eventProperties":{"region":"eu-west","count":3,"amount":"1.25"}}`, i%100, i)
+		r := httptest.NewRequest(http.MethodPost, "/usage-events", strings.NewReader(body))
+		r.Header.Set("Authorization", e.auth)
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		if w.Code != http.StatusCreated {
 			b.Fatalf("status %d: %s", w.Code, w.Body)
 		}
 	}

@@ -137,9 +137,11 @@ func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 // the body is never read.
 func (s *Server) readBody(g *gin.Context, limit int64) ([]byte, error) {
 	r := g.Request
-	tooLarge := billing.Errorf(billing.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
+	tooLarge := func() error {
+		return billing.Errorf(billing.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
+	}
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
@@ -149,7 +151,7 @@ func (s *Server) readBody(g *gin.Context, limit int64) ([]byte, error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return nil, tooLarge
+		return nil, tooLarge()
 	case err != nil:
 		return nil, &billing.Error{Code: billing.CodeInvalidJSON, Message: "the request body could not be read", Err: err}
 	}
