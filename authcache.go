@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// maxCachedKeys bounds keyCache: past it, new keys are verified against the
-// store on every request until the cache is cleared by a revocation.
+// maxCachedKeys bounds keyCache: past it, keys not cached yet are verified
+// against the store on every request (the cached ones stay cached). Keys
+// are never deleted, only revoked, so entries never go stale otherwise.
 const maxCachedKeys = 10000
 
 // keyCache holds the API keys that authenticated successfully, so that a
