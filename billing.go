@@ -119,8 +119,9 @@ type Service struct {
 
 	webhookAllowPrivate bool
 
-	keys keyCache   // authenticated API keys (authcache.go)
-	memo recordMemo // decoded list records (listmemo.go)
+	keys keyCache    // authenticated API keys (authcache.go)
+	memo recordMemo  // decoded list records (listmemo.go)
+	nums numberCache // committed usage account and series numbers (usagenumbers.go)
 }
 
 // New returns a Service over store. It validates cfg (nil means all

@@ -287,9 +287,14 @@ func (s *Service) CreateUsageEvent(ctx context.Context, account string, p UsageE
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	return mutateBatch(ctx, s, account, func(tx Tx) (*UsageEvent, error) {
-		return &e, s.putUsageEvents(ctx, tx, account, []UsageEvent{e})
+	w := prepareUsageWrite(account, []UsageEvent{e})
+	out, err := mutateBatch(ctx, s, account, func(tx Tx) (*UsageEvent, error) {
+		return &w.events[0], s.putUsageEvents(ctx, tx, w)
 	})
+	if err == nil {
+		s.nums.learn(account, &w.learned)
+	}
+	return out, err
 }
 
 // CreateUsageEventBatch records 1 to MaxUsageEventBatch usage events, all
@@ -322,9 +327,14 @@ func (s *Service) CreateUsageEventBatch(ctx context.Context, account string, p U
 	if err := v.err(); err != nil {
 		return Items[UsageEvent]{}, err
 	}
-	return mutateBatch(ctx, s, account, func(tx Tx) (Items[UsageEvent], error) {
-		return Items[UsageEvent]{Items: events}, s.putUsageEvents(ctx, tx, account, events)
+	w := prepareUsageWrite(account, events)
+	out, err := mutateBatch(ctx, s, account, func(tx Tx) (Items[UsageEvent], error) {
+		return Items[UsageEvent]{Items: events}, s.putUsageEvents(ctx, tx, w)
 	})
+	if err == nil {
+		s.nums.learn(account, &w.learned)
+	}
+	return out, err
 }
 
 // Items is a response holding a list of items and no pagination, such as

@@ -150,32 +150,75 @@ func seriesNo(ctx context.Context, tx Tx, account, eventType, alias string, crea
 	return number(ctx, tx, tableUsageSeries, k, false)
 }
 
-// putUsageEvents stores events in order, each superseding any earlier event
-// of the account with the same customerEventId (events earlier in the slice
-// included). It keeps no state between calls, as group commit requires;
-// within a call it resolves each series once, and looks up explicit
-// customerEventIds only when the account has any.
-func (s *Service) putUsageEvents(ctx context.Context, tx Tx, account string, events []UsageEvent) error {
-	acct, err := number(ctx, tx, tableUsageAccounts, []byte(account), true)
-	if err != nil {
-		return err
+// usageWrite is one ingestion: its events with everything their records
+// need that no lookup does (ids, values) encoded before the transaction, so
+// that the store's single writer runs only the lookups and the writes.
+type usageWrite struct {
+	account string
+	events  []UsageEvent
+	ids     [][]byte // stored form of each event's id
+	vals    [][]byte // encoded value of each event
+	// learned collects the numbers the last run of the transaction function
+	// read or assigned, for numberCache.learn once it committed.
+	learned learnedNumbers
+}
+
+// prepareUsageWrite encodes what events' records need outside any
+// transaction.
+func prepareUsageWrite(account string, events []UsageEvent) *usageWrite {
+	w := &usageWrite{account: account, events: events,
+		ids: make([][]byte, len(events)), vals: make([][]byte, len(events))}
+	n := 0
+	for i := range events {
+		n += 17 + len(events[i].ID)
 	}
-	w := eventWriter{acct: acct, explicitIDs: true}
-	if len(events) > 1 {
+	buf := make([]byte, 0, n) // one allocation for every id
+	for i := range events {
+		e := &events[i]
+		start := len(buf)
+		buf = appendEventID(buf, e.ID)
+		w.ids[i] = buf[start:len(buf):len(buf)]
+		cevid := e.CustomerEventID
+		if cevid == e.ID {
+			cevid = "" // stored as defaulted
+		}
+		w.vals[i] = encodeEvent(cevid, e.EventProperties)
+	}
+	return w
+}
+
+// putUsageEvents stores w's events in order, each superseding any earlier
+// event of the account with the same customerEventId (events earlier in the
+// slice included). It keeps no state between runs, as group commit
+// requires (w.learned is started afresh); within a run it resolves each
+// series once, and looks up explicit customerEventIds only when the account
+// has any. Numbers committed earlier come from s.nums without a lookup.
+func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) error {
+	w.learned = learnedNumbers{}
+	acct, ok := s.nums.account(w.account)
+	if !ok {
+		var err error
+		if acct, err = number(ctx, tx, tableUsageAccounts, []byte(w.account), true); err != nil {
+			return err
+		}
+		w.learned.acct = acct
+	}
+	ew := eventWriter{s: s, w: w, acct: acct, explicitIDs: true}
+	if len(w.events) > 1 {
 		// Worth a scan and a map only for a batch: one event does its one
 		// lookup of each kind.
-		w.series = map[seriesName][]byte{}
-		w.explicitIDs = false
-		err = tx.Scan(ctx, tableUsageEventKeys, Range{Prefix: acct}, func(_, _ []byte) error {
-			w.explicitIDs = true
+		ew.series = map[seriesName][]byte{}
+		ew.explicitIDs = false
+		err := tx.Scan(ctx, tableUsageEventKeys, Range{Prefix: acct}, func(_, _ []byte) error {
+			ew.explicitIDs = true
 			return ErrStopScan
 		})
 		if err != nil {
 			return err
 		}
 	}
-	for i := range events {
-		if err := w.put(ctx, tx, &events[i]); err != nil {
+	for i := range w.events {
+		if err := ew.put(ctx, tx, i); err != nil {
 			return err
 		}
 	}
@@ -185,8 +228,10 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, account string, eve
 // seriesName is the (event type, alias) of a series within an account.
 type seriesName struct{ eventType, alias string }
 
-// eventWriter stores the events of one putUsageEvents call.
+// eventWriter stores the events of one run of putUsageEvents.
 type eventWriter struct {
+	s      *Service
+	w      *usageWrite
 	acct   []byte
 	series map[seriesName][]byte // nil: not cached
 	// explicitIDs is whether usage_event_keys may hold an entry of the
@@ -194,33 +239,29 @@ type eventWriter struct {
 	explicitIDs bool
 }
 
-func (w *eventWriter) put(ctx context.Context, tx Tx, e *UsageEvent) error {
-	acct := w.acct
-	var idBuf [40]byte
-	id := appendEventID(idBuf[:0], e.ID)
+func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
+	e, acct, id := &ew.w.events[i], ew.acct, ew.w.ids[i]
 	// An event whose customerEventId is its own new id can supersede only
 	// an event sent with that explicit customerEventId: no stored event has
 	// its id.
 	own := e.CustomerEventID == e.ID
-	if err := supersede(ctx, tx, acct, e.CustomerEventID, !w.explicitIDs, own); err != nil {
+	if err := supersede(ctx, tx, acct, e.CustomerEventID, !ew.explicitIDs, own); err != nil {
 		return err
 	}
 	name := seriesName{e.EventType, e.CustomerAlias}
-	series, ok := w.series[name]
+	series, ok := ew.series[name]
 	if !ok {
-		var err error
-		if series, err = seriesNo(ctx, tx, e.ServiceAccountID, e.EventType, e.CustomerAlias, true); err != nil {
-			return err
+		if series, ok = ew.s.nums.series(e.ServiceAccountID, name); !ok {
+			var err error
+			if series, err = seriesNo(ctx, tx, e.ServiceAccountID, e.EventType, e.CustomerAlias, true); err != nil {
+				return err
+			}
+			ew.w.learned.series = append(ew.w.learned.series, learnedSeries{name, series})
 		}
-		if w.series != nil {
-			w.series[name] = series
+		if ew.series != nil {
+			ew.series[name] = series
 		}
 	}
-	cevid := e.CustomerEventID
-	if own {
-		cevid = "" // stored as defaulted
-	}
-	val := encodeEvent(cevid, e.EventProperties)
 	// One allocation for the two keys bbolt keeps until the commit.
 	buf := make([]byte, 0, 12+len(id)+len(acct)+len(id))
 	buf = appendTime(append(buf, series...), e.EventTimestamp)
@@ -229,15 +270,15 @@ func (w *eventWriter) put(ctx context.Context, tx Tx, e *UsageEvent) error {
 	buf = append(append(buf, acct...), id...)
 	idKey := buf[len(pk):len(buf):len(buf)]
 	if !own {
-		w.explicitIDs = true
-		if err := tx.Put(ctx, tableUsageEventKeys, append(append([]byte(nil), acct...), cevid...), pk); err != nil {
+		ew.explicitIDs = true
+		if err := tx.Put(ctx, tableUsageEventKeys, append(append([]byte(nil), acct...), e.CustomerEventID...), pk); err != nil {
 			return err
 		}
 	}
 	if err := tx.Put(ctx, tableUsageEventIDs, idKey, pk[:12]); err != nil {
 		return err
 	}
-	return tx.Put(ctx, tableUsageEvents, pk, val)
+	return tx.Put(ctx, tableUsageEvents, pk, ew.w.vals[i])
 }
 
 // supersede deletes the event of the account whose customerEventId is cevid:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/storage/faultstore"
 )
 
 // TestUsageEventSupersedeFreshAccount covers the shortcuts of batch
@@ -79,5 +80,53 @@ func TestUsageEventBatchErrorPaths(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestUsageNumbersAfterFailedCommit checks that the series and account
+// numbers a failed commit assigned are not remembered: the numbers are
+// handed out again by later transactions, and every series keeps its own
+// events, by single events and by batches.
+func TestUsageNumbersAfterFailedCommit(t *testing.T) {
+	t.Parallel()
+	fs := faultstore.New(billingtest.Bolt(t))
+	svc, _ := billingtest.NewService(t, billingtest.WithStore(fs))
+	ctx := context.Background()
+	acct := billingtest.Account(t, svc, "a")
+	m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
+		EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
+	for _, single := range []bool{true, false} {
+		a, b := "a-single", "b-single"
+		if !single {
+			a, b = "a-batch", "b-batch"
+		}
+		put := func(alias, js string) error {
+			if single {
+				_, err := svc.CreateUsageEvent(ctx, acct, event(t, alias, "api", js))
+				return err
+			}
+			_, err := svc.CreateUsageEventBatch(ctx, acct, billing.UsageEventBatchParams{Events: []billing.UsageEventParams{
+				event(t, alias, "api", js), event(t, alias, "api", `{"n":0}`)}})
+			return err
+		}
+		// The first event of the account (single) or of series a (batch)
+		// assigns numbers in a transaction whose commit fails.
+		fs.Inject(faultstore.Fault{Op: faultstore.OpCommit})
+		if err := put(a, `{"n":1}`); err == nil {
+			t.Fatal("ingestion succeeded through a failed commit")
+		}
+		fs.Clear()
+		// Series b now gets the number a had been given, then a a new one.
+		if err := put(b, `{"n":10}`); err != nil {
+			t.Fatal(err)
+		}
+		if err := put(a, `{"n":100}`); err != nil {
+			t.Fatal(err)
+		}
+		if err := put(b, `{"n":1000}`); err != nil {
+			t.Fatal(err)
+		}
+		checkCalc(t, svc, acct, m, []string{a}, "2024-07-01", "2024-07-31", map[bool]int64{true: 1, false: 2}[single], 0, "100")
+		checkCalc(t, svc, acct, m, []string{b}, "2024-07-01", "2024-07-31", map[bool]int64{true: 2, false: 4}[single], 0, "1010")
 	}
 }
