@@ -2,8 +2,10 @@ package billing_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -129,4 +131,56 @@ func TestUsageNumbersAfterFailedCommit(t *testing.T) {
 		checkCalc(t, svc, acct, m, []string{a}, "2024-07-01", "2024-07-31", map[bool]int64{true: 1, false: 2}[single], 0, "100")
 		checkCalc(t, svc, acct, m, []string{b}, "2024-07-01", "2024-07-31", map[bool]int64{true: 2, false: 4}[single], 0, "1010")
 	}
+}
+
+// TestUsageExplicitIDsKnown checks supersede across single events: an
+// account that had no explicit customerEventId still finds the first one it
+// stores when a later event's new id equals it (ids are predictable here),
+// and a batch and a single event after it.
+func TestUsageExplicitIDsKnown(t *testing.T) {
+	t.Parallel()
+	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
+		var mu sync.Mutex
+		n := 0
+		id := func(i int) string { return fmt.Sprintf("%08x-0000-7000-8000-000000000000", i) }
+		newID := func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			return id(n)
+		}
+		svc, _ := billingtest.NewService(t, append(opts, billingtest.WithConfig(billing.Config{NewID: newID}))...)
+		ctx := context.Background()
+		acct := billingtest.Account(t, svc, "a")
+		m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
+			EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
+		single := func(p billing.UsageEventParams) *billing.UsageEvent {
+			t.Helper()
+			e, err := svc.CreateUsageEvent(ctx, acct, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		single(event(t, "c", "api", `{"n":1}`)) // the account has no explicit id
+		single(event(t, "c", "api", `{"n":2}`)) // and is known to have none
+		mu.Lock()
+		next := id(n + 2) // the id of the event after the next
+		mu.Unlock()
+		p := event(t, "c", "api", `{"n":10}`)
+		p.CustomerEventID = next
+		single(p)
+		if e := single(event(t, "c", "api", `{"n":100}`)); e.ID != next {
+			t.Fatalf("id %s, want %s", e.ID, next)
+		}
+		// The explicit event was replaced by the one whose id is its
+		// customerEventId.
+		checkCalc(t, svc, acct, m, []string{"c"}, "2024-07-01", "2024-07-31", 3, 0, "103")
+		// A batch after it too.
+		p.CustomerEventID = "x"
+		ingest(t, svc, acct, p, event(t, "c", "api", `{"n":1000}`))
+		p.EventProperties = props(t, `{"n":20}`)
+		single(p)
+		checkCalc(t, svc, acct, m, []string{"c"}, "2024-07-01", "2024-07-31", 5, 0, "1123")
+	})
 }
