@@ -50,54 +50,44 @@ var counterKey = []byte{0}
 
 func encodeEventID(id string) []byte { return appendEventID(nil, id) }
 
-// appendEventID appends the stored form of id to b.
+// appendEventID appends the stored form of id to b. A UUID counts only in
+// its canonical text form (lowercase, hyphenated), the one uuid.UUID.String
+// writes back; it is checked and decoded in one pass over a table.
 func appendEventID(b []byte, id string) []byte {
-	if !canonicalUUID(id) {
-		return append(append(b, idKindText), id...)
-	}
-	b = append(b, idKindUUID)
-	var hi byte
-	half := false
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c == '-':
-			continue
-		case c <= '9':
-			c -= '0'
-		default:
-			c -= 'a' - 10
+	if len(id) == 36 && id[8] == '-' && id[13] == '-' && id[18] == '-' && id[23] == '-' {
+		var u [17]byte
+		u[0] = idKindUUID
+		var bad byte
+		for i, p := range uuidHexAt {
+			hi, lo := hexDigit[id[p]], hexDigit[id[p+1]]
+			bad |= hi | lo
+			u[i+1] = hi<<4 | lo
 		}
-		if half {
-			b = append(b, hi|c)
-		} else {
-			hi = c << 4
+		if bad < 16 { // no 0xff: every digit was one of 0-9a-f
+			return append(b, u[:]...)
 		}
-		half = !half
 	}
-	return b
+	return append(append(b, idKindText), id...)
 }
 
-// canonicalUUID reports whether id is a UUID in its canonical text form
-// (lowercase, hyphenated), the one uuid.UUID.String writes back.
-func canonicalUUID(id string) bool {
-	if len(id) != 36 {
-		return false
+// uuidHexAt holds where each byte's two hex digits start in a canonical
+// UUID.
+var uuidHexAt = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
+
+// hexDigit maps a lowercase hex digit to its value and every other byte to
+// 0xff.
+var hexDigit = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	for i := 0; i < len(id); i++ {
-		switch c := id[i]; i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
-		}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
 	}
-	return true
-}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+	}
+	return t
+}()
 
 func decodeEventID(b []byte) (string, error) {
 	switch {
