@@ -163,6 +163,9 @@ func prepareUsageWrite(account string, events []UsageEvent) *usageWrite {
 		n += 17 + len(events[i].ID)
 	}
 	buf := make([]byte, 0, n) // one allocation for every id
+	// and one for every value, unless an event's is larger than a
+	// typical one
+	vbuf := make([]byte, 0, 96*len(events))
 	for i := range events {
 		e := &events[i]
 		start := len(buf)
@@ -172,7 +175,12 @@ func prepareUsageWrite(account string, events []UsageEvent) *usageWrite {
 		if cevid == e.ID {
 			cevid = "" // stored as defaulted
 		}
-		w.vals[i] = encodeEvent(cevid, e.EventProperties)
+		if need := 16 + len(cevid) + 24*len(e.EventProperties); cap(vbuf)-len(vbuf) < need {
+			vbuf = make([]byte, 0, max(need, 96*(len(events)-i)))
+		}
+		start = len(vbuf)
+		vbuf = appendEvent(vbuf, cevid, e.EventProperties)
+		w.vals[i] = vbuf[start:len(vbuf):len(vbuf)]
 	}
 	return w
 }
@@ -327,7 +335,11 @@ func deleteUsageEvent(ctx context.Context, tx Tx, acct, pk []byte) error {
 // customerEventId ("" when it defaulted to the id) and the properties,
 // sorted by name.
 func encodeEvent(cevid string, props EventProperties) []byte {
-	b := make([]byte, 0, 16+len(cevid)+24*len(props))
+	return appendEvent(make([]byte, 0, 16+len(cevid)+24*len(props)), cevid, props)
+}
+
+// appendEvent appends the encoding of encodeEvent to b.
+func appendEvent(b []byte, cevid string, props EventProperties) []byte {
 	b = append(b, eventEncodingV1)
 	b = appendString(b, cevid)
 	b = binary.AppendUvarint(b, uint64(len(props)))
