@@ -100,13 +100,11 @@ func measureP1(ctx context.Context, b *bench) ([]row, error) {
 
 // measureP2: POST /usage-events/batch with 1,000 events per request,
 // durable, against raw bbolt writing the same stored records 1,000 per
-// transaction.
+// transaction. The ceiling needs the records billingd stored, so the two
+// cannot interleave within a round; instead two rounds of (billingd, then
+// its ceiling) each on fresh files, and the best rate of each side is
+// reported (noise only ever lowers a rate).
 func measureP2(ctx context.Context, b *bench) ([]row, error) {
-	path := b.path("p2")
-	srv, err := startServer(ctx, path, nil)
-	if err != nil {
-		return nil, err
-	}
 	// Every request carries new events, later than the previous requests'
 	// ones, for one of 16 customers in turn: ingestion as it happens, time
 	// moving forward. (Re-sending a few bodies with the same timestamps
@@ -116,14 +114,36 @@ func measureP2(ctx context.Context, b *bench) ([]row, error) {
 	for i := range bodies {
 		bodies[i] = appendBatchJSON(nil, alias(i%16), refType, i*batchSize, batchSize, at)
 	}
-	l := load{conns: b.cfg.batchConns, requests: b.cfg.batchEvents / batchSize, limit: 10 * time.Minute, status: http.StatusCreated, auth: srv.auth,
+	var best, ceiling float64
+	var conns int
+	for range 2 {
+		got, ceil, n, err := p2Round(ctx, b, bodies)
+		if err != nil {
+			return nil, err
+		}
+		best, ceiling, conns = max(best, got), max(ceiling, ceil), n
+	}
+	return []row{{id: "P2", name: fmt.Sprintf("POST /usage-events/batch, %d/request, %d conns", batchSize, conns),
+		value: best, unit: "events/s", ceiling: ceiling, ceilingName: "raw bbolt",
+		atLeast: true, target: 0.5, note: "best of 2 rounds of (billingd, then raw bbolt on its stored records)"}}, nil
+}
+
+// p2Round ingests bodies into a fresh billingd, then writes the records it
+// stored with raw bbolt into a fresh file; it returns both rates in events
+// per second and the number of connections.
+func p2Round(ctx context.Context, b *bench, bodies [][]byte) (got, ceiling float64, conns int, err error) {
+	srv, err := startServer(ctx, b.path("p2"), nil)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	l := load{conns: b.cfg.batchConns, requests: len(bodies), limit: 10 * time.Minute, status: http.StatusCreated, auth: srv.auth,
 		request: func(i int) (string, string, []byte) {
 			return http.MethodPost, "/usage-events/batch", bodies[i%len(bodies)]
 		}}
-	got, err := l.run(ctx, srv.url)
+	res, err := l.run(ctx, srv.url)
 	if err != nil {
 		srv.stop()
-		return nil, err
+		return 0, 0, 0, err
 	}
 	var recs records
 	err = srv.store.View(ctx, func(tx billing.Tx) error {
@@ -133,18 +153,16 @@ func measureP2(ctx context.Context, b *bench) ([]row, error) {
 		})
 	})
 	if err = errors.Join(err, srv.stop()); err != nil {
-		return nil, err
+		return 0, 0, 0, err
 	}
-	if recs.len() != got.requests*batchSize {
-		return nil, fmt.Errorf("billingd stored %d events, want %d", recs.len(), got.requests*batchSize)
+	if recs.len() != res.requests*batchSize {
+		return 0, 0, 0, fmt.Errorf("billingd stored %d events, want %d", recs.len(), res.requests*batchSize)
 	}
 	d, err := rawWrite(b.path("p2-ceiling"), &recs, batchSize)
 	if err != nil {
-		return nil, err
+		return 0, 0, 0, err
 	}
-	return []row{{id: "P2", name: fmt.Sprintf("POST /usage-events/batch, %d/request, %d conns", batchSize, l.conns),
-		value: got.perSecond(batchSize), unit: "events/s", ceiling: float64(recs.len()) / d.Seconds(), ceilingName: "raw bbolt",
-		atLeast: true, target: 0.5}}, nil
+	return res.perSecond(batchSize), float64(recs.len()) / d.Seconds(), l.conns, nil
 }
 
 // measureP3: GET /usage-metrics?limit=20 over 64 connections against a
