@@ -1,30 +1,22 @@
 package billing_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/billingd/billing"
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestDocumentNotifications runs every document operation once and checks
-// the notifications each one records (notifications.md, "When
-// notifications are emitted"): exactly one per operation, none for op 11 or
-// a refused operation, and the send e-mails to customerEmails.
-func TestDocumentNotifications(t *testing.T) {
-	t.Parallel()
-	e := newDocEnv(t)
-	if _, err := e.svc.CreateNotificationPolicy(e.ctx, e.acct, billing.CreateNotificationPolicyParams{
-		Name: "ops", Channel: billing.ChannelEmail, Recipients: []string{"ops@acme.test"},
-	}); err != nil {
-		t.Fatal(err)
-	}
+// recorder returns a function that reports the notification types and
+// document e-mails recorded in account's outbox since its last call
+// (oldest first; e-mails as "EMAIL to <first recipient>"). The account
+// needs a policy covering every type for notifications to be recorded.
+func recorder(t *testing.T, svc *billing.Service, account string) func() []string {
 	seen := 0
-	// emitted returns the notification types and document e-mails recorded
-	// since the last call.
-	emitted := func() []string {
+	return func() []string {
 		t.Helper()
-		page, err := e.svc.ListDeliveries(e.ctx, e.acct, billing.DeliveryFilter{}, billing.ListParams{Limit: 100})
+		page, err := svc.ListDeliveries(context.Background(), account, billing.DeliveryFilter{}, billing.ListParams{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,6 +32,21 @@ func TestDocumentNotifications(t *testing.T) {
 		seen = page.TotalResultSize
 		return out
 	}
+}
+
+// TestDocumentNotifications runs every document operation once and checks
+// the notifications each one records (notifications.md, "When
+// notifications are emitted"): exactly one per operation, none for op 11 or
+// a refused operation, and the send e-mails to customerEmails.
+func TestDocumentNotifications(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	if _, err := e.svc.CreateNotificationPolicy(e.ctx, e.acct, billing.CreateNotificationPolicyParams{
+		Name: "ops", Channel: billing.ChannelEmail, Recipients: []string{"ops@acme.test"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	emitted := recorder(t, e.svc, e.acct)
 	must := func(_ any, err error) {
 		t.Helper()
 		if err != nil {

@@ -20,23 +20,7 @@ func TestScheduleNotifications(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	seen := 0
-	emitted := func() []string {
-		t.Helper()
-		page, err := f.svc.ListDeliveries(f.ctx, f.account, billing.DeliveryFilter{}, billing.ListParams{Limit: 100})
-		f.must(err)
-		var out []string
-		for i := len(page.Items) - 1 - seen; i >= 0; i-- { // newest first
-			d := page.Items[i]
-			if d.NotificationType == "" {
-				out = append(out, "EMAIL to "+d.Recipients[0])
-				continue
-			}
-			out = append(out, string(d.NotificationType))
-		}
-		seen = page.TotalResultSize
-		return out
-	}
+	emitted := recorder(t, f.svc, f.account)
 	emitted() // the customer's creation
 	price := f.fixed("Plan", "10.00", billing.CurrencyGBP)
 	var sc *billing.BillingSchedule
