@@ -439,3 +439,26 @@ func TestOptionalJSON(t *testing.T) {
 		t.Errorf("marshal: %s", got)
 	}
 }
+
+// TestDocumentLineLimit: a document holds at most 1,000 line items; the
+// 1,001st is refused and changes nothing.
+func TestDocumentLineLimit(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	lines := make([]billing.InvoiceLineItemParams, 1000)
+	for i := range lines {
+		lines[i] = invLine("x", "1", "0.01", "0")
+	}
+	inv := billing.CreateEngineInvoiceForTest(t, e.svc, e.acct, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID}, lines)
+	if inv.NetTotal.String() != "10.00" {
+		t.Fatalf("1,000 lines of 0.01: net %s, want 10.00", inv.NetTotal)
+	}
+	_, err := e.svc.CreateInvoiceLineItem(e.ctx, e.acct, inv.ID, invLine("one more", "1", "1", "0"))
+	if billing.CodeOf(err) != billing.CodeValidationFailed {
+		t.Fatalf("line 1,001: %v, want validation_failed", err)
+	}
+	got, err := e.svc.GetInvoice(e.ctx, e.acct, inv.ID)
+	if err != nil || got.NetTotal.String() != "10.00" {
+		t.Errorf("after the refused line: net %v, err %v; want 10.00", got.NetTotal, err)
+	}
+}
