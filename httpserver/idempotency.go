@@ -146,7 +146,9 @@ func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.Id
 			s.writeError(g, err)
 			return
 		}
-		s.log.WarnContext(ctx, "operation did not store its idempotency record; storing it separately",
+		// Expected for billing runs (a transaction per batch); a warning
+		// would fire on every normal run.
+		s.log.DebugContext(ctx, "operation did not store its idempotency record; storing it separately",
 			"method", rt.method, "route", rt.path)
 		req.Status, req.Body = status, body
 		if err := s.store(ctx, c.account, req, status, body); err != nil {
