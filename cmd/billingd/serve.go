@@ -15,6 +15,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/httpserver"
+	"github.com/billingd/billing/smtp"
 	"github.com/billingd/billing/storage/boltstore"
 )
 
@@ -327,7 +328,7 @@ func (cfg *serveConfig) mailer() (billing.Mailer, error) {
 	if cfg.smtpAddr == "" {
 		return nil, nil
 	}
-	return billing.NewSMTPMailer(billing.SMTPConfig{
+	return smtp.NewMailer(smtp.Config{
 		Addr: cfg.smtpAddr, From: cfg.smtpFrom, Username: cfg.smtpUsername, Password: cfg.smtpPassword,
 	})
 }
