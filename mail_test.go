@@ -283,7 +283,7 @@ func TestEmailNotConfigured(t *testing.T) {
 	e := newNotifyEnv(t, false)
 	e.policy(billing.ChannelEmail, []string{"ops@example.com"})
 	e.customer("Initech")
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{}))
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
 	dl := e.onlyDelivery()
 	if dl.Status != billing.DeliveryFailed || len(dl.Attempts) != 1 || dl.Attempts[0].Error != "email delivery is not configured" {
 		t.Fatalf("delivery %+v", dl)
