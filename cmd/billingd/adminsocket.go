@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -53,27 +54,19 @@ func newAdminHandler(a admin, db string, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, r *http.Request) {
 		writeAdminJSON(w, r, log, http.StatusOK, pingResponse{DB: db}, nil)
 	})
-	mux.HandleFunc("POST /accounts", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Name string `json:"name"`
-		}
-		if decodeAdminJSON(w, r, log, &req) {
-			cred, err := a.CreateAccount(r.Context(), req.Name)
-			writeAdminJSON(w, r, log, http.StatusCreated, cred, err)
-		}
+	createJSON(mux, "POST /accounts", log, func(ctx context.Context, req struct {
+		Name string `json:"name"`
+	}) (*credential, error) {
+		return a.CreateAccount(ctx, req.Name)
 	})
 	mux.HandleFunc("GET /accounts", func(w http.ResponseWriter, r *http.Request) {
 		accounts, err := a.ListAccounts(r.Context())
 		writeAdminJSON(w, r, log, http.StatusOK, accounts, err)
 	})
-	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ServiceAccountID string `json:"serviceAccountId"`
-		}
-		if decodeAdminJSON(w, r, log, &req) {
-			cred, err := a.CreateKey(r.Context(), req.ServiceAccountID)
-			writeAdminJSON(w, r, log, http.StatusCreated, cred, err)
-		}
+	createJSON(mux, "POST /keys", log, func(ctx context.Context, req struct {
+		ServiceAccountID string `json:"serviceAccountId"`
+	}) (*credential, error) {
+		return a.CreateKey(ctx, req.ServiceAccountID)
 	})
 	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
 		key, err := a.RevokeKey(r.Context(), r.PathValue("id"))
@@ -83,6 +76,18 @@ func newAdminHandler(a admin, db string, log *slog.Logger) http.Handler {
 		serveBackup(w, r, a, log)
 	})
 	return mux
+}
+
+// createJSON mounts a route whose JSON body decodes into a B and that
+// answers 201 with what create returns.
+func createJSON[B, R any](mux *http.ServeMux, pattern string, log *slog.Logger, create func(ctx context.Context, body B) (R, error)) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		var body B
+		if decodeAdminJSON(w, r, log, &body) {
+			out, err := create(r.Context(), body)
+			writeAdminJSON(w, r, log, http.StatusCreated, out, err)
+		}
+	})
 }
 
 // serveBackup streams a backup. The status is sent before the copy starts,
