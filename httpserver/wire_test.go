@@ -22,7 +22,6 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
-	"github.com/billingd/billing/storage/memstore"
 )
 
 func TestVersion(t *testing.T) {
@@ -412,7 +411,7 @@ func TestRequestLog(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	t.Parallel()
-	store := memstore.New()
+	store := billingtest.Store(t)
 	e := newEnv(t, nil, billingtest.WithStore(store))
 	for _, path := range []string{"/healthz", "/readyz"} {
 		r := e.do(req{method: "GET", path: path, auth: "-"})
