@@ -15,6 +15,7 @@ package httpserver
 import (
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -140,9 +141,20 @@ func (s *Server) Register(r gin.IRouter) {
 	s.register(r, true)
 }
 
-// newEngine builds the engine of New. It never touches gin's global state
-// (mode, writers): a library must not change its host program.
+// quietGin keeps gin from printing its debug lines (a route dump and a
+// warning on stdout) when the program has not chosen a gin mode: the
+// library prints nothing unless given a logger. A program that sets
+// GIN_MODE (for example GIN_MODE=debug) keeps what it chose.
+var quietGin = sync.OnceFunc(func() {
+	if os.Getenv(gin.EnvGinMode) == "" && gin.IsDebugging() {
+		gin.SetMode(gin.ReleaseMode)
+	}
+})
+
+// newEngine builds the engine of New. Of gin's global state it only
+// touches the mode, through quietGin.
 func (s *Server) newEngine() *gin.Engine {
+	quietGin()
 	e := gin.New()
 	e.HandleMethodNotAllowed = true // gin then sets the Allow header itself
 	e.RedirectTrailingSlash = false // an unknown path is a 404, not a redirect

@@ -20,7 +20,7 @@ func (a api) usageMetricRoutes() {
 		return appendJSONFunc(func(b []byte) ([]byte, error) {
 			return a.svc.AppendUsageMetricsJSON(c.ctx, b, c.account, f, p)
 		}), nil
-	})
+	}, listed("name", "eventType", "aggregationType"))
 	a.post("/usage-metrics", 201, body(func(c *call, p *billing.CreateUsageMetricParams) (any, error) {
 		return a.svc.CreateUsageMetric(c.ctx, c.account, *p)
 	}))

@@ -343,9 +343,13 @@ func TestPagination(t *testing.T) {
 			t.Errorf("%d items", got)
 		}
 	})
-	t.Run("UnknownQueryParametersAreIgnored", func(t *testing.T) {
-		if got := ids(page("limit=20&colour=blue&sortOrder=sideways")); !slices.Equal(got, want[:20]) {
-			t.Errorf("ids = %v", got)
+	t.Run("ErrUnknownQueryParameters", func(t *testing.T) {
+		// Each unknown parameter is named: a mistyped filter must never
+		// silently widen a list.
+		r := e.get("/usage-metrics?limit=20&colour=blue&sortOrder=sideways")
+		errs := wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "colour", "sortOrder")
+		if !strings.Contains(errs[0].Message, "colour is not a known query parameter") {
+			t.Errorf("message %q", errs[0].Message)
 		}
 	})
 }
