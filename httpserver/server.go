@@ -14,6 +14,7 @@ package httpserver
 
 import (
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"sync"
@@ -45,14 +46,23 @@ type Config struct {
 	MaxBatchBodyBytes int64
 
 	// RateLimit is the sustained number of requests per second allowed per
-	// API key (a token bucket). Negative disables rate limiting. Defaults
-	// to 1000 (when zero).
+	// API key (a token bucket). Zero or negative turns rate limiting off,
+	// as billingd's --rate-limit 0 does. A nil *Config takes
+	// DefaultRateLimit.
 	RateLimit float64
 
 	// RateBurst is the bucket size of the rate limit: how many requests an
-	// API key may send at once. Defaults to 2000 (also for zero or negative
+	// API key may send at once. Defaults to RateBurstFactor times
+	// RateLimit, rounded up, at least 1 (also for zero or negative
 	// values).
 	RateBurst int
+
+	// MaxHeaderBytes bounds the request line and headers of a request;
+	// larger ones are answered 431 headers_too_large with the JSON error
+	// body. Defaults to 64 KiB (also for zero or negative values). An
+	// http.Server's own MaxHeaderBytes must be larger, or net/http
+	// answers first, in plain text.
+	MaxHeaderBytes int
 
 	// DisableMetrics turns off GET /metrics. Defaults to false: metrics are
 	// served.
@@ -67,13 +77,20 @@ type Config struct {
 const (
 	defaultMaxBodyBytes      = 1 << 20
 	defaultMaxBatchBodyBytes = 5 << 20
-	defaultRateLimit         = 1000
-	defaultRateBurst         = 2000
+	defaultMaxHeaderBytes    = 64 << 10
 )
+
+// DefaultRateLimit is the rate limit of a nil *Config: requests per second
+// per API key.
+const DefaultRateLimit = 1000
+
+// RateBurstFactor is how many seconds of the rate an API key may send at
+// once by default: the bucket holds RateBurstFactor × RateLimit requests.
+const RateBurstFactor = 2
 
 // withDefaults returns a copy of cfg (nil allowed) with defaults applied.
 func (cfg *Config) withDefaults() Config {
-	var c Config
+	c := Config{RateLimit: DefaultRateLimit}
 	if cfg != nil {
 		c = *cfg
 	}
@@ -86,11 +103,14 @@ func (cfg *Config) withDefaults() Config {
 	if c.MaxBatchBodyBytes <= 0 {
 		c.MaxBatchBodyBytes = defaultMaxBatchBodyBytes
 	}
-	if c.RateLimit == 0 {
-		c.RateLimit = defaultRateLimit
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = defaultMaxHeaderBytes
 	}
 	if c.RateBurst <= 0 {
-		c.RateBurst = defaultRateBurst
+		c.RateBurst = int(min(math.Ceil(RateBurstFactor*c.RateLimit), 1<<30))
+	}
+	if c.RateBurst < 1 {
+		c.RateBurst = 1
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
