@@ -113,7 +113,7 @@ func errorCode(body []byte) billing.Code {
 }
 
 // jsonAppender is a result that encodes itself exactly as json.Marshal
-// would (compact, HTML-escaped), such as billing.Page: its encoding is sent
+// would (compact, HTML-escaped), such as a usage metrics page: its encoding is sent
 // as is, without json.Marshal checking and compacting it a second time.
 type jsonAppender interface {
 	AppendJSON(b []byte) ([]byte, error)
