@@ -15,7 +15,10 @@ const (
 
 // CreditNoteSettings are the settings of a credit note.
 type CreditNoteSettings struct {
-	// GenerateCashCreditGrant is ENABLED (the default) or DISABLED.
+	// GenerateCashCreditGrant is DISABLED (the default: the credit note
+	// reduces its invoice's amount due, a refund) or ENABLED: finalizing
+	// the credit note creates a CASH credit grant of its gross total for
+	// the customer instead.
 	GenerateCashCreditGrant CashCreditGrant `json:"generateCashCreditGrant"`
 }
 
@@ -47,8 +50,11 @@ type CreditNote struct {
 	CustomerTaxID       string             `json:"customerTaxId,omitempty"`
 	MerchantDetails     *MerchantDetails   `json:"merchantDetails,omitempty"`
 	AccountingDate      Date               `json:"accountingDate,omitzero"`
-	CreatedAt           time.Time          `json:"createdAt"`
-	UpdatedAt           time.Time          `json:"updatedAt"`
+	// CreditGrantID is the CASH credit grant the credit note created when
+	// finalized (settings.generateCashCreditGrant ENABLED).
+	CreditGrantID string    `json:"creditGrantId,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
 // CreditNoteLineItem is a line of a credit note.

@@ -52,9 +52,12 @@ type Invoice struct {
 	BillingPeriod       *DateRange       `json:"billingPeriod,omitempty"`
 	BillingScheduleID   string           `json:"billingScheduleId,omitempty"`
 	MerchantDetails     *MerchantDetails `json:"merchantDetails,omitempty"`
-	CreditBalances      string           `json:"creditBalances,omitempty"`
-	DunningStatus       string           `json:"dunningStatus,omitempty"`
-	CalculatedAt        *time.Time       `json:"calculatedAt,omitempty"`
+	// CreditBalances says, once the invoice is finalized, the credit its
+	// customer has left ("Remaining credit: 40.00 USD"); absent when the
+	// customer has no credit grants.
+	CreditBalances string     `json:"creditBalances,omitempty"`
+	DunningStatus  string     `json:"dunningStatus,omitempty"`
+	CalculatedAt   *time.Time `json:"calculatedAt,omitempty"`
 }
 
 // invoiceRecord is an invoice as stored: the invoice and whether its
@@ -63,6 +66,9 @@ type Invoice struct {
 type invoiceRecord struct {
 	Invoice
 	AccountingDateSet bool `json:"_accountingDateSet,omitempty"`
+	// applyCredits asks the finalization in progress to apply the
+	// customer's credit to a manual invoice (ApplyCredits); never stored.
+	applyCredits bool
 }
 
 // InvoiceLineItem is a line of an invoice.

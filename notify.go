@@ -32,6 +32,16 @@ const (
 	NotificationQuoteAccepted             NotificationType = "QUOTE_ACCEPTED"
 )
 
+// The notification types of credit grants, beyond the specification's
+// list: a grant created (POST /credits, or a credit note that generates
+// one), consumed (by an invoice's finalization, once per grant used) and
+// expired (by the billing run).
+const (
+	NotificationCreditGrantCreated  NotificationType = "CREDIT_GRANT_CREATED"
+	NotificationCreditGrantConsumed NotificationType = "CREDIT_GRANT_CONSUMED"
+	NotificationCreditGrantExpired  NotificationType = "CREDIT_GRANT_EXPIRED"
+)
+
 // Email is an e-mail queued through the outbox: plain text, with the
 // JSON payload attached for machines.
 type Email struct {

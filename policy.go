@@ -37,8 +37,8 @@ const secretOverlap = 24 * time.Hour
 // webhookSecretPrefix starts every webhook secret (Standard Webhooks).
 const webhookSecretPrefix = "whsec_"
 
-// NotificationTypes returns the notification types of the specification, in
-// the order of its Events section.
+// NotificationTypes returns the notification types: the specification's, in
+// the order of its Events section, then those of credit grants.
 func NotificationTypes() []NotificationType {
 	return []NotificationType{
 		NotificationCustomerCreated, NotificationCustomerUpdated, NotificationCustomerArchived,
@@ -48,10 +48,11 @@ func NotificationTypes() []NotificationType {
 		NotificationBillingScheduleCreated, NotificationBillingScheduleUpdated, NotificationBillingScheduleArchived,
 		NotificationCreditNoteCreated, NotificationCreditNoteUpdated, NotificationCreditNoteIssued,
 		NotificationQuotePublished, NotificationQuoteAccepted,
+		NotificationCreditGrantCreated, NotificationCreditGrantConsumed, NotificationCreditGrantExpired,
 	}
 }
 
-// Valid reports whether t is one of the specification's notification types.
+// Valid reports whether t is one of the notification types.
 func (t NotificationType) Valid() bool { return slices.Contains(NotificationTypes(), t) }
 
 // NotificationPolicy says where the notifications of an account go: to the
