@@ -211,8 +211,9 @@ func (s *Service) creditBalancesText(ctx context.Context, tx Tx, account, custom
 }
 
 // closeGrant ends what is left of g with an EXPIRY or VOID transaction on
-// d (none when nothing is left) and drops it from the expiry index; with
-// release, the deferred revenue still held for it goes to breakage income.
+// d (of zero when nothing is left) and drops it from the expiry index;
+// with release, the deferred revenue still held for it goes to breakage
+// income.
 func (s *Service) closeGrant(ctx context.Context, tx Tx, g *grantRecord, typ CreditTransactionType, d Date, reason string, release bool, now time.Time) error {
 	a := g.ServiceAccountID
 	if g.ExpiryDate != nil {
@@ -229,25 +230,19 @@ func (s *Service) closeGrant(ctx context.Context, tx Tx, g *grantRecord, typ Cre
 			return err
 		}
 	}
-	if g.CurrentBalance.Sign() > 0 {
-		_, err := s.appendCreditTx(ctx, tx, g, creditEntry{typ: typ, amount: g.CurrentBalance.Neg(), date: d, reason: reason, deferred: deferred}, now)
-		return err
+	amount := g.CurrentBalance.Neg()
+	if g.CurrentBalance.IsZero() {
+		amount = g.CurrentBalance // a void of a depleted grant: 0, not -0
 	}
-	if typ == CreditTxExpiry {
-		if g.Status == CreditGrantActive {
-			g.Status = CreditGrantExpired
-		}
-	} else {
-		g.Status = CreditGrantVoided
-	}
-	g.UpdatedAt = now
-	return putRecord(ctx, tx, tableCreditGrants, key(a, g.ID), g)
+	_, err := s.appendCreditTx(ctx, tx, g, creditEntry{typ: typ, amount: amount, date: d, reason: reason, deferred: deferred}, now)
+	return err
 }
 
 // reverseInvoiceCredits gives back the credit invoice invID consumed (its
-// void): a REVERSAL per consumption. Credit of a grant that has expired or
-// been voided since is given back and closed again at once (EXPIRY or VOID
-// of the same amount), so it is not usable, and the books show breakage.
+// void): a REVERSAL per consumption. Credit of a grant that has expired
+// (or is past its last day) or been voided since is given back and closed
+// again at once (EXPIRY or VOID of the same amount), so it is not usable,
+// and the books show breakage.
 func (s *Service) reverseInvoiceCredits(ctx context.Context, tx Tx, account, invID string, now time.Time) error {
 	pre := prefix(account, invID)
 	type use struct{ txID, grantID string }
@@ -289,10 +284,10 @@ func (s *Service) reverseUse(ctx context.Context, tx Tx, account, invID, grantID
 	if err := s.writeJournal(ctx, tx, account, JournalSourceCreditGrant, g.ID, g.basisCurrency(), now, consumptionLines(g, amount, t.Deferred, false)...); err != nil {
 		return err
 	}
-	switch g.Status {
-	case CreditGrantExpired:
+	switch {
+	case g.Status == CreditGrantExpired, g.ExpiryDate != nil && g.ExpiryDate.Before(d):
 		return s.closeGrant(ctx, tx, g, CreditTxExpiry, d, "expired before the invoice was voided", true, now)
-	case CreditGrantVoided:
+	case g.Status == CreditGrantVoided:
 		return s.closeGrant(ctx, tx, g, CreditTxVoid, d, "voided before the invoice was voided", g.SourceCreditNoteID == "", now)
 	}
 	return nil
@@ -360,8 +355,8 @@ func expiryAccount(k []byte) string {
 	return parts[1]
 }
 
-// expireOne expires the grant of expiry key k if it is still ACTIVE or
-// DEPLETED, and reports whether it expired one.
+// expireOne expires the grant of expiry key k if it is still ACTIVE, and
+// reports whether it expired one.
 func (s *Service) expireOne(ctx context.Context, tx Tx, k []byte) (bool, error) {
 	parts := strings.Split(string(k), string(rune(keySep)))
 	if len(parts) != 3 {
@@ -374,7 +369,9 @@ func (s *Service) expireOne(ctx context.Context, tx Tx, k []byte) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	if g.Status != CreditGrantActive && g.Status != CreditGrantDepleted {
+	if g.Status != CreditGrantActive {
+		// Nothing left to expire: a DEPLETED grant stays DEPLETED (a
+		// voided invoice that gives credit back expires it then).
 		return false, tx.Delete(ctx, tableCreditExpiries, k)
 	}
 	if err := s.closeGrant(ctx, tx, g, CreditTxExpiry, g.ExpiryDate.AddDays(1), "expired", true, s.clock()); err != nil {
