@@ -17,15 +17,6 @@ import (
 // always the sum of its transactions. creditdraw.go holds the drawdown,
 // expiry and reversal; this file the grants, their ledger and balances.
 
-// The tables of credit grants.
-const (
-	tableCreditGrants           Table = "credit_grants"             // account id / grant id → grantRecord
-	tableCreditGrantsByCustomer Table = "credit_grants_by_customer" // account id / customer id / grant id → empty
-	tableCreditTransactions     Table = "credit_transactions"       // account id / grant id / transaction id → txRecord
-	tableCreditExpiries         Table = "credit_expiries"           // expiry date / account id / grant id → empty (grants that may still expire)
-	tableCreditInvoiceUses      Table = "credit_invoice_uses"       // account id / invoice id / transaction id → grant id
-)
-
 // CreditType is the kind of a credit grant.
 type CreditType string
 
