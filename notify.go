@@ -46,6 +46,12 @@ const (
 	NotificationCreditGrantExpired  NotificationType = "CREDIT_GRANT_EXPIRED"
 )
 
+// Mailer sends e-mails for the Dispatcher. An error makes the delivery
+// retry on the webhook schedule.
+type Mailer interface {
+	Send(ctx context.Context, e Email) error
+}
+
 // Email is an e-mail queued through the outbox: plain text, with the
 // JSON payload attached for machines.
 type Email struct {

@@ -30,65 +30,61 @@ func (e *env) metricCount(account string) int {
 
 func TestIdempotentReplay(t *testing.T) {
 	t.Parallel()
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, nil, st.opts...)
-			create := withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("calls")}, "create-1")
+	onEveryStore(t, func(t *testing.T, e *env) {
+		create := withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("calls")}, "create-1")
 
-			first := e.do(create)
-			wantStatus(t, first, http.StatusCreated)
-			if first.header.Get("Idempotent-Replayed") != "" {
-				t.Error("the first answer says it is replayed")
-			}
-			e.clock.Advance(3600e9)
-			again := e.do(create)
-			wantStatus(t, again, http.StatusCreated)
-			if !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
-				t.Errorf("replay: %s (Idempotent-Replayed %q), want %s",
-					again.body, again.header.Get("Idempotent-Replayed"), first.body)
-			}
-			if n := e.metricCount(e.account); n != 1 {
-				t.Errorf("%d metrics after a replay, want 1", n)
-			}
+		first := e.do(create)
+		wantStatus(t, first, http.StatusCreated)
+		if first.header.Get("Idempotent-Replayed") != "" {
+			t.Error("the first answer says it is replayed")
+		}
+		e.clock.Advance(3600e9)
+		again := e.do(create)
+		wantStatus(t, again, http.StatusCreated)
+		if !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("replay: %s (Idempotent-Replayed %q), want %s",
+				again.body, again.header.Get("Idempotent-Replayed"), first.body)
+		}
+		if n := e.metricCount(e.account); n != 1 {
+			t.Errorf("%d metrics after a replay, want 1", n)
+		}
 
-			t.Run("ErrReusedWithOtherBody", func(t *testing.T) {
-				r := e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("other")}, "create-1"))
-				wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
-			})
-			t.Run("ErrReusedWithOtherPath", func(t *testing.T) {
-				r := e.do(withKey(req{method: "POST", path: "/usage-metrics?x=1", body: metricBody("calls")}, "create-1"))
-				wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
-			})
-			t.Run("ErrReusedWithOtherMethod", func(t *testing.T) {
-				m := decode[billing.UsageMetric](t, first)
-				r := e.do(withKey(req{method: "DELETE", path: "/usage-metrics/" + m.ID}, "create-1"))
-				wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
-				if got := decode[billing.UsageMetric](t, e.get("/usage-metrics/"+m.ID)); got.DeletedAt != nil {
-					t.Error("a refused request deleted the metric")
-				}
-			})
-			t.Run("KeysAreScopedToTheAccount", func(t *testing.T) {
-				b, authB := e.newAccount("beta")
-				r := e.do(req{method: "POST", path: "/usage-metrics", body: metricBody("calls"), auth: authB,
-					header: map[string]string{"Idempotency-Key": "create-1"}})
-				wantStatus(t, r, http.StatusCreated)
-				if r.header.Get("Idempotent-Replayed") != "" || decode[billing.UsageMetric](t, r).ServiceAccountID != b {
-					t.Errorf("account B got account A's answer: %s", r.body)
-				}
-			})
-			t.Run("DeleteReplay", func(t *testing.T) {
-				m := e.createMetric("to delete")
-				del := withKey(req{method: "DELETE", path: "/usage-metrics/" + m.ID}, "del-1")
-				first := e.do(del)
-				wantStatus(t, first, http.StatusOK)
-				again := e.do(del)
-				if again.status != http.StatusOK || !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
-					t.Errorf("replayed DELETE: %d %s", again.status, again.body)
-				}
-			})
+		t.Run("ErrReusedWithOtherBody", func(t *testing.T) {
+			r := e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("other")}, "create-1"))
+			wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
 		})
-	}
+		t.Run("ErrReusedWithOtherPath", func(t *testing.T) {
+			r := e.do(withKey(req{method: "POST", path: "/usage-metrics?x=1", body: metricBody("calls")}, "create-1"))
+			wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
+		})
+		t.Run("ErrReusedWithOtherMethod", func(t *testing.T) {
+			m := decode[billing.UsageMetric](t, first)
+			r := e.do(withKey(req{method: "DELETE", path: "/usage-metrics/" + m.ID}, "create-1"))
+			wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
+			if got := decode[billing.UsageMetric](t, e.get("/usage-metrics/"+m.ID)); got.DeletedAt != nil {
+				t.Error("a refused request deleted the metric")
+			}
+		})
+		t.Run("KeysAreScopedToTheAccount", func(t *testing.T) {
+			b, authB := e.newAccount("beta")
+			r := e.do(req{method: "POST", path: "/usage-metrics", body: metricBody("calls"), auth: authB,
+				header: map[string]string{"Idempotency-Key": "create-1"}})
+			wantStatus(t, r, http.StatusCreated)
+			if r.header.Get("Idempotent-Replayed") != "" || decode[billing.UsageMetric](t, r).ServiceAccountID != b {
+				t.Errorf("account B got account A's answer: %s", r.body)
+			}
+		})
+		t.Run("DeleteReplay", func(t *testing.T) {
+			m := e.createMetric("to delete")
+			del := withKey(req{method: "DELETE", path: "/usage-metrics/" + m.ID}, "del-1")
+			first := e.do(del)
+			wantStatus(t, first, http.StatusOK)
+			again := e.do(del)
+			if again.status != http.StatusOK || !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("replayed DELETE: %d %s", again.status, again.body)
+			}
+		})
+	})
 }
 
 func TestIdempotentErrorAnswers(t *testing.T) {

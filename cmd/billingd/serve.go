@@ -15,7 +15,9 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/httpserver"
+	"github.com/billingd/billing/smtp"
 	"github.com/billingd/billing/storage/boltstore"
+	"github.com/billingd/billing/webhook"
 )
 
 // Fixed settings of serve.
@@ -201,7 +203,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
 	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
-		Mailer: r.mailer, Retention: r.cfg.deliveryRetention, Logger: r.log,
+		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Retention: r.cfg.deliveryRetention, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 2)
@@ -327,7 +329,7 @@ func (cfg *serveConfig) mailer() (billing.Mailer, error) {
 	if cfg.smtpAddr == "" {
 		return nil, nil
 	}
-	return billing.NewSMTPMailer(billing.SMTPConfig{
+	return smtp.NewMailer(smtp.Config{
 		Addr: cfg.smtpAddr, From: cfg.smtpFrom, Username: cfg.smtpUsername, Password: cfg.smtpPassword,
 	})
 }
