@@ -187,7 +187,9 @@ func (q listQuery[T]) id() string {
 	if q.desc {
 		dir = "desc"
 	}
-	return q.name + "\x00" + dir + "\x00" + q.filter
+	// The prefix holds the account: a cursor of another account's list
+	// is refused like any cursor of another list.
+	return q.name + "\x00" + dir + "\x00" + q.filter + "\x00" + string(q.prefix)
 }
 
 func (s *Service) checkListParams(q interface{ id() string }, p ListParams) (int, *cursor, error) {
