@@ -372,10 +372,17 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	if cn.AccountingDate.IsZero() {
 		cn.AccountingDate = cn.IssueDate
 	}
+	tax := TaxStatus("")
 	if inv != nil {
 		if err := s.creditInvoice(ctx, tx, account, inv, cn.GrossTotal, now); err != nil {
 			return err
 		}
+		tax = inv.CustomerTaxStatus
+	} else if tax, err = s.customerTaxStatus(ctx, tx, account, cn.CustomerID); err != nil {
+		return err
+	}
+	if err := s.freezeRendering(ctx, tx, account, cn.ID, tax, now); err != nil {
+		return err
 	}
 	return s.writeJournal(ctx, tx, account, JournalSourceCreditNote, cn.ID, cn.Currency, now,
 		ledgerLine{LedgerRevenue, cn.NetTotal, true},

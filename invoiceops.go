@@ -344,6 +344,9 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	}
 	r.UpdatedAt = now
 	r.refreshAmounts()
+	if err := s.freezeRendering(ctx, tx, account, r.ID, r.CustomerTaxStatus, now); err != nil {
+		return err
+	}
 	return s.writeJournal(ctx, tx, account, JournalSourceInvoice, r.ID, r.Currency, now,
 		ledgerLine{LedgerAccountsReceivable, r.GrossTotal, true},
 		ledgerLine{LedgerRevenue, r.NetTotal, false},
