@@ -11,6 +11,8 @@ import (
 	"hash"
 	"strconv"
 	"sync"
+
+	"github.com/billingd/billing/internal/appendjson"
 )
 
 // ListParams selects one page of a list: at most Limit items after the
@@ -69,12 +71,12 @@ func (p Page[T]) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `,"pagination":{`...)
 	if p.After != "" {
 		b = append(b, `"after":`...)
-		b = appendJSONString(b, p.After)
+		b = appendjson.String(b, p.After)
 		b = append(b, ',')
 	}
 	if p.Before != "" {
 		b = append(b, `"before":`...)
-		b = appendJSONString(b, p.Before)
+		b = appendjson.String(b, p.Before)
 		b = append(b, ',')
 	}
 	b = append(b, `"totalResultSize":`...)
@@ -212,21 +214,6 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 // item (a test compares the two).
 type jsonItem interface {
 	appendJSON(b []byte) ([]byte, error)
-}
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it: directly when every byte is printable ASCII that needs no
-// escaping (cursors, ids, most names), through encoding/json otherwise.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // beyond reports whether key a comes strictly after key b in the list's order.

@@ -16,17 +16,6 @@ import (
 // made from, and freezes what comes from outside the document when the
 // document is finalized, so an issued document always renders the same.
 
-// The tables of rendering.
-const (
-	// tableDocumentRenders holds what a finalized document was frozen with.
-	tableDocumentRenders Table = "document_renders" // account id / document id → renderSnapshot
-	// tableMerchantLogo points at the account's current logo.
-	tableMerchantLogo Table = "merchant_logo" // account id → logoPointer
-	// tableLogoImages holds every logo ever uploaded, by content, so that
-	// documents frozen with an older logo keep it.
-	tableLogoImages Table = "logo_images" // account id / SHA-256 hex → PNG bytes
-)
-
 // TemplateVersion is the version of the document layout that documents
 // finalized now are frozen with. A change to the layout that would alter
 // the rendering of documents already issued comes with a new version, and

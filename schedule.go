@@ -8,24 +8,6 @@ import (
 	"time"
 )
 
-// Tables of billing schedules and the billing engine (engine.go).
-const (
-	tableBillingSchedules Table = "billing_schedules" // account id / schedule id → BillingSchedule (prices not embedded)
-	// tableBillingRunnable lists the schedules the engine visits: ACTIVE,
-	// SUSPENDED or CANCELLED, not archived, or with invoices still watched.
-	tableBillingRunnable Table = "billing_runnable" // account id / schedule id → empty
-	// tableBillingMarkers is the exactly-once marker of each charge, written
-	// in the transaction that creates the invoice carrying it.
-	tableBillingMarkers Table = "billing_markers" // account id / schedule id / price id / period start → billingMarker
-	// tableBillingDateInvoices is the one invoice of each (schedule, billing date).
-	tableBillingDateInvoices Table = "billing_date_invoices" // account id / schedule id / billing date → invoice id
-	// tableBillingWatch holds engine invoices whose lines the engine still
-	// recomputes (drafts) or whose usage it still checks (late usage).
-	tableBillingWatch Table = "billing_watch" // account id / schedule id / billing date → billingWatch
-	// tableBillingLateUsage records usage that changed after its invoice was finalized.
-	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
-)
-
 // ScheduleStatus is the status of a billing schedule.
 type ScheduleStatus string
 

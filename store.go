@@ -129,41 +129,6 @@ var (
 	ErrStopScan = errors.New("billing: stop scan")
 )
 
-// The tables of package billing. Backends do not need this list (a table
-// exists once written); it documents the key layout in one place.
-const (
-	tableMeta             Table = "meta"                // key → value: store-wide settings
-	tableAccounts         Table = "accounts"            // account id → Account
-	tableAPIKeys          Table = "api_keys"            // key id → apiKeyRecord
-	tableCounters         Table = "counters"            // account id / name → uint64
-	tableIdempotency      Table = "idempotency"         // account id / key → IdempotencyRecord
-	tableUsageMetrics     Table = "usage_metrics"       // account id / metric id → UsageMetric
-	tableUsageMetricNames Table = "usage_metric_names"  // account id / lower(name) → metric id (live metrics only)
-	tableCustomers        Table = "customers"           // account id / customer id → Customer
-	tableCustomerAliases  Table = "customer_aliases"    // account id / alias → customer id
-	tableCustomerNames    Table = "customer_names"      // account id / legal name / customer id → customer id (seat balance order)
-	tableProducts         Table = "products"            // account id / product id → Product
-	tableTaxRates         Table = "tax_rates"           // account id / tax rate id → TaxRate
-	tablePrices           Table = "prices"              // account id / price id → Price
-	tableMerchantDetails  Table = "merchant_details"    // account id → MerchantDetails
-	tableSeatMetrics      Table = "seat_metrics"        // account id / seat metric id → SeatMetric
-	tableSeatMetricTypes  Table = "seat_metric_types"   // account id / seat type → seat metric id
-	tableSeatEvents       Table = "seat_events"         // account id / event id → SeatEvent (creation order)
-	tableSeatEventsByTime Table = "seat_events_by_time" // account id / timestamp / event id → SeatEvent
-	tableSeatEventIDs     Table = "seat_event_ids"      // account id / customerEventId → event id
-	tableSeatTimeline     Table = "seat_timeline"       // account id / alias / seat type / timestamp / event id → SeatEvent
-
-	// Usage events (usagestore.go): an account and each of its (event type,
-	// customer alias) series get a 4-byte number on first use, so event
-	// keys stay short and a calculation scans one time range per alias.
-	tableUsageAccounts    Table = "usage_accounts"     // account id → account no; key {0}: last account no
-	tableUsageSeries      Table = "usage_series"       // account id / event type / alias → series no; key {0}: last series no
-	tableUsageSeriesNames Table = "usage_series_names" // series no → event type / alias
-	tableUsageEvents      Table = "usage_events"       // series no | timestamp | event id → encoded event
-	tableUsageEventIDs    Table = "usage_event_ids"    // account no | event id → series no | timestamp
-	tableUsageEventKeys   Table = "usage_event_keys"   // account no | customerEventId → usage_events key (explicit ids only)
-)
-
 // PrefixEnd returns the smallest key greater than every key that starts with
 // prefix, for use as a Range End; nil when no such key exists.
 func PrefixEnd(prefix []byte) []byte {

@@ -3,7 +3,8 @@ package billing
 import (
 	"slices"
 	"strconv"
-	"time"
+
+	"github.com/billingd/billing/internal/appendjson"
 )
 
 // appendJSON appends m's JSON encoding, byte for byte what json.Marshal
@@ -12,28 +13,28 @@ import (
 func (m *UsageMetric) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, m.ID)
+	b = appendjson.String(b, m.ID)
 	b = append(b, `,"serviceAccountId":`...)
-	b = appendJSONString(b, m.ServiceAccountID)
+	b = appendjson.String(b, m.ServiceAccountID)
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, m.Name)
-	b = appendOmitEmpty(b, `,"description":`, m.Description)
+	b = appendjson.String(b, m.Name)
+	b = appendjson.Field(b, `,"description":`, m.Description)
 	b = append(b, `,"metricType":`...)
-	b = appendJSONString(b, string(m.MetricType))
+	b = appendjson.String(b, string(m.MetricType))
 	b = append(b, `,"eventType":`...)
-	b = appendJSONString(b, m.EventType)
+	b = appendjson.String(b, m.EventType)
 	b = append(b, `,"aggregationType":`...)
-	b = appendJSONString(b, string(m.AggregationType))
-	b = appendOmitEmpty(b, `,"aggregationProperty":`, m.AggregationProperty)
-	b = appendOmitEmpty(b, `,"groupingProperty":`, m.GroupingProperty)
-	b = appendOmitEmpty(b, `,"unit":`, m.Unit)
+	b = appendjson.String(b, string(m.AggregationType))
+	b = appendjson.Field(b, `,"aggregationProperty":`, m.AggregationProperty)
+	b = appendjson.Field(b, `,"groupingProperty":`, m.GroupingProperty)
+	b = appendjson.Field(b, `,"unit":`, m.Unit)
 	b = append(b, `,"createdAt":`...)
-	if b, err = appendJSONTime(b, m.CreatedAt); err != nil {
+	if b, err = appendjson.Time(b, m.CreatedAt); err != nil {
 		return nil, err
 	}
 	if m.DeletedAt != nil {
 		b = append(b, `,"deletedAt":`...)
-		if b, err = appendJSONTime(b, *m.DeletedAt); err != nil {
+		if b, err = appendjson.Time(b, *m.DeletedAt); err != nil {
 			return nil, err
 		}
 	}
@@ -51,9 +52,9 @@ func (m *UsageMetric) appendJSON(b []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = appendjson.String(b, k)
 			b = append(b, ':')
-			b = appendJSONStrings(b, m.PropertyFilters[k])
+			b = appendjson.Strings(b, m.PropertyFilters[k])
 		}
 		b = append(b, '}')
 	}
@@ -61,7 +62,7 @@ func (m *UsageMetric) appendJSON(b []byte) ([]byte, error) {
 	b = strconv.AppendBool(b, m.CaseSensitive)
 	if len(m.PropertiesToNegate) > 0 {
 		b = append(b, `,"propertiesToNegate":`...)
-		b = appendJSONStrings(b, m.PropertiesToNegate)
+		b = appendjson.Strings(b, m.PropertiesToNegate)
 	}
 	b = append(b, `,"parameters":`...)
 	if m.Parameters == nil {
@@ -74,52 +75,18 @@ func (m *UsageMetric) appendJSON(b []byte) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendJSONString(b, p.ID)
+			b = appendjson.String(b, p.ID)
 			b = append(b, `,"usageMetricId":`...)
-			b = appendJSONString(b, p.UsageMetricID)
+			b = appendjson.String(b, p.UsageMetricID)
 			b = append(b, `,"name":`...)
-			b = appendJSONString(b, p.Name)
+			b = appendjson.String(b, p.Name)
 			b = append(b, `,"type":`...)
-			b = appendJSONString(b, string(p.Type))
-			b = appendOmitEmpty(b, `,"description":`, p.Description)
-			b = appendOmitEmpty(b, `,"defaultValue":`, p.DefaultValue)
+			b = appendjson.String(b, string(p.Type))
+			b = appendjson.Field(b, `,"description":`, p.Description)
+			b = appendjson.Field(b, `,"defaultValue":`, p.DefaultValue)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}
 	return append(b, '}'), nil
-}
-
-// appendOmitEmpty appends name and s as JSON unless s is empty (omitempty).
-func appendOmitEmpty(b []byte, name, s string) []byte {
-	if s == "" {
-		return b
-	}
-	return appendJSONString(append(b, name...), s)
-}
-
-// appendJSONStrings appends ss as a JSON array of strings, null when nil.
-func appendJSONStrings(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, s)
-	}
-	return append(b, ']')
-}
-
-// appendJSONTime appends t as time.Time's MarshalJSON does (RFC 3339 with
-// nanoseconds, quoted; an error for years outside 0-9999).
-func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
-	b = append(b, '"')
-	b, err := t.AppendText(b)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '"'), nil
 }

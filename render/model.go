@@ -53,7 +53,7 @@ type section struct {
 
 // line is one printed line item.
 type line struct {
-	Title, Description, Period          string
+	Title, Description, Period           string
 	Quantity, UnitPrice, TaxRate, Amount string
 }
 
