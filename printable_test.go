@@ -3,12 +3,16 @@ package billing_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
+	"strings"
 	"testing"
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/internal/pdftext"
+	docrender "github.com/billingd/billing/render"
 )
 
 func TestMerchantLogo(t *testing.T) {
@@ -51,5 +55,45 @@ func TestMerchantLogo(t *testing.T) {
 	}
 	if _, err := svc.DeleteMerchantLogo(ctx, acct); billing.CodeOf(err) != billing.CodeNotFound {
 		t.Errorf("DeleteMerchantLogo twice: %v, want not_found", err)
+	}
+}
+
+func TestThousandLineInvoicePaginates(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	lines := make([]billing.InvoiceLineItemParams, 1000)
+	for i := range lines {
+		lines[i] = invLine(fmt.Sprintf("Line %04d", i+1), "1", "1.00", "0")
+	}
+	inv := billing.CreateEngineInvoiceForTest(t, e.svc, e.acct, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID}, lines)
+	if _, err := e.svc.FinalizeInvoice(e.ctx, e.acct, inv.ID); err != nil {
+		t.Fatalf("FinalizeInvoice: %v", err)
+	}
+	d, err := e.svc.PrintableInvoice(e.ctx, e.acct, inv.ID)
+	if err != nil || len(d.InvoiceLines) != 1000 {
+		t.Fatalf("PrintableInvoice: %v, %d lines", err, len(d.InvoiceLines))
+	}
+	pdf, err := docrender.PDF(d)
+	if err != nil {
+		t.Fatalf("render.PDF: %v", err)
+	}
+	text := pdftext.Text(t, pdf)
+	pages := pdftext.Pages(text)
+	if len(pages) < 20 {
+		t.Fatalf("1,000 lines on %d pages; want at least 20", len(pages))
+	}
+	for n, p := range pages {
+		if want := fmt.Sprintf("Page %d of %d", n+1, len(pages)); !strings.Contains(p, want) || !strings.Contains(p, "INV00001") {
+			t.Errorf("page %d lacks %q or the number", n+1, want)
+		}
+	}
+	last := pages[len(pages)-1]
+	if !pdftext.Row(last, "Line 1000", "1", "£1.00", "0%", "£1.00") || !pdftext.Row(last, "Amount due", "£1,000.00") {
+		t.Errorf("the last page lacks the last line or the amount due:\n%s", last)
+	}
+	for i := 1; i <= 1000; i++ {
+		if !strings.Contains(text, fmt.Sprintf("Line %04d ", i)) {
+			t.Fatalf("line %d is missing from the PDF", i)
+		}
 	}
 }

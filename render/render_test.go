@@ -3,18 +3,15 @@ package render_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"image"
 	"image/color"
 	"image/png"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/internal/pdftext"
 	"github.com/billingd/billing/render"
 )
 
@@ -134,66 +131,12 @@ func gbpInvoice(e *env) *billing.Invoice {
 	return inv
 }
 
-// pdfText is the text pdftotext extracts from a PDF, pages separated by
-// form feeds.
-func pdfText(t testing.TB, pdf []byte) string {
-	t.Helper()
-	bin, err := exec.LookPath("pdftotext")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("pdftotext is not installed (Debian: poppler-utils); .ci/run installs it")
-		}
-		t.Skip("pdftotext is not installed (Debian: poppler-utils)")
-	}
-	path := filepath.Join(t.TempDir(), "doc.pdf")
-	if err := os.WriteFile(path, pdf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "-layout", "-enc", "UTF-8", path, "-").Output()
-	if err != nil {
-		t.Fatalf("pdftotext: %v", err)
-	}
-	return string(out)
-}
-
-// contains fails for every string of want missing from text.
-func contains(t testing.TB, text string, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(text, w) {
-			t.Errorf("the extracted text lacks %q", w)
-		}
-	}
-	if t.Failed() {
-		t.Logf("extracted text:\n%s", text)
-	}
-}
-
-// row reports whether some line of text holds every field, in order.
-func row(text string, fields ...string) bool {
-	for _, l := range strings.Split(text, "\n") {
-		rest, ok := l, true
-		for _, f := range fields {
-			i := strings.Index(rest, f)
-			if i < 0 {
-				ok = false
-				break
-			}
-			rest = rest[i+len(f):]
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
-
 func TestInvoicePDFGBPWithGroupsAndTwoTaxRates(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "Müller GmbH")
 	inv := gbpInvoice(e)
-	text := pdfText(t, e.invoicePDF(inv.ID))
-	contains(t, text,
+	text := pdftext.Text(t, e.invoicePDF(inv.ID))
+	pdftext.Contains(t, text,
 		"Invoice", "INV00001", "30 Jul 2024", "29 Aug 2024", "1 Jul 2024 – 31 Jul 2024", "PO-4711", "REF-99",
 		"Acme Widgets Ltd", "GB123456789", "Müller GmbH", "Hauptstraße 5", "DE811907980", "ap@customer.test",
 		"Thank you for your business.", "GB33BUKB20201555555555", "20-20-15", "55555555", "Company number: 01234567",
@@ -213,7 +156,7 @@ func TestInvoicePDFGBPWithGroupsAndTwoTaxRates(t *testing.T) {
 		{"Amount paid", "£100.00"},
 		{"Amount due", "£1,298.76"},
 	} {
-		if !row(text, r...) {
+		if !pdftext.Row(text, r...) {
 			t.Errorf("no line of the PDF reads %q", r)
 		}
 	}
@@ -235,8 +178,8 @@ func TestInvoicePDFJPY(t *testing.T) {
 	e.line(inv.ID, "", "Consulting", "1", "1000.5", "0.1")
 	e.line(inv.ID, "", "Licences", "3", "250", "0.1")
 	e.finalize(inv.ID)
-	text := pdfText(t, e.invoicePDF(inv.ID))
-	contains(t, text, "INV00001", "Ωmega ΑΕ", "30 Jul 2024", "29 Aug 2024")
+	text := pdftext.Text(t, e.invoicePDF(inv.ID))
+	pdftext.Contains(t, text, "INV00001", "Ωmega ΑΕ", "30 Jul 2024", "29 Aug 2024")
 	for _, r := range [][]string{
 		{"Consulting", "1", "¥1,000.5", "10%", "¥1,001"},
 		{"Licences", "3", "¥250", "10%", "¥750"},
@@ -245,7 +188,7 @@ func TestInvoicePDFJPY(t *testing.T) {
 		{"Total", "¥1,926"},
 		{"Amount due", "¥1,926"},
 	} {
-		if !row(text, r...) {
+		if !pdftext.Row(text, r...) {
 			t.Errorf("no line of the PDF reads %q", r)
 		}
 	}
@@ -283,8 +226,8 @@ func TestCreditNotePDF(t *testing.T) {
 	if err != nil {
 		t.Fatalf("render.PDF: %v", err)
 	}
-	text := pdfText(t, pdf)
-	contains(t, text, "Credit note", "CN00001", "INV00001", "30 Jul 2024", "ООО Ромашка", "Refund of overcharged API calls.",
+	text := pdftext.Text(t, pdf)
+	pdftext.Contains(t, text, "Credit note", "CN00001", "INV00001", "30 Jul 2024", "ООО Ромашка", "Refund of overcharged API calls.",
 		"1 Jul 2024 – 31 Jul 2024")
 	for _, r := range [][]string{
 		{"Refund: API calls", "3", "£0.335", "20%", "£1.01"},
@@ -292,7 +235,7 @@ func TestCreditNotePDF(t *testing.T) {
 		{"Tax", "£0.20"},
 		{"Total credited", "£1.21"},
 	} {
-		if !row(text, r...) {
+		if !pdftext.Row(text, r...) {
 			t.Errorf("no line of the PDF reads %q", r)
 		}
 	}
@@ -300,38 +243,9 @@ func TestCreditNotePDF(t *testing.T) {
 		t.Errorf("Filename = %q, want CN00001.pdf", render.Filename(d))
 	}
 	// The credited invoice now shows the credit.
-	text = pdfText(t, e.invoicePDF(inv.ID))
-	if !row(text, "Amount credited", "£1.21") || !row(text, "Amount due", "£1,297.55") {
+	text = pdftext.Text(t, e.invoicePDF(inv.ID))
+	if !pdftext.Row(text, "Amount credited", "£1.21") || !pdftext.Row(text, "Amount due", "£1,297.55") {
 		t.Errorf("the credited invoice does not show the credit:\n%s", text)
-	}
-}
-
-func TestThousandLineInvoicePaginates(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, "Globex Ltd")
-	inv := e.invoice(billing.CurrencyGBP, billing.InvoiceUpdateParams{})
-	for i := 1; i <= 1000; i++ {
-		e.line(inv.ID, "", fmt.Sprintf("Line %04d", i), "1", "1.00", "0")
-	}
-	e.finalize(inv.ID)
-	text := pdfText(t, e.invoicePDF(inv.ID))
-	pages := strings.Split(strings.TrimRight(text, "\f"), "\f")
-	if len(pages) < 20 {
-		t.Fatalf("1,000 lines on %d pages; want at least 20", len(pages))
-	}
-	for n, p := range pages {
-		if want := fmt.Sprintf("Page %d of %d", n+1, len(pages)); !strings.Contains(p, want) || !strings.Contains(p, "INV00001") {
-			t.Errorf("page %d lacks %q or the number", n+1, want)
-		}
-	}
-	last := pages[len(pages)-1]
-	if !row(last, "Line 1000", "1", "£1.00", "0%", "£1.00") || !row(last, "Amount due", "£1,000.00") {
-		t.Errorf("the last page lacks the last line or the amount due:\n%s", last)
-	}
-	for i := 1; i <= 1000; i++ {
-		if !strings.Contains(text, fmt.Sprintf("Line %04d ", i)) {
-			t.Fatalf("line %d is missing from the PDF", i)
-		}
 	}
 }
 
@@ -382,9 +296,9 @@ func TestFinalizedRenderingIsFrozen(t *testing.T) {
 	// A draft shows the current merchant, and the DRAFT mark.
 	draft := e.invoice(billing.CurrencyGBP, billing.InvoiceUpdateParams{})
 	e.line(draft.ID, "", "Setup", "1", "10", "0.2")
-	text := pdfText(t, e.invoicePDF(draft.ID))
-	contains(t, text, "DRAFT", "Renamed Holdings plc", "DE89370400440532013000")
-	if strings.Contains(pdfText(t, before), "DRAFT") {
+	text := pdftext.Text(t, e.invoicePDF(draft.ID))
+	pdftext.Contains(t, text, "DRAFT", "Renamed Holdings plc", "DE89370400440532013000")
+	if strings.Contains(pdftext.Text(t, before), "DRAFT") {
 		t.Error("the finalized invoice carries the DRAFT mark")
 	}
 }
