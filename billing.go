@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/billingd/billing/internal/memo"
 	"github.com/google/uuid"
 )
 
@@ -120,7 +121,7 @@ type Service struct {
 	webhookAllowPrivate bool
 
 	keys keyCache    // authenticated API keys (authcache.go)
-	memo recordMemo  // decoded list records (listmemo.go)
+	memo memo.Memo   // decoded list records (pagination.go)
 	nums numberCache // committed usage account and series numbers (usagenumbers.go)
 }
 

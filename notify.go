@@ -36,6 +36,12 @@ const (
 	NotificationQuoteAccepted             NotificationType = "QUOTE_ACCEPTED"
 )
 
+// Mailer sends e-mails for the Dispatcher. An error makes the delivery
+// retry on the webhook schedule.
+type Mailer interface {
+	Send(ctx context.Context, e Email) error
+}
+
 // Email is an e-mail queued through the outbox: plain text, with the
 // JSON payload attached for machines.
 type Email struct {

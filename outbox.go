@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +39,54 @@ const maxRetryAfter = 24 * time.Hour
 // EmailNotConfiguredReason is the reason recorded for e-mail deliveries when
 // the dispatcher has no Mailer.
 const EmailNotConfiguredReason = "email delivery is not configured"
+
+// WebhookNotConfiguredReason is the reason recorded for webhook deliveries
+// when the Dispatcher has no WebhookSender.
+const WebhookNotConfiguredReason = "webhook delivery is not configured"
+
+// WebhookTimeout bounds one webhook attempt (connect, send, and the
+// answer): a WebhookSender gives up after it, and a Dispatcher's lease
+// must exceed it.
+const WebhookTimeout = 15 * time.Second
+
+// WebhookSender sends one webhook for the Dispatcher. Package webhook
+// implements it over HTTP, refusing private targets at connect time.
+type WebhookSender interface {
+	SendWebhook(ctx context.Context, w Webhook) WebhookResult
+}
+
+// Webhook is one attempt of a webhook delivery: a POST of Body to URL with
+// the Standard Webhooks headers (HeaderWebhookID, HeaderWebhookTimestamp,
+// HeaderWebhookSignature) set to ID, Timestamp and Signature.
+type Webhook struct {
+	// URL is the recipient.
+	URL string
+	// ID is the notification id: the same on every attempt, so receivers
+	// can de-duplicate.
+	ID string
+	// Timestamp is the attempt's time in Unix seconds (the Service clock).
+	Timestamp int64
+	// Signature is the webhook-signature value: one "v1,<base64>" per
+	// signing secret of the policy.
+	Signature string
+	// Body is the notification's JSON.
+	Body []byte
+}
+
+// WebhookResult is the outcome of one webhook attempt.
+type WebhookResult struct {
+	// StatusCode is the receiver's answer; 0 when there was none.
+	StatusCode int
+	// Err says why the attempt failed, for the delivery's attempts (never
+	// the URL, which may carry tokens); empty on success (any 2xx).
+	Err string
+	// Final stops retries: the URL is malformed or the receiver answered
+	// 410 Gone.
+	Final bool
+	// RetryAfter is the receiver's Retry-After (on 429 and 503), 0 if none.
+	// The Dispatcher caps it at 24 hours.
+	RetryAfter time.Duration
+}
 
 // Delivery is one notification (or e-mail) on its way to one recipient (a
 // queued e-mail: to all its addresses), with every attempt made so far.
@@ -381,10 +427,10 @@ func (s *Service) jitter(d time.Duration) (time.Duration, error) {
 // DispatcherConfig holds the options of a Dispatcher. Every zero field takes
 // its documented default.
 type DispatcherConfig struct {
-	// HTTPClient sends webhooks. Its redirect policy is replaced so that
-	// redirects are never followed. Defaults to NewWebhookClient with the
-	// Service's Config.WebhookAllowPrivate.
-	HTTPClient *http.Client
+	// Webhooks sends webhook deliveries: webhook.NewSender, with the
+	// Service's Config.WebhookAllowPrivate. Defaults to none: webhook
+	// deliveries are then recorded FAILED with WebhookNotConfiguredReason.
+	Webhooks WebhookSender
 
 	// Mailer sends e-mail deliveries. Defaults to none: e-mail deliveries
 	// are then recorded FAILED with the reason "email delivery is not
@@ -429,7 +475,6 @@ type DispatcherConfig struct {
 type Dispatcher struct {
 	svc       *Service
 	cfg       DispatcherConfig
-	client    *http.Client
 	log       *slog.Logger
 	lastPrune time.Time
 }
@@ -445,7 +490,7 @@ func NewDispatcher(svc *Service, cfg DispatcherConfig) *Dispatcher {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 64
 	}
-	if cfg.Lease <= webhookTimeout {
+	if cfg.Lease <= WebhookTimeout {
 		cfg.Lease = time.Minute
 	}
 	if cfg.Retention == 0 {
@@ -454,16 +499,6 @@ func NewDispatcher(svc *Service, cfg DispatcherConfig) *Dispatcher {
 	d := &Dispatcher{svc: svc, cfg: cfg, log: cfg.Logger}
 	if d.log == nil {
 		d.log = svc.log
-	}
-	if cfg.HTTPClient == nil {
-		d.client = NewWebhookClient(svc.webhookAllowPrivate)
-	} else {
-		c := *cfg.HTTPClient
-		c.CheckRedirect = noRedirects
-		if c.Timeout <= 0 || c.Timeout > webhookTimeout {
-			c.Timeout = webhookTimeout
-		}
-		d.client = &c
 	}
 	return d
 }
@@ -586,11 +621,14 @@ func (d *Dispatcher) send(ctx context.Context, c *claim) attemptResult {
 	return d.sendWebhook(ctx, c, now)
 }
 
-// sendWebhook POSTs the payload to the recipient with the Standard Webhooks
-// headers; any 2xx is a success.
+// sendWebhook signs the payload and hands it to the WebhookSender.
 func (d *Dispatcher) sendWebhook(ctx context.Context, c *claim, now time.Time) attemptResult {
 	r := attemptResult{at: now}
-	if len(c.recipients) != 1 {
+	switch {
+	case d.cfg.Webhooks == nil:
+		r.err, r.final = WebhookNotConfiguredReason, true
+		return r
+	case len(c.recipients) != 1:
 		r.err, r.final = "a webhook delivery has exactly one recipient", true
 		return r
 	}
@@ -599,62 +637,8 @@ func (d *Dispatcher) sendWebhook(ctx context.Context, c *claim, now time.Time) a
 		r.err, r.final = "the policy's webhook secret is malformed", true
 		return r
 	}
-	ctx, cancel := context.WithTimeout(ctx, webhookTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.recipients[0], bytes.NewReader(c.payload))
-	if err != nil {
-		r.err, r.final = "the recipient is not a valid URL", true
-		return r
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "billingd-webhooks/1")
-	req.Header.Set(HeaderWebhookID, c.notificationID)
-	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(HeaderWebhookSignature, sig)
-	resp, err := d.client.Do(req)
-	if err != nil {
-		r.err = transportError(err)
-		return r
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	r.statusCode = resp.StatusCode
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-	case resp.StatusCode == http.StatusGone:
-		r.err, r.final = "the receiver answered 410 Gone: no more retries", true
-	default:
-		r.err = fmt.Sprintf("the receiver answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
-		}
-	}
+	w := d.cfg.Webhooks.SendWebhook(ctx, Webhook{URL: c.recipients[0], ID: c.notificationID,
+		Timestamp: now.Unix(), Signature: sig, Body: c.payload})
+	r.statusCode, r.err, r.final, r.retryAfter = w.StatusCode, w.Err, w.Final, w.RetryAfter
 	return r
-}
-
-// transportError describes a failed request without the URL (which may
-// carry tokens in its query).
-func transportError(err error) string {
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) && ue.Unwrap() != nil {
-		err = ue.Unwrap()
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "no answer within 15 seconds"
-	}
-	return err.Error()
-}
-
-// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
-		return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

@@ -27,14 +27,27 @@ type Store interface {
 	// transaction is committed durably before Update returns; otherwise
 	// every write made through the Tx, counters included, is rolled back
 	// and fn's error is returned unchanged.
+	//
+	// The store may run fn more than once: a backend with concurrent
+	// writers (PostgreSQL) rolls back a transaction that failed to
+	// serialize and runs fn again, on the state other transactions have
+	// committed since. So fn must derive everything from its inputs and
+	// the Tx, keep no state between runs (reset what it returns at its
+	// start), and change nothing outside the transaction (caches,
+	// in-memory counters, notifications): do that after Update returned
+	// nil, when the last run has committed. Every run but the last leaves
+	// no trace in the store. An error returned to the caller is fn's own
+	// error or the store's; a failed serialization that the store gave up
+	// retrying wraps ErrUnavailable.
 	Update(ctx context.Context, fn func(Tx) error) error
 
 	// Batch is Update for many concurrent callers: the store may run the
 	// functions of several concurrent Batch calls in one transaction and
 	// one durable commit (group commit). If one function fails, the store
 	// retries the others and runs the failing one on its own, so fn must be
-	// safe to run more than once and must not keep state between runs.
-	// Batch returns only after fn's writes are durably committed.
+	// safe to run more than once and must not keep state between runs,
+	// exactly as Update's. Batch returns only after fn's writes are
+	// durably committed.
 	Batch(ctx context.Context, fn func(Tx) error) error
 
 	// Close releases the store. Transactions started after Close fail with

@@ -341,12 +341,25 @@ func (w *walker) object(path string, raw []byte, t reflect.Type) {
 				w.value(p, value, t.Elem())
 			}
 		case fields[name] == nil:
-			w.fail(p, "is not a known field")
+			w.fail(p, unknownFieldMessage(name, fields))
 		default:
 			w.value(p, value, fields[name])
 		}
 		seen[name] = true
 	}
+}
+
+// unknownFieldMessage says that name is not a field of a struct with
+// fields, suggesting the closest known name when there is one.
+func unknownFieldMessage(name string, fields map[string]reflect.Type) string {
+	known := make([]string, 0, len(fields))
+	for k := range fields {
+		known = append(known, k)
+	}
+	if c := closest(name, known); c != "" {
+		return "is not a known field; did you mean " + c + "?"
+	}
+	return "is not a known field"
 }
 
 // members yields the members of a valid JSON object in document order,

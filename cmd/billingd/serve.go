@@ -15,7 +15,9 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/httpserver"
+	"github.com/billingd/billing/smtp"
 	"github.com/billingd/billing/storage/boltstore"
+	"github.com/billingd/billing/webhook"
 )
 
 // Fixed settings of serve.
@@ -66,7 +68,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "`address` the HTTP API listens on (port 0 picks a free port)")
 	fs.StringVar(&cfg.db, "db", defaultDB, "database `path`")
 	fs.StringVar(&cfg.adminSocket, "admin-socket", "", "admin Unix socket `path` (default <db>.sock)")
-	fs.Float64Var(&cfg.rateLimit, "rate-limit", defaultRateLimit, "requests per second per API key; 0 turns rate limiting off")
+	fs.Float64Var(&cfg.rateLimit, "rate-limit", defaultRateLimit, "requests per second per API key, with bursts of twice the rate; 0 turns rate limiting off")
 	fs.Int64Var(&cfg.maxBody, "max-body", defaultMaxBody, "largest request body in `bytes` (POST /usage-events/batch has its own 5 MiB limit)")
 	fs.BoolVar(&cfg.noBootstrap, "no-bootstrap", false, "do not create the default account and key on an empty database")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
@@ -201,7 +203,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
 	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
-		Mailer: r.mailer, Retention: r.cfg.deliveryRetention, Logger: r.log,
+		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Retention: r.cfg.deliveryRetention, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 2)
@@ -242,14 +244,11 @@ func serveUntilClosed(srv *http.Server, ln net.Listener) error {
 
 // apiServer returns the http.Server of the REST API, with every timeout set.
 func (r *runner) apiServer() *http.Server {
-	rate := r.cfg.rateLimit
-	if rate == 0 {
-		rate = -1 // --rate-limit 0 means off; httpserver's 0 means its default
-	}
 	handler := httpserver.New(r.svc, &httpserver.Config{
 		Logger:         r.log,
 		MaxBodyBytes:   r.cfg.maxBody,
-		RateLimit:      rate,
+		RateLimit:      r.cfg.rateLimit, // 0 is off, in httpserver too
+		MaxHeaderBytes: maxHeaderBytes,
 		DisableMetrics: !r.cfg.metrics,
 	})
 	return &http.Server{
@@ -258,8 +257,11 @@ func (r *runner) apiServer() *http.Server {
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+		// httpserver refuses headers over maxHeaderBytes with the JSON
+		// error body; net/http's own (plain text) limit only stops
+		// headers far larger than that.
+		MaxHeaderBytes: 16 * maxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -327,7 +329,7 @@ func (cfg *serveConfig) mailer() (billing.Mailer, error) {
 	if cfg.smtpAddr == "" {
 		return nil, nil
 	}
-	return billing.NewSMTPMailer(billing.SMTPConfig{
+	return smtp.NewMailer(smtp.Config{
 		Addr: cfg.smtpAddr, From: cfg.smtpFrom, Username: cfg.smtpUsername, Password: cfg.smtpPassword,
 	})
 }

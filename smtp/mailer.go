@@ -1,4 +1,6 @@
-package billing
+// Package smtp sends billingd's e-mails over SMTP: Mailer implements
+// billing.Mailer for the Dispatcher.
+package smtp
 
 import (
 	"bytes"
@@ -13,21 +15,17 @@ import (
 	"mime/multipart"
 	"mime/quotedprintable"
 	"net"
-	"net/mail"
-	"net/smtp"
+	netmail "net/mail"
+	netsmtp "net/smtp"
 	"net/textproto"
 	"strings"
 	"time"
+
+	"github.com/billingd/billing"
 )
 
-// Mailer sends e-mails for the Dispatcher. An error makes the delivery
-// retry on the webhook schedule.
-type Mailer interface {
-	Send(ctx context.Context, e Email) error
-}
-
-// SMTPConfig configures an SMTPMailer.
-type SMTPConfig struct {
+// Config configures a Mailer.
+type Config struct {
 	// Addr is the SMTP server's host:port. Required.
 	Addr string
 	// From is the sender address. Required.
@@ -48,21 +46,21 @@ type SMTPConfig struct {
 	Now func() time.Time
 }
 
-// SMTPMailer sends e-mails over SMTP, one connection per e-mail.
-type SMTPMailer struct {
-	cfg  SMTPConfig
+// Mailer sends e-mails over SMTP, one connection per e-mail.
+type Mailer struct {
+	cfg  Config
 	host string
 }
 
-// NewSMTPMailer returns an SMTPMailer. It checks that Addr is host:port and
+// NewMailer returns a Mailer. It checks that Addr is host:port and
 // From is an address.
-func NewSMTPMailer(cfg SMTPConfig) (*SMTPMailer, error) {
+func NewMailer(cfg Config) (*Mailer, error) {
 	host, _, err := net.SplitHostPort(cfg.Addr)
 	if err != nil || host == "" {
-		return nil, fmt.Errorf("billing: SMTP address %q is not host:port", cfg.Addr)
+		return nil, fmt.Errorf("smtp: SMTP address %q is not host:port", cfg.Addr)
 	}
-	if a, err := mail.ParseAddress(cfg.From); err != nil || a.Name != "" || a.Address != cfg.From {
-		return nil, fmt.Errorf("billing: SMTP sender %q is not a plain e-mail address", cfg.From)
+	if a, err := netmail.ParseAddress(cfg.From); err != nil || a.Name != "" || a.Address != cfg.From {
+		return nil, fmt.Errorf("smtp: SMTP sender %q is not a plain e-mail address", cfg.From)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
@@ -73,12 +71,12 @@ func NewSMTPMailer(cfg SMTPConfig) (*SMTPMailer, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &SMTPMailer{cfg: cfg, host: host}, nil
+	return &Mailer{cfg: cfg, host: host}, nil
 }
 
 // Send sends e as a multipart/mixed message: the text, and e.JSON (when
 // set) attached as notification.json.
-func (m *SMTPMailer) Send(ctx context.Context, e Email) error {
+func (m *Mailer) Send(ctx context.Context, e billing.Email) error {
 	if len(e.To) == 0 {
 		return errors.New("the e-mail has no recipient")
 	}
@@ -106,8 +104,8 @@ func (m *SMTPMailer) Send(ctx context.Context, e Email) error {
 }
 
 // dialogue runs one SMTP session on conn.
-func (m *SMTPMailer) dialogue(conn net.Conn, to []string, msg []byte) error {
-	c, err := smtp.NewClient(conn, m.host)
+func (m *Mailer) dialogue(conn net.Conn, to []string, msg []byte) error {
+	c, err := netsmtp.NewClient(conn, m.host)
 	if err != nil {
 		return fmt.Errorf("SMTP greeting: %w", err)
 	}
@@ -125,7 +123,7 @@ func (m *SMTPMailer) dialogue(conn net.Conn, to []string, msg []byte) error {
 		}
 	}
 	if m.cfg.Username != "" {
-		if err := c.Auth(smtp.PlainAuth("", m.cfg.Username, m.cfg.Password, m.host)); err != nil {
+		if err := c.Auth(netsmtp.PlainAuth("", m.cfg.Username, m.cfg.Password, m.host)); err != nil {
 			return fmt.Errorf("SMTP AUTH: %w", err)
 		}
 	}
@@ -151,7 +149,7 @@ func (m *SMTPMailer) dialogue(conn net.Conn, to []string, msg []byte) error {
 }
 
 // compose renders e as a MIME message with CRLF line endings.
-func (m *SMTPMailer) compose(e Email) ([]byte, error) {
+func (m *Mailer) compose(e billing.Email) ([]byte, error) {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	text, err := mw.CreatePart(textproto.MIMEHeader{
@@ -208,3 +206,5 @@ func (m *SMTPMailer) compose(e Email) ([]byte, error) {
 	msg.Write(body.Bytes())
 	return msg.Bytes(), nil
 }
+
+var _ billing.Mailer = (*Mailer)(nil)
