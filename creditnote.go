@@ -170,6 +170,7 @@ var creditNoteKind = docKind[CreditNote]{
 func (c *CreditNote) docID() string             { return c.ID }
 func (c *CreditNote) docStatus() DocumentStatus { return c.Status }
 func (c *CreditNote) docCurrency() Currency     { return c.Currency }
+func (c *CreditNote) docTotals() Totals         { return c.Totals }
 func (c *CreditNote) setTotals(t Totals, now time.Time) {
 	c.Totals, c.UpdatedAt = t, now
 }

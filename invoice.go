@@ -176,6 +176,7 @@ var invoiceKind = docKind[invoiceRecord]{
 func (r *invoiceRecord) docID() string             { return r.ID }
 func (r *invoiceRecord) docStatus() DocumentStatus { return r.Status }
 func (r *invoiceRecord) docCurrency() Currency     { return r.Currency }
+func (r *invoiceRecord) docTotals() Totals         { return r.Totals }
 func (r *invoiceRecord) setTotals(t Totals, now time.Time) {
 	r.Totals, r.UpdatedAt = t, now
 	r.refreshAmounts()
