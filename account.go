@@ -397,7 +397,8 @@ func (s *Service) merchantDetails(ctx context.Context, tx Tx, account string) (*
 }
 
 // PutMerchantDetails replaces the account's merchant details (fields left
-// out are cleared). Returns validation_failed for invalid fields, all at
+// out are cleared; logoUrl stays MerchantLogoPath while a logo is
+// uploaded). Returns validation_failed for invalid fields, all at
 // once.
 func (s *Service) PutMerchantDetails(ctx context.Context, account string, md MerchantDetails) (*MerchantDetails, error) {
 	if err := s.validateMerchantDetails(&md); err != nil {
@@ -407,6 +408,11 @@ func (s *Service) PutMerchantDetails(ctx context.Context, account string, md Mer
 		md.CustomFields = []KeyValue{}
 	}
 	return mutate(ctx, s, account, func(tx Tx) (*MerchantDetails, error) {
+		if logo, err := s.currentLogo(ctx, tx, account); err != nil {
+			return nil, err
+		} else if logo != nil {
+			md.LogoURL = MerchantLogoPath // an uploaded logo wins over a given URL
+		}
 		if err := putRecord(ctx, tx, tableMerchantDetails, key(account), &md); err != nil {
 			return nil, err
 		}

@@ -170,6 +170,7 @@ var creditNoteKind = docKind[CreditNote]{
 func (c *CreditNote) docID() string             { return c.ID }
 func (c *CreditNote) docStatus() DocumentStatus { return c.Status }
 func (c *CreditNote) docCurrency() Currency     { return c.Currency }
+func (c *CreditNote) docTotals() Totals         { return c.Totals }
 func (c *CreditNote) setTotals(t Totals, now time.Time) {
 	c.Totals, c.UpdatedAt = t, now
 }
@@ -526,10 +527,17 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	if cn.AccountingDate.IsZero() {
 		cn.AccountingDate = cn.IssueDate
 	}
+	tax := TaxStatus("")
 	if inv != nil {
 		if err := s.creditInvoice(ctx, tx, account, inv, cn.GrossTotal, now); err != nil {
 			return err
 		}
+		tax = inv.CustomerTaxStatus
+	} else if tax, err = s.customerTaxStatus(ctx, tx, account, cn.CustomerID); err != nil {
+		return err
+	}
+	if err := s.freezeRendering(ctx, tx, account, cn.ID, tax, now); err != nil {
+		return err
 	}
 	return s.writeJournal(ctx, tx, account, JournalSourceCreditNote, cn.ID, cn.Currency, now,
 		ledgerLine{LedgerRevenue, cn.NetTotal, true},
