@@ -1,12 +1,10 @@
 package billing
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 )
 
@@ -295,64 +293,20 @@ func (s *Service) measure(ctx context.Context, tx Tx, sc *BillingSchedule, c *Cu
 	return chargeQuantity{}, nil
 }
 
-// seatEvent is one seat snapshot of a customer's timeline.
-type seatEvent struct {
-	ts, id string
-	total  int64
-}
-
 // seatsInPeriod returns c's balance of seatType at start, or with highest
-// the highest balance during [start, end): the balance at start and every
-// snapshot taken inside the period. A snapshot at start counts as the
-// balance at start.
+// the highest balance during [start, end), from the one seat timeline op 8
+// reads too.
 func (s *Service) seatsInPeriod(ctx context.Context, tx Tx, c *Customer, seatType string, start, end time.Time, highest bool) (int64, error) {
-	var events []seatEvent
-	for _, alias := range append([]string{c.ID}, c.CustomerAliases...) {
-		pre := prefix(c.ServiceAccountID, alias, seatType)
-		err := tx.Scan(ctx, tableSeatTimeline, Range{Prefix: pre}, func(k, v []byte) error {
-			parts := bytes.Split(k[len(pre):], []byte{keySep})
-			if len(parts) != 2 {
-				return fmt.Errorf("malformed seat timeline key %q", k)
-			}
-			total, err := strconv.ParseInt(string(v), 10, 64)
-			events = append(events, seatEvent{ts: string(parts[0]), id: string(parts[1]), total: total})
-			return err
-		})
-		if err != nil {
-			return 0, err
-		}
+	timelines, err := loadSeatTimelines(ctx, tx, c, seatType)
+	if err != nil {
+		return 0, err
 	}
-	slices.SortFunc(events, func(a, b seatEvent) int {
-		if a.ts != b.ts {
-			return cmpString(a.ts, b.ts)
-		}
-		return cmpString(a.id, b.id)
-	})
-	from, to := FormatTimestamp(start), FormatTimestamp(end)
-	var balance, best int64
-	for _, e := range events {
-		switch {
-		case e.ts <= from:
-			balance = e.total
-			best = balance
-		case highest && e.ts < to:
-			best = max(best, e.total)
-		}
-	}
+	tl := timelines[seatType]
 	if highest {
-		return best, nil
+		return tl.highest(FormatTimestamp(start), FormatTimestamp(end)), nil
 	}
-	return balance, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	st, _ := tl.at(FormatTimestamp(start))
+	return st.total, nil
 }
 
 // lineContext is what computing an invoice's lines needs besides the

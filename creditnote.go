@@ -176,6 +176,7 @@ var creditNoteKind = docKind[CreditNote]{
 func (c *CreditNote) docID() string             { return c.ID }
 func (c *CreditNote) docStatus() DocumentStatus { return c.Status }
 func (c *CreditNote) docCurrency() Currency     { return c.Currency }
+func (c *CreditNote) docTotals() Totals         { return c.Totals }
 func (c *CreditNote) setTotals(t Totals, now time.Time) {
 	c.Totals, c.UpdatedAt = t, now
 }
@@ -540,6 +541,12 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	// refund: the invoice's amount due stays, and what it credits is owed
 	// as deferred revenue rather than taken off receivables.
 	counter := LedgerAccountsReceivable
+	tax := TaxStatus("")
+	if inv != nil {
+		tax = inv.CustomerTaxStatus
+	} else if tax, err = s.customerTaxStatus(ctx, tx, account, cn.CustomerID); err != nil {
+		return err
+	}
 	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled {
 		if err := s.grantFromCreditNote(ctx, tx, account, cn, now); err != nil {
 			return err
@@ -549,6 +556,9 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 		if err := s.creditInvoice(ctx, tx, account, inv, cn.GrossTotal, now); err != nil {
 			return err
 		}
+	}
+	if err := s.freezeRendering(ctx, tx, account, cn.ID, tax, now); err != nil {
+		return err
 	}
 	return s.writeJournal(ctx, tx, account, JournalSourceCreditNote, cn.ID, cn.Currency, now,
 		ledgerLine{LedgerRevenue, cn.NetTotal, true},

@@ -21,6 +21,8 @@ type document interface {
 	docID() string
 	docStatus() DocumentStatus
 	docCurrency() Currency
+	// docTotals returns the stored totals.
+	docTotals() Totals
 	// setTotals stores recomputed totals and stamps the change.
 	setTotals(t Totals, now time.Time)
 }
@@ -84,6 +86,25 @@ func computeLine(l *LineItem, cur Currency, mode Rounding) {
 	net := cur.Round(l.Quantity.Mul(l.Rate), mode)
 	tax := cur.Round(net.Mul(l.TaxRate), mode)
 	l.Totals = Totals{NetTotal: net, TotalTax: tax, GrossTotal: net.Add(tax)}
+}
+
+// checkTotalsFit refuses totals that could not be stored and rendered
+// again: a money amount has at most 20 digits before the decimal point,
+// like every decimal a client can send. Only a total that grows counts
+// (|new| > |old|), so a document stored before this rule with an oversized
+// total can still have lines deleted. what names the totals in the message
+// ("the line's", "the invoice's").
+func checkTotalsFit(field, what string, old, t Totals) *Error {
+	for _, a := range []struct {
+		name     string
+		old, new Decimal
+	}{{"netTotal", old.NetTotal, t.NetTotal}, {"totalTax", old.TotalTax, t.TotalTax}, {"grossTotal", old.GrossTotal, t.GrossTotal}} {
+		if a.new.integerDigits() > maxIntegerDigits && a.new.Abs().Cmp(a.old.Abs()) > 0 {
+			return FieldError(field, "%s %s would be %s, more than %d digits before the decimal point; lower quantity or rate",
+				what, a.name, a.new, maxIntegerDigits)
+		}
+	}
+	return nil
 }
 
 // zeroTotals returns the totals of nothing in cur ("0.00", JPY "0").
@@ -153,6 +174,9 @@ func recompute[D, L, G any, PD interface {
 	}
 	cur := d.docCurrency()
 	total, byGroup := sumLines(cur, cores)
+	if err := checkTotalsFit("quantity", "the "+k.name+"'s", d.docTotals(), total); err != nil {
+		return err
+	}
 	groups, err := scanAll[G](ctx, tx, k.groups, account, d.docID())
 	if err != nil {
 		return err
@@ -165,6 +189,9 @@ func recompute[D, L, G any, PD interface {
 		}
 		if gc.Totals.equal(t) {
 			continue
+		}
+		if err := checkTotalsFit("groupId", "the group's", gc.Totals, t); err != nil {
+			return err
 		}
 		gc.Totals = t
 		if err := putRecord(ctx, tx, k.groups, key(account, d.docID(), gc.ID), g); err != nil {
@@ -335,6 +362,9 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 	if in.Quantity != nil && in.Rate != nil && in.TaxRate != nil {
 		l.Quantity, l.Rate, l.TaxRate = *in.Quantity, *in.Rate, *in.TaxRate
 		computeLine(&l, cur, s.rounding)
+		if err := checkTotalsFit("quantity", "the line's", Totals{}, l.Totals); err != nil {
+			v.add(err.Field, "%s", err.Message)
+		}
 	}
 	return l, nil
 }

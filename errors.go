@@ -24,6 +24,7 @@ const (
 	CodeConflict             Code = "conflict"
 	CodeIdempotencyKeyInUse  Code = "idempotency_key_in_use"
 	CodePayloadTooLarge      Code = "payload_too_large"
+	CodeHeadersTooLarge      Code = "headers_too_large"
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
 	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
 	CodeRateLimited          Code = "rate_limited"

@@ -182,6 +182,7 @@ var invoiceKind = docKind[invoiceRecord]{
 func (r *invoiceRecord) docID() string             { return r.ID }
 func (r *invoiceRecord) docStatus() DocumentStatus { return r.Status }
 func (r *invoiceRecord) docCurrency() Currency     { return r.Currency }
+func (r *invoiceRecord) docTotals() Totals         { return r.Totals }
 func (r *invoiceRecord) setTotals(t Totals, now time.Time) {
 	r.Totals, r.UpdatedAt = t, now
 	r.refreshAmounts()
@@ -520,6 +521,9 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	}
 	r.UpdatedAt = now
 	r.refreshAmounts()
+	if err := s.freezeRendering(ctx, tx, account, r.ID, r.CustomerTaxStatus, now); err != nil {
+		return err
+	}
 	lines, err := s.invoiceJournal(ctx, tx, account, r, applied)
 	if err != nil {
 		return err

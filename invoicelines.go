@@ -181,6 +181,10 @@ func (s *Service) draftInvoice(ctx context.Context, tx Tx, account string, p Inv
 		cores[i], out[i] = &built[i].LineItem, *l
 	}
 	total, _ := sumLines(r.Currency, cores)
+	// The refusal recompute makes when the run stores the same invoice.
+	if err := checkTotalsFit("quantity", "the invoice's", r.Totals, total); err != nil {
+		return nil, nil, err
+	}
 	r.setTotals(total, r.CreatedAt)
 	return &r.Invoice, out, nil
 }

@@ -104,6 +104,17 @@ const (
 	tableDeliveryQueue Table = "notification_delivery_queue" // %016x unix seconds / account id / delivery id → empty
 )
 
+// The tables of rendering (printable.go).
+const (
+	// tableDocumentRenders holds what a finalized document was frozen with.
+	tableDocumentRenders Table = "document_renders" // account id / document id → renderSnapshot
+	// tableMerchantLogo points at the account's current logo.
+	tableMerchantLogo Table = "merchant_logo" // account id → logoPointer
+	// tableLogoImages holds every logo ever uploaded, by content, so that
+	// documents frozen with an older logo keep it.
+	tableLogoImages Table = "logo_images" // account id / SHA-256 hex → PNG bytes
+)
+
 // keySep separates the parts of a composite key. It sorts before every
 // printable character, so a key is ordered by its parts from left to right.
 const keySep = 0x00

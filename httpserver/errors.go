@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -24,6 +25,7 @@ var statusOf = map[billing.Code]int{
 	billing.CodeConflict:             http.StatusConflict,
 	billing.CodeIdempotencyKeyInUse:  http.StatusConflict,
 	billing.CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	billing.CodeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
 	billing.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	billing.CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
 	billing.CodeRateLimited:          http.StatusTooManyRequests,
@@ -89,12 +91,29 @@ func (s *Server) sendError(g *gin.Context, status int, body []byte) {
 	case http.StatusRequestEntityTooLarge:
 		g.Header("Connection", "close")
 	}
+	if code := errorCode(body); code != "" {
+		g.Set(errorCodeKey{}, code)
+	}
 	g.Abort()
 	g.Data(status, jsonContentType, body)
 }
 
+// errorCode returns the code of the first error of an error body rendered
+// by renderError, for the request log.
+func errorCode(body []byte) billing.Code {
+	const prefix = `{"errors":[{"code":"`
+	if !bytes.HasPrefix(body, []byte(prefix)) {
+		return ""
+	}
+	rest := body[len(prefix):]
+	if i := bytes.IndexByte(rest, '"'); i > 0 {
+		return billing.Code(rest[:i])
+	}
+	return ""
+}
+
 // jsonAppender is a result that encodes itself exactly as json.Marshal
-// would (compact, HTML-escaped), such as billing.Page: its encoding is sent
+// would (compact, HTML-escaped), such as a usage metrics page: its encoding is sent
 // as is, without json.Marshal checking and compacting it a second time.
 type jsonAppender interface {
 	AppendJSON(b []byte) ([]byte, error)

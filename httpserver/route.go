@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,10 +47,38 @@ type route struct {
 	status  int // success status
 	op      op
 	maxBody int64
+	query   []string // the query parameters the route accepts
 }
 
 // routeOption changes a route; see batchBody.
 type routeOption func(s *Server, r *route)
+
+// accepts lets a route take the query parameters names. Every other query
+// parameter is refused with validation_failed naming it, so that a
+// mistyped filter never silently widens a list.
+func accepts(names ...string) routeOption {
+	return func(_ *Server, r *route) { r.query = append(r.query, names...) }
+}
+
+// listed is accepts for a list route: limit, after and before, and names.
+func listed(names ...string) routeOption {
+	return accepts(append([]string{"limit", "after", "before"}, names...)...)
+}
+
+// checkQuery refuses every query parameter of q that rt does not accept,
+// each with its own error.
+func (rt *route) checkQuery(q url.Values) error {
+	var errs billing.ValidationErrors
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(rt.query, name) {
+			errs = append(errs, billing.FieldError(name, "%s", unknownName("query parameter", name, rt.query)))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
 
 // batchBody gives a route the larger body limit of batch ingestion
 // (Config.MaxBatchBodyBytes).
@@ -116,6 +146,10 @@ func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 		}
 		if g.Request.URL.RawQuery != "" { // most requests have none: no map then
 			c.query = g.Request.URL.Query()
+			if err := rt.checkQuery(c.query); err != nil {
+				s.writeError(g, err)
+				return
+			}
 		}
 		if mutating(rt.method) {
 			if key, ok := idempotencyKey(g.Request); ok {

@@ -68,7 +68,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "`address` the HTTP API listens on (port 0 picks a free port)")
 	fs.StringVar(&cfg.db, "db", defaultDB, "database `path`")
 	fs.StringVar(&cfg.adminSocket, "admin-socket", "", "admin Unix socket `path` (default <db>.sock)")
-	fs.Float64Var(&cfg.rateLimit, "rate-limit", defaultRateLimit, "requests per second per API key; 0 turns rate limiting off")
+	fs.Float64Var(&cfg.rateLimit, "rate-limit", defaultRateLimit, "requests per second per API key, with bursts of twice the rate; 0 turns rate limiting off")
 	fs.Int64Var(&cfg.maxBody, "max-body", defaultMaxBody, "largest request body in `bytes` (POST /usage-events/batch has its own 5 MiB limit)")
 	fs.BoolVar(&cfg.noBootstrap, "no-bootstrap", false, "do not create the default account and key on an empty database")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
@@ -244,14 +244,11 @@ func serveUntilClosed(srv *http.Server, ln net.Listener) error {
 
 // apiServer returns the http.Server of the REST API, with every timeout set.
 func (r *runner) apiServer() *http.Server {
-	rate := r.cfg.rateLimit
-	if rate == 0 {
-		rate = -1 // --rate-limit 0 means off; httpserver's 0 means its default
-	}
 	handler := httpserver.New(r.svc, &httpserver.Config{
 		Logger:         r.log,
 		MaxBodyBytes:   r.cfg.maxBody,
-		RateLimit:      rate,
+		RateLimit:      r.cfg.rateLimit, // 0 is off, in httpserver too
+		MaxHeaderBytes: maxHeaderBytes,
 		DisableMetrics: !r.cfg.metrics,
 	})
 	return &http.Server{
@@ -260,8 +257,11 @@ func (r *runner) apiServer() *http.Server {
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+		// httpserver refuses headers over maxHeaderBytes with the JSON
+		// error body; net/http's own (plain text) limit only stops
+		// headers far larger than that.
+		MaxHeaderBytes: 16 * maxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
 	}
 }
 

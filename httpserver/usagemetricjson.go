@@ -1,16 +1,63 @@
-package billing
+package httpserver
 
 import (
+	"context"
 	"slices"
 	"strconv"
 
+	"github.com/billingd/billing"
 	"github.com/billingd/billing/internal/appendjson"
 )
 
-// appendJSON appends m's JSON encoding, byte for byte what json.Marshal
-// gives (TestUsageMetricAppendJSON compares them), without reflection: the
-// list of usage metrics is one of the hot reads (BENCHMARKS.md, P3).
-func (m *UsageMetric) appendJSON(b []byte) ([]byte, error) {
+// usageMetricJSON renders usage metrics for GET /usage-metrics; the
+// Service keeps each metric's rendering while the metric is unchanged.
+var usageMetricJSON = billing.NewRendering(func(m *billing.UsageMetric) ([]byte, error) {
+	return appendUsageMetric(nil, m)
+})
+
+// appendUsageMetricsPage appends to b the JSON of the page that
+// ListUsageMetrics returns for the same arguments, byte for byte what
+// json.Marshal gives for it, rendered from the kept encodings of the
+// metrics (TestAppendUsageMetricsJSON compares them).
+func appendUsageMetricsPage(ctx context.Context, svc *billing.Service, b []byte, account string, f billing.UsageMetricFilter, p billing.ListParams) ([]byte, error) {
+	page, err := billing.ListUsageMetricsRendered(ctx, svc, account, f, p, usageMetricJSON)
+	if err != nil {
+		return nil, err
+	}
+	return appendEncodedPage(b, page), nil
+}
+
+// appendEncodedPage appends a page whose items are already JSON, in the
+// shape of billing.Page's MarshalJSON.
+func appendEncodedPage(b []byte, p billing.Page[[]byte]) []byte {
+	b = append(b, `{"items":[`...)
+	for i, item := range p.Items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, item...)
+	}
+	b = append(b, `],"pagination":{`...)
+	if p.After != "" {
+		b = append(b, `"after":`...)
+		b = appendjson.String(b, p.After)
+		b = append(b, ',')
+	}
+	if p.Before != "" {
+		b = append(b, `"before":`...)
+		b = appendjson.String(b, p.Before)
+		b = append(b, ',')
+	}
+	b = append(b, `"totalResultSize":`...)
+	b = strconv.AppendInt(b, int64(p.TotalResultSize), 10)
+	return append(b, "}}"...)
+}
+
+// appendUsageMetric appends m's JSON encoding, byte for byte what
+// json.Marshal gives (TestUsageMetricAppendJSON compares them), without
+// reflection: the list of usage metrics is one of the hot reads
+// (BENCHMARKS.md, P3).
+func appendUsageMetric(b []byte, m *billing.UsageMetric) ([]byte, error) {
 	var err error
 	b = append(b, `{"id":`...)
 	b = appendjson.String(b, m.ID)
