@@ -15,13 +15,13 @@ func (a api) creditRoutes() {
 		f := grantFilter(c)
 		f.CustomerID = c.query.Get("customerId")
 		return a.svc.ListCreditGrants(c.ctx, c.account, f, p)
-	}))
+	}), listed("customerId", "type", "status", "sortOrder"))
 	a.get("/credits/:id", 200, func(c *call) (any, error) {
 		return a.svc.GetCreditGrant(c.ctx, c.account, c.param("id"))
 	})
 	a.get("/credits/:id/grants", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		return a.svc.ListCustomerCreditGrants(c.ctx, c.account, c.param("id"), grantFilter(c), p)
-	}))
+	}), listed("type", "status", "sortOrder"))
 	a.get("/credits/:id/balances", 200, func(c *call) (any, error) {
 		var date *billing.Date
 		if v, ok := c.query["date"]; ok {
@@ -32,10 +32,10 @@ func (a api) creditRoutes() {
 			date = &d
 		}
 		return a.svc.GetCreditBalances(c.ctx, c.account, c.param("id"), date)
-	})
+	}, accepts("date"))
 	a.get("/credits/:id/transactions", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		return a.svc.ListCreditTransactions(c.ctx, c.account, c.param("id"), sortOrder(c), p)
-	}))
+	}), listed("sortOrder"))
 	a.post("/credits/:id/void", 200, func(c *call) (any, error) {
 		return a.svc.VoidCreditGrant(c.ctx, c.account, c.param("id"))
 	})
