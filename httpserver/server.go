@@ -217,4 +217,5 @@ func (a api) routes() {
 	a.notificationRoutes()
 	a.scheduleRoutes()
 	a.documentRoutes()
+	a.renderedRoutes()
 }
