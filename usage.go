@@ -292,7 +292,7 @@ func (s *Service) CreateUsageEvent(ctx context.Context, account string, p UsageE
 		return &w.events[0], s.putUsageEvents(ctx, tx, w)
 	})
 	if err == nil {
-		s.nums.learn(account, &w.learned)
+		s.nums.Learn(account, w.learnedAcct, w.learnedSeries)
 	}
 	return out, err
 }
@@ -332,7 +332,7 @@ func (s *Service) CreateUsageEventBatch(ctx context.Context, account string, p U
 		return Items[UsageEvent]{Items: events}, s.putUsageEvents(ctx, tx, w)
 	})
 	if err == nil {
-		s.nums.learn(account, &w.learned)
+		s.nums.Learn(account, w.learnedAcct, w.learnedSeries)
 	}
 	return out, err
 }

@@ -218,4 +218,5 @@ func (a api) routes() {
 	a.scheduleRoutes()
 	a.documentRoutes()
 	a.renderedRoutes()
+	a.creditRoutes()
 }
