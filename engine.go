@@ -18,14 +18,16 @@ const lateUsageWindow = 31 * 24 * time.Hour
 
 // BillingRun reports what one run of the billing engine did.
 type BillingRun struct {
-	AsOf               time.Time        `json:"asOf"`
-	SchedulesVisited   int              `json:"schedulesVisited"`
-	InvoicesCreated    int              `json:"invoicesCreated"`
-	InvoicesUpdated    int              `json:"invoicesUpdated"`
-	InvoicesIssued     int              `json:"invoicesIssued"`
-	SchedulesCompleted int              `json:"schedulesCompleted"`
-	InvoiceIDs         []string         `json:"invoiceIds"`
-	Failures           []BillingFailure `json:"failures"`
+	AsOf               time.Time `json:"asOf"`
+	SchedulesVisited   int       `json:"schedulesVisited"`
+	InvoicesCreated    int       `json:"invoicesCreated"`
+	InvoicesUpdated    int       `json:"invoicesUpdated"`
+	InvoicesIssued     int       `json:"invoicesIssued"`
+	SchedulesCompleted int       `json:"schedulesCompleted"`
+	// CreditGrantsExpired counts the credit grants the run expired.
+	CreditGrantsExpired int              `json:"creditGrantsExpired"`
+	InvoiceIDs          []string         `json:"invoiceIds"`
+	Failures            []BillingFailure `json:"failures"`
 }
 
 // BillingFailure is a schedule the run could not bill; it is retried on
@@ -106,6 +108,13 @@ func (s *Service) RunAccountBilling(ctx context.Context, account string, asOf *t
 func (s *Service) runBilling(ctx context.Context, account string, asOf time.Time) (*BillingRun, error) {
 	now := s.clock()
 	run := &BillingRun{AsOf: asOf, InvoiceIDs: []string{}, Failures: []BillingFailure{}}
+	// Credit expires first, so no invoice of the run uses credit past its
+	// last day (finalization checks the day too).
+	expired, err := s.expireCredits(ctx, account, asOf)
+	run.CreditGrantsExpired = expired
+	if err != nil {
+		return run, err
+	}
 	var pre []byte
 	if account != "" {
 		pre = prefix(account)
@@ -518,7 +527,13 @@ func (s *Service) reviewWatch(ctx context.Context, tx Tx, lc *lineContext, price
 	case StatusVoided:
 		return drop()
 	case StatusDraft, StatusInProgress:
-		_, lines, qs, err := s.invoiceFor(ctx, tx, lc, charges)
+		mode, err := s.docRounding(ctx, tx, sc.ServiceAccountID, w.InvoiceID)
+		if err != nil {
+			return err
+		}
+		dlc := *lc
+		dlc.rounding = mode
+		_, lines, qs, err := s.invoiceFor(ctx, tx, &dlc, charges)
 		if err != nil {
 			return err
 		}

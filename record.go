@@ -59,6 +59,18 @@ const (
 	tableJournal           Table = "journal"            // account id / entry id → JournalEntry (creation order)
 	tableJournalBySource   Table = "journal_by_source"  // account id / source id / entry id → JournalEntry
 	tableDocumentNumbering Table = "document_numbering" // account id / kind → 8-byte counter (INV, CN)
+	tableDocumentRounding  Table = "document_rounding"  // account id / document id → rounding mode it is computed with
+)
+
+// Tables of credit grants (credit.go, creditdraw.go). A grant's ledger is
+// keyed under the grant (transaction ids sort in creation order); the
+// expiry index starts with the date so a run reads only what is due.
+const (
+	tableCreditGrants           Table = "credit_grants"             // account id / grant id → grantRecord
+	tableCreditGrantsByCustomer Table = "credit_grants_by_customer" // account id / customer id / grant id → empty
+	tableCreditTransactions     Table = "credit_transactions"       // account id / grant id / transaction id → txRecord
+	tableCreditExpiries         Table = "credit_expiries"           // expiry date / account id / grant id → empty (ACTIVE grants with an expiry)
+	tableCreditInvoiceUses      Table = "credit_invoice_uses"       // account id / invoice id / transaction id → grant id
 )
 
 // Tables of billing schedules and the billing engine (engine.go).
