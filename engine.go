@@ -417,6 +417,10 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 		run.InvoiceIDs = append(run.InvoiceIDs, inv.ID)
 		sc.LastInvoiceID = inv.ID
 		if sc.AutoIssueInvoices {
+			// The finalization applies USAGE credit through the watch.
+			if err := putRecord(ctx, tx, tableBillingWatch, key(sc.ServiceAccountID, sc.ID, date.String()), &w); err != nil {
+				return false, err
+			}
 			if _, err := s.sendInvoiceTx(ctx, tx, sc.ServiceAccountID, inv.ID); err != nil {
 				return false, err
 			}
