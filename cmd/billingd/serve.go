@@ -284,14 +284,7 @@ func (r *runner) shutdown(servers ...*http.Server) error {
 // sweepLoop deletes expired idempotency records every interval until ctx is
 // done.
 func sweepLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() {
 		n, err := svc.SweepIdempotency(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -299,7 +292,7 @@ func sweepLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, inte
 		case n > 0:
 			log.Info("swept expired idempotency records", "deleted", n)
 		}
-	}
+	})
 }
 
 // bootstrap creates the account "default" and one API key when the
