@@ -110,6 +110,9 @@ func (s *Service) drawUsage(ctx context.Context, tx Tx, account string, r *invoi
 		return err
 	}
 	lc.units = pool
+	if lc.rounding, err = s.docRounding(ctx, tx, account, r.ID); err != nil {
+		return err
+	}
 	_, lines, _, err := s.invoiceFor(ctx, tx, lc, charges)
 	if err != nil || len(pool.taken) == 0 {
 		return err
