@@ -203,6 +203,10 @@ func checkPeriod(v *validator, start, end *time.Time) {
 // invalid fields at once; an unknown customer or invoice, or an invoice of
 // another customer or currency), and invalid_state when the invoice is not
 // FINAL or SENT or the customer is archived.
+//
+// Long on purpose: the checks of op 9 against the credited invoice and the
+// customer run in one transaction with the insert, in the order the errors are
+// reported.
 func (s *Service) CreateCreditNote(ctx context.Context, account string, p CreditNoteParams) (*CreditNote, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*CreditNote, error) {
@@ -502,6 +506,9 @@ func (s *Service) FinalizeCreditNote(ctx context.Context, account, id string) (*
 // finalizeCreditNote is the one finalization of a credit note (finalize,
 // send, mark-as-sent): the guards first, then the number, so a refusal
 // writes nothing.
+//
+// Long on purpose: the guards, the numbering, the journal and the crediting of
+// the invoice must happen in one transaction and in this order.
 func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string, cn *CreditNote, now time.Time) error {
 	n, err := countLines(ctx, tx, tableCreditNoteLines, account, cn.ID)
 	if err != nil {

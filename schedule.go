@@ -314,6 +314,9 @@ func (s *Service) validateSchedule(p *BillingScheduleParams) error {
 
 // validatePhase checks phase i of p: its prices, dates, discounts and
 // minimums.
+//
+// Long on purpose: a list of independent field checks of one phase, each a few
+// lines, in the order of the phase's fields.
 func (s *Service) validatePhase(v *validator, p *BillingScheduleParams, i int) {
 	ph := &p.Phases[i]
 	field := fmt.Sprintf("phases[%d]", i)
