@@ -178,7 +178,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, keyID string) (*APIKey, erro
 	now := s.clock()
 	// Drop the cached key once the revocation has committed (or failed):
 	// from then on the key is read from the store, revoked.
-	defer s.keys.revoke(keyID)
+	defer s.keys.Revoke(keyID)
 	return mutate(ctx, s, "", func(tx Tx) (*APIKey, error) {
 		r, err := getRecord[apiKeyRecord](ctx, tx, tableAPIKeys, []byte(keyID))
 		if err != nil {
@@ -198,24 +198,42 @@ func (s *Service) RevokeAPIKey(ctx context.Context, keyID string) (*APIKey, erro
 // unknown key costs the same work as a known one with a wrong secret.
 var dummySecretHash = sha256.Sum256([]byte("billingd: no such key"))
 
+// cachedKey is what Authenticate needs of a live key; the Service caches
+// the keys that authenticated successfully (cache.Keys), so that a request
+// with a known key costs a hash and a compare instead of a read
+// transaction and a JSON decode. Only live (not revoked) keys are cached,
+// and keys are never deleted, only revoked.
+//
+// Revocation stays immediate because every revocation of this database
+// goes through this process: bbolt allows one process per file, and the
+// admin CLI revokes through the running server's admin socket, which calls
+// RevokeAPIKey here. RevokeAPIKey drops the key after its commit and bumps
+// the cache's generation; an Authenticate that read the key before that
+// bump does not cache what it read (it may have read the key before the
+// revocation committed).
+type cachedKey struct {
+	key        APIKey
+	secretHash [sha256.Size]byte
+}
+
 // Authenticate checks an API key id and secret and returns the key. The
 // secret is compared in constant time on fixed-length hashes, and an
 // unknown key id costs the same as a wrong secret. Returns unauthorized for
 // an unknown, revoked or wrong key, without saying which.
 //
-// Keys that authenticated are cached in the Service (see keyCache), so a
+// Keys that authenticated are cached in the Service (see cachedKey), so a
 // known key costs a hash and a compare; RevokeAPIKey drops its key from the
 // cache before returning.
 func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIKey, error) {
 	given := sha256.Sum256([]byte(secret))
-	if k, ok := s.keys.get(keyID); ok {
+	if k, ok := s.keys.Get(keyID); ok {
 		if subtle.ConstantTimeCompare(given[:], k.secretHash[:]) != 1 {
 			return nil, Errorf(CodeUnauthorized, "missing or invalid API credentials")
 		}
 		key := k.key
 		return &key, nil
 	}
-	gen := s.keys.generation()
+	gen := s.keys.Generation()
 	var rec *apiKeyRecord
 	err := s.view(ctx, func(tx Tx) (err error) {
 		if len(keyID) > 255 {
@@ -239,7 +257,7 @@ func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIK
 	if !valid || !match || rec.RevokedAt != nil {
 		return nil, Errorf(CodeUnauthorized, "missing or invalid API credentials")
 	}
-	s.keys.put(gen, cachedKey{key: rec.APIKey, secretHash: [sha256.Size]byte(rec.SecretHash)})
+	s.keys.Put(gen, keyID, cachedKey{key: rec.APIKey, secretHash: [sha256.Size]byte(rec.SecretHash)})
 	return &rec.APIKey, nil
 }
 
@@ -379,7 +397,8 @@ func (s *Service) merchantDetails(ctx context.Context, tx Tx, account string) (*
 }
 
 // PutMerchantDetails replaces the account's merchant details (fields left
-// out are cleared). Returns validation_failed for invalid fields, all at
+// out are cleared; logoUrl stays MerchantLogoPath while a logo is
+// uploaded). Returns validation_failed for invalid fields, all at
 // once.
 func (s *Service) PutMerchantDetails(ctx context.Context, account string, md MerchantDetails) (*MerchantDetails, error) {
 	if err := s.validateMerchantDetails(&md); err != nil {
@@ -389,6 +408,11 @@ func (s *Service) PutMerchantDetails(ctx context.Context, account string, md Mer
 		md.CustomFields = []KeyValue{}
 	}
 	return mutate(ctx, s, account, func(tx Tx) (*MerchantDetails, error) {
+		if logo, err := s.currentLogo(ctx, tx, account); err != nil {
+			return nil, err
+		} else if logo != nil {
+			md.LogoURL = MerchantLogoPath // an uploaded logo wins over a given URL
+		}
 		if err := putRecord(ctx, tx, tableMerchantDetails, key(account), &md); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/billingd/billing/internal/cache"
+	"github.com/billingd/billing/internal/cursor"
 	"github.com/billingd/billing/internal/memo"
 	"github.com/google/uuid"
 )
@@ -121,16 +123,16 @@ type Service struct {
 	log      *slog.Logger
 	idemTTL  time.Duration
 	limits   Limits
-	cursors  cursorCodec
+	cursors  cursor.Codec
 	custom   map[string]CustomAggregation
 	grace    time.Duration
 	catchUp  int // Config.MaxCatchUpInvoices
 
 	webhookAllowPrivate bool
 
-	keys keyCache    // authenticated API keys (authcache.go)
-	memo memo.Memo   // decoded list records (pagination.go)
-	nums numberCache // committed usage account and series numbers (usagenumbers.go)
+	keys cache.Keys[cachedKey] // authenticated API keys (account.go)
+	memo memo.Memo             // decoded list records (pagination.go)
+	nums cache.Numbers         // committed usage account and series numbers (usagestore.go)
 }
 
 // New returns a Service over store. It validates cfg (nil means all
@@ -196,7 +198,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("billing: preparing the store: %w", err)
 	}
-	s.cursors = newCursorCodec(key)
+	s.cursors = cursor.NewCodec(key)
 	return s, nil
 }
 

@@ -1,12 +1,10 @@
 package billing
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 )
 
@@ -295,64 +293,20 @@ func (s *Service) measure(ctx context.Context, tx Tx, sc *BillingSchedule, c *Cu
 	return chargeQuantity{}, nil
 }
 
-// seatEvent is one seat snapshot of a customer's timeline.
-type seatEvent struct {
-	ts, id string
-	total  int64
-}
-
 // seatsInPeriod returns c's balance of seatType at start, or with highest
-// the highest balance during [start, end): the balance at start and every
-// snapshot taken inside the period. A snapshot at start counts as the
-// balance at start.
+// the highest balance during [start, end), from the one seat timeline op 8
+// reads too.
 func (s *Service) seatsInPeriod(ctx context.Context, tx Tx, c *Customer, seatType string, start, end time.Time, highest bool) (int64, error) {
-	var events []seatEvent
-	for _, alias := range append([]string{c.ID}, c.CustomerAliases...) {
-		pre := prefix(c.ServiceAccountID, alias, seatType)
-		err := tx.Scan(ctx, tableSeatTimeline, Range{Prefix: pre}, func(k, v []byte) error {
-			parts := bytes.Split(k[len(pre):], []byte{keySep})
-			if len(parts) != 2 {
-				return fmt.Errorf("malformed seat timeline key %q", k)
-			}
-			total, err := strconv.ParseInt(string(v), 10, 64)
-			events = append(events, seatEvent{ts: string(parts[0]), id: string(parts[1]), total: total})
-			return err
-		})
-		if err != nil {
-			return 0, err
-		}
+	timelines, err := loadSeatTimelines(ctx, tx, c, seatType)
+	if err != nil {
+		return 0, err
 	}
-	slices.SortFunc(events, func(a, b seatEvent) int {
-		if a.ts != b.ts {
-			return cmpString(a.ts, b.ts)
-		}
-		return cmpString(a.id, b.id)
-	})
-	from, to := FormatTimestamp(start), FormatTimestamp(end)
-	var balance, best int64
-	for _, e := range events {
-		switch {
-		case e.ts <= from:
-			balance = e.total
-			best = balance
-		case highest && e.ts < to:
-			best = max(best, e.total)
-		}
-	}
+	tl := timelines[seatType]
 	if highest {
-		return best, nil
+		return tl.highest(FormatTimestamp(start), FormatTimestamp(end)), nil
 	}
-	return balance, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	st, _ := tl.at(FormatTimestamp(start))
+	return st.total, nil
 }
 
 // lineContext is what computing an invoice's lines needs besides the
@@ -362,12 +316,18 @@ type lineContext struct {
 	customer *Customer
 	currency Currency
 	taxRates map[string]Decimal // price id → tax rate amount
+	// units, when set, is USAGE credit that reduces the billed usage of
+	// prices on its metrics (an engine invoice being finalized).
+	units *unitPool
+	// rounding is the mode of the invoice being computed: the Service's
+	// for a new one, the draft's own when a draft is recomputed.
+	rounding Rounding
 }
 
 // newLineContext loads the tax rates of sc's mapping; every rate is 0 for a
 // TAX_EXEMPT or REVERSE_CHARGED customer.
 func (s *Service) newLineContext(ctx context.Context, tx Tx, sc *BillingSchedule, c *Customer, prices map[string]*Price) (*lineContext, error) {
-	lc := &lineContext{sc: sc, customer: c, taxRates: map[string]Decimal{}}
+	lc := &lineContext{sc: sc, customer: c, taxRates: map[string]Decimal{}, rounding: s.rounding}
 	for _, id := range scheduleDistinctPrices(sc) {
 		if pr := prices[id]; pr != nil {
 			lc.currency = pr.Currency
@@ -399,7 +359,7 @@ func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []en
 	case PricingFixed, PricingSeatBased:
 		in.Factor = ch.Period.factor()
 	}
-	res := pr.Structure.Charge(in, lc.currency, s.rounding)
+	res := pr.Structure.Charge(in, lc.currency, lc.rounding)
 	out := make([]engineLine, 0, len(res.Lines))
 	for _, cl := range res.Lines {
 		l := engineLine{
@@ -423,6 +383,29 @@ func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []en
 		out = append(out, l)
 	}
 	return out
+}
+
+// creditedChargeLines is chargeLines with the USAGE credit of lc.units
+// taken off the measured usage first, so the price sees the reduced
+// quantity; the lines say how many units came from credit.
+func (s *Service) creditedChargeLines(lc *lineContext, ch charge, q chargeQuantity) []engineLine {
+	metric := ch.Price.Structure.UsageMetricID
+	if lc.units == nil || !q.usage || metric == "" {
+		return s.chargeLines(lc, ch, q)
+	}
+	taken := lc.units.take(metric, q.value)
+	if taken.IsZero() {
+		return s.chargeLines(lc, ch, q)
+	}
+	lines := s.chargeLines(lc, ch, chargeQuantity{value: q.value.Sub(taken), usage: true})
+	note := fmt.Sprintf("%s of %s units from credits", taken, q.value)
+	for i := range lines {
+		if lines[i].desc != "" {
+			lines[i].desc += "; "
+		}
+		lines[i].desc += note
+	}
+	return lines
 }
 
 // applyAdjustments applies each phase's discounts, then its minimums, to
@@ -485,10 +468,10 @@ func (s *Service) applyDiscount(lc *lineContext, lines []engineLine, pi int, d D
 		}
 		if !d.SeparateLineItem {
 			l.rate = l.rate.Mul(DecimalFromInt(1).Sub(pct))
-			l.net = lc.currency.Round(l.quantity.Mul(l.rate), s.rounding)
+			l.net = lc.currency.Round(l.quantity.Mul(l.rate), lc.rounding)
 			continue
 		}
-		amount := lc.currency.Round(pct.Mul(l.net), s.rounding)
+		amount := lc.currency.Round(pct.Mul(l.net), lc.rounding)
 		if amount.Sign() == 0 {
 			continue
 		}
@@ -502,7 +485,7 @@ func (s *Service) applyDiscount(lc *lineContext, lines []engineLine, pi int, d D
 		if net.Cmp(amount) < 0 {
 			amount = net
 		}
-		amount = lc.currency.Round(amount, s.rounding)
+		amount = lc.currency.Round(amount, lc.rounding)
 		if amount.Sign() > 0 {
 			extra = append(extra, engineLine{
 				phase: pi, forPrice: first.priceID, title: title, quantity: DecimalFromInt(1), rate: amount.Neg(),
@@ -527,7 +510,7 @@ func (s *Service) applyMinimum(lc *lineContext, lines []engineLine, pi int, m Mi
 	if first == nil {
 		return lines // no charge of the minimum's prices on this invoice
 	}
-	gap := lc.currency.Round(m.Amount.Sub(net), s.rounding)
+	gap := lc.currency.Round(m.Amount.Sub(net), lc.rounding)
 	if gap.Sign() <= 0 {
 		return lines
 	}
@@ -569,7 +552,7 @@ func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charge
 			return InvoiceParams{}, nil, nil, err
 		}
 		qs[i] = q
-		lines = append(lines, s.chargeLines(lc, ch, q)...)
+		lines = append(lines, s.creditedChargeLines(lc, ch, q)...)
 	}
 	lines = s.applyAdjustments(lc, lines)
 	sc := lc.sc

@@ -18,7 +18,10 @@ const (
 
 // CreditNoteSettings are the settings of a credit note.
 type CreditNoteSettings struct {
-	// GenerateCashCreditGrant is ENABLED (the default) or DISABLED.
+	// GenerateCashCreditGrant is DISABLED (the default: the credit note
+	// reduces its invoice's amount due, a refund) or ENABLED: finalizing
+	// the credit note creates a CASH credit grant of its gross total for
+	// the customer instead.
 	GenerateCashCreditGrant CashCreditGrant `json:"generateCashCreditGrant"`
 }
 
@@ -50,8 +53,11 @@ type CreditNote struct {
 	CustomerTaxID       string             `json:"customerTaxId,omitempty"`
 	MerchantDetails     *MerchantDetails   `json:"merchantDetails,omitempty"`
 	AccountingDate      Date               `json:"accountingDate,omitzero"`
-	CreatedAt           time.Time          `json:"createdAt"`
-	UpdatedAt           time.Time          `json:"updatedAt"`
+	// CreditGrantID is the CASH credit grant the credit note created when
+	// finalized (settings.generateCashCreditGrant ENABLED).
+	CreditGrantID string    `json:"creditGrantId,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
 // CreditNoteLineItem is a line of a credit note.
@@ -170,6 +176,7 @@ var creditNoteKind = docKind[CreditNote]{
 func (c *CreditNote) docID() string             { return c.ID }
 func (c *CreditNote) docStatus() DocumentStatus { return c.Status }
 func (c *CreditNote) docCurrency() Currency     { return c.Currency }
+func (c *CreditNote) docTotals() Totals         { return c.Totals }
 func (c *CreditNote) setTotals(t Totals, now time.Time) {
 	c.Totals, c.UpdatedAt = t, now
 }
@@ -239,7 +246,7 @@ func (s *Service) CreateCreditNote(ctx context.Context, account string, p Credit
 		cn := &CreditNote{
 			ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID,
 			Totals: zeroTotals(p.Currency), Metadata: append([]KeyValue{}, p.Metadata...), LinkedServices: []LinkedService{},
-			Settings:            CreditNoteSettings{GenerateCashCreditGrant: CashCreditGrantEnabled},
+			Settings:            CreditNoteSettings{GenerateCashCreditGrant: CashCreditGrantDisabled},
 			PurchaseOrderNumber: p.PurchaseOrderNumber, Memo: p.Memo, CreatedAt: now, UpdatedAt: now,
 			BillingPeriodStart: normalizedPtr(p.BillingPeriodStart), BillingPeriodEnd: normalizedPtr(p.BillingPeriodEnd),
 		}
@@ -265,6 +272,9 @@ func (s *Service) CreateCreditNote(ctx context.Context, account string, p Credit
 		cn.CustomerEmails, cn.CustomerLegalCompanyName, cn.CustomerTaxID = cf.Emails, cf.LegalName, cf.TaxID
 		cn.CustomerBillingAddress, cn.CustomerShippingAddress = cf.Billing, cf.Shipping
 		if err := saveDoc(ctx, tx, creditNoteKind, account, cn); err != nil {
+			return nil, err
+		}
+		if err := s.recordDocRounding(ctx, tx, account, cn.ID); err != nil {
 			return nil, err
 		}
 		return cn, s.emit(ctx, tx, account, NotificationCreditNoteCreated, cn)
@@ -472,11 +482,14 @@ func (s *Service) DraftCreditNote(ctx context.Context, account, id string) (*Cre
 // FinalizeCreditNote turns a DRAFT or IN_PROGRESS credit note into a FINAL
 // one: next credit note number, issue and accounting dates (today unless
 // set), merchant details, journal entries, and the credited invoice's
-// amounts updated, then CREDIT_NOTE_UPDATED. Returns not_found, and
-// invalid_state for any other status, for a credit note without lines, when
-// its invoice is VOIDED, or when the invoice's FINAL and SENT credit notes,
-// this one included, would exceed its gross total less its payments. A
-// refused finalization burns no number.
+// amounts updated (or, with settings.generateCashCreditGrant ENABLED, a CASH
+// credit grant of its gross total created instead), then
+// CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state for any other
+// status, for a credit note without lines, when its invoice is VOIDED, when
+// the invoice's FINAL and SENT credit notes, this one included, would exceed
+// its gross total (less its payments, for those that are not credit), or
+// when a grant is asked of a gross total that is not positive. A refused
+// finalization burns no number.
 func (s *Service) FinalizeCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
 	return s.creditNoteOp(ctx, account, id, NotificationCreditNoteUpdated, func(tx Tx, cn *CreditNote, now time.Time) (bool, error) {
 		if !cn.Status.editable() {
@@ -505,11 +518,12 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 		if inv.Status == StatusVoided {
 			return Errorf(CodeInvalidState, "the credited invoice is VOIDED")
 		}
-		limit := inv.GrossTotal.Sub(inv.AmountPaid)
-		if after := inv.AmountCredited.Add(cn.GrossTotal); after.Cmp(limit) > 0 {
-			return Errorf(CodeInvalidState, "crediting %s %s would bring the invoice's credits to %s, above its gross total less payments (%s)",
-				cn.GrossTotal, cn.Currency, after, limit)
+		if err := s.checkCreditingLimit(ctx, tx, account, inv, cn); err != nil {
+			return err
 		}
+	}
+	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled && cn.GrossTotal.Sign() <= 0 {
+		return Errorf(CodeInvalidState, "a credit note that generates a cash credit grant needs a positive gross total; this one is %s", cn.GrossTotal)
 	}
 	number, err := nextNumber(ctx, tx, account, creditNoteKind.number)
 	if err != nil {
@@ -526,15 +540,65 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	if cn.AccountingDate.IsZero() {
 		cn.AccountingDate = cn.IssueDate
 	}
+	// A credit note that generates a grant becomes credit instead of a
+	// refund: the invoice's amount due stays, and what it credits is owed
+	// as deferred revenue rather than taken off receivables.
+	counter := LedgerAccountsReceivable
+	tax := TaxStatus("")
 	if inv != nil {
+		tax = inv.CustomerTaxStatus
+	} else if tax, err = s.customerTaxStatus(ctx, tx, account, cn.CustomerID); err != nil {
+		return err
+	}
+	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled {
+		if err := s.grantFromCreditNote(ctx, tx, account, cn, now); err != nil {
+			return err
+		}
+		counter = LedgerDeferredRevenue
+	} else if inv != nil {
 		if err := s.creditInvoice(ctx, tx, account, inv, cn.GrossTotal, now); err != nil {
 			return err
 		}
 	}
+	if err := s.freezeRendering(ctx, tx, account, cn.ID, tax, now); err != nil {
+		return err
+	}
 	return s.writeJournal(ctx, tx, account, JournalSourceCreditNote, cn.ID, cn.Currency, now,
 		ledgerLine{LedgerRevenue, cn.NetTotal, true},
 		ledgerLine{LedgerTaxPayable, cn.TotalTax, true},
-		ledgerLine{LedgerAccountsReceivable, cn.GrossTotal, false})
+		ledgerLine{counter, cn.GrossTotal, false})
+}
+
+// checkCreditingLimit refuses (invalid_state) to finalize cn when the
+// invoice would be credited twice over: its FINAL and SENT credit notes,
+// cn included, may not exceed its gross total, and those that reduce what
+// is due (no grant) not its gross total less payments.
+func (s *Service) checkCreditingLimit(ctx context.Context, tx Tx, account string, inv *invoiceRecord, cn *CreditNote) error {
+	if cn.Settings.GenerateCashCreditGrant != CashCreditGrantEnabled {
+		limit := inv.GrossTotal.Sub(inv.AmountPaid)
+		if after := inv.AmountCredited.Add(cn.GrossTotal); after.Cmp(limit) > 0 {
+			return Errorf(CodeInvalidState, "crediting %s %s would bring the invoice's credits to %s, above its gross total less payments (%s)",
+				cn.GrossTotal, cn.Currency, after, limit)
+		}
+	}
+	total := cn.GrossTotal
+	for _, id := range inv.CreditNoteIDs {
+		if id == cn.ID {
+			continue
+		}
+		other, err := loadDoc(ctx, tx, creditNoteKind, account, id)
+		if err != nil {
+			return err
+		}
+		if other.Status.finalized() {
+			total = total.Add(other.GrossTotal)
+		}
+	}
+	if total.Cmp(inv.GrossTotal) > 0 {
+		return Errorf(CodeInvalidState, "crediting %s %s would bring the invoice's credit notes to %s, above its gross total (%s)",
+			cn.GrossTotal, cn.Currency, total, inv.GrossTotal)
+	}
+	return nil
 }
 
 // creditInvoice adds amount to the invoice's credited amount (a negative
@@ -548,8 +612,9 @@ func (s *Service) creditInvoice(ctx context.Context, tx Tx, account string, inv 
 
 // VoidCreditNote voids a credit note in any status but VOIDED, reverses its
 // journal entries (if it had any), gives its amount back to the credited
-// invoice and emits CREDIT_NOTE_UPDATED. Returns not_found, and
-// invalid_state when it is already VOIDED.
+// invoice, or voids the credit grant it created, and emits
+// CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state when it is
+// already VOIDED or its grant was already used.
 func (s *Service) VoidCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
 	return s.creditNoteOp(ctx, account, id, NotificationCreditNoteUpdated, func(tx Tx, cn *CreditNote, now time.Time) (bool, error) {
 		if cn.Status == StatusVoided {
@@ -560,7 +625,11 @@ func (s *Service) VoidCreditNote(ctx context.Context, account, id string) (*Cred
 		if !wasFinal {
 			return true, nil
 		}
-		if cn.InvoiceID != "" {
+		if cn.CreditGrantID != "" {
+			if err := s.voidCreditNoteGrant(ctx, tx, account, cn, now); err != nil {
+				return false, err
+			}
+		} else if cn.InvoiceID != "" {
 			inv, err := loadDoc(ctx, tx, invoiceKind, account, cn.InvoiceID)
 			if err != nil {
 				return false, err

@@ -276,7 +276,7 @@ func TestCreateCreditNoteCopiesFromInvoice(t *testing.T) {
 	}
 	want := map[string]string{
 		"invoiceNumber": "INV00001", "start": "2024-07-01T00:00:00Z", "end": "2024-08-01T00:00:00Z",
-		"emails": "[billing@globex.test]", "settings": "ENABLED", "total": "0.00",
+		"emails": "[billing@globex.test]", "settings": "DISABLED", "total": "0.00",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Error(diff)

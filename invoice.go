@@ -57,9 +57,12 @@ type Invoice struct {
 	BillingPeriod       *DateRange       `json:"billingPeriod,omitempty"`
 	BillingScheduleID   string           `json:"billingScheduleId,omitempty"`
 	MerchantDetails     *MerchantDetails `json:"merchantDetails,omitempty"`
-	CreditBalances      string           `json:"creditBalances,omitempty"`
-	DunningStatus       string           `json:"dunningStatus,omitempty"`
-	CalculatedAt        *time.Time       `json:"calculatedAt,omitempty"`
+	// CreditBalances says, once the invoice is finalized, the credit its
+	// customer has left ("Remaining credit: 40.00 USD"); absent when the
+	// customer has no credit grants.
+	CreditBalances string     `json:"creditBalances,omitempty"`
+	DunningStatus  string     `json:"dunningStatus,omitempty"`
+	CalculatedAt   *time.Time `json:"calculatedAt,omitempty"`
 }
 
 // invoiceRecord is an invoice as stored: the invoice and whether its
@@ -68,6 +71,9 @@ type Invoice struct {
 type invoiceRecord struct {
 	Invoice
 	AccountingDateSet bool `json:"_accountingDateSet,omitempty"`
+	// applyCredits asks the finalization in progress to apply the
+	// customer's credit to a manual invoice (ApplyCredits); never stored.
+	applyCredits bool
 }
 
 // InvoiceLineItem is a line of an invoice.
@@ -176,6 +182,7 @@ var invoiceKind = docKind[invoiceRecord]{
 func (r *invoiceRecord) docID() string             { return r.ID }
 func (r *invoiceRecord) docStatus() DocumentStatus { return r.Status }
 func (r *invoiceRecord) docCurrency() Currency     { return r.Currency }
+func (r *invoiceRecord) docTotals() Totals         { return r.Totals }
 func (r *invoiceRecord) setTotals(t Totals, now time.Time) {
 	r.Totals, r.UpdatedAt = t, now
 	r.refreshAmounts()
@@ -322,6 +329,9 @@ func (s *Service) CreateInvoice(ctx context.Context, account string, p InvoicePa
 		if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
 			return nil, err
 		}
+		if err := s.recordDocRounding(ctx, tx, account, r.ID); err != nil {
+			return nil, err
+		}
 		return &r.Invoice, s.emit(ctx, tx, account, NotificationInvoiceCreated, &r.Invoice)
 	})
 }
@@ -428,6 +438,9 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 				return struct{}{}, err
 			}
 		}
+		if err := tx.Delete(ctx, tableDocumentRounding, key(account, id)); err != nil && !errors.Is(err, ErrNotFound) {
+			return struct{}{}, err
+		}
 		return struct{}{}, tx.Delete(ctx, tableInvoices, key(account, id))
 	})
 	return err
@@ -476,7 +489,10 @@ func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Inv
 	})
 }
 
-// finalizeInvoice is the one finalization of an invoice (finalize, send).
+// finalizeInvoice is the one finalization of an invoice (finalize, send,
+// apply-credits, the engine's auto-issue). The invoices of the billing
+// engine, and manual ones through ApplyCredits, are paid with the
+// customer's CASH credit on the way (creditdraw.go).
 func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r *invoiceRecord, now time.Time) error {
 	number, err := nextNumber(ctx, tx, account, invoiceKind.number)
 	if err != nil {
@@ -490,6 +506,20 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if r.IssueDate.IsZero() {
 		r.IssueDate = DateOf(now)
 	}
+	if r.CalculatedAt != nil {
+		if err := s.drawUsage(ctx, tx, account, r, r.IssueDate, now); err != nil {
+			return err
+		}
+	}
+	applied := r.Currency.Zero()
+	if r.CalculatedAt != nil || r.applyCredits {
+		if applied, err = s.drawCash(ctx, tx, account, r, now); err != nil {
+			return err
+		}
+	}
+	if r.CreditBalances, err = s.creditBalancesText(ctx, tx, account, r.CustomerID, r.IssueDate); err != nil {
+		return err
+	}
 	if r.DueDate.IsZero() {
 		days, err := s.dueDays(ctx, tx, account, r.BillingScheduleID)
 		if err != nil {
@@ -502,10 +532,14 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	}
 	r.UpdatedAt = now
 	r.refreshAmounts()
-	return s.writeJournal(ctx, tx, account, JournalSourceInvoice, r.ID, r.Currency, now,
-		ledgerLine{LedgerAccountsReceivable, r.GrossTotal, true},
-		ledgerLine{LedgerRevenue, r.NetTotal, false},
-		ledgerLine{LedgerTaxPayable, r.TotalTax, false})
+	if err := s.freezeRendering(ctx, tx, account, r.ID, r.CustomerTaxStatus, now); err != nil {
+		return err
+	}
+	lines, err := s.invoiceJournal(ctx, tx, account, r, applied)
+	if err != nil {
+		return err
+	}
+	return s.writeJournal(ctx, tx, account, JournalSourceInvoice, r.ID, r.Currency, now, lines...)
 }
 
 // dueDays returns the schedule's defaultDueDateDays, or 30.
@@ -637,15 +671,19 @@ func setOptional[T any](dst *T, o Optional[T]) {
 }
 
 // VoidInvoice voids an invoice in any status but VOIDED, reverses its
-// journal entries and emits INVOICE_UPDATED. Returns not_found, and
+// journal entries, gives back the credit it consumed (REVERSAL
+// transactions) and emits INVOICE_UPDATED. Returns not_found, and
 // invalid_state when it is VOIDED, when it has FINAL or SENT credit notes,
-// or when its paymentStatus is PARTIALLY_PAID or PAID.
+// or when payments were recorded and its paymentStatus is PARTIALLY_PAID or
+// PAID.
 func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice, error) {
 	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
 		if r.Status == StatusVoided {
 			return stateError("invoice", "void", r.Status)
 		}
-		if r.PaymentStatus == PaymentStatusPartiallyPaid || r.PaymentStatus == PaymentStatusPaid {
+		// PAID with no payment is an invoice credit paid (or of zero
+		// total): voiding it gives the credit back.
+		if (r.PaymentStatus == PaymentStatusPartiallyPaid || r.PaymentStatus == PaymentStatusPaid) && r.AmountPaid.Sign() > 0 {
 			return Errorf(CodeInvalidState, "the invoice is %s; credit it instead of voiding it", r.PaymentStatus)
 		}
 		for _, cnID := range r.CreditNoteIDs {
@@ -659,10 +697,13 @@ func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice
 		}
 		wasFinal := r.Status.finalized()
 		r.Status = StatusVoided
-		if wasFinal {
-			return s.reverseJournal(ctx, tx, account, r.ID, now)
+		if !wasFinal {
+			return nil
 		}
-		return nil
+		if err := s.reverseJournal(ctx, tx, account, r.ID, now); err != nil {
+			return err
+		}
+		return s.reverseInvoiceCredits(ctx, tx, account, r.ID, now)
 	})
 }
 

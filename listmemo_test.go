@@ -16,7 +16,7 @@ import (
 func TestListUsageMetricsMemo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := billingtest.Bolt(t)
+	store := billingtest.DurableStore(t)
 	svc, _ := billingtest.NewService(t, billingtest.WithStore(store))
 	other, _ := billingtest.NewService(t, billingtest.WithStore(store))
 	acct := billingtest.Account(t, svc, "a")

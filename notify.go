@@ -36,6 +36,16 @@ const (
 	NotificationQuoteAccepted             NotificationType = "QUOTE_ACCEPTED"
 )
 
+// The notification types of credit grants, beyond the specification's
+// list: a grant created (POST /credits, or a credit note that generates
+// one), consumed (by an invoice's finalization, once per grant used) and
+// expired (by the billing run).
+const (
+	NotificationCreditGrantCreated  NotificationType = "CREDIT_GRANT_CREATED"
+	NotificationCreditGrantConsumed NotificationType = "CREDIT_GRANT_CONSUMED"
+	NotificationCreditGrantExpired  NotificationType = "CREDIT_GRANT_EXPIRED"
+)
+
 // Mailer sends e-mails for the Dispatcher. An error makes the delivery
 // retry on the webhook schedule.
 type Mailer interface {
@@ -172,8 +182,8 @@ const secretOverlap = 24 * time.Hour
 // webhookSecretPrefix starts every webhook secret (Standard Webhooks).
 const webhookSecretPrefix = "whsec_"
 
-// NotificationTypes returns the notification types of the specification, in
-// the order of its Events section.
+// NotificationTypes returns the notification types: the specification's, in
+// the order of its Events section, then those of credit grants.
 func NotificationTypes() []NotificationType {
 	return []NotificationType{
 		NotificationCustomerCreated, NotificationCustomerUpdated, NotificationCustomerArchived,
@@ -183,10 +193,11 @@ func NotificationTypes() []NotificationType {
 		NotificationBillingScheduleCreated, NotificationBillingScheduleUpdated, NotificationBillingScheduleArchived,
 		NotificationCreditNoteCreated, NotificationCreditNoteUpdated, NotificationCreditNoteIssued,
 		NotificationQuotePublished, NotificationQuoteAccepted,
+		NotificationCreditGrantCreated, NotificationCreditGrantConsumed, NotificationCreditGrantExpired,
 	}
 }
 
-// Valid reports whether t is one of the specification's notification types.
+// Valid reports whether t is one of the notification types.
 func (t NotificationType) Valid() bool { return slices.Contains(NotificationTypes(), t) }
 
 // NotificationPolicy says where the notifications of an account go: to the

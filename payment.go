@@ -156,7 +156,8 @@ type JournalEntry struct {
 	SourceType       JournalSourceType `json:"sourceType"`
 	SourceID         string            `json:"sourceId"`
 	// Account is the ledger account: accounts_receivable, revenue,
-	// tax_payable or cash.
+	// tax_payable, cash, or for credit deferred_revenue, breakage_income
+	// and promotional_expense.
 	Account   string    `json:"account"`
 	Debit     Decimal   `json:"debit"`
 	Credit    Decimal   `json:"credit"`
@@ -166,7 +167,8 @@ type JournalEntry struct {
 
 // JournalFilter selects journal entries. Empty fields match all.
 type JournalFilter struct {
-	// SourceID keeps the entries of one invoice, credit note or payment.
+	// SourceID keeps the entries of one invoice, credit note, payment or
+	// credit grant.
 	SourceID string
 	// SourceType keeps the entries of one kind of source.
 	SourceType JournalSourceType
@@ -252,9 +254,9 @@ func (s *Service) ListJournalEntries(ctx context.Context, account string, f Jour
 		return Page[JournalEntry]{}, err
 	}
 	switch f.SourceType {
-	case "", JournalSourceInvoice, JournalSourceCreditNote, JournalSourcePayment:
+	case "", JournalSourceInvoice, JournalSourceCreditNote, JournalSourcePayment, JournalSourceCreditGrant:
 	default:
-		return Page[JournalEntry]{}, FieldError("sourceType", "sourceType must be INVOICE, CREDIT_NOTE or PAYMENT")
+		return Page[JournalEntry]{}, FieldError("sourceType", "sourceType must be INVOICE, CREDIT_NOTE, PAYMENT or CREDIT_GRANT")
 	}
 	q := listQuery[JournalEntry]{
 		name: "journal", filter: f.SourceID + "\x00" + string(f.SourceType), table: tableJournal, prefix: prefix(account),

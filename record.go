@@ -59,6 +59,18 @@ const (
 	tableJournal           Table = "journal"            // account id / entry id → JournalEntry (creation order)
 	tableJournalBySource   Table = "journal_by_source"  // account id / source id / entry id → JournalEntry
 	tableDocumentNumbering Table = "document_numbering" // account id / kind → 8-byte counter (INV, CN)
+	tableDocumentRounding  Table = "document_rounding"  // account id / document id → rounding mode it is computed with
+)
+
+// Tables of credit grants (credit.go, creditdraw.go). A grant's ledger is
+// keyed under the grant (transaction ids sort in creation order); the
+// expiry index starts with the date so a run reads only what is due.
+const (
+	tableCreditGrants           Table = "credit_grants"             // account id / grant id → grantRecord
+	tableCreditGrantsByCustomer Table = "credit_grants_by_customer" // account id / customer id / grant id → empty
+	tableCreditTransactions     Table = "credit_transactions"       // account id / grant id / transaction id → txRecord
+	tableCreditExpiries         Table = "credit_expiries"           // expiry date / account id / grant id → empty (ACTIVE grants with an expiry)
+	tableCreditInvoiceUses      Table = "credit_invoice_uses"       // account id / invoice id / transaction id → grant id
 )
 
 // Tables of billing schedules and the billing engine (engine.go).
@@ -91,6 +103,17 @@ const (
 	// tableDeliveryQueue indexes the PENDING deliveries by the time they
 	// are next due; a claimed delivery is re-filed at the end of its lease.
 	tableDeliveryQueue Table = "notification_delivery_queue" // %016x unix seconds / account id / delivery id → empty
+)
+
+// The tables of rendering (printable.go).
+const (
+	// tableDocumentRenders holds what a finalized document was frozen with.
+	tableDocumentRenders Table = "document_renders" // account id / document id → renderSnapshot
+	// tableMerchantLogo points at the account's current logo.
+	tableMerchantLogo Table = "merchant_logo" // account id → logoPointer
+	// tableLogoImages holds every logo ever uploaded, by content, so that
+	// documents frozen with an older logo keep it.
+	tableLogoImages Table = "logo_images" // account id / SHA-256 hex → PNG bytes
 )
 
 // keySep separates the parts of a composite key. It sorts before every

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -60,7 +61,15 @@ func (n Number) MarshalJSON() ([]byte, error) { return []byte(n.Decimal.String()
 // UnmarshalJSON reads a JSON number or a decimal string.
 func (n *Number) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
-		return n.Decimal.UnmarshalJSON(b)
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return validationError(decimalSyntaxMessage)
+		}
+		d, err := ParseDecimal(s)
+		if err == nil {
+			n.Decimal = d
+		}
+		return err
 	}
 	if len(b) == 0 || (b[0] != '-' && (b[0] < '0' || b[0] > '9')) {
 		return validationError("must be a number, not %s", jsonKind(b))

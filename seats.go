@@ -489,11 +489,92 @@ func (s *Service) balanceCustomers(ctx context.Context, tx Tx, account string, f
 	return byAlias, nil
 }
 
-// seatPosition orders seat events: by timestamp, then by creation (ids
-// are time ordered).
-type seatPosition struct {
+// seatStep is one seat snapshot of a timeline: from ts on (a timestamp in
+// TimestampLayout, which sorts as text), the customer holds total seats.
+// id is the seat event's id; ids are time ordered, so they order events by
+// creation.
+type seatStep struct {
 	ts, id string
 	total  int64
+}
+
+// seatTimeline is one seat type's balance over time: its steps ordered by
+// timestamp, where of several events at the same timestamp only the latest
+// created remains. It is the one implementation of "seat balance over time"
+// (the latest event by eventTimestamp, then by creation): op 8's balances
+// and the engine's seats both read it.
+type seatTimeline []seatStep
+
+// loadSeatTimelines reads the seat timelines of c from the events of its id
+// and every alias, by seat type; seatType "" reads every type.
+func loadSeatTimelines(ctx context.Context, tx Tx, c *Customer, seatType string) (map[string]seatTimeline, error) {
+	out := map[string]seatTimeline{}
+	for _, alias := range append([]string{c.ID}, c.CustomerAliases...) {
+		pre := prefix(c.ServiceAccountID, alias)
+		if seatType != "" {
+			pre = prefix(c.ServiceAccountID, alias, seatType)
+		}
+		base := len(prefix(c.ServiceAccountID, alias))
+		err := tx.Scan(ctx, tableSeatTimeline, Range{Prefix: pre}, func(k, v []byte) error {
+			parts := bytes.Split(k[base:], []byte{keySep})
+			if len(parts) != 3 {
+				return fmt.Errorf("malformed seat timeline key %q", k)
+			}
+			total, err := strconv.ParseInt(string(v), 10, 64)
+			typ := string(parts[0])
+			out[typ] = append(out[typ], seatStep{ts: string(parts[1]), id: string(parts[2]), total: total})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for typ, tl := range out {
+		slices.SortFunc(tl, func(a, b seatStep) int {
+			if c := strings.Compare(a.ts, b.ts); c != 0 {
+				return c
+			}
+			return strings.Compare(a.id, b.id)
+		})
+		// Keep only the last created of each timestamp.
+		kept := tl[:0]
+		for i, st := range tl {
+			if i+1 < len(tl) && tl[i+1].ts == st.ts {
+				continue
+			}
+			kept = append(kept, st)
+		}
+		out[typ] = kept
+	}
+	return out, nil
+}
+
+// at returns the step in force at the instant ts (the last step at or
+// before it); ok is false before the first step.
+func (tl seatTimeline) at(ts string) (st seatStep, ok bool) {
+	i, _ := slices.BinarySearchFunc(tl, ts, func(s seatStep, t string) int {
+		if s.ts <= t {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return seatStep{}, false
+	}
+	return tl[i-1], true
+}
+
+// highest returns the highest balance during [from, to): the balance at
+// from and every step inside the span.
+func (tl seatTimeline) highest(from, to string) int64 {
+	best, _ := tl.at(from)
+	n := best.total
+	for _, st := range tl {
+		if st.ts > from && st.ts < to {
+			n = max(n, st.total)
+		}
+	}
+	return n
 }
 
 // seatBalance computes c's balance at asOf from the timelines of its id and
@@ -503,33 +584,16 @@ func (s *Service) seatBalance(ctx context.Context, tx Tx, c *Customer, asOf time
 		ID: c.ID, ServiceAccountID: c.ServiceAccountID, LegalName: c.LegalName,
 		CustomerAliases: c.CustomerAliases, Balances: []SeatTypeBalance{},
 	}
-	limit := FormatTimestamp(asOf)
-	latest := map[string]seatPosition{}
-	for _, alias := range append([]string{c.ID}, c.CustomerAliases...) {
-		pre := prefix(c.ServiceAccountID, alias)
-		err := tx.Scan(ctx, tableSeatTimeline, Range{Prefix: pre}, func(k, v []byte) error {
-			parts := bytes.Split(k[len(pre):], []byte{keySep})
-			if len(parts) != 3 {
-				return fmt.Errorf("malformed seat timeline key %q", k)
-			}
-			seatType, pos := string(parts[0]), seatPosition{ts: string(parts[1]), id: string(parts[2])}
-			if pos.ts > limit {
-				return nil
-			}
-			if cur, ok := latest[seatType]; ok && (cur.ts > pos.ts || cur.ts == pos.ts && cur.id > pos.id) {
-				return nil
-			}
-			total, err := strconv.ParseInt(string(v), 10, 64)
-			pos.total = total
-			latest[seatType] = pos
-			return err
-		})
-		if err != nil {
-			return b, err
-		}
+	timelines, err := loadSeatTimelines(ctx, tx, c, "")
+	if err != nil {
+		return b, err
 	}
-	for _, seatType := range sortedKeys(latest) {
-		pos := latest[seatType]
+	limit := FormatTimestamp(asOf)
+	for _, seatType := range sortedKeys(timelines) {
+		pos, ok := timelines[seatType].at(limit)
+		if !ok {
+			continue
+		}
 		ts, err := time.Parse(TimestampLayout, pos.ts)
 		if err != nil {
 			return b, err

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/billingd/billing/internal/eventcodec"
 )
 
 // Limits of usage events (conventions.md, "Limits").
@@ -293,7 +295,7 @@ func (s *Service) CreateUsageEvent(ctx context.Context, account string, p UsageE
 		return &w.events[0], s.putUsageEvents(ctx, tx, w)
 	})
 	if err == nil {
-		s.nums.learn(account, &w.learned)
+		s.nums.Learn(account, w.learnedAcct, w.learnedSeries)
 	}
 	return out, err
 }
@@ -333,7 +335,7 @@ func (s *Service) CreateUsageEventBatch(ctx context.Context, account string, p U
 		return Items[UsageEvent]{Items: events}, s.putUsageEvents(ctx, tx, w)
 	})
 	if err == nil {
-		s.nums.learn(account, &w.learned)
+		s.nums.Learn(account, w.learnedAcct, w.learnedSeries)
 	}
 	return out, err
 }
@@ -401,7 +403,7 @@ func (n seriesNames) match(ctx context.Context, tx Tx, f *UsageEventFilter, id, 
 	if len(loc) != 12 {
 		return usageEventRef{}, false, errors.New("billing: malformed usage event index entry")
 	}
-	ts := readTime(loc[4:])
+	ts := eventcodec.ReadTime(loc[4:])
 	if f.EventTimestampAfter != nil && ts.Before(NormalizeTime(*f.EventTimestampAfter)) ||
 		f.EventTimestampBefore != nil && !ts.Before(NormalizeTime(*f.EventTimestampBefore)) {
 		return usageEventRef{}, false, nil

@@ -45,7 +45,7 @@ func TestCreditNoteLifecycleOverHTTP(t *testing.T) {
 		id := cn["id"].(string)
 		settings, _ := cn["settings"].(map[string]any)
 		if cn["status"] != "DRAFT" || cn["invoiceId"] != inv || cn["invoiceNumber"] != "INV00001" || cn["memo"] != "refund" ||
-			settings["generateCashCreditGrant"] != "ENABLED" || cn["serviceAccountId"] != e.account {
+			settings["generateCashCreditGrant"] != "DISABLED" || cn["serviceAccountId"] != e.account {
 			t.Errorf("created = %v", cn)
 		}
 		wantTotals(t, "new credit note", cn, "0.00", "0.00", "0.00")

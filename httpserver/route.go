@@ -170,7 +170,13 @@ func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 // is payload_too_large; writeError then closes the connection so the rest of
 // the body is never read.
 func (s *Server) readBody(g *gin.Context, limit int64) ([]byte, error) {
-	r := g.Request
+	return readLimited(unwrapWriter(g.Writer), g.Request, limit)
+}
+
+// readLimited reads r's whole body, at most limit bytes (payload_too_large
+// beyond); w is the net/http writer the limit tells to close the
+// connection.
+func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	tooLarge := func() error {
 		return billing.Errorf(billing.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
@@ -180,7 +186,7 @@ func (s *Server) readBody(g *gin.Context, limit int64) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	r.Body = http.MaxBytesReader(unwrapWriter(g.Writer), r.Body, limit)
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	b, err := io.ReadAll(r.Body)
 	var mbe *http.MaxBytesError
 	switch {
@@ -229,11 +235,20 @@ func (c *call) param(name string) string { return c.params.ByName(name) }
 
 // bind checks the Content-Type and decodes the body strictly into dst.
 func (c *call) bind(dst any) error {
-	mt, _, err := mime.ParseMediaType(c.contentType)
+	if err := checkJSONContentType(c.contentType); err != nil {
+		return err
+	}
+	return decodeJSON(c.body, dst)
+}
+
+// checkJSONContentType answers unsupported_media_type unless the
+// Content-Type is application/json (parameters such as charset allowed).
+func checkJSONContentType(contentType string) error {
+	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil || mt != "application/json" {
 		return billing.Errorf(billing.CodeUnsupportedMediaType, "the request body must be JSON sent with Content-Type: application/json")
 	}
-	return decodeJSON(c.body, dst)
+	return nil
 }
 
 // listParams reads limit, after and before. Their values are checked by the

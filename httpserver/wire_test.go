@@ -23,7 +23,6 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
-	"github.com/billingd/billing/storage/memstore"
 )
 
 func TestVersion(t *testing.T) {
@@ -438,7 +437,7 @@ func TestRequestLog(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	t.Parallel()
-	store := memstore.New()
+	store := billingtest.Store(t)
 	e := newEnv(t, nil, billingtest.WithStore(store))
 	for _, path := range []string{"/healthz", "/readyz"} {
 		r := e.do(req{method: "GET", path: path, auth: "-"})
