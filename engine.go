@@ -527,7 +527,13 @@ func (s *Service) reviewWatch(ctx context.Context, tx Tx, lc *lineContext, price
 	case StatusVoided:
 		return drop()
 	case StatusDraft, StatusInProgress:
-		_, lines, qs, err := s.invoiceFor(ctx, tx, lc, charges)
+		mode, err := s.docRounding(ctx, tx, sc.ServiceAccountID, w.InvoiceID)
+		if err != nil {
+			return err
+		}
+		dlc := *lc
+		dlc.rounding = mode
+		_, lines, qs, err := s.invoiceFor(ctx, tx, &dlc, charges)
 		if err != nil {
 			return err
 		}

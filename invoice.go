@@ -329,6 +329,9 @@ func (s *Service) CreateInvoice(ctx context.Context, account string, p InvoicePa
 		if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
 			return nil, err
 		}
+		if err := s.recordDocRounding(ctx, tx, account, r.ID); err != nil {
+			return nil, err
+		}
 		return &r.Invoice, s.emit(ctx, tx, account, NotificationInvoiceCreated, &r.Invoice)
 	})
 }
@@ -434,6 +437,9 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 			if err := deleteUnder(ctx, tx, t, prefix(account, id)); err != nil {
 				return struct{}{}, err
 			}
+		}
+		if err := tx.Delete(ctx, tableDocumentRounding, key(account, id)); err != nil && !errors.Is(err, ErrNotFound) {
+			return struct{}{}, err
 		}
 		return struct{}{}, tx.Delete(ctx, tableInvoices, key(account, id))
 	})
