@@ -35,8 +35,6 @@ import (
 	"github.com/google/uuid"
 )
 
-
-
 // APIVersion is the only version of the API; it is the value of the
 // Service-Version header.
 const APIVersion = "2024-07-30"
