@@ -43,6 +43,14 @@ type Config struct {
 	// Defaults to a logger that discards everything.
 	Logger *slog.Logger
 
+	// KeyCacheTTL bounds how long an API key that authenticated is trusted
+	// without reading the store again. Zero keeps it until RevokeAPIKey of
+	// this Service revokes it: right when no other process writes the store
+	// (bbolt). A store shared with other processes (PostgreSQL) needs a
+	// bound, since a key revoked elsewhere stays usable here that long;
+	// billingd uses 1s there. Negative turns the cache off. Defaults to 0.
+	KeyCacheTTL time.Duration
+
 	// IdempotencyTTL is how long an idempotency record answers retries.
 	// Defaults to 24 hours; shorter values are raised to 24 hours.
 	IdempotencyTTL time.Duration
@@ -114,6 +122,7 @@ type Service struct {
 	rounding Rounding
 	log      *slog.Logger
 	idemTTL  time.Duration
+	keyTTL   time.Duration
 	limits   Limits
 	cursors  cursorCodec
 	custom   map[string]CustomAggregation
@@ -148,6 +157,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 		rounding: c.Rounding,
 		log:      c.Logger,
 		idemTTL:  c.IdempotencyTTL,
+		keyTTL:   c.KeyCacheTTL,
 		limits:   c.Limits.withDefaults(),
 
 		webhookAllowPrivate: c.WebhookAllowPrivate,
