@@ -316,12 +316,18 @@ type lineContext struct {
 	customer *Customer
 	currency Currency
 	taxRates map[string]Decimal // price id → tax rate amount
+	// units, when set, is USAGE credit that reduces the billed usage of
+	// prices on its metrics (an engine invoice being finalized).
+	units *unitPool
+	// rounding is the mode of the invoice being computed: the Service's
+	// for a new one, the draft's own when a draft is recomputed.
+	rounding Rounding
 }
 
 // newLineContext loads the tax rates of sc's mapping; every rate is 0 for a
 // TAX_EXEMPT or REVERSE_CHARGED customer.
 func (s *Service) newLineContext(ctx context.Context, tx Tx, sc *BillingSchedule, c *Customer, prices map[string]*Price) (*lineContext, error) {
-	lc := &lineContext{sc: sc, customer: c, taxRates: map[string]Decimal{}}
+	lc := &lineContext{sc: sc, customer: c, taxRates: map[string]Decimal{}, rounding: s.rounding}
 	for _, id := range scheduleDistinctPrices(sc) {
 		if pr := prices[id]; pr != nil {
 			lc.currency = pr.Currency
@@ -353,7 +359,7 @@ func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []en
 	case PricingFixed, PricingSeatBased:
 		in.Factor = ch.Period.factor()
 	}
-	res := pr.Structure.Charge(in, lc.currency, s.rounding)
+	res := pr.Structure.Charge(in, lc.currency, lc.rounding)
 	out := make([]engineLine, 0, len(res.Lines))
 	for _, cl := range res.Lines {
 		l := engineLine{
@@ -377,6 +383,29 @@ func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []en
 		out = append(out, l)
 	}
 	return out
+}
+
+// creditedChargeLines is chargeLines with the USAGE credit of lc.units
+// taken off the measured usage first, so the price sees the reduced
+// quantity; the lines say how many units came from credit.
+func (s *Service) creditedChargeLines(lc *lineContext, ch charge, q chargeQuantity) []engineLine {
+	metric := ch.Price.Structure.UsageMetricID
+	if lc.units == nil || !q.usage || metric == "" {
+		return s.chargeLines(lc, ch, q)
+	}
+	taken := lc.units.take(metric, q.value)
+	if taken.IsZero() {
+		return s.chargeLines(lc, ch, q)
+	}
+	lines := s.chargeLines(lc, ch, chargeQuantity{value: q.value.Sub(taken), usage: true})
+	note := fmt.Sprintf("%s of %s units from credits", taken, q.value)
+	for i := range lines {
+		if lines[i].desc != "" {
+			lines[i].desc += "; "
+		}
+		lines[i].desc += note
+	}
+	return lines
 }
 
 // applyAdjustments applies each phase's discounts, then its minimums, to
@@ -439,10 +468,10 @@ func (s *Service) applyDiscount(lc *lineContext, lines []engineLine, pi int, d D
 		}
 		if !d.SeparateLineItem {
 			l.rate = l.rate.Mul(DecimalFromInt(1).Sub(pct))
-			l.net = lc.currency.Round(l.quantity.Mul(l.rate), s.rounding)
+			l.net = lc.currency.Round(l.quantity.Mul(l.rate), lc.rounding)
 			continue
 		}
-		amount := lc.currency.Round(pct.Mul(l.net), s.rounding)
+		amount := lc.currency.Round(pct.Mul(l.net), lc.rounding)
 		if amount.Sign() == 0 {
 			continue
 		}
@@ -456,7 +485,7 @@ func (s *Service) applyDiscount(lc *lineContext, lines []engineLine, pi int, d D
 		if net.Cmp(amount) < 0 {
 			amount = net
 		}
-		amount = lc.currency.Round(amount, s.rounding)
+		amount = lc.currency.Round(amount, lc.rounding)
 		if amount.Sign() > 0 {
 			extra = append(extra, engineLine{
 				phase: pi, forPrice: first.priceID, title: title, quantity: DecimalFromInt(1), rate: amount.Neg(),
@@ -481,7 +510,7 @@ func (s *Service) applyMinimum(lc *lineContext, lines []engineLine, pi int, m Mi
 	if first == nil {
 		return lines // no charge of the minimum's prices on this invoice
 	}
-	gap := lc.currency.Round(m.Amount.Sub(net), s.rounding)
+	gap := lc.currency.Round(m.Amount.Sub(net), lc.rounding)
 	if gap.Sign() <= 0 {
 		return lines
 	}
@@ -523,7 +552,7 @@ func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charge
 			return InvoiceParams{}, nil, nil, err
 		}
 		qs[i] = q
-		lines = append(lines, s.chargeLines(lc, ch, q)...)
+		lines = append(lines, s.creditedChargeLines(lc, ch, q)...)
 	}
 	lines = s.applyAdjustments(lc, lines)
 	sc := lc.sc

@@ -274,6 +274,9 @@ func (s *Service) CreateCreditNote(ctx context.Context, account string, p Credit
 		if err := saveDoc(ctx, tx, creditNoteKind, account, cn); err != nil {
 			return nil, err
 		}
+		if err := s.recordDocRounding(ctx, tx, account, cn.ID); err != nil {
+			return nil, err
+		}
 		return cn, s.emit(ctx, tx, account, NotificationCreditNoteCreated, cn)
 	})
 }

@@ -107,6 +107,32 @@ func checkTotalsFit(field, what string, old, t Totals) *Error {
 	return nil
 }
 
+// recordDocRounding records, when a document is created, the rounding mode
+// its lines are computed with: the Service's. A document keeps that mode
+// for life, so a Service restarted with another mode computes only new
+// documents with it.
+func (s *Service) recordDocRounding(ctx context.Context, tx Tx, account, docID string) error {
+	return tx.Put(ctx, tableDocumentRounding, key(account, docID), []byte(s.rounding.String()))
+}
+
+// docRounding returns the rounding mode of document docID: the one it was
+// created with, else (a document created before modes were recorded, or
+// one not stored: a preview) the Service's.
+func (s *Service) docRounding(ctx context.Context, tx Tx, account, docID string) (Rounding, error) {
+	v, err := tx.Get(ctx, tableDocumentRounding, key(account, docID))
+	if errors.Is(err, ErrNotFound) {
+		return s.rounding, nil
+	}
+	if err != nil {
+		return s.rounding, err
+	}
+	mode, err := ParseRounding(string(v))
+	if err != nil {
+		return s.rounding, fmt.Errorf("document %s: stored rounding mode %q: %w", docID, v, err)
+	}
+	return mode, nil
+}
+
 // zeroTotals returns the totals of nothing in cur ("0.00", JPY "0").
 func zeroTotals(cur Currency) Totals {
 	z := cur.Zero()
@@ -361,7 +387,11 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 	}
 	if in.Quantity != nil && in.Rate != nil && in.TaxRate != nil {
 		l.Quantity, l.Rate, l.TaxRate = *in.Quantity, *in.Rate, *in.TaxRate
-		computeLine(&l, cur, s.rounding)
+		mode, err := s.docRounding(ctx, tx, account, docID)
+		if err != nil {
+			return LineItem{}, err
+		}
+		computeLine(&l, cur, mode)
 		if err := checkTotalsFit("quantity", "the line's", Totals{}, l.Totals); err != nil {
 			v.add(err.Field, "%s", err.Message)
 		}

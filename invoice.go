@@ -329,6 +329,9 @@ func (s *Service) CreateInvoice(ctx context.Context, account string, p InvoicePa
 		if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
 			return nil, err
 		}
+		if err := s.recordDocRounding(ctx, tx, account, r.ID); err != nil {
+			return nil, err
+		}
 		return &r.Invoice, s.emit(ctx, tx, account, NotificationInvoiceCreated, &r.Invoice)
 	})
 }
@@ -435,6 +438,9 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 				return struct{}{}, err
 			}
 		}
+		if err := tx.Delete(ctx, tableDocumentRounding, key(account, id)); err != nil && !errors.Is(err, ErrNotFound) {
+			return struct{}{}, err
+		}
 		return struct{}{}, tx.Delete(ctx, tableInvoices, key(account, id))
 	})
 	return err
@@ -499,6 +505,11 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	r.Status, r.InvoiceNumber, r.MerchantDetails = StatusFinal, number, md
 	if r.IssueDate.IsZero() {
 		r.IssueDate = DateOf(now)
+	}
+	if r.CalculatedAt != nil {
+		if err := s.drawUsage(ctx, tx, account, r, r.IssueDate, now); err != nil {
+			return err
+		}
 	}
 	applied := r.Currency.Zero()
 	if r.CalculatedAt != nil || r.applyCredits {

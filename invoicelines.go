@@ -226,6 +226,9 @@ func (s *Service) createInvoiceTx(ctx context.Context, tx Tx, account string, p 
 	if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
 		return nil, err
 	}
+	if err := s.recordDocRounding(ctx, tx, account, r.ID); err != nil {
+		return nil, err
+	}
 	if err := s.storeEngineLines(ctx, tx, account, &r.Invoice, lines); err != nil {
 		return nil, err
 	}

@@ -152,3 +152,24 @@ func scaledOf(s string) (string, *big.Int) {
 	n, _ := new(big.Int).SetString(intPart+frac+strings.Repeat("0", exactScale-len(frac)), 10)
 	return s, n
 }
+
+// A document keeps the rounding mode it was created with: a Service started
+// with another mode on the same store computes only new documents with it.
+func TestDocumentKeepsItsRoundingMode(t *testing.T) {
+	t.Parallel()
+	store := billingtest.Bolt(t)
+	f := newSched(t, billingtest.WithStore(store))
+	old, err := f.svc.CreateInvoice(f.ctx, f.account, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: f.customer})
+	f.must(err)
+	even, _ := billingtest.NewService(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{Rounding: billing.RoundHalfEven}))
+	fresh, err := even.CreateInvoice(f.ctx, f.account, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: f.customer})
+	f.must(err)
+	for _, c := range []struct{ id, want string }{{old.ID, "2.35"}, {fresh.ID, "2.34"}} {
+		l, err := even.CreateInvoiceLineItem(f.ctx, f.account, c.id, billing.InvoiceLineItemParams{
+			Title: "x", Quantity: dp("1"), Rate: dp("2.345"), TaxRate: dp("0"), ExternalIDs: []billing.KeyValue{}})
+		f.must(err)
+		if l.NetTotal.String() != c.want {
+			t.Errorf("invoice %s: net %s, want %s", c.id, l.NetTotal, c.want)
+		}
+	}
+}

@@ -59,6 +59,7 @@ const (
 	tableJournal           Table = "journal"            // account id / entry id → JournalEntry (creation order)
 	tableJournalBySource   Table = "journal_by_source"  // account id / source id / entry id → JournalEntry
 	tableDocumentNumbering Table = "document_numbering" // account id / kind → 8-byte counter (INV, CN)
+	tableDocumentRounding  Table = "document_rounding"  // account id / document id → rounding mode it is computed with
 )
 
 // Tables of credit grants (credit.go, creditdraw.go). A grant's ledger is

@@ -150,8 +150,13 @@ var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // maxPooledAnswer is the largest buffer answerBuffers keeps.
 const maxPooledAnswer = 64 << 10
 
-// writeResult writes a successful answer: result as JSON with status.
+// writeResult writes a successful answer: result as JSON with status, or
+// a fileAnswer (a rendered document, the logo) as it is.
 func (s *Server) writeResult(g *gin.Context, status int, result any) {
+	if f, ok := result.(*fileAnswer); ok {
+		f.write(g, status)
+		return
+	}
 	if a, ok := result.(jsonAppender); ok {
 		buf := answerBuffers.Get().(*[]byte)
 		b, err := a.AppendJSON((*buf)[:0])

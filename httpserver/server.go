@@ -217,5 +217,6 @@ func (a api) routes() {
 	a.notificationRoutes()
 	a.scheduleRoutes()
 	a.documentRoutes()
+	a.renderedRoutes()
 	a.creditRoutes()
 }

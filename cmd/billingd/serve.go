@@ -49,6 +49,7 @@ type serveConfig struct {
 	metrics         bool
 	shutdownTimeout time.Duration
 	billingInterval time.Duration // 0: the billing engine never runs in the background
+	rounding        billing.Rounding
 
 	// Notifications (notifications.md).
 	webhookAllowPrivate bool
@@ -62,7 +63,7 @@ type serveConfig struct {
 // parseServe parses and validates the flags of serve.
 func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	var cfg serveConfig
-	var level string
+	var level, rounding string
 	fs := c.newFlagSet("serve", "billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db] [flags]")
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "`address` the HTTP API listens on (port 0 picks a free port)")
 	fs.StringVar(&cfg.db, "db", defaultDB, "database: a bbolt file `path`, or a PostgreSQL postgres:// URL or key=value connection string")
@@ -75,6 +76,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
+	fs.StringVar(&rounding, "rounding", "half-up", "rounding `mode` of money amounts: half-up (ties away from zero) or half-even (ties to the even digit); a document keeps the mode it was created with")
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "allow http:// webhook URLs and webhooks to loopback, private, link-local and CGNAT addresses (self-hosted setups, tests)")
 	fs.StringVar(&cfg.smtpAddr, "smtp-addr", "", "SMTP server `host:port` for e-mail notifications (STARTTLS when offered); empty: e-mail deliveries fail with \"email delivery is not configured\"")
 	fs.StringVar(&cfg.smtpFrom, "smtp-from", "", "sender `address` of e-mails (required with --smtp-addr)")
@@ -85,6 +87,11 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 		return nil, err
 	}
 	cfg.adminSocket = socketPath(cfg.db, cfg.adminSocket)
+	mode, err := billing.ParseRounding(rounding)
+	if err != nil {
+		return nil, usagef("--rounding must be half-up or half-even, got %q", rounding)
+	}
+	cfg.rounding = mode
 	return &cfg, cfg.validate(level)
 }
 
@@ -143,7 +150,9 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close() // for the early returns; the shutdown closes it first
-	svc, err := billing.New(st, &billing.Config{Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, KeyCacheTTL: keyCacheTTL(cfg.db)})
+	svc, err := billing.New(st, &billing.Config{
+		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, KeyCacheTTL: keyCacheTTL(cfg.db),
+	})
 	if err != nil {
 		return err
 	}
