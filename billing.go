@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/billingd/billing/internal/cache"
+	"github.com/billingd/billing/internal/memo"
 	"github.com/google/uuid"
 )
 
@@ -119,9 +121,9 @@ type Service struct {
 
 	webhookAllowPrivate bool
 
-	keys keyCache    // authenticated API keys (authcache.go)
-	memo recordMemo  // decoded list records (listmemo.go)
-	nums numberCache // committed usage account and series numbers (usagenumbers.go)
+	keys cache.Keys[cachedKey] // authenticated API keys (account.go)
+	memo memo.Memo             // decoded list records (pagination.go)
+	nums cache.Numbers         // committed usage account and series numbers (usagestore.go)
 }
 
 // New returns a Service over store. It validates cfg (nil means all

@@ -1,6 +1,9 @@
 package billing
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -15,7 +18,10 @@ const (
 
 // CreditNoteSettings are the settings of a credit note.
 type CreditNoteSettings struct {
-	// GenerateCashCreditGrant is ENABLED (the default) or DISABLED.
+	// GenerateCashCreditGrant is DISABLED (the default: the credit note
+	// reduces its invoice's amount due, a refund) or ENABLED: finalizing
+	// the credit note creates a CASH credit grant of its gross total for
+	// the customer instead.
 	GenerateCashCreditGrant CashCreditGrant `json:"generateCashCreditGrant"`
 }
 
@@ -47,8 +53,11 @@ type CreditNote struct {
 	CustomerTaxID       string             `json:"customerTaxId,omitempty"`
 	MerchantDetails     *MerchantDetails   `json:"merchantDetails,omitempty"`
 	AccountingDate      Date               `json:"accountingDate,omitzero"`
-	CreatedAt           time.Time          `json:"createdAt"`
-	UpdatedAt           time.Time          `json:"updatedAt"`
+	// CreditGrantID is the CASH credit grant the credit note created when
+	// finalized (settings.generateCashCreditGrant ENABLED).
+	CreditGrantID string    `json:"creditGrantId,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
 // CreditNoteLineItem is a line of a credit note.
@@ -156,4 +165,479 @@ type CreditNoteFilter struct {
 	Status     DocumentStatus
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder
+}
+
+// creditNoteKind describes credit notes to the document core.
+var creditNoteKind = docKind[CreditNote]{
+	name: "credit note", docs: tableCreditNotes, lines: tableCreditNoteLines, groups: tableCreditNoteGroups,
+	number: "CN", updated: NotificationCreditNoteUpdated,
+}
+
+func (c *CreditNote) docID() string             { return c.ID }
+func (c *CreditNote) docStatus() DocumentStatus { return c.Status }
+func (c *CreditNote) docCurrency() Currency     { return c.Currency }
+func (c *CreditNote) docTotals() Totals         { return c.Totals }
+func (c *CreditNote) setTotals(t Totals, now time.Time) {
+	c.Totals, c.UpdatedAt = t, now
+}
+
+// checkSettings validates credit note settings.
+func checkSettings(v *validator, st CreditNoteSettings) {
+	switch st.GenerateCashCreditGrant {
+	case CashCreditGrantEnabled, CashCreditGrantDisabled:
+	default:
+		v.add("settings.generateCashCreditGrant", "settings.generateCashCreditGrant must be ENABLED or DISABLED")
+	}
+}
+
+// checkPeriod validates a billing period given as timestamps.
+func checkPeriod(v *validator, start, end *time.Time) {
+	if start != nil && end != nil && end.Before(*start) {
+		v.add("billingPeriodEnd", "billingPeriodEnd must not be before billingPeriodStart")
+	}
+}
+
+// CreateCreditNote is op 9: it creates a DRAFT (or IN_PROGRESS) credit note
+// and emits CREDIT_NOTE_CREATED; with an invoice, the credit note's id is
+// appended to the invoice's creditNoteIds. Returns validation_failed (all
+// invalid fields at once; an unknown customer or invoice, or an invoice of
+// another customer or currency), and invalid_state when the invoice is not
+// FINAL or SENT or the customer is archived.
+func (s *Service) CreateCreditNote(ctx context.Context, account string, p CreditNoteParams) (*CreditNote, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*CreditNote, error) {
+		var v validator
+		checkCurrency(&v, p.Currency)
+		v.check(p.CustomerID != "", "customerId", "customerId is required")
+		status := checkStatusOnCreate(&v, p.Status)
+		s.checkHeader(&v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
+			p.CustomerTaxID, p.Metadata, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber, "memo": p.Memo})
+		checkPeriod(&v, p.BillingPeriodStart, p.BillingPeriodEnd)
+		var c *Customer
+		if p.CustomerID != "" {
+			var err error
+			if c, err = s.getCustomer(ctx, tx, account, p.CustomerID); CodeOf(err) == CodeNotFound {
+				v.add("customerId", "customerId does not name a customer of this account")
+			} else if err != nil {
+				return nil, err
+			}
+		}
+		var inv *invoiceRecord
+		if p.InvoiceID != "" {
+			var err error
+			inv, err = loadDoc(ctx, tx, invoiceKind, account, p.InvoiceID)
+			switch {
+			case CodeOf(err) == CodeNotFound:
+				v.add("invoiceId", "invoiceId does not name an invoice of this account")
+			case err != nil:
+				return nil, err
+			case inv.CustomerID != p.CustomerID:
+				v.add("invoiceId", "the invoice belongs to another customer")
+			case inv.Currency != p.Currency:
+				v.add("invoiceId", "the invoice is in %s, not %s", inv.Currency, p.Currency)
+			}
+		}
+		if err := v.err(); err != nil {
+			return nil, err
+		}
+		if inv != nil && !inv.Status.finalized() {
+			return nil, Errorf(CodeInvalidState, "only FINAL or SENT invoices can be credited; this one is %s", inv.Status)
+		}
+		cn := &CreditNote{
+			ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID,
+			Totals: zeroTotals(p.Currency), Metadata: append([]KeyValue{}, p.Metadata...), LinkedServices: []LinkedService{},
+			Settings:            CreditNoteSettings{GenerateCashCreditGrant: CashCreditGrantDisabled},
+			PurchaseOrderNumber: p.PurchaseOrderNumber, Memo: p.Memo, CreatedAt: now, UpdatedAt: now,
+			BillingPeriodStart: normalizedPtr(p.BillingPeriodStart), BillingPeriodEnd: normalizedPtr(p.BillingPeriodEnd),
+		}
+		if p.AccountingDate != nil {
+			cn.AccountingDate = *p.AccountingDate
+		}
+		base := fromCustomer(c)
+		if inv != nil {
+			base = customerFields{Emails: inv.CustomerEmails, LegalName: inv.CustomerLegalCompanyName,
+				Billing: inv.CustomerBillingAddress, Shipping: inv.CustomerShippingAddress, TaxID: inv.CustomerTaxID}
+			cn.InvoiceID, cn.InvoiceNumber, cn.BillingScheduleID = inv.ID, inv.InvoiceNumber, inv.BillingScheduleID
+			if bp := inv.BillingPeriod; bp != nil && cn.BillingPeriodStart == nil && cn.BillingPeriodEnd == nil {
+				start, end := bp.Start.Time(), bp.EndInclusive.AddDays(1).Time()
+				cn.BillingPeriodStart, cn.BillingPeriodEnd = &start, &end
+			}
+			inv.CreditNoteIDs = append(inv.CreditNoteIDs, cn.ID)
+			inv.UpdatedAt = now
+			if err := saveDoc(ctx, tx, invoiceKind, account, inv); err != nil {
+				return nil, err
+			}
+		}
+		cf := base.fill(p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress, p.CustomerTaxID)
+		cn.CustomerEmails, cn.CustomerLegalCompanyName, cn.CustomerTaxID = cf.Emails, cf.LegalName, cf.TaxID
+		cn.CustomerBillingAddress, cn.CustomerShippingAddress = cf.Billing, cf.Shipping
+		if err := saveDoc(ctx, tx, creditNoteKind, account, cn); err != nil {
+			return nil, err
+		}
+		if err := s.recordDocRounding(ctx, tx, account, cn.ID); err != nil {
+			return nil, err
+		}
+		return cn, s.emit(ctx, tx, account, NotificationCreditNoteCreated, cn)
+	})
+}
+
+func normalizedPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := NormalizeTime(*t)
+	return &n
+}
+
+// GetCreditNote returns a credit note. Returns not_found.
+func (s *Service) GetCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return read(ctx, s, func(tx Tx) (*CreditNote, error) { return loadDoc(ctx, tx, creditNoteKind, account, id) })
+}
+
+// ListCreditNotes lists the account's credit notes matching f, newest first
+// unless f.SortOrder says ASC. Returns validation_failed.
+func (s *Service) ListCreditNotes(ctx context.Context, account string, f CreditNoteFilter, p ListParams) (Page[CreditNote], error) {
+	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
+	if err != nil {
+		return Page[CreditNote]{}, err
+	}
+	if err := checkStatusFilter(f.Status); err != nil {
+		return Page[CreditNote]{}, err
+	}
+	q := listQuery[CreditNote]{
+		name: "credit_notes", filter: f.CustomerID + "\x00" + f.InvoiceID + "\x00" + string(f.Status),
+		table: tableCreditNotes, prefix: prefix(account), desc: order == SortDesc,
+		decode: decodeAll(func(cn *CreditNote) bool {
+			return (f.CustomerID == "" || cn.CustomerID == f.CustomerID) && (f.InvoiceID == "" || cn.InvoiceID == f.InvoiceID) &&
+				(f.Status == "" || cn.Status == f.Status)
+		}),
+	}
+	return read(ctx, s, func(tx Tx) (Page[CreditNote], error) { return list(ctx, s, tx, q, p) })
+}
+
+// creditNoteOp runs one mutating credit note operation: load, fn, store,
+// emit typ (nothing when typ is ""). fn returns changed=false to leave the
+// record as it is (no write, no notification).
+func (s *Service) creditNoteOp(ctx context.Context, account, id string, typ NotificationType, fn func(tx Tx, cn *CreditNote, now time.Time) (changed bool, err error)) (*CreditNote, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*CreditNote, error) {
+		cn, err := loadDoc(ctx, tx, creditNoteKind, account, id)
+		if err != nil {
+			return nil, err
+		}
+		changed, err := fn(tx, cn, now)
+		if err != nil || !changed {
+			return cn, err
+		}
+		cn.UpdatedAt = now
+		if err := saveDoc(ctx, tx, creditNoteKind, account, cn); err != nil {
+			return nil, err
+		}
+		if typ == "" {
+			return cn, nil
+		}
+		return cn, s.emit(ctx, tx, account, typ, cn)
+	})
+}
+
+// UpdateCreditNote is op 10: it changes the fields present in p on a DRAFT
+// or IN_PROGRESS credit note and emits CREDIT_NOTE_UPDATED. Returns
+// not_found, validation_failed, and invalid_state for any other status.
+func (s *Service) UpdateCreditNote(ctx context.Context, account, id string, p CreditNoteUpdateParams) (*CreditNote, error) {
+	var v validator
+	var billing, shipping *Address
+	if !p.CustomerBillingAddress.Null && p.CustomerBillingAddress.Set {
+		billing = &p.CustomerBillingAddress.Value
+	}
+	if !p.CustomerShippingAddress.Null && p.CustomerShippingAddress.Set {
+		shipping = &p.CustomerShippingAddress.Value
+	}
+	s.checkHeader(&v, p.CustomerEmails.Value, p.CustomerLegalCompanyName.Value, billing, shipping, p.CustomerTaxID.Value,
+		p.Metadata.Value, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber.Value, "memo": p.Memo.Value})
+	v.check(!p.Settings.Null, "settings", "settings cannot be null")
+	if p.Settings.Set && !p.Settings.Null {
+		checkSettings(&v, p.Settings.Value)
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	return s.creditNoteOp(ctx, account, id, NotificationCreditNoteUpdated, func(_ Tx, cn *CreditNote, _ time.Time) (bool, error) {
+		if err := requireEditable("credit note", cn); err != nil {
+			return false, err
+		}
+		applyCreditNoteUpdate(cn, &p)
+		var v validator
+		checkPeriod(&v, cn.BillingPeriodStart, cn.BillingPeriodEnd)
+		return true, v.err()
+	})
+}
+
+// applyCreditNoteUpdate applies the present fields of p to cn.
+func applyCreditNoteUpdate(cn *CreditNote, p *CreditNoteUpdateParams) {
+	for _, f := range []struct {
+		o   Optional[time.Time]
+		dst **time.Time
+	}{{p.BillingPeriodStart, &cn.BillingPeriodStart}, {p.BillingPeriodEnd, &cn.BillingPeriodEnd}} {
+		switch {
+		case f.o.Null:
+			*f.dst = nil
+		case f.o.Set:
+			t := NormalizeTime(f.o.Value)
+			*f.dst = &t
+		}
+	}
+	setOptional(&cn.PurchaseOrderNumber, p.PurchaseOrderNumber)
+	setOptional(&cn.CustomerEmails, p.CustomerEmails)
+	setOptional(&cn.CustomerLegalCompanyName, p.CustomerLegalCompanyName)
+	setOptional(&cn.CustomerBillingAddress, p.CustomerBillingAddress)
+	setOptional(&cn.CustomerShippingAddress, p.CustomerShippingAddress)
+	setOptional(&cn.Memo, p.Memo)
+	setOptional(&cn.Metadata, p.Metadata)
+	setOptional(&cn.CustomerTaxID, p.CustomerTaxID)
+	setOptional(&cn.Settings, p.Settings)
+	setOptional(&cn.AccountingDate, p.AccountingDate)
+	if cn.CustomerEmails == nil {
+		cn.CustomerEmails = []string{}
+	}
+	if cn.Metadata == nil {
+		cn.Metadata = []KeyValue{}
+	}
+}
+
+// MarkCreditNoteSent is op 11: a DRAFT, IN_PROGRESS or FINAL credit note
+// becomes SENT, finalized on the way (number, dates, merchant details,
+// journal). No e-mail, no notification. A SENT credit note is returned
+// unchanged. Returns not_found, and invalid_state when it is VOIDED or its
+// finalization is refused (see FinalizeCreditNote).
+func (s *Service) MarkCreditNoteSent(ctx context.Context, account, id string) (*CreditNote, error) {
+	return s.creditNoteOp(ctx, account, id, "", func(tx Tx, cn *CreditNote, now time.Time) (bool, error) {
+		switch cn.Status {
+		case StatusSent:
+			return false, nil
+		case StatusVoided:
+			return false, stateError("credit note", "mark as sent", cn.Status)
+		}
+		return true, s.toSentCreditNote(ctx, tx, account, cn, now)
+	})
+}
+
+// toSentCreditNote finalizes cn if needed and makes it SENT.
+func (s *Service) toSentCreditNote(ctx context.Context, tx Tx, account string, cn *CreditNote, now time.Time) error {
+	if cn.Status.editable() {
+		if err := s.finalizeCreditNote(ctx, tx, account, cn, now); err != nil {
+			return err
+		}
+	}
+	cn.Status = StatusSent
+	return nil
+}
+
+// SendCreditNote is MarkCreditNoteSent plus the e-mail to customerEmails and
+// CREDIT_NOTE_ISSUED. Returns not_found, and invalid_state when it is SENT or
+// VOIDED or its finalization is refused.
+func (s *Service) SendCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return s.creditNoteOp(ctx, account, id, NotificationCreditNoteIssued, func(tx Tx, cn *CreditNote, now time.Time) (bool, error) {
+		if cn.Status == StatusSent || cn.Status == StatusVoided {
+			return false, stateError("credit note", "send", cn.Status)
+		}
+		if err := s.toSentCreditNote(ctx, tx, account, cn, now); err != nil {
+			return false, err
+		}
+		cn.UpdatedAt = now
+		if len(cn.CustomerEmails) == 0 {
+			return true, nil
+		}
+		return true, s.queueEmail(ctx, tx, account, creditNoteEmail(cn))
+	})
+}
+
+// creditNoteEmail is the e-mail of a sent credit note.
+func creditNoteEmail(cn *CreditNote) Email {
+	body, _ := json.Marshal(cn)
+	text := fmt.Sprintf("Credit note %s of %s\n\nNet total: %s %s\nTax: %s %s\nTotal credited: %s %s\n",
+		cn.CreditNoteNumber, cn.IssueDate, cn.NetTotal, cn.Currency, cn.TotalTax, cn.Currency, cn.GrossTotal, cn.Currency)
+	if cn.InvoiceNumber != "" {
+		text += "Credits invoice " + cn.InvoiceNumber + "\n"
+	}
+	return Email{
+		To:      append([]string(nil), cn.CustomerEmails...),
+		Subject: fmt.Sprintf("Credit note %s: %s %s", cn.CreditNoteNumber, cn.GrossTotal, cn.Currency),
+		Text:    text, JSON: body,
+	}
+}
+
+// DraftCreditNote turns an IN_PROGRESS credit note into a DRAFT and emits
+// CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state for any other
+// status.
+func (s *Service) DraftCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return s.creditNoteOp(ctx, account, id, NotificationCreditNoteUpdated, func(_ Tx, cn *CreditNote, _ time.Time) (bool, error) {
+		if cn.Status != StatusInProgress {
+			return false, stateError("credit note", "draft", cn.Status)
+		}
+		cn.Status = StatusDraft
+		return true, nil
+	})
+}
+
+// FinalizeCreditNote turns a DRAFT or IN_PROGRESS credit note into a FINAL
+// one: next credit note number, issue and accounting dates (today unless
+// set), merchant details, journal entries, and the credited invoice's
+// amounts updated (or, with settings.generateCashCreditGrant ENABLED, a CASH
+// credit grant of its gross total created instead), then
+// CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state for any other
+// status, for a credit note without lines, when its invoice is VOIDED, when
+// the invoice's FINAL and SENT credit notes, this one included, would exceed
+// its gross total (less its payments, for those that are not credit), or
+// when a grant is asked of a gross total that is not positive. A refused
+// finalization burns no number.
+func (s *Service) FinalizeCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return s.creditNoteOp(ctx, account, id, NotificationCreditNoteUpdated, func(tx Tx, cn *CreditNote, now time.Time) (bool, error) {
+		if !cn.Status.editable() {
+			return false, stateError("credit note", "finalize", cn.Status)
+		}
+		return true, s.finalizeCreditNote(ctx, tx, account, cn, now)
+	})
+}
+
+// finalizeCreditNote is the one finalization of a credit note (finalize,
+// send, mark-as-sent): the guards first, then the number, so a refusal
+// writes nothing.
+func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string, cn *CreditNote, now time.Time) error {
+	n, err := countLines(ctx, tx, tableCreditNoteLines, account, cn.ID)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return Errorf(CodeInvalidState, "a credit note needs at least one line item to be finalized")
+	}
+	var inv *invoiceRecord
+	if cn.InvoiceID != "" {
+		if inv, err = loadDoc(ctx, tx, invoiceKind, account, cn.InvoiceID); err != nil {
+			return err
+		}
+		if inv.Status == StatusVoided {
+			return Errorf(CodeInvalidState, "the credited invoice is VOIDED")
+		}
+		if err := s.checkCreditingLimit(ctx, tx, account, inv, cn); err != nil {
+			return err
+		}
+	}
+	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled && cn.GrossTotal.Sign() <= 0 {
+		return Errorf(CodeInvalidState, "a credit note that generates a cash credit grant needs a positive gross total; this one is %s", cn.GrossTotal)
+	}
+	number, err := nextNumber(ctx, tx, account, creditNoteKind.number)
+	if err != nil {
+		return err
+	}
+	md, err := s.merchantDetails(ctx, tx, account)
+	if err != nil {
+		return err
+	}
+	cn.Status, cn.CreditNoteNumber, cn.MerchantDetails = StatusFinal, number, md
+	if cn.IssueDate.IsZero() {
+		cn.IssueDate = DateOf(now)
+	}
+	if cn.AccountingDate.IsZero() {
+		cn.AccountingDate = cn.IssueDate
+	}
+	// A credit note that generates a grant becomes credit instead of a
+	// refund: the invoice's amount due stays, and what it credits is owed
+	// as deferred revenue rather than taken off receivables.
+	counter := LedgerAccountsReceivable
+	tax := TaxStatus("")
+	if inv != nil {
+		tax = inv.CustomerTaxStatus
+	} else if tax, err = s.customerTaxStatus(ctx, tx, account, cn.CustomerID); err != nil {
+		return err
+	}
+	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled {
+		if err := s.grantFromCreditNote(ctx, tx, account, cn, now); err != nil {
+			return err
+		}
+		counter = LedgerDeferredRevenue
+	} else if inv != nil {
+		if err := s.creditInvoice(ctx, tx, account, inv, cn.GrossTotal, now); err != nil {
+			return err
+		}
+	}
+	if err := s.freezeRendering(ctx, tx, account, cn.ID, tax, now); err != nil {
+		return err
+	}
+	return s.writeJournal(ctx, tx, account, JournalSourceCreditNote, cn.ID, cn.Currency, now,
+		ledgerLine{LedgerRevenue, cn.NetTotal, true},
+		ledgerLine{LedgerTaxPayable, cn.TotalTax, true},
+		ledgerLine{counter, cn.GrossTotal, false})
+}
+
+// checkCreditingLimit refuses (invalid_state) to finalize cn when the
+// invoice would be credited twice over: its FINAL and SENT credit notes,
+// cn included, may not exceed its gross total, and those that reduce what
+// is due (no grant) not its gross total less payments.
+func (s *Service) checkCreditingLimit(ctx context.Context, tx Tx, account string, inv *invoiceRecord, cn *CreditNote) error {
+	if cn.Settings.GenerateCashCreditGrant != CashCreditGrantEnabled {
+		limit := inv.GrossTotal.Sub(inv.AmountPaid)
+		if after := inv.AmountCredited.Add(cn.GrossTotal); after.Cmp(limit) > 0 {
+			return Errorf(CodeInvalidState, "crediting %s %s would bring the invoice's credits to %s, above its gross total less payments (%s)",
+				cn.GrossTotal, cn.Currency, after, limit)
+		}
+	}
+	total := cn.GrossTotal
+	for _, id := range inv.CreditNoteIDs {
+		if id == cn.ID {
+			continue
+		}
+		other, err := loadDoc(ctx, tx, creditNoteKind, account, id)
+		if err != nil {
+			return err
+		}
+		if other.Status.finalized() {
+			total = total.Add(other.GrossTotal)
+		}
+	}
+	if total.Cmp(inv.GrossTotal) > 0 {
+		return Errorf(CodeInvalidState, "crediting %s %s would bring the invoice's credit notes to %s, above its gross total (%s)",
+			cn.GrossTotal, cn.Currency, total, inv.GrossTotal)
+	}
+	return nil
+}
+
+// creditInvoice adds amount to the invoice's credited amount (a negative
+// amount takes it back) and stores the invoice.
+func (s *Service) creditInvoice(ctx context.Context, tx Tx, account string, inv *invoiceRecord, amount Decimal, now time.Time) error {
+	inv.AmountCredited = inv.AmountCredited.Add(amount)
+	inv.UpdatedAt = now
+	inv.refreshAmounts()
+	return saveDoc(ctx, tx, invoiceKind, account, inv)
+}
+
+// VoidCreditNote voids a credit note in any status but VOIDED, reverses its
+// journal entries (if it had any), gives its amount back to the credited
+// invoice, or voids the credit grant it created, and emits
+// CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state when it is
+// already VOIDED or its grant was already used.
+func (s *Service) VoidCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
+	return s.creditNoteOp(ctx, account, id, NotificationCreditNoteUpdated, func(tx Tx, cn *CreditNote, now time.Time) (bool, error) {
+		if cn.Status == StatusVoided {
+			return false, stateError("credit note", "void", cn.Status)
+		}
+		wasFinal := cn.Status.finalized()
+		cn.Status = StatusVoided
+		if !wasFinal {
+			return true, nil
+		}
+		if cn.CreditGrantID != "" {
+			if err := s.voidCreditNoteGrant(ctx, tx, account, cn, now); err != nil {
+				return false, err
+			}
+		} else if cn.InvoiceID != "" {
+			inv, err := loadDoc(ctx, tx, invoiceKind, account, cn.InvoiceID)
+			if err != nil {
+				return false, err
+			}
+			if err := s.creditInvoice(ctx, tx, account, inv, cn.GrossTotal.Neg(), now); err != nil {
+				return false, err
+			}
+		}
+		return true, s.reverseJournal(ctx, tx, account, cn.ID, now)
+	})
 }

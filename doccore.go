@@ -21,6 +21,8 @@ type document interface {
 	docID() string
 	docStatus() DocumentStatus
 	docCurrency() Currency
+	// docTotals returns the stored totals.
+	docTotals() Totals
 	// setTotals stores recomputed totals and stamps the change.
 	setTotals(t Totals, now time.Time)
 }
@@ -84,6 +86,51 @@ func computeLine(l *LineItem, cur Currency, mode Rounding) {
 	net := cur.Round(l.Quantity.Mul(l.Rate), mode)
 	tax := cur.Round(net.Mul(l.TaxRate), mode)
 	l.Totals = Totals{NetTotal: net, TotalTax: tax, GrossTotal: net.Add(tax)}
+}
+
+// checkTotalsFit refuses totals that could not be stored and rendered
+// again: a money amount has at most 20 digits before the decimal point,
+// like every decimal a client can send. Only a total that grows counts
+// (|new| > |old|), so a document stored before this rule with an oversized
+// total can still have lines deleted. what names the totals in the message
+// ("the line's", "the invoice's").
+func checkTotalsFit(field, what string, old, t Totals) *Error {
+	for _, a := range []struct {
+		name     string
+		old, new Decimal
+	}{{"netTotal", old.NetTotal, t.NetTotal}, {"totalTax", old.TotalTax, t.TotalTax}, {"grossTotal", old.GrossTotal, t.GrossTotal}} {
+		if a.new.integerDigits() > maxIntegerDigits && a.new.Abs().Cmp(a.old.Abs()) > 0 {
+			return FieldError(field, "%s %s would be %s, more than %d digits before the decimal point; lower quantity or rate",
+				what, a.name, a.new, maxIntegerDigits)
+		}
+	}
+	return nil
+}
+
+// recordDocRounding records, when a document is created, the rounding mode
+// its lines are computed with: the Service's. A document keeps that mode
+// for life, so a Service restarted with another mode computes only new
+// documents with it.
+func (s *Service) recordDocRounding(ctx context.Context, tx Tx, account, docID string) error {
+	return tx.Put(ctx, tableDocumentRounding, key(account, docID), []byte(s.rounding.String()))
+}
+
+// docRounding returns the rounding mode of document docID: the one it was
+// created with, else (a document created before modes were recorded, or
+// one not stored: a preview) the Service's.
+func (s *Service) docRounding(ctx context.Context, tx Tx, account, docID string) (Rounding, error) {
+	v, err := tx.Get(ctx, tableDocumentRounding, key(account, docID))
+	if errors.Is(err, ErrNotFound) {
+		return s.rounding, nil
+	}
+	if err != nil {
+		return s.rounding, err
+	}
+	mode, err := ParseRounding(string(v))
+	if err != nil {
+		return s.rounding, fmt.Errorf("document %s: stored rounding mode %q: %w", docID, v, err)
+	}
+	return mode, nil
 }
 
 // zeroTotals returns the totals of nothing in cur ("0.00", JPY "0").
@@ -153,6 +200,9 @@ func recompute[D, L, G any, PD interface {
 	}
 	cur := d.docCurrency()
 	total, byGroup := sumLines(cur, cores)
+	if err := checkTotalsFit("quantity", "the "+k.name+"'s", d.docTotals(), total); err != nil {
+		return err
+	}
 	groups, err := scanAll[G](ctx, tx, k.groups, account, d.docID())
 	if err != nil {
 		return err
@@ -165,6 +215,9 @@ func recompute[D, L, G any, PD interface {
 		}
 		if gc.Totals.equal(t) {
 			continue
+		}
+		if err := checkTotalsFit("groupId", "the group's", gc.Totals, t); err != nil {
+			return err
 		}
 		gc.Totals = t
 		if err := putRecord(ctx, tx, k.groups, key(account, d.docID(), gc.ID), g); err != nil {
@@ -334,7 +387,14 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 	}
 	if in.Quantity != nil && in.Rate != nil && in.TaxRate != nil {
 		l.Quantity, l.Rate, l.TaxRate = *in.Quantity, *in.Rate, *in.TaxRate
-		computeLine(&l, cur, s.rounding)
+		mode, err := s.docRounding(ctx, tx, account, docID)
+		if err != nil {
+			return LineItem{}, err
+		}
+		computeLine(&l, cur, mode)
+		if err := checkTotalsFit("quantity", "the line's", Totals{}, l.Totals); err != nil {
+			v.add(err.Field, "%s", err.Message)
+		}
 	}
 	return l, nil
 }

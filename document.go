@@ -12,23 +12,6 @@ import (
 // what both share; doccore.go holds the one implementation of lines, groups,
 // totals, numbering and editability that both documents run on.
 
-// The tables of invoices and credit notes. Lines and groups are keyed under
-// their document, ending in their own id: ids sort in creation order, and
-// indexes are assigned in creation order, so key order is index order and
-// the line and group lists page through list() ordered by index.
-const (
-	tableInvoices          Table = "invoices"           // account id / invoice id → Invoice
-	tableInvoiceLines      Table = "invoice_lines"      // account id / invoice id / line id → InvoiceLineItem
-	tableInvoiceGroups     Table = "invoice_groups"     // account id / invoice id / group id → InvoiceLineItemGroup
-	tableCreditNotes       Table = "credit_notes"       // account id / credit note id → CreditNote
-	tableCreditNoteLines   Table = "credit_note_lines"  // account id / credit note id / line id → CreditNoteLineItem
-	tableCreditNoteGroups  Table = "credit_note_groups" // account id / credit note id / group id → CreditNoteLineItemGroup
-	tablePayments          Table = "payments"           // account id / invoice id / payment id → Payment
-	tableJournal           Table = "journal"            // account id / entry id → JournalEntry (creation order)
-	tableJournalBySource   Table = "journal_by_source"  // account id / source id / entry id → JournalEntry
-	tableDocumentNumbering Table = "document_numbering" // account id / kind → 8-byte counter (INV, CN)
-)
-
 // DocumentStatus is the status of an invoice or a credit note.
 type DocumentStatus string
 

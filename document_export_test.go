@@ -18,3 +18,37 @@ func CreateEngineInvoiceForTest(tb testing.TB, s *Service, account string, p Inv
 	}
 	return inv
 }
+
+// SetStoredInvoiceTotalsForTest overwrites the stored totals of an invoice
+// and of its lines with gross (tax 0), as a database written before totals
+// were bounded may hold them.
+func SetStoredInvoiceTotalsForTest(tb testing.TB, s *Service, account, invoiceID, gross string) {
+	tb.Helper()
+	ctx := context.Background()
+	err := s.store.Update(ctx, func(tx Tx) error {
+		r, err := loadDoc(ctx, tx, invoiceKind, account, invoiceID)
+		if err != nil {
+			return err
+		}
+		big, err := parseStoredDecimal(gross)
+		if err != nil {
+			return err
+		}
+		t := Totals{NetTotal: big, TotalTax: r.Currency.Zero(), GrossTotal: big}
+		lines, err := scanAll[InvoiceLineItem](ctx, tx, tableInvoiceLines, account, invoiceID)
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			l.Totals, l.Quantity = t, big
+			if err := putRecord(ctx, tx, tableInvoiceLines, key(account, invoiceID, l.ID), l); err != nil {
+				return err
+			}
+		}
+		r.setTotals(t, r.UpdatedAt)
+		return saveDoc(ctx, tx, invoiceKind, account, r)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}

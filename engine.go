@@ -18,14 +18,16 @@ const lateUsageWindow = 31 * 24 * time.Hour
 
 // BillingRun reports what one run of the billing engine did.
 type BillingRun struct {
-	AsOf               time.Time        `json:"asOf"`
-	SchedulesVisited   int              `json:"schedulesVisited"`
-	InvoicesCreated    int              `json:"invoicesCreated"`
-	InvoicesUpdated    int              `json:"invoicesUpdated"`
-	InvoicesIssued     int              `json:"invoicesIssued"`
-	SchedulesCompleted int              `json:"schedulesCompleted"`
-	InvoiceIDs         []string         `json:"invoiceIds"`
-	Failures           []BillingFailure `json:"failures"`
+	AsOf               time.Time `json:"asOf"`
+	SchedulesVisited   int       `json:"schedulesVisited"`
+	InvoicesCreated    int       `json:"invoicesCreated"`
+	InvoicesUpdated    int       `json:"invoicesUpdated"`
+	InvoicesIssued     int       `json:"invoicesIssued"`
+	SchedulesCompleted int       `json:"schedulesCompleted"`
+	// CreditGrantsExpired counts the credit grants the run expired.
+	CreditGrantsExpired int              `json:"creditGrantsExpired"`
+	InvoiceIDs          []string         `json:"invoiceIds"`
+	Failures            []BillingFailure `json:"failures"`
 }
 
 // BillingFailure is a schedule the run could not bill; it is retried on
@@ -106,6 +108,13 @@ func (s *Service) RunAccountBilling(ctx context.Context, account string, asOf *t
 func (s *Service) runBilling(ctx context.Context, account string, asOf time.Time) (*BillingRun, error) {
 	now := s.clock()
 	run := &BillingRun{AsOf: asOf, InvoiceIDs: []string{}, Failures: []BillingFailure{}}
+	// Credit expires first, so no invoice of the run uses credit past its
+	// last day (finalization checks the day too).
+	expired, err := s.expireCredits(ctx, account, asOf)
+	run.CreditGrantsExpired = expired
+	if err != nil {
+		return run, err
+	}
 	var pre []byte
 	if account != "" {
 		pre = prefix(account)
@@ -281,17 +290,14 @@ func (s *Service) due(ch charge, asOf time.Time) bool {
 // whose charges are due, so one invoice carries every charge of its date.
 func (s *Service) dueDates(charges []charge, asOf time.Time) [][]charge {
 	var out [][]charge
-	for i := 0; i < len(charges); {
-		j := i
+	for _, group := range byBillingDate(charges) {
 		ok := true
-		for j < len(charges) && charges[j].BillingDate == charges[i].BillingDate {
-			ok = ok && s.due(charges[j], asOf)
-			j++
+		for _, ch := range group {
+			ok = ok && s.due(ch, asOf)
 		}
 		if ok {
-			out = append(out, charges[i:j])
+			out = append(out, group)
 		}
-		i = j
 	}
 	return out
 }
@@ -337,10 +343,23 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 	return s.settleSchedule(ctx, tx, sc, &orig, prices, asOf, now, run)
 }
 
-// billDate creates the invoice of one billing date from the charges not yet
-// billed, writing their markers in the same transaction. It reports whether
-// it billed anything.
-func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []charge, now time.Time, run *BillingRun) (bool, error) {
+// dateInvoice is what the engine does for one billing date of a schedule:
+// the charges not yet billed, and the invoice computed from them (with no
+// lines, no invoice is created and the charges are only marked billed).
+type dateInvoice struct {
+	date   Date
+	todo   []charge
+	params InvoiceParams
+	lines  []InvoiceLineItemParams
+	qs     []chargeQuantity
+}
+
+// planDate computes the invoice of one billing date from the charges of
+// group not yet billed; nil when every charge is billed. It is the one
+// computation behind both the billing run and the upcoming invoice, so the
+// two can never disagree: the same charges, the same lines, the same
+// refusals.
+func (s *Service) planDate(ctx context.Context, tx Tx, lc *lineContext, group []charge) (*dateInvoice, error) {
 	sc := lc.sc
 	var todo []charge
 	for _, ch := range group {
@@ -349,28 +368,41 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 		case errors.Is(err, ErrNotFound):
 			todo = append(todo, ch)
 		case err != nil:
-			return false, err
+			return nil, err
 		}
 	}
 	if len(todo) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	date := todo[0].BillingDate
 	if _, err := tx.Get(ctx, tableBillingDateInvoices, key(sc.ServiceAccountID, sc.ID, date.String())); err == nil {
-		return false, Errorf(CodeInvalidState, "charges due on %s cannot join that date's invoice any more", date)
+		return nil, Errorf(CodeInvalidState, "charges due on %s cannot join that date's invoice any more", date)
 	} else if !errors.Is(err, ErrNotFound) {
-		return false, err
+		return nil, err
 	}
 	if lc.customer.ArchivedAt != nil {
-		return false, Errorf(CodeInvalidState, "the schedule's customer is archived")
+		return nil, Errorf(CodeInvalidState, "the schedule's customer is archived")
 	}
 	p, lines, qs, err := s.invoiceFor(ctx, tx, lc, todo)
 	if err != nil {
+		return nil, err
+	}
+	return &dateInvoice{date: date, todo: todo, params: p, lines: lines, qs: qs}, nil
+}
+
+// billDate creates the invoice of one billing date from the charges not yet
+// billed (planDate), writing their markers in the same transaction. It
+// reports whether it billed anything.
+func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []charge, now time.Time, run *BillingRun) (bool, error) {
+	sc := lc.sc
+	plan, err := s.planDate(ctx, tx, lc, group)
+	if err != nil || plan == nil {
 		return false, err
 	}
-	w := billingWatch{BillingDate: date, Charges: watchCharges(todo, qs)}
-	if len(lines) > 0 {
-		inv, err := s.createInvoiceTx(ctx, tx, sc.ServiceAccountID, p, lines, now)
+	date := plan.date
+	w := billingWatch{BillingDate: date, Charges: watchCharges(plan.todo, plan.qs)}
+	if len(plan.lines) > 0 {
+		inv, err := s.createInvoiceTx(ctx, tx, sc.ServiceAccountID, plan.params, plan.lines, now)
 		if err != nil {
 			return false, err
 		}
@@ -394,7 +426,7 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 			run.InvoicesIssued++
 		}
 	}
-	for _, ch := range todo {
+	for _, ch := range plan.todo {
 		b, _ := json.Marshal(billingMarker{InvoiceID: w.InvoiceID, BillingDate: date, PeriodEnd: ch.Period.End})
 		if err := tx.Insert(ctx, tableBillingMarkers, markerKey(sc, ch), b); err != nil {
 			return false, err // a conflict here would be a second charge: never commit it
@@ -495,7 +527,13 @@ func (s *Service) reviewWatch(ctx context.Context, tx Tx, lc *lineContext, price
 	case StatusVoided:
 		return drop()
 	case StatusDraft, StatusInProgress:
-		_, lines, qs, err := s.invoiceFor(ctx, tx, lc, charges)
+		mode, err := s.docRounding(ctx, tx, sc.ServiceAccountID, w.InvoiceID)
+		if err != nil {
+			return err
+		}
+		dlc := *lc
+		dlc.rounding = mode
+		_, lines, qs, err := s.invoiceFor(ctx, tx, &dlc, charges)
 		if err != nil {
 			return err
 		}
@@ -600,10 +638,14 @@ func (s *Service) settleSchedule(ctx context.Context, tx Tx, sc, orig *BillingSc
 }
 
 // PreviewInvoice computes, without storing anything, the next invoice of a
-// schedule as the engine would create it at asOf: the earliest billing date
-// with charges not yet billed, usage as recorded so far (the "upcoming
-// invoice"). A zero asOf means now. Returns not_found for an unknown schedule or when no charge is
-// left to bill, and invalid_state when it cannot be computed.
+// schedule as the engine creates it (the "upcoming invoice"): the earliest
+// billing date whose charges are not yet billed and would make an invoice
+// with lines, computed by the same code as the billing run (planDate) from
+// the usage and seats recorded so far. Billing dates the run would not
+// invoice (nothing to charge) are skipped, as the run skips them, up to 13
+// months past asOf. A zero asOf means now. Returns not_found for an unknown
+// schedule or when no invoice is coming, and the error the run would
+// record (invalid_state, validation_failed) when the run could not bill it.
 func (s *Service) PreviewInvoice(ctx context.Context, account, scheduleID string, asOf time.Time) (*UpcomingInvoice, error) {
 	now := s.clock()
 	asOf = NormalizeTime(asOf)
@@ -614,6 +656,9 @@ func (s *Service) PreviewInvoice(ctx context.Context, account, scheduleID string
 		sc, err := s.getSchedule(ctx, tx, account, scheduleID)
 		if err != nil {
 			return nil, err
+		}
+		if sc.ArchivedAt != nil || sc.Status == ScheduleStatusCompleted {
+			return nil, Errorf(CodeNotFound, "the schedule has no upcoming invoice")
 		}
 		prices, err := s.schedulePrices(ctx, tx, sc)
 		if err != nil {
@@ -627,25 +672,27 @@ func (s *Service) PreviewInvoice(ctx context.Context, account, scheduleID string
 		if err != nil {
 			return nil, err
 		}
-		group, err := s.nextCharges(ctx, tx, sc, prices, asOf)
-		if err != nil {
-			return nil, err
+		for _, group := range byBillingDate(scheduleCharges(sc, prices, DateOf(asOf).AddDays(400))) {
+			plan, err := s.planDate(ctx, tx, lc, group)
+			if err != nil {
+				return nil, err
+			}
+			if plan == nil || len(plan.lines) == 0 {
+				continue
+			}
+			inv, items, err := s.draftInvoice(ctx, tx, account, plan.params, plan.lines, now)
+			if err != nil {
+				return nil, err
+			}
+			// Nothing is stored, so nothing gets an id: the same state and
+			// asOf give the same preview, byte for byte.
+			inv.ID = ""
+			for i := range items {
+				items[i].ID, items[i].InvoiceID = "", ""
+			}
+			return &UpcomingInvoice{Invoice: inv, BillingDate: plan.date, LineItems: items}, nil
 		}
-		p, lines, _, err := s.invoiceFor(ctx, tx, lc, group)
-		if err != nil {
-			return nil, err
-		}
-		inv, items, err := s.draftInvoice(ctx, tx, account, p, lines, now)
-		if err != nil {
-			return nil, err
-		}
-		// Nothing is stored, so nothing gets an id: the same state and asOf
-		// give the same preview, byte for byte.
-		inv.ID = ""
-		for i := range items {
-			items[i].ID, items[i].InvoiceID = "", ""
-		}
-		return &UpcomingInvoice{Invoice: inv, BillingDate: group[0].BillingDate, LineItems: items}, nil
+		return nil, Errorf(CodeNotFound, "the schedule has no upcoming invoice")
 	})
 }
 
@@ -658,30 +705,19 @@ type UpcomingInvoice struct {
 	LineItems   []InvoiceLineItem `json:"lineItems"`
 }
 
-// nextCharges returns the unbilled charges of sc's earliest billing date
-// with any, looking up to 13 months past asOf.
-func (s *Service) nextCharges(ctx context.Context, tx Tx, sc *BillingSchedule, prices map[string]*Price, asOf time.Time) ([]charge, error) {
-	if sc.ArchivedAt != nil || sc.Status == ScheduleStatusCompleted {
-		return nil, Errorf(CodeNotFound, "the schedule has no upcoming invoice")
-	}
-	charges := scheduleCharges(sc, prices, DateOf(asOf).AddDays(400))
-	var group []charge
-	for _, ch := range charges {
-		if len(group) > 0 && ch.BillingDate != group[0].BillingDate {
-			break
+// byBillingDate splits charges (ordered by billing date) into one group
+// per billing date.
+func byBillingDate(charges []charge) [][]charge {
+	var out [][]charge
+	for i := 0; i < len(charges); {
+		j := i
+		for j < len(charges) && charges[j].BillingDate == charges[i].BillingDate {
+			j++
 		}
-		_, err := tx.Get(ctx, tableBillingMarkers, markerKey(sc, ch))
-		switch {
-		case errors.Is(err, ErrNotFound):
-			group = append(group, ch)
-		case err != nil:
-			return nil, err
-		}
+		out = append(out, charges[i:j])
+		i = j
 	}
-	if len(group) == 0 {
-		return nil, Errorf(CodeNotFound, "the schedule has no upcoming invoice")
-	}
-	return group, nil
+	return out
 }
 
 // ListLateUsage lists the late usage recorded for a schedule, by price and

@@ -146,7 +146,7 @@ func TestRunBillingConcurrentRunsChargeOnce(t *testing.T) {
 
 func TestRunBillingAfterCrashChargesOnce(t *testing.T) {
 	t.Parallel()
-	fs := faultstore.New(billingtest.Bolt(t))
+	fs := faultstore.New(billingtest.DurableStore(t))
 	f := newSched(t, billingtest.WithStore(fs))
 	var ids []string
 	for range 130 {
@@ -294,7 +294,7 @@ func TestRunBillingLifecycle(t *testing.T) {
 	})
 	t.Run("FailingScheduleSkippedThenCleared", func(t *testing.T) {
 		t.Parallel()
-		store := billingtest.Bolt(t)
+		store := billingtest.DurableStore(t)
 		f := newSched(t, billingtest.WithStore(store))
 		m, err := f.svc.CreateUsageMetric(f.ctx, f.account, billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
 			Name: "weird", MetricType: billing.MetricTypeSimple, EventType: "x", AggregationType: billing.AggregationCustom,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Code is a stable, machine-readable error code. The HTTP server derives the
@@ -23,6 +24,7 @@ const (
 	CodeConflict             Code = "conflict"
 	CodeIdempotencyKeyInUse  Code = "idempotency_key_in_use"
 	CodePayloadTooLarge      Code = "payload_too_large"
+	CodeHeadersTooLarge      Code = "headers_too_large"
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
 	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
 	CodeRateLimited          Code = "rate_limited"
@@ -203,4 +205,36 @@ func internal(err error) error {
 	}
 	code := CodeOf(err)
 	return &Error{Code: code, Message: defaultMessage(code), Err: err}
+}
+
+// checkString validates a free-text field: at most the configured length,
+// valid UTF-8, no control characters other than newlines and tabs.
+func (s *Service) checkString(v *validator, field, value string, required bool) {
+	switch {
+	case value == "" && required:
+		v.add(field, "%s is required", field)
+	case !utf8.ValidString(value):
+		v.add(field, "%s must be valid UTF-8", field)
+	case utf8.RuneCountInString(value) > s.limits.MaxStringLength:
+		v.add(field, "%s must be at most %d characters", field, s.limits.MaxStringLength)
+	case strings.ContainsFunc(value, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }):
+		v.add(field, "%s must not contain control characters", field)
+	}
+}
+
+// checkKey validates a client-supplied key (customerEventId, alias, event
+// type): 1 to 255 printable characters.
+func checkKey(v *validator, field, value string, required bool) {
+	switch {
+	case value == "":
+		if required {
+			v.add(field, "%s is required", field)
+		}
+	case !utf8.ValidString(value):
+		v.add(field, "%s must be valid UTF-8", field)
+	case utf8.RuneCountInString(value) > 255:
+		v.add(field, "%s must be at most 255 characters", field)
+	case strings.ContainsFunc(value, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		v.add(field, "%s must contain printable characters only", field)
+	}
 }

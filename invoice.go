@@ -1,6 +1,11 @@
 package billing
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -52,9 +57,12 @@ type Invoice struct {
 	BillingPeriod       *DateRange       `json:"billingPeriod,omitempty"`
 	BillingScheduleID   string           `json:"billingScheduleId,omitempty"`
 	MerchantDetails     *MerchantDetails `json:"merchantDetails,omitempty"`
-	CreditBalances      string           `json:"creditBalances,omitempty"`
-	DunningStatus       string           `json:"dunningStatus,omitempty"`
-	CalculatedAt        *time.Time       `json:"calculatedAt,omitempty"`
+	// CreditBalances says, once the invoice is finalized, the credit its
+	// customer has left ("Remaining credit: 40.00 USD"); absent when the
+	// customer has no credit grants.
+	CreditBalances string     `json:"creditBalances,omitempty"`
+	DunningStatus  string     `json:"dunningStatus,omitempty"`
+	CalculatedAt   *time.Time `json:"calculatedAt,omitempty"`
 }
 
 // invoiceRecord is an invoice as stored: the invoice and whether its
@@ -63,6 +71,9 @@ type Invoice struct {
 type invoiceRecord struct {
 	Invoice
 	AccountingDateSet bool `json:"_accountingDateSet,omitempty"`
+	// applyCredits asks the finalization in progress to apply the
+	// customer's credit to a manual invoice (ApplyCredits); never stored.
+	applyCredits bool
 }
 
 // InvoiceLineItem is a line of an invoice.
@@ -160,4 +171,561 @@ type InvoiceFilter struct {
 	BillingScheduleID string
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder
+}
+
+// invoiceKind describes invoices to the document core.
+var invoiceKind = docKind[invoiceRecord]{
+	name: "invoice", docs: tableInvoices, lines: tableInvoiceLines, groups: tableInvoiceGroups,
+	number: "INV", updated: NotificationInvoiceUpdated,
+}
+
+func (r *invoiceRecord) docID() string             { return r.ID }
+func (r *invoiceRecord) docStatus() DocumentStatus { return r.Status }
+func (r *invoiceRecord) docCurrency() Currency     { return r.Currency }
+func (r *invoiceRecord) docTotals() Totals         { return r.Totals }
+func (r *invoiceRecord) setTotals(t Totals, now time.Time) {
+	r.Totals, r.UpdatedAt = t, now
+	r.refreshAmounts()
+}
+
+// refreshAmounts derives amountDue and, unless UNCOLLECTIBLE, the payment
+// status: PAID when nothing is due on a FINAL or SENT invoice, UNPAID when
+// nothing was paid, PARTIALLY_PAID otherwise.
+func (inv *Invoice) refreshAmounts() {
+	due := inv.GrossTotal.Sub(inv.AmountCredited).Sub(inv.AmountPaid)
+	if due.Sign() < 0 {
+		due = inv.Currency.Zero()
+	}
+	inv.AmountDue = inv.Currency.Round(due, RoundHalfUp)
+	if inv.PaymentStatus != PaymentStatusUncollectible {
+		inv.PaymentStatus = inv.derivedPaymentStatus()
+	}
+}
+
+func (inv *Invoice) derivedPaymentStatus() PaymentStatus {
+	switch {
+	case inv.Status.finalized() && inv.AmountDue.IsZero():
+		return PaymentStatusPaid
+	case inv.AmountPaid.IsZero():
+		return PaymentStatusUnpaid
+	}
+	return PaymentStatusPartiallyPaid
+}
+
+// getInvoiceTx reads an invoice inside tx. Returns not_found.
+func (s *Service) getInvoiceTx(ctx context.Context, tx Tx, account, id string) (*Invoice, error) {
+	r, err := loadDoc(ctx, tx, invoiceKind, account, id)
+	if err != nil {
+		return nil, err
+	}
+	return &r.Invoice, nil
+}
+
+// listInvoiceLinesTx reads all lines of an invoice inside tx, by index.
+func (s *Service) listInvoiceLinesTx(ctx context.Context, tx Tx, account, invoiceID string) ([]InvoiceLineItem, error) {
+	lines, err := scanAll[InvoiceLineItem](ctx, tx, tableInvoiceLines, account, invoiceID)
+	out := make([]InvoiceLineItem, len(lines))
+	for i, l := range lines {
+		out[i] = *l
+	}
+	return out, err
+}
+
+// checkInvoiceHeader validates the header fields shared by create and
+// update.
+func (s *Service) checkInvoiceHeader(v *validator, p *InvoiceUpdateParams) {
+	s.checkHeader(v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
+		p.CustomerTaxID, p.Metadata, map[string]string{
+			"purchaseOrderNumber": p.PurchaseOrderNumber, "reference": p.Reference, "memo": p.Memo,
+		})
+	if bp := p.BillingPeriod; bp != nil {
+		v.check(!bp.Start.IsZero(), "billingPeriod.start", "billingPeriod.start is required")
+		v.check(!bp.EndInclusive.IsZero(), "billingPeriod.endInclusive", "billingPeriod.endInclusive is required")
+		v.check(!bp.EndInclusive.Before(bp.Start), "billingPeriod.endInclusive", "billingPeriod.endInclusive must not be before its start")
+	}
+	for i, o := range p.PaymentOptions {
+		v.check(o == PaymentOptionBankTransfer || o == PaymentOptionLink, fmt.Sprintf("paymentOptions[%d]", i),
+			"paymentOptions entries must be BANK_TRANSFER or LINK")
+	}
+}
+
+// applyInvoiceHeader sets the header of r from h, copying missing customer
+// fields from c.
+func applyInvoiceHeader(r *invoiceRecord, h *InvoiceUpdateParams, c *Customer) {
+	cf := fromCustomer(c).fill(h.CustomerEmails, h.CustomerLegalCompanyName, h.CustomerBillingAddress, h.CustomerShippingAddress, h.CustomerTaxID)
+	r.CustomerEmails, r.CustomerLegalCompanyName, r.CustomerTaxID = cf.Emails, cf.LegalName, cf.TaxID
+	r.CustomerBillingAddress, r.CustomerShippingAddress = cf.Billing, cf.Shipping
+	r.CustomerTaxStatus, r.IsCustomerArchived = c.TaxStatus, c.ArchivedAt != nil
+	r.PurchaseOrderNumber, r.Reference, r.Memo = h.PurchaseOrderNumber, h.Reference, h.Memo
+	r.Metadata = append([]KeyValue{}, h.Metadata...)
+	r.PaymentOptions = append([]PaymentOption(nil), h.PaymentOptions...)
+	r.BillingPeriod = nil
+	if h.BillingPeriod != nil {
+		bp := *h.BillingPeriod
+		r.BillingPeriod = &bp
+	}
+	r.DueDate = Date{}
+	if h.DueDate != nil {
+		r.DueDate = *h.DueDate
+	}
+	r.AccountingDate, r.AccountingDateSet = DateOf(r.CreatedAt), h.AccountingDate != nil
+	if h.AccountingDate != nil {
+		r.AccountingDate = *h.AccountingDate
+	}
+}
+
+// newInvoice validates p and builds the invoice record it describes (not
+// stored), without lines.
+func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p InvoiceParams, now time.Time) (*invoiceRecord, error) {
+	var v validator
+	checkCurrency(&v, p.Currency)
+	v.check(p.CustomerID != "", "customerId", "customerId is required")
+	status := checkStatusOnCreate(&v, p.Status)
+	h := p.InvoiceUpdateParams
+	s.checkInvoiceHeader(&v, &h)
+	var c *Customer
+	if p.CustomerID != "" {
+		var err error
+		c, err = s.getCustomer(ctx, tx, account, p.CustomerID)
+		if CodeOf(err) == CodeNotFound {
+			v.add("customerId", "customerId does not name a customer of this account")
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if p.BillingScheduleID != "" {
+		if err := s.checkRef(ctx, tx, &v, tableBillingSchedules, key(account, p.BillingScheduleID), "billingScheduleId"); err != nil {
+			return nil, err
+		}
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	if c.ArchivedAt != nil {
+		return nil, Errorf(CodeInvalidState, "the customer is archived; archived customers get no new invoices")
+	}
+	r := &invoiceRecord{Invoice: Invoice{
+		ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID,
+		CreatedAt: now, UpdatedAt: now, CreditNoteIDs: []string{}, LinkedServices: []LinkedService{},
+		RenderSettings: RenderSettings{PaymentLinkDisplay: "HIDE_PAYMENT_LINK"}, BillingScheduleID: p.BillingScheduleID,
+		PaymentStatus: PaymentStatusUnpaid, AmountPaid: p.Currency.Zero(), AmountCredited: p.Currency.Zero(),
+	}}
+	applyInvoiceHeader(r, &h, c)
+	r.setTotals(zeroTotals(p.Currency), now)
+	return r, nil
+}
+
+// CreateInvoice creates a DRAFT (or IN_PROGRESS) invoice without lines and
+// emits INVOICE_CREATED. Returns validation_failed for invalid fields (all
+// at once), an unknown customer or billing schedule included, and
+// invalid_state for an archived customer.
+func (s *Service) CreateInvoice(ctx context.Context, account string, p InvoiceParams) (*Invoice, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*Invoice, error) {
+		r, err := s.newInvoice(ctx, tx, account, p, now)
+		if err != nil {
+			return nil, err
+		}
+		if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
+			return nil, err
+		}
+		if err := s.recordDocRounding(ctx, tx, account, r.ID); err != nil {
+			return nil, err
+		}
+		return &r.Invoice, s.emit(ctx, tx, account, NotificationInvoiceCreated, &r.Invoice)
+	})
+}
+
+// GetInvoice returns an invoice. Returns not_found if the account has no
+// such invoice.
+func (s *Service) GetInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return read(ctx, s, func(tx Tx) (*Invoice, error) { return s.getInvoiceTx(ctx, tx, account, id) })
+}
+
+// ListInvoices lists the account's invoices matching f, newest first unless
+// f.SortOrder says ASC. Returns validation_failed for a bad filter, limit or
+// cursor.
+func (s *Service) ListInvoices(ctx context.Context, account string, f InvoiceFilter, p ListParams) (Page[Invoice], error) {
+	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
+	if err != nil {
+		return Page[Invoice]{}, err
+	}
+	if err := checkStatusFilter(f.Status); err != nil {
+		return Page[Invoice]{}, err
+	}
+	q := listQuery[Invoice]{
+		name: "invoices", filter: f.CustomerID + "\x00" + string(f.Status) + "\x00" + f.BillingScheduleID,
+		table: tableInvoices, prefix: prefix(account), desc: order == SortDesc,
+		decode: decodeAll(func(inv *Invoice) bool {
+			return (f.CustomerID == "" || inv.CustomerID == f.CustomerID) && (f.Status == "" || inv.Status == f.Status) &&
+				(f.BillingScheduleID == "" || inv.BillingScheduleID == f.BillingScheduleID)
+		}),
+	}
+	return read(ctx, s, func(tx Tx) (Page[Invoice], error) { return list(ctx, s, tx, q, p) })
+}
+
+// checkStatusFilter validates a status filter.
+func checkStatusFilter(st DocumentStatus) error {
+	switch st {
+	case "", StatusInProgress, StatusDraft, StatusFinal, StatusSent, StatusVoided:
+		return nil
+	}
+	return FieldError("status", "status must be IN_PROGRESS, DRAFT, FINAL, SENT or VOIDED")
+}
+
+// invoiceOp runs one mutating invoice operation: it loads the invoice, lets
+// fn change it, stores it and emits typ about it (nothing when typ is "").
+func (s *Service) invoiceOp(ctx context.Context, account, id string, typ NotificationType, fn func(tx Tx, r *invoiceRecord, now time.Time) error) (*Invoice, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*Invoice, error) {
+		r, err := loadDoc(ctx, tx, invoiceKind, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(tx, r, now); err != nil {
+			return nil, err
+		}
+		r.UpdatedAt = now
+		if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
+			return nil, err
+		}
+		if typ == "" {
+			return &r.Invoice, nil
+		}
+		return &r.Invoice, s.emit(ctx, tx, account, typ, &r.Invoice)
+	})
+}
+
+// UpdateInvoice replaces the header of a DRAFT or IN_PROGRESS invoice (see
+// InvoiceUpdateParams) and emits INVOICE_UPDATED. Returns not_found,
+// validation_failed, and invalid_state for any other status.
+func (s *Service) UpdateInvoice(ctx context.Context, account, id string, p InvoiceUpdateParams) (*Invoice, error) {
+	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
+		if err := requireEditable("invoice", r); err != nil {
+			return err
+		}
+		var v validator
+		s.checkInvoiceHeader(&v, &p)
+		if err := v.err(); err != nil {
+			return err
+		}
+		c, err := s.getCustomer(ctx, tx, account, r.CustomerID)
+		if err != nil {
+			return err
+		}
+		applyInvoiceHeader(r, &p, c)
+		return nil
+	})
+}
+
+// DeleteInvoice deletes a DRAFT or IN_PROGRESS invoice with its lines and
+// groups. Returns not_found, and invalid_state for any other status or for
+// an invoice computed by the billing engine (void it instead).
+func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
+	_, err := mutate(ctx, s, account, func(tx Tx) (struct{}, error) {
+		r, err := loadDoc(ctx, tx, invoiceKind, account, id)
+		if err != nil {
+			return struct{}{}, err
+		}
+		if !r.Status.editable() {
+			return struct{}{}, stateError("invoice", "delete", r.Status)
+		}
+		if r.CalculatedAt != nil {
+			return struct{}{}, Errorf(CodeInvalidState, "the invoice was computed by the billing engine; void it instead of deleting it")
+		}
+		for _, t := range []Table{tableInvoiceLines, tableInvoiceGroups} {
+			if err := deleteUnder(ctx, tx, t, prefix(account, id)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		if err := tx.Delete(ctx, tableDocumentRounding, key(account, id)); err != nil && !errors.Is(err, ErrNotFound) {
+			return struct{}{}, err
+		}
+		return struct{}{}, tx.Delete(ctx, tableInvoices, key(account, id))
+	})
+	return err
+}
+
+// deleteUnder deletes every key of table t under pre.
+func deleteUnder(ctx context.Context, tx Tx, t Table, pre []byte) error {
+	var keys [][]byte
+	err := tx.Scan(ctx, t, Range{Prefix: pre}, func(k, _ []byte) error {
+		keys = append(keys, append([]byte(nil), k...))
+		return nil
+	})
+	for _, k := range keys {
+		if err == nil {
+			err = tx.Delete(ctx, t, k)
+		}
+	}
+	return err
+}
+
+// DraftInvoice turns an IN_PROGRESS invoice into a DRAFT and emits
+// INVOICE_UPDATED. Returns not_found, and invalid_state for any other
+// status.
+func (s *Service) DraftInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(_ Tx, r *invoiceRecord, _ time.Time) error {
+		if r.Status != StatusInProgress {
+			return stateError("invoice", "draft", r.Status)
+		}
+		r.Status = StatusDraft
+		return nil
+	})
+}
+
+// FinalizeInvoice turns a DRAFT or IN_PROGRESS invoice into a FINAL one: it
+// assigns the next invoice number, the issue date (today unless set), the
+// due date (issue date + the schedule's defaultDueDateDays, else 30 days,
+// unless set) and the accounting date (the issue date unless set), copies the
+// merchant details, writes the journal and emits INVOICE_UPDATED, all in one
+// transaction. Returns not_found, and invalid_state for any other status.
+func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
+		if !r.Status.editable() {
+			return stateError("invoice", "finalize", r.Status)
+		}
+		return s.finalizeInvoice(ctx, tx, account, r, now)
+	})
+}
+
+// finalizeInvoice is the one finalization of an invoice (finalize, send,
+// apply-credits, the engine's auto-issue). The invoices of the billing
+// engine, and manual ones through ApplyCredits, are paid with the
+// customer's CASH credit on the way (creditdraw.go).
+func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r *invoiceRecord, now time.Time) error {
+	number, err := nextNumber(ctx, tx, account, invoiceKind.number)
+	if err != nil {
+		return err
+	}
+	md, err := s.merchantDetails(ctx, tx, account)
+	if err != nil {
+		return err
+	}
+	r.Status, r.InvoiceNumber, r.MerchantDetails = StatusFinal, number, md
+	if r.IssueDate.IsZero() {
+		r.IssueDate = DateOf(now)
+	}
+	applied := r.Currency.Zero()
+	if r.CalculatedAt != nil || r.applyCredits {
+		if applied, err = s.drawCash(ctx, tx, account, r, now); err != nil {
+			return err
+		}
+	}
+	if r.CreditBalances, err = s.creditBalancesText(ctx, tx, account, r.CustomerID, r.IssueDate); err != nil {
+		return err
+	}
+	if r.DueDate.IsZero() {
+		days, err := s.dueDays(ctx, tx, account, r.BillingScheduleID)
+		if err != nil {
+			return err
+		}
+		r.DueDate = r.IssueDate.AddDays(days)
+	}
+	if !r.AccountingDateSet {
+		r.AccountingDate = r.IssueDate
+	}
+	r.UpdatedAt = now
+	r.refreshAmounts()
+	if err := s.freezeRendering(ctx, tx, account, r.ID, r.CustomerTaxStatus, now); err != nil {
+		return err
+	}
+	lines, err := s.invoiceJournal(ctx, tx, account, r, applied)
+	if err != nil {
+		return err
+	}
+	return s.writeJournal(ctx, tx, account, JournalSourceInvoice, r.ID, r.Currency, now, lines...)
+}
+
+// dueDays returns the schedule's defaultDueDateDays, or 30.
+func (s *Service) dueDays(ctx context.Context, tx Tx, account, scheduleID string) (int, error) {
+	if scheduleID == "" {
+		return 30, nil
+	}
+	b, err := tx.Get(ctx, tableBillingSchedules, key(account, scheduleID))
+	if errors.Is(err, ErrNotFound) {
+		return 30, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var sc struct {
+		DefaultDueDateDays *int `json:"defaultDueDateDays"`
+	}
+	if err := json.Unmarshal(b, &sc); err != nil || sc.DefaultDueDateDays == nil {
+		return 30, nil
+	}
+	return *sc.DefaultDueDateDays, nil
+}
+
+// SendInvoice is op 16: a DRAFT, IN_PROGRESS or FINAL invoice becomes SENT,
+// finalized on the way when needed; the invoice e-mail is queued to
+// customerEmails (none when empty) and INVOICE_ISSUED emitted. Returns
+// not_found, and invalid_state when it is already SENT or VOIDED.
+func (s *Service) SendInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return mutate(ctx, s, account, func(tx Tx) (*Invoice, error) {
+		inv, err := s.sendInvoiceTx(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		return inv, s.emit(ctx, tx, account, NotificationInvoiceIssued, inv)
+	})
+}
+
+// sendInvoiceTx is op 16 inside tx (finalize if needed, journal, e-mail
+// queued); emits nothing.
+func (s *Service) sendInvoiceTx(ctx context.Context, tx Tx, account, id string) (*Invoice, error) {
+	now := s.clock()
+	r, err := loadDoc(ctx, tx, invoiceKind, account, id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.Status.editable():
+		if err := s.finalizeInvoice(ctx, tx, account, r, now); err != nil {
+			return nil, err
+		}
+	case r.Status != StatusFinal:
+		return nil, stateError("invoice", "send", r.Status)
+	}
+	r.Status, r.UpdatedAt = StatusSent, now
+	if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
+		return nil, err
+	}
+	inv := &r.Invoice
+	if len(inv.CustomerEmails) > 0 {
+		if err := s.queueEmail(ctx, tx, account, invoiceEmail(inv)); err != nil {
+			return nil, err
+		}
+	}
+	return inv, nil
+}
+
+// invoiceEmail is the e-mail of a sent invoice.
+func invoiceEmail(inv *Invoice) Email {
+	body, _ := json.Marshal(inv)
+	name := inv.CustomerLegalCompanyName
+	if name == "" {
+		name = "customer"
+	}
+	text := fmt.Sprintf("Dear %s,\n\nplease find invoice %s of %s.\n\nNet total: %s %s\nTax: %s %s\nTotal due: %s %s\nDue date: %s\n",
+		name, inv.InvoiceNumber, inv.IssueDate, inv.NetTotal, inv.Currency, inv.TotalTax, inv.Currency,
+		inv.AmountDue, inv.Currency, inv.DueDate)
+	if inv.MerchantDetails != nil && inv.MerchantDetails.LegalCompanyName != "" {
+		text += "\n" + inv.MerchantDetails.LegalCompanyName + "\n"
+	}
+	return Email{
+		To:      append([]string(nil), inv.CustomerEmails...),
+		Subject: fmt.Sprintf("Invoice %s: %s %s due %s", inv.InvoiceNumber, inv.AmountDue, inv.Currency, inv.DueDate),
+		Text:    text, JSON: body,
+	}
+}
+
+// PatchSentInvoice is op 17: it changes the fields present in p on a SENT
+// invoice (status stays SENT) and emits INVOICE_UPDATED. Returns not_found,
+// validation_failed (a null dueDate or billing address included), and
+// invalid_state when the invoice is not SENT.
+func (s *Service) PatchSentInvoice(ctx context.Context, account, id string, p PatchSentInvoiceParams) (*Invoice, error) {
+	var v validator
+	for field, o := range map[string]Optional[string]{"purchaseOrderNumber": p.PurchaseOrderNumber, "memo": p.Memo, "reference": p.Reference} {
+		s.checkString(&v, field, o.Value, false)
+	}
+	v.check(!p.DueDate.Null, "dueDate", "dueDate cannot be null")
+	v.check(!p.DueDate.Set || p.DueDate.Null || !p.DueDate.Value.IsZero(), "dueDate", "dueDate must be a date")
+	v.check(!p.CustomerBillingAddress.Null, "customerBillingAddress", "customerBillingAddress cannot be null")
+	if a := p.CustomerBillingAddress; a.Set && !a.Null {
+		s.checkAddress(&v, "customerBillingAddress", &a.Value)
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(_ Tx, r *invoiceRecord, _ time.Time) error {
+		if r.Status != StatusSent {
+			return stateError("invoice", "patch", r.Status)
+		}
+		setOptional(&r.PurchaseOrderNumber, p.PurchaseOrderNumber)
+		setOptional(&r.Memo, p.Memo)
+		setOptional(&r.Reference, p.Reference)
+		setOptional(&r.CustomerBillingAddress, p.CustomerBillingAddress)
+		setOptional(&r.DueDate, p.DueDate)
+		return nil
+	})
+}
+
+// setOptional applies a presence-aware field: absent keeps *dst, null
+// clears it, a value replaces it.
+func setOptional[T any](dst *T, o Optional[T]) {
+	switch {
+	case !o.Set:
+	case o.Null:
+		var zero T
+		*dst = zero
+	default:
+		*dst = o.Value
+	}
+}
+
+// VoidInvoice voids an invoice in any status but VOIDED, reverses its
+// journal entries, gives back the credit it consumed (REVERSAL
+// transactions) and emits INVOICE_UPDATED. Returns not_found, and
+// invalid_state when it is VOIDED, when it has FINAL or SENT credit notes,
+// or when payments were recorded and its paymentStatus is PARTIALLY_PAID or
+// PAID.
+func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice, error) {
+	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
+		if r.Status == StatusVoided {
+			return stateError("invoice", "void", r.Status)
+		}
+		// PAID with no payment is an invoice credit paid (or of zero
+		// total): voiding it gives the credit back.
+		if (r.PaymentStatus == PaymentStatusPartiallyPaid || r.PaymentStatus == PaymentStatusPaid) && r.AmountPaid.Sign() > 0 {
+			return Errorf(CodeInvalidState, "the invoice is %s; credit it instead of voiding it", r.PaymentStatus)
+		}
+		for _, cnID := range r.CreditNoteIDs {
+			cn, err := loadDoc(ctx, tx, creditNoteKind, account, cnID)
+			if err != nil {
+				return err
+			}
+			if cn.Status.finalized() {
+				return Errorf(CodeInvalidState, "the invoice has FINAL or SENT credit notes; void them first")
+			}
+		}
+		wasFinal := r.Status.finalized()
+		r.Status = StatusVoided
+		if !wasFinal {
+			return nil
+		}
+		if err := s.reverseJournal(ctx, tx, account, r.ID, now); err != nil {
+			return err
+		}
+		return s.reverseInvoiceCredits(ctx, tx, account, r.ID, now)
+	})
+}
+
+// markInvoicesCustomerArchived sets isCustomerArchived on every invoice of
+// the customer, inside the transaction that archives it. The flag is a
+// display field: updatedAt stays and nothing is emitted.
+func (s *Service) markInvoicesCustomerArchived(ctx context.Context, tx Tx, account, customerID string) error {
+	var keys [][]byte
+	var recs []*invoiceRecord
+	err := tx.Scan(ctx, tableInvoices, Range{Prefix: prefix(account)}, func(k, v []byte) error {
+		r := new(invoiceRecord)
+		if err := json.Unmarshal(v, r); err != nil {
+			return fmt.Errorf("decoding invoice record: %w", err)
+		}
+		if r.CustomerID == customerID && !r.IsCustomerArchived {
+			r.IsCustomerArchived = true
+			keys, recs = append(keys, bytes.Clone(k)), append(recs, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, k := range keys {
+		if err := putRecord(ctx, tx, tableInvoices, k, recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -14,27 +14,13 @@ import (
 // group (added while it was editable).
 func invoiceInState(t *testing.T, e *docEnv, st billing.DocumentStatus) (inv *billing.Invoice, lineID, groupID string) {
 	t.Helper()
-	create := billing.StatusDraft
-	if st == billing.StatusInProgress {
-		create = st
-	}
-	inv = e.invoice(billing.CurrencyGBP, create)
+	inv = e.invoice(billing.CurrencyGBP, createStatus(st))
 	lineID = e.line(inv.ID, invLine("Service", "2", "50", "0.2")).ID
 	g, err := e.svc.CreateInvoiceLineItemGroup(e.ctx, e.acct, inv.ID, billing.InvoiceLineItemGroupParams{Title: "empty"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	switch st {
-	case billing.StatusFinal:
-		_, err = e.svc.FinalizeInvoice(e.ctx, e.acct, inv.ID)
-	case billing.StatusSent:
-		_, err = e.svc.SendInvoice(e.ctx, e.acct, inv.ID)
-	case billing.StatusVoided:
-		_, err = e.svc.VoidInvoice(e.ctx, e.acct, inv.ID)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	moveTo(t, e, inv.ID, st, e.svc.FinalizeInvoice, e.svc.SendInvoice, e.svc.VoidInvoice)
 	return e.getInvoice(inv.ID), lineID, g.ID
 }
 
@@ -60,28 +46,33 @@ func invoiceSnapshot(t *testing.T, e *docEnv, id string) string {
 	return jsonOf(t, []any{inv, lines, groups, journal})
 }
 
+// invoiceLines are the invoice's line and group operations of the state
+// table.
+var invoiceLines = docLines{
+	createLine: func(e *docEnv, id string) error {
+		return errOf(e.svc.CreateInvoiceLineItem(e.ctx, e.acct, id, invLine("more", "1", "10", "0")))
+	},
+	updateLine: func(e *docEnv, id, lineID string) error {
+		return errOf(e.svc.UpdateInvoiceLineItem(e.ctx, e.acct, id, lineID, invLine("changed", "1", "10", "0")))
+	},
+	deleteLine: func(e *docEnv, id, lineID string) error {
+		return e.svc.DeleteInvoiceLineItem(e.ctx, e.acct, id, lineID)
+	},
+	createGroup: func(e *docEnv, id string) error {
+		return errOf(e.svc.CreateInvoiceLineItemGroup(e.ctx, e.acct, id, billing.InvoiceLineItemGroupParams{Title: "g"}))
+	},
+	updateGroup: func(e *docEnv, id, groupID string) error {
+		return errOf(e.svc.UpdateInvoiceLineItemGroup(e.ctx, e.acct, id, groupID, billing.InvoiceLineItemGroupParams{Title: "h"}))
+	},
+	deleteGroup: func(e *docEnv, id, groupID string) error {
+		return e.svc.DeleteInvoiceLineItemGroup(e.ctx, e.acct, id, groupID)
+	},
+}
+
 func TestInvoiceStateTable(t *testing.T) {
 	t.Parallel()
-	type op struct {
-		name    string
-		allowed []billing.DocumentStatus
-		run     func(e *docEnv, id, lineID, groupID string) error
-		// check verifies the side effects of an allowed run.
-		check func(t *testing.T, e *docEnv, before, after *billing.Invoice)
-	}
-	const (
-		ip = billing.StatusInProgress
-		dr = billing.StatusDraft
-		fi = billing.StatusFinal
-		se = billing.StatusSent
-		vo = billing.StatusVoided
-	)
-	editable := []billing.DocumentStatus{ip, dr}
-	sameStatus := func(t *testing.T, _ *docEnv, before, after *billing.Invoice) {
-		if after.Status != before.Status {
-			t.Errorf("status %s, want %s", after.Status, before.Status)
-		}
-	}
+	status := func(i *billing.Invoice) billing.DocumentStatus { return i.Status }
+	sameStatus := sameStatusOf(status)
 	journalLen := func(t *testing.T, e *docEnv, id string) int {
 		p, err := e.svc.ListJournalEntries(e.ctx, e.acct, billing.JournalFilter{SourceID: id}, billing.ListParams{})
 		if err != nil {
@@ -89,7 +80,7 @@ func TestInvoiceStateTable(t *testing.T) {
 		}
 		return len(p.Items)
 	}
-	ops := []op{
+	ops := []stateOp[*billing.Invoice]{
 		{"Update", editable, func(e *docEnv, id, _, _ string) error {
 			_, err := e.svc.UpdateInvoice(e.ctx, e.acct, id, billing.InvoiceUpdateParams{Memo: "new memo"})
 			return err
@@ -153,40 +144,6 @@ func TestInvoiceStateTable(t *testing.T) {
 				t.Errorf("voided from %s: %s, %d journal entries, want %d", b.Status, a.Status, journalLen(t, e, a.ID), want)
 			}
 		}},
-		{"CreateLine", editable, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.CreateInvoiceLineItem(e.ctx, e.acct, id, invLine("more", "1", "10", "0"))
-			return err
-		}, func(t *testing.T, _ *docEnv, _, a *billing.Invoice) {
-			if a.GrossTotal.String() != "130.00" {
-				t.Errorf("gross %s", a.GrossTotal)
-			}
-		}},
-		{"UpdateLine", editable, func(e *docEnv, id, lineID, _ string) error {
-			_, err := e.svc.UpdateInvoiceLineItem(e.ctx, e.acct, id, lineID, invLine("changed", "1", "10", "0"))
-			return err
-		}, func(t *testing.T, _ *docEnv, _, a *billing.Invoice) {
-			if a.GrossTotal.String() != "10.00" {
-				t.Errorf("gross %s", a.GrossTotal)
-			}
-		}},
-		{"DeleteLine", editable, func(e *docEnv, id, lineID, _ string) error {
-			return e.svc.DeleteInvoiceLineItem(e.ctx, e.acct, id, lineID)
-		}, func(t *testing.T, _ *docEnv, _, a *billing.Invoice) {
-			if a.GrossTotal.String() != "0.00" {
-				t.Errorf("gross %s", a.GrossTotal)
-			}
-		}},
-		{"CreateGroup", editable, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.CreateInvoiceLineItemGroup(e.ctx, e.acct, id, billing.InvoiceLineItemGroupParams{Title: "g"})
-			return err
-		}, sameStatus},
-		{"UpdateGroup", editable, func(e *docEnv, id, _, groupID string) error {
-			_, err := e.svc.UpdateInvoiceLineItemGroup(e.ctx, e.acct, id, groupID, billing.InvoiceLineItemGroupParams{Title: "h"})
-			return err
-		}, sameStatus},
-		{"DeleteGroup", editable, func(e *docEnv, id, _, groupID string) error {
-			return e.svc.DeleteInvoiceLineItemGroup(e.ctx, e.acct, id, groupID)
-		}, sameStatus},
 		{"RecordPayment", []billing.DocumentStatus{fi, se}, func(e *docEnv, id, _, _ string) error {
 			_, err := e.svc.RecordPayment(e.ctx, e.acct, id, billing.PaymentParams{Amount: dec("20"), PaidAt: &billing.Date{Year: 2024, Month: 8, Day: 2}})
 			return err
@@ -206,39 +163,19 @@ func TestInvoiceStateTable(t *testing.T) {
 			}
 		}},
 	}
-	for _, o := range ops {
-		for _, st := range []billing.DocumentStatus{ip, dr, fi, se, vo} {
-			allowed := false
-			for _, a := range o.allowed {
-				allowed = allowed || a == st
-			}
-			name := fmt.Sprintf("%s/%s", o.name, st)
-			if !allowed {
-				name += "/ErrInvalidState"
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				e := newDocEnv(t)
-				inv, lineID, groupID := invoiceInState(t, e, st)
-				before := invoiceSnapshot(t, e, inv.ID)
-				err := o.run(e, inv.ID, lineID, groupID)
-				if !allowed {
-					if billing.CodeOf(err) != billing.CodeInvalidState {
-						t.Fatalf("error %v, want invalid_state", err)
-					}
-					if diff := cmp.Diff(before, invoiceSnapshot(t, e, inv.ID)); diff != "" {
-						t.Errorf("a refused operation changed the invoice (-before +after):\n%s", diff)
-					}
-					return
-				}
-				if err != nil {
-					t.Fatalf("error %v", err)
-				}
-				after, _ := e.svc.GetInvoice(e.ctx, e.acct, inv.ID)
-				o.check(t, e, inv, after)
-			})
-		}
-	}
+	ops = append(ops, lineOps(invoiceLines, status, func(i *billing.Invoice) billing.Decimal { return i.GrossTotal }, "130.00", "10.00")...)
+	stateTable[*billing.Invoice]{
+		ops: ops,
+		inState: func(t *testing.T, e *docEnv, st billing.DocumentStatus) docFixture[*billing.Invoice] {
+			inv, lineID, groupID := invoiceInState(t, e, st)
+			return docFixture[*billing.Invoice]{inv, inv.ID, lineID, groupID}
+		},
+		snapshot: func(t *testing.T, e *docEnv, inv *billing.Invoice) string { return invoiceSnapshot(t, e, inv.ID) },
+		reload: func(_ *testing.T, e *docEnv, inv *billing.Invoice) *billing.Invoice {
+			after, _ := e.svc.GetInvoice(e.ctx, e.acct, inv.ID) // nil once deleted
+			return after
+		},
+	}.run(t)
 }
 
 func TestInvoiceRules(t *testing.T) {
@@ -387,26 +324,34 @@ func TestFinalizeNumbersConcurrently(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	numbers := map[string]bool{}
-	for i := range n {
+	// number runs one finalization in a goroutine and records the number it
+	// gave.
+	number := func(finalize func() (string, error)) {
 		wg.Go(func() {
-			inv, err := e.svc.FinalizeInvoice(e.ctx, e.acct, invIDs[i])
+			num, err := finalize()
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			mu.Lock()
-			numbers[inv.InvoiceNumber] = true
+			numbers[num] = true
 			mu.Unlock()
 		})
-		wg.Go(func() {
+	}
+	for i := range n {
+		number(func() (string, error) {
+			inv, err := e.svc.FinalizeInvoice(e.ctx, e.acct, invIDs[i])
+			if err != nil {
+				return "", err
+			}
+			return inv.InvoiceNumber, nil
+		})
+		number(func() (string, error) {
 			cn, err := e.svc.MarkCreditNoteSent(e.ctx, e.acct, cnIDs[i])
 			if err != nil {
-				t.Error(err)
-				return
+				return "", err
 			}
-			mu.Lock()
-			numbers[cn.CreditNoteNumber] = true
-			mu.Unlock()
+			return cn.CreditNoteNumber, nil
 		})
 		wg.Go(func() {
 			if _, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, empty.ID); billing.CodeOf(err) != billing.CodeInvalidState {

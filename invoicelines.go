@@ -181,6 +181,10 @@ func (s *Service) draftInvoice(ctx context.Context, tx Tx, account string, p Inv
 		cores[i], out[i] = &built[i].LineItem, *l
 	}
 	total, _ := sumLines(r.Currency, cores)
+	// The refusal recompute makes when the run stores the same invoice.
+	if err := checkTotalsFit("quantity", "the invoice's", r.Totals, total); err != nil {
+		return nil, nil, err
+	}
 	r.setTotals(total, r.CreatedAt)
 	return &r.Invoice, out, nil
 }
@@ -220,6 +224,9 @@ func (s *Service) createInvoiceTx(ctx context.Context, tx Tx, account string, p 
 		r.CalculatedAt = &t
 	}
 	if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
+		return nil, err
+	}
+	if err := s.recordDocRounding(ctx, tx, account, r.ID); err != nil {
 		return nil, err
 	}
 	if err := s.storeEngineLines(ctx, tx, account, &r.Invoice, lines); err != nil {

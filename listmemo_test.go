@@ -2,10 +2,7 @@ package billing_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
@@ -19,7 +16,7 @@ import (
 func TestListUsageMetricsMemo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := billingtest.Bolt(t)
+	store := billingtest.DurableStore(t)
 	svc, _ := billingtest.NewService(t, billingtest.WithStore(store))
 	other, _ := billingtest.NewService(t, billingtest.WithStore(store))
 	acct := billingtest.Account(t, svc, "a")
@@ -86,77 +83,4 @@ func TestListUsageMetricsMemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("deleted by another Service on the store", "un", "deux")
-}
-
-// TestAppendUsageMetricsJSON: the rendered page is byte for byte
-// json.Marshal of ListUsageMetrics' page, on every page of both orders,
-// with filters, before and after changes, and the same errors.
-func TestAppendUsageMetricsJSON(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	svc, clock := billingtest.NewService(t, billingtest.WithBolt())
-	acct := billingtest.Account(t, svc, "a")
-	var ids []string
-	for i := range 7 {
-		clock.Advance(time.Second)
-		m, err := svc.CreateUsageMetric(ctx, acct, billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
-			Name: fmt.Sprintf("Metric <%d> & \u00e9", i), Description: "d\n\"q\"", MetricType: billing.MetricTypeSimple,
-			EventType: fmt.Sprintf("type_%d", i%3), AggregationType: billing.AggregationCount,
-			PropertyFilters: map[string][]string{"b": {"2"}, "a": {"1", "x"}}, PropertiesToNegate: []string{"a"},
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, m.ID)
-	}
-	compare := func(step string, f billing.UsageMetricFilter, p billing.ListParams) billing.Page[billing.UsageMetric] {
-		t.Helper()
-		page, err := svc.ListUsageMetrics(ctx, acct, f, p)
-		got, gotErr := svc.AppendUsageMetricsJSON(ctx, []byte("prefix"), acct, f, p)
-		if err != nil || gotErr != nil {
-			if fmt.Sprint(err) != fmt.Sprint(gotErr) {
-				t.Fatalf("%s: errors %v and %v", step, err, gotErr)
-			}
-			return page
-		}
-		want, err := json.Marshal(page)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != "prefix"+string(want) {
-			t.Fatalf("%s:\n got %s\nwant prefix%s", step, got, want)
-		}
-		return page
-	}
-	walk := func(step string, f billing.UsageMetricFilter) {
-		t.Helper()
-		p := billing.ListParams{Limit: 2}
-		for n := 0; ; n++ {
-			page := compare(fmt.Sprintf("%s page %d", step, n), f, p)
-			if page.After == "" {
-				break
-			}
-			if page.Before != "" {
-				compare(fmt.Sprintf("%s page %d before", step, n), f, billing.ListParams{Limit: 2, Before: page.Before})
-			}
-			p.After = page.After
-		}
-	}
-	for range 2 { // cold memo, then warm
-		walk("desc", billing.UsageMetricFilter{})
-		walk("asc", billing.UsageMetricFilter{SortOrder: billing.SortAsc})
-		walk("eventType", billing.UsageMetricFilter{EventTypes: []string{"type_1"}})
-		walk("name", billing.UsageMetricFilter{Name: "<3>"})
-	}
-	if _, err := svc.DeleteUsageMetric(ctx, acct, ids[3]); err != nil {
-		t.Fatal(err)
-	}
-	walk("after a delete", billing.UsageMetricFilter{})
-	compare("bad filter", billing.UsageMetricFilter{AggregationTypes: []billing.AggregationType{"AVG"}}, billing.ListParams{})
-	compare("bad cursor", billing.UsageMetricFilter{}, billing.ListParams{After: "nope"})
-	compare("other account", billing.UsageMetricFilter{}, billing.ListParams{})
-	if b, err := svc.AppendUsageMetricsJSON(ctx, nil, "no-such-account", billing.UsageMetricFilter{}, billing.ListParams{}); err != nil ||
-		string(b) != `{"items":[],"pagination":{"totalResultSize":0}}` {
-		t.Fatalf("empty list: %s, %v", b, err)
-	}
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/smtp"
 )
 
 // smtpMessage is one message an smtpServer accepted.
@@ -203,7 +204,7 @@ func TestEmailPolicyOverSMTP(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, false)
 	srv := newSMTPServer(t)
-	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test", Username: "user", Password: "pass"})
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test", Username: "user", Password: "pass"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestQueuedEmail(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, false)
 	srv := newSMTPServer(t)
-	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test"})
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestEmailNotConfigured(t *testing.T) {
 	e := newNotifyEnv(t, false)
 	e.policy(billing.ChannelEmail, []string{"ops@example.com"})
 	e.customer("Initech")
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{}))
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
 	dl := e.onlyDelivery()
 	if dl.Status != billing.DeliveryFailed || len(dl.Attempts) != 1 || dl.Attempts[0].Error != "email delivery is not configured" {
 		t.Fatalf("delivery %+v", dl)
@@ -291,7 +292,7 @@ func TestEmailNotConfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := newSMTPServer(t)
-	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test"})
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +309,7 @@ func TestSMTPServerDown(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: addr, From: "billing@acme.test"})
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: addr, From: "billing@acme.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func TestSMTPStartTLS(t *testing.T) {
 	t.Parallel()
 	serverTLS, pool := selfSigned(t)
 	srv := newSMTPServer(t, serverTLS)
-	mailer, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test",
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test",
 		Username: "user", Password: "pass", TLSConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +366,7 @@ func TestSMTPStartTLS(t *testing.T) {
 	}
 	// An untrusted certificate fails the send instead of falling back to
 	// plain text.
-	untrusted, err := billing.NewSMTPMailer(billing.SMTPConfig{Addr: srv.addr(), From: "billing@acme.test"})
+	untrusted, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package billing
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,13 +25,10 @@ const (
 	maxNumberExponent = 100
 )
 
-// decimalCtx is the one context of every decimal operation in billingd:
-// 34 significant digits (decimal128), enough for 20 integer plus 12 fraction
-// digits of any wire amount with room to spare, so sums and products of wire
-// values are exact in practice. Results that need more than 34 digits (a
-// product of two long operands, a non-terminating quotient) are rounded half-up
-// to 34 digits. It is never mutated: Round works on a copy. apd documents a
-// Context as safe for concurrent use as long as nobody modifies it.
+// decimalCtx is the context of the operations that cannot be exact
+// (division): 34 significant digits (decimal128), rounded half-up beyond
+// them. It is never mutated: Round works on a copy. apd documents a Context
+// as safe for concurrent use as long as nobody modifies it.
 var decimalCtx = apd.Context{
 	Precision:   34,
 	MaxExponent: apd.MaxExponent,
@@ -38,6 +36,12 @@ var decimalCtx = apd.Context{
 	Traps:       apd.DefaultTraps,
 	Rounding:    apd.RoundHalfUp,
 }
+
+// exactCtx is the context of additions, subtractions and products: precision
+// 0 disables rounding, so their results are exact whatever the length of
+// the operands (a 32-digit quantity times a 32-digit rate has 64 digits),
+// and money is rounded only at the named rounding points.
+var exactCtx = apd.BaseContext
 
 // Decimal is an immutable decimal number: quantities, rates, tax rates and
 // money amounts. The zero value is 0. Every method computes into a fresh
@@ -235,26 +239,25 @@ func result(r *apd.Decimal, err error) Decimal {
 	return Decimal{d: *r}
 }
 
-// Add returns d + o, exact unless the result needs more than 34 digits.
+// Add returns d + o, exactly.
 func (d Decimal) Add(o Decimal) Decimal {
 	r := new(apd.Decimal)
-	_, err := decimalCtx.Add(r, &d.d, &o.d)
+	_, err := exactCtx.Add(r, &d.d, &o.d)
 	return result(r, err)
 }
 
-// Sub returns d - o, exact unless the result needs more than 34 digits.
+// Sub returns d - o, exactly.
 func (d Decimal) Sub(o Decimal) Decimal {
 	r := new(apd.Decimal)
-	_, err := decimalCtx.Sub(r, &d.d, &o.d)
+	_, err := exactCtx.Sub(r, &d.d, &o.d)
 	return result(r, err)
 }
 
-// Mul returns d × o, exact unless the product needs more than 34 digits. The
-// product keeps all fraction digits ("0.335" × "3" is "1.005"): round it
-// explicitly at the named rounding points.
+// Mul returns d × o, exactly: the product keeps all its digits ("0.335" ×
+// "3" is "1.005"); round it explicitly at the named rounding points.
 func (d Decimal) Mul(o Decimal) Decimal {
 	r := new(apd.Decimal)
-	_, err := decimalCtx.Mul(r, &d.d, &o.d)
+	_, err := exactCtx.Mul(r, &d.d, &o.d)
 	return result(r, err)
 }
 
@@ -300,6 +303,15 @@ func (d Decimal) Quo(o Decimal) (Decimal, error) {
 	return result(r, err), nil
 }
 
+// integerDigits returns the number of digits of d before the decimal point
+// (0 for |d| < 1).
+func (d Decimal) integerDigits() int64 {
+	if d.d.IsZero() {
+		return 0
+	}
+	return max(0, d.d.NumDigits()+int64(d.d.Exponent))
+}
+
 // Cmp compares d and o by value: -1 if d < o, 0 if equal ("1.5" equals
 // "1.50"), +1 if d > o.
 func (d Decimal) Cmp(o Decimal) int { return d.d.Cmp(&o.d) }
@@ -341,14 +353,35 @@ func (d Decimal) Round(places int32, mode Rounding) Decimal {
 // "ceil(usage / packageSize)".
 func (d Decimal) RoundUp() Decimal {
 	r := new(apd.Decimal)
-	_, err := decimalCtx.Ceil(r, &d.d)
+	_, err := exactCtx.Ceil(r, &d.d)
 	return result(r, err)
+}
+
+// ceilQuo returns ceil(d / o) for o > 0, computed exactly (an integer
+// quotient and the sign of its remainder), so a quotient just above an
+// integer is never rounded down onto it, however many digits it has.
+func (d Decimal) ceilQuo(o Decimal) (Decimal, error) {
+	if o.Sign() <= 0 {
+		return Decimal{}, validationError("division by zero")
+	}
+	abs := func(e int32) int64 { return max(int64(e), -int64(e)) }
+	c := exactCtx
+	c.Precision = uint32(d.d.NumDigits() + o.d.NumDigits() + abs(d.d.Exponent) + abs(o.d.Exponent) + 2)
+	q := new(apd.Decimal)
+	if _, err := c.QuoInteger(q, &d.d, &o.d); err != nil {
+		return Decimal{}, &Error{Code: CodeValidationFailed, Message: "decimal division failed", Err: err}
+	}
+	quo := result(q, nil)
+	if d.Sub(quo.Mul(o)).Sign() > 0 {
+		quo = quo.Add(DecimalFromInt(1))
+	}
+	return quo, nil
 }
 
 // Floor returns the largest integer ≤ d.
 func (d Decimal) Floor() Decimal {
 	r := new(apd.Decimal)
-	_, err := decimalCtx.Floor(r, &d.d)
+	_, err := exactCtx.Floor(r, &d.d)
 	return result(r, err)
 }
 
@@ -371,11 +404,17 @@ func (d Decimal) MarshalJSON() ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-// UnmarshalJSON accepts only a JSON string in the strict grammar of
-// ParseDecimal. JSON numbers are rejected because a client that sends 0.1 as a
-// number has usually been through a float already; null is rejected because a
-// Decimal field is a value that must be present (use *Decimal for optional
-// fields: encoding/json sets those to nil on null without calling this).
+// UnmarshalJSON reads a JSON string holding a plain decimal
+// (-?[0-9]+(\.[0-9]+)?) of any length: it is how stored records are read
+// back, and what the engine stores may be longer than a client may send
+// (exact rates such as "0.0617283945060"), so nothing stored can ever make a
+// read fail. Input from clients is held to the strict grammar of
+// ParseDecimal (at most 20 digits before and 12 after the point) by the
+// HTTP decoder, which checks every Decimal field with ParseDecimal first.
+// JSON numbers are rejected because a client that sends 0.1 as a number has
+// usually been through a float already; null is rejected because a Decimal
+// field is a value that must be present (use *Decimal for optional fields:
+// encoding/json sets those to nil on null without calling this).
 func (d *Decimal) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '"' {
 		return validationError("%s, not %s", decimalSyntaxMessage, jsonKind(b))
@@ -384,12 +423,25 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return validationError(decimalSyntaxMessage)
 	}
-	v, err := ParseDecimal(s)
+	v, err := parseStoredDecimal(s)
 	if err != nil {
 		return err
 	}
 	*d = v
 	return nil
+}
+
+// parseStoredDecimal parses a plain decimal string of any length (the
+// grammar of ParseDecimal without its digit limits).
+func parseStoredDecimal(s string) (Decimal, error) {
+	neg, intPart, fracPart, ok := splitDecimal(s)
+	if !ok {
+		return Decimal{}, validationError(decimalSyntaxMessage)
+	}
+	if len(fracPart) > math.MaxInt32/2 {
+		return Decimal{}, validationError("has too many digits after the decimal point")
+	}
+	return fromDigits(neg, intPart+fracPart, -int32(len(fracPart)))
 }
 
 // jsonKind names the kind of a non-string JSON value for error messages.

@@ -2,8 +2,12 @@ package billing
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -31,6 +35,22 @@ const (
 	NotificationQuotePublished            NotificationType = "QUOTE_PUBLISHED"
 	NotificationQuoteAccepted             NotificationType = "QUOTE_ACCEPTED"
 )
+
+// The notification types of credit grants, beyond the specification's
+// list: a grant created (POST /credits, or a credit note that generates
+// one), consumed (by an invoice's finalization, once per grant used) and
+// expired (by the billing run).
+const (
+	NotificationCreditGrantCreated  NotificationType = "CREDIT_GRANT_CREATED"
+	NotificationCreditGrantConsumed NotificationType = "CREDIT_GRANT_CONSUMED"
+	NotificationCreditGrantExpired  NotificationType = "CREDIT_GRANT_EXPIRED"
+)
+
+// Mailer sends e-mails for the Dispatcher. An error makes the delivery
+// retry on the webhook schedule.
+type Mailer interface {
+	Send(ctx context.Context, e Email) error
+}
 
 // Email is an e-mail queued through the outbox: plain text, with the
 // JSON payload attached for machines.
@@ -139,4 +159,407 @@ var keyFacts = []struct{ field, label string }{
 	{"invoiceNumber", "Invoice number"}, {"creditNoteNumber", "Credit note number"},
 	{"status", "Status"}, {"currency", "Currency"}, {"netTotal", "Net total"},
 	{"totalTax", "Total tax"}, {"grossTotal", "Gross total"}, {"dueDate", "Due date"},
+}
+
+// Channel is how a notification policy delivers: WEBHOOK or EMAIL.
+type Channel string
+
+// The channels.
+const (
+	ChannelWebhook Channel = "WEBHOOK"
+	ChannelEmail   Channel = "EMAIL"
+)
+
+// maxPolicyRecipients bounds the recipients of one policy (conventions.md).
+const maxPolicyRecipients = 100
+
+// maxWebhookURLLength bounds a webhook recipient URL.
+const maxWebhookURLLength = 2048
+
+// secretOverlap is how long a rotated-out webhook secret still signs.
+const secretOverlap = 24 * time.Hour
+
+// webhookSecretPrefix starts every webhook secret (Standard Webhooks).
+const webhookSecretPrefix = "whsec_"
+
+// NotificationTypes returns the notification types: the specification's, in
+// the order of its Events section, then those of credit grants.
+func NotificationTypes() []NotificationType {
+	return []NotificationType{
+		NotificationCustomerCreated, NotificationCustomerUpdated, NotificationCustomerArchived,
+		NotificationInvoiceCreated, NotificationInvoiceIssued, NotificationInvoiceUpdated,
+		NotificationIntegrationSyncCompleted, NotificationIntegrationWebhookHandled,
+		NotificationMerchantUpdated,
+		NotificationBillingScheduleCreated, NotificationBillingScheduleUpdated, NotificationBillingScheduleArchived,
+		NotificationCreditNoteCreated, NotificationCreditNoteUpdated, NotificationCreditNoteIssued,
+		NotificationQuotePublished, NotificationQuoteAccepted,
+		NotificationCreditGrantCreated, NotificationCreditGrantConsumed, NotificationCreditGrantExpired,
+	}
+}
+
+// Valid reports whether t is one of the notification types.
+func (t NotificationType) Valid() bool { return slices.Contains(NotificationTypes(), t) }
+
+// NotificationPolicy says where the notifications of an account go: to the
+// webhook URLs or e-mail addresses of Recipients, for the types listed in
+// NotificationTypes (every type when it is empty).
+type NotificationPolicy struct {
+	ID                string             `json:"id"`
+	CreatedAt         time.Time          `json:"createdAt"`
+	ServiceAccountID  string             `json:"serviceAccountId"`
+	Name              string             `json:"name"`
+	Recipients        []string           `json:"recipients"`
+	Channel           Channel            `json:"channel"`
+	NotificationTypes []NotificationType `json:"notificationTypes,omitempty"`
+	// WebhookSecret signs the webhooks of a WEBHOOK policy: "whsec_" and
+	// the base64 of the key. Empty for EMAIL policies.
+	WebhookSecret string `json:"webhookSecret,omitempty"`
+}
+
+// Matches reports whether the policy covers notifications of type t.
+func (p *NotificationPolicy) Matches(t NotificationType) bool {
+	return len(p.NotificationTypes) == 0 || slices.Contains(p.NotificationTypes, t)
+}
+
+// policyRecord is a stored policy: the policy and the secret it replaced,
+// which keeps signing until PreviousSecretUntil.
+type policyRecord struct {
+	NotificationPolicy
+	PreviousSecret      string     `json:"previousSecret,omitempty"`
+	PreviousSecretUntil *time.Time `json:"previousSecretUntil,omitempty"`
+}
+
+// signingSecrets returns the secrets that sign a webhook sent at now: the
+// current one, and the previous one during the overlap after a rotation.
+func (r *policyRecord) signingSecrets(now time.Time) []string {
+	out := []string{r.WebhookSecret}
+	if r.PreviousSecret != "" && r.PreviousSecretUntil != nil && now.Before(*r.PreviousSecretUntil) {
+		out = append(out, r.PreviousSecret)
+	}
+	return out
+}
+
+// CreateNotificationPolicyParams are the fields of a new policy. An empty
+// NotificationTypes covers every type. WebhookSecret is optional (WEBHOOK
+// only): when empty, a secret is generated.
+type CreateNotificationPolicyParams struct {
+	Name              string             `json:"name"`
+	Channel           Channel            `json:"channel"`
+	Recipients        []string           `json:"recipients"`
+	NotificationTypes []NotificationType `json:"notificationTypes"`
+	WebhookSecret     string             `json:"webhookSecret"`
+}
+
+// NotificationPolicyFilter selects policies in ListNotificationPolicies.
+type NotificationPolicyFilter struct {
+	// NotificationType keeps the policies that cover this type (policies
+	// covering every type included). Empty keeps all.
+	NotificationType NotificationType
+}
+
+// CreateNotificationPolicy creates a policy. Returns validation_failed for
+// invalid fields, all at once.
+func (s *Service) CreateNotificationPolicy(ctx context.Context, account string, p CreateNotificationPolicyParams) (*NotificationPolicy, error) {
+	var v validator
+	s.checkString(&v, "name", p.Name, true)
+	switch p.Channel {
+	case ChannelWebhook, ChannelEmail:
+		s.checkRecipients(&v, "recipients", p.Channel, p.Recipients)
+		if len(p.Recipients) == 0 {
+			v.add("recipients", "recipients must list at least one recipient")
+		}
+	case "":
+		v.add("channel", "channel is required")
+	default:
+		v.add("channel", "channel must be WEBHOOK or EMAIL")
+	}
+	checkTypes(&v, "notificationTypes", p.NotificationTypes)
+	switch {
+	case p.WebhookSecret != "" && p.Channel == ChannelEmail:
+		v.add("webhookSecret", "webhookSecret is only for WEBHOOK policies")
+	case p.WebhookSecret != "" && !validSecret(p.WebhookSecret):
+		v.add("webhookSecret", "webhookSecret must be \"whsec_\" followed by the standard base64 of 24 to 64 bytes")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	rec := &policyRecord{NotificationPolicy: NotificationPolicy{
+		ID: s.newID(), CreatedAt: s.clock(), ServiceAccountID: account, Name: p.Name,
+		Channel: p.Channel, Recipients: dedupe(p.Recipients), NotificationTypes: dedupe(p.NotificationTypes),
+	}}
+	if p.Channel == ChannelWebhook {
+		rec.WebhookSecret = p.WebhookSecret
+		if rec.WebhookSecret == "" {
+			secret, err := newWebhookSecret(s.rand)
+			if err != nil {
+				return nil, internal(err)
+			}
+			rec.WebhookSecret = secret
+		}
+	}
+	return mutate(ctx, s, account, func(tx Tx) (*NotificationPolicy, error) {
+		return &rec.NotificationPolicy, putRecord(ctx, tx, tableNotificationPolicies, key(account, rec.ID), rec)
+	})
+}
+
+// GetNotificationPolicy returns a policy (operation 21). Returns not_found.
+func (s *Service) GetNotificationPolicy(ctx context.Context, account, id string) (*NotificationPolicy, error) {
+	return read(ctx, s, func(tx Tx) (*NotificationPolicy, error) {
+		rec, err := s.getPolicy(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		return &rec.NotificationPolicy, nil
+	})
+}
+
+func (s *Service) getPolicy(ctx context.Context, tx Tx, account, id string) (*policyRecord, error) {
+	return getOwned[policyRecord](ctx, tx, tableNotificationPolicies, account, id, "notification policy")
+}
+
+// ListNotificationPolicies lists the account's policies, newest first.
+// Returns validation_failed for an unknown notification type, a bad limit
+// or cursor.
+func (s *Service) ListNotificationPolicies(ctx context.Context, account string, f NotificationPolicyFilter, p ListParams) (Page[NotificationPolicy], error) {
+	if f.NotificationType != "" && !f.NotificationType.Valid() {
+		return Page[NotificationPolicy]{}, FieldError("notificationType", "notificationType must be one of the notification types")
+	}
+	q := listQuery[NotificationPolicy]{
+		name: "notification_policies", filter: string(f.NotificationType),
+		table: tableNotificationPolicies, prefix: prefix(account), desc: true,
+		decode: decodeAll(func(p *NotificationPolicy) bool {
+			return f.NotificationType == "" || p.Matches(f.NotificationType)
+		}),
+	}
+	return read(ctx, s, func(tx Tx) (Page[NotificationPolicy], error) { return list(ctx, s, tx, q, p) })
+}
+
+// DeleteNotificationPolicy deletes a policy and returns it. Its pending
+// deliveries are not sent any more (they fail with a note saying so).
+// Returns not_found.
+func (s *Service) DeleteNotificationPolicy(ctx context.Context, account, id string) (*NotificationPolicy, error) {
+	return mutate(ctx, s, account, func(tx Tx) (*NotificationPolicy, error) {
+		rec, err := s.getPolicy(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		return &rec.NotificationPolicy, tx.Delete(ctx, tableNotificationPolicies, key(account, id))
+	})
+}
+
+// AddNotificationPolicyRecipients adds recipients to a policy (operation
+// 20) with set semantics: recipients already on the policy are not added
+// twice, the original order is kept and new ones are appended. Returns
+// not_found, and validation_failed for invalid recipients or more than 100
+// in total.
+func (s *Service) AddNotificationPolicyRecipients(ctx context.Context, account, id string, recipients []string) (*NotificationPolicy, error) {
+	return s.updatePolicy(ctx, account, id, func(rec *policyRecord, _ time.Time) error {
+		var v validator
+		if len(recipients) == 0 {
+			v.add("recipients", "recipients must list at least one recipient")
+		}
+		s.checkRecipients(&v, "recipients", rec.Channel, recipients)
+		if err := v.err(); err != nil {
+			return err
+		}
+		merged := dedupe(append(slices.Clone(rec.Recipients), recipients...))
+		if len(merged) > maxPolicyRecipients {
+			return FieldError("recipients", "a policy has at most %d recipients; it would have %d", maxPolicyRecipients, len(merged))
+		}
+		rec.Recipients = merged
+		return nil
+	})
+}
+
+// RemoveNotificationPolicyRecipient removes one recipient from a policy.
+// Returns not_found when the policy or the recipient does not exist, and
+// invalid_state when it is the policy's last recipient.
+func (s *Service) RemoveNotificationPolicyRecipient(ctx context.Context, account, id, recipient string) (*NotificationPolicy, error) {
+	return s.updatePolicy(ctx, account, id, func(rec *policyRecord, _ time.Time) error {
+		i := slices.Index(rec.Recipients, recipient)
+		switch {
+		case i < 0:
+			return notFound("recipient")
+		case len(rec.Recipients) == 1:
+			return Errorf(CodeInvalidState, "a policy needs at least one recipient; delete the policy instead")
+		}
+		rec.Recipients = slices.Delete(slices.Clone(rec.Recipients), i, i+1)
+		return nil
+	})
+}
+
+// AddNotificationPolicyTypes adds notification types to a policy that lists
+// types (set semantics). A policy covering every type keeps covering every
+// type. Returns not_found, and validation_failed for unknown types.
+func (s *Service) AddNotificationPolicyTypes(ctx context.Context, account, id string, types []NotificationType) (*NotificationPolicy, error) {
+	var v validator
+	if len(types) == 0 {
+		v.add("notificationTypes", "notificationTypes must list at least one type")
+	}
+	checkTypes(&v, "notificationTypes", types)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	return s.updatePolicy(ctx, account, id, func(rec *policyRecord, _ time.Time) error {
+		if len(rec.NotificationTypes) > 0 {
+			rec.NotificationTypes = dedupe(append(slices.Clone(rec.NotificationTypes), types...))
+		}
+		return nil
+	})
+}
+
+// RemoveNotificationPolicyType stops a policy matching typ. On a policy
+// covering every type, the policy then lists every other type. Returns
+// validation_failed for an unknown type, not_found when the policy does not
+// cover typ, and invalid_state when typ is the last type listed (removing
+// it would silently make the policy cover every type).
+func (s *Service) RemoveNotificationPolicyType(ctx context.Context, account, id string, typ NotificationType) (*NotificationPolicy, error) {
+	if !typ.Valid() {
+		return nil, FieldError("type", "%q is not a notification type", typ)
+	}
+	return s.updatePolicy(ctx, account, id, func(rec *policyRecord, _ time.Time) error {
+		types := rec.NotificationTypes
+		if len(types) == 0 {
+			types = NotificationTypes()
+		}
+		i := slices.Index(types, typ)
+		switch {
+		case i < 0:
+			return Errorf(CodeNotFound, "the policy does not cover %s", typ)
+		case len(types) == 1:
+			return Errorf(CodeInvalidState, "%s is the policy's last notification type; a policy without types covers every type, so delete the policy instead", typ)
+		}
+		rec.NotificationTypes = slices.Delete(slices.Clone(types), i, i+1)
+		return nil
+	})
+}
+
+// RotateNotificationPolicySecret gives a WEBHOOK policy a new generated
+// secret. For 24 hours webhooks carry signatures with both the old and the
+// new secret, then only the new one. Returns not_found, and invalid_state
+// for an EMAIL policy.
+func (s *Service) RotateNotificationPolicySecret(ctx context.Context, account, id string) (*NotificationPolicy, error) {
+	secret, err := newWebhookSecret(s.rand)
+	if err != nil {
+		return nil, internal(err)
+	}
+	return s.updatePolicy(ctx, account, id, func(rec *policyRecord, now time.Time) error {
+		if rec.Channel != ChannelWebhook {
+			return Errorf(CodeInvalidState, "only WEBHOOK policies have a secret")
+		}
+		until := now.Add(secretOverlap)
+		rec.PreviousSecret, rec.PreviousSecretUntil = rec.WebhookSecret, &until
+		rec.WebhookSecret = secret
+		return nil
+	})
+}
+
+// updatePolicy is the read-change-write of every policy edit.
+func (s *Service) updatePolicy(ctx context.Context, account, id string, change func(*policyRecord, time.Time) error) (*NotificationPolicy, error) {
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*NotificationPolicy, error) {
+		rec, err := s.getPolicy(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := change(rec, now); err != nil {
+			return nil, err
+		}
+		return &rec.NotificationPolicy, putRecord(ctx, tx, tableNotificationPolicies, key(account, id), rec)
+	})
+}
+
+// checkRecipients validates recipients for channel, naming each invalid one
+// by its index in the request.
+func (s *Service) checkRecipients(v *validator, field string, channel Channel, recipients []string) {
+	if len(recipients) > maxPolicyRecipients {
+		v.add(field, "a policy has at most %d recipients", maxPolicyRecipients)
+	}
+	for i, r := range recipients {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if channel == ChannelEmail {
+			if strings.ContainsAny(r, "<>,;\"()") {
+				v.add(f, "%s must be a plain address such as name@example.com, without a display name", f)
+			} else {
+				checkEmail(v, f, r)
+			}
+			continue
+		}
+		if msg := s.checkWebhookURL(r); msg != "" {
+			v.add(f, "%s %s", f, msg)
+		}
+	}
+}
+
+// checkWebhookURL returns why u is not an acceptable webhook target, or "".
+func (s *Service) checkWebhookURL(u string) string {
+	if len(u) > maxWebhookURLLength {
+		return fmt.Sprintf("must be at most %d characters", maxWebhookURLLength)
+	}
+	parsed, err := url.Parse(u)
+	switch {
+	case err != nil || !parsed.IsAbs() || parsed.Opaque != "":
+		return "must be an absolute URL such as https://example.com/webhooks"
+	case parsed.Scheme != "https" && !(parsed.Scheme == "http" && s.webhookAllowPrivate):
+		if s.webhookAllowPrivate {
+			return "must be an https:// or http:// URL"
+		}
+		return "must be an https:// URL"
+	case parsed.Hostname() == "":
+		return "must name a host"
+	case parsed.User != nil:
+		return "must not contain user information"
+	case parsed.Fragment != "" || strings.Contains(u, "#"):
+		return "must not contain a fragment"
+	case strings.ContainsFunc(u, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return "must not contain spaces or control characters"
+	}
+	return ""
+}
+
+// checkTypes validates a list of notification types.
+func checkTypes(v *validator, field string, types []NotificationType) {
+	for i, t := range types {
+		if !t.Valid() {
+			v.add(fmt.Sprintf("%s[%d]", field, i), "%q is not a notification type", t)
+		}
+	}
+}
+
+// validSecret reports whether secret is "whsec_" and the standard base64 of
+// 24 to 64 bytes.
+func validSecret(secret string) bool {
+	k, ok := secretKey(secret)
+	return ok && len(k) >= 24 && len(k) <= 64
+}
+
+// secretKey returns the HMAC key of a webhook secret.
+func secretKey(secret string) ([]byte, bool) {
+	enc, ok := strings.CutPrefix(secret, webhookSecretPrefix)
+	if !ok {
+		return nil, false
+	}
+	k, err := base64.StdEncoding.DecodeString(enc)
+	return k, err == nil && len(k) > 0
+}
+
+// newWebhookSecret generates "whsec_" and the base64 of 32 random bytes.
+func newWebhookSecret(r io.Reader) (string, error) {
+	b := make([]byte, 32)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return "", fmt.Errorf("generating a webhook secret: %w", err)
+	}
+	return webhookSecretPrefix + base64.StdEncoding.EncodeToString(b), nil
+}
+
+// dedupe returns vs without repeats, first occurrences kept in order; nil
+// for an empty list.
+func dedupe[T comparable](vs []T) []T {
+	var out []T
+	for _, x := range vs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

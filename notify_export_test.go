@@ -2,16 +2,12 @@ package billing
 
 import (
 	"context"
-	"net/netip"
 	"time"
 )
 
 // SetAfterSend makes a dispatcher built from cfg call f after each send and
 // before recording its result (the crash test kills the process there).
 func SetAfterSend(cfg *DispatcherConfig, f func()) { cfg.afterSend = f }
-
-// CheckWebhookTarget exposes the connect-time address check.
-func CheckWebhookTarget(addr netip.Addr) error { return checkTarget(addr) }
 
 // VerifyWebhookAt is VerifyWebhook against the clock reading now.
 func VerifyWebhookAt(secret string, h map[string][]string, body []byte, tolerance time.Duration, now time.Time) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/webhook"
 )
 
 // notifyEnv is a Service on bbolt whose clock starts at the real time (so
@@ -24,6 +25,9 @@ type notifyEnv struct {
 	svc     *billing.Service
 	clock   *billingtest.Clock
 	account string
+	// webhooks sends webhooks as billingd wires them, with the env's
+	// WebhookAllowPrivate.
+	webhooks billing.WebhookSender
 }
 
 func newNotifyEnv(t *testing.T, allowPrivate bool) *notifyEnv {
@@ -31,7 +35,8 @@ func newNotifyEnv(t *testing.T, allowPrivate bool) *notifyEnv {
 	svc, clock := billingtest.NewService(t, billingtest.WithBolt(),
 		billingtest.WithConfig(billing.Config{WebhookAllowPrivate: allowPrivate}))
 	clock.Set(time.Now().UTC().Truncate(time.Second))
-	return &notifyEnv{t: t, svc: svc, clock: clock, account: billingtest.Account(t, svc, "acme")}
+	return &notifyEnv{t: t, svc: svc, clock: clock, account: billingtest.Account(t, svc, "acme"),
+		webhooks: webhook.NewSender(allowPrivate)}
 }
 
 // policy creates a policy for the env's account.
@@ -172,7 +177,7 @@ func TestWebhookEndToEnd(t *testing.T) {
 		t.Fatalf("failing transaction: %v", err)
 	}
 
-	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{})
+	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
 	for round := 0; round < 3; round++ {
 		if n := e.runOnce(d); n != 3 {
 			t.Fatalf("round %d: %d attempts, want 3", round, n)
@@ -240,7 +245,7 @@ func TestWebhookPayloadIsTheResource(t *testing.T) {
 	if _, err := e.svc.PutMerchantDetails(context.Background(), e.account, billing.MerchantDetails{LegalCompanyName: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{}))
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
 	hits := rc.got()
 	if len(hits) != 1 {
 		t.Fatalf("%d requests, want 1 (the policy lists CUSTOMER_CREATED only)", len(hits))
@@ -276,7 +281,7 @@ func TestMerchantUpdatedIsEmitted(t *testing.T) {
 	if _, err := e.svc.PutMerchantDetails(context.Background(), e.account, billing.MerchantDetails{LegalCompanyName: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{}))
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
 	hits := rc.got()
 	if len(hits) != 1 {
 		t.Fatalf("%d requests, want 1", len(hits))
@@ -334,7 +339,7 @@ func TestWebhookDocumentsEndToEnd(t *testing.T) {
 	_, err = e.svc.MarkCreditNoteSent(ctx, e.account, cn.ID) // already SENT: unchanged, nothing emitted
 	must(err)
 
-	dsp := billing.NewDispatcher(e.svc, billing.DispatcherConfig{})
+	dsp := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
 	for e.runOnce(dsp) > 0 {
 	}
 	var got []billing.NotificationType

@@ -8,18 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
-)
-
-// The tables of the outbox (see store.go for the others).
-const (
-	// tableDeliveries holds every delivery, in creation order per account.
-	tableDeliveries Table = "notification_deliveries" // account id / delivery id → deliveryRecord
-	// tableDeliveryQueue indexes the PENDING deliveries by the time they
-	// are next due; a claimed delivery is re-filed at the end of its lease.
-	tableDeliveryQueue Table = "notification_delivery_queue" // %016x unix seconds / account id / delivery id → empty
 )
 
 // DeliveryStatus is the state of a delivery: PENDING (waiting to be sent or
@@ -46,6 +39,54 @@ const maxRetryAfter = 24 * time.Hour
 // EmailNotConfiguredReason is the reason recorded for e-mail deliveries when
 // the dispatcher has no Mailer.
 const EmailNotConfiguredReason = "email delivery is not configured"
+
+// WebhookNotConfiguredReason is the reason recorded for webhook deliveries
+// when the Dispatcher has no WebhookSender.
+const WebhookNotConfiguredReason = "webhook delivery is not configured"
+
+// WebhookTimeout bounds one webhook attempt (connect, send, and the
+// answer): a WebhookSender gives up after it, and a Dispatcher's lease
+// must exceed it.
+const WebhookTimeout = 15 * time.Second
+
+// WebhookSender sends one webhook for the Dispatcher. Package webhook
+// implements it over HTTP, refusing private targets at connect time.
+type WebhookSender interface {
+	SendWebhook(ctx context.Context, w Webhook) WebhookResult
+}
+
+// Webhook is one attempt of a webhook delivery: a POST of Body to URL with
+// the Standard Webhooks headers (HeaderWebhookID, HeaderWebhookTimestamp,
+// HeaderWebhookSignature) set to ID, Timestamp and Signature.
+type Webhook struct {
+	// URL is the recipient.
+	URL string
+	// ID is the notification id: the same on every attempt, so receivers
+	// can de-duplicate.
+	ID string
+	// Timestamp is the attempt's time in Unix seconds (the Service clock).
+	Timestamp int64
+	// Signature is the webhook-signature value: one "v1,<base64>" per
+	// signing secret of the policy.
+	Signature string
+	// Body is the notification's JSON.
+	Body []byte
+}
+
+// WebhookResult is the outcome of one webhook attempt.
+type WebhookResult struct {
+	// StatusCode is the receiver's answer; 0 when there was none.
+	StatusCode int
+	// Err says why the attempt failed, for the delivery's attempts (never
+	// the URL, which may carry tokens); empty on success (any 2xx).
+	Err string
+	// Final stops retries: the URL is malformed or the receiver answered
+	// 410 Gone.
+	Final bool
+	// RetryAfter is the receiver's Retry-After (on 429 and 503), 0 if none.
+	// The Dispatcher caps it at 24 hours.
+	RetryAfter time.Duration
+}
 
 // Delivery is one notification (or e-mail) on its way to one recipient (a
 // queued e-mail: to all its addresses), with every attempt made so far.
@@ -381,4 +422,223 @@ func (s *Service) jitter(d time.Duration) (time.Duration, error) {
 	}
 	extra := time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(d/10+1))
 	return (d + extra + time.Second - 1).Truncate(time.Second), nil
+}
+
+// DispatcherConfig holds the options of a Dispatcher. Every zero field takes
+// its documented default.
+type DispatcherConfig struct {
+	// Webhooks sends webhook deliveries: webhook.NewSender, with the
+	// Service's Config.WebhookAllowPrivate. Defaults to none: webhook
+	// deliveries are then recorded FAILED with WebhookNotConfiguredReason.
+	Webhooks WebhookSender
+
+	// Mailer sends e-mail deliveries. Defaults to none: e-mail deliveries
+	// are then recorded FAILED with the reason "email delivery is not
+	// configured", and can be retried once a Mailer is configured.
+	Mailer Mailer
+
+	// PollInterval is how often Run looks for due deliveries. Defaults to
+	// one second.
+	PollInterval time.Duration
+
+	// Concurrency is how many deliveries are sent at once. Defaults to 8.
+	Concurrency int
+
+	// BatchSize is how many due deliveries one claim takes. Defaults to 64.
+	BatchSize int
+
+	// Lease is how long a claimed delivery is reserved for this dispatcher;
+	// if its result is not recorded by then (the process died), another
+	// run sends it again. It must exceed the 15 s webhook timeout.
+	// Defaults to one minute.
+	Lease time.Duration
+
+	// Retention is how long Run keeps SUCCEEDED and FAILED deliveries
+	// (PruneDeliveries, once an hour). Defaults to 30 days; negative keeps
+	// them for ever.
+	Retention time.Duration
+
+	// Logger receives a line per failed attempt. Defaults to the Service's
+	// logger.
+	Logger *slog.Logger
+
+	// afterSend, when set (tests), runs after a delivery was sent and
+	// before its result is recorded.
+	afterSend func()
+}
+
+// Dispatcher sends the outbox's due deliveries, outside any transaction,
+// and records every attempt. The library never starts it: billingd (or the
+// embedding program) calls Run in a goroutine of its own, or RunOnce.
+// Several dispatchers, in one process or several, may run over one store:
+// each delivery is claimed in a transaction before it is sent.
+type Dispatcher struct {
+	svc       *Service
+	cfg       DispatcherConfig
+	log       *slog.Logger
+	lastPrune time.Time
+}
+
+// NewDispatcher returns a Dispatcher over svc's outbox.
+func NewDispatcher(svc *Service, cfg DispatcherConfig) *Dispatcher {
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 8
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 64
+	}
+	if cfg.Lease <= WebhookTimeout {
+		cfg.Lease = time.Minute
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 30 * 24 * time.Hour
+	}
+	d := &Dispatcher{svc: svc, cfg: cfg, log: cfg.Logger}
+	if d.log == nil {
+		d.log = svc.log
+	}
+	return d
+}
+
+// Run sends due deliveries every PollInterval, and prunes old ones hourly,
+// until ctx is done. It returns nil when ctx ends it; store errors are
+// logged and retried at the next poll.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	t := time.NewTicker(d.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		if _, err := d.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error("dispatching notifications", "err", err)
+		}
+		d.prune(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (d *Dispatcher) prune(ctx context.Context) {
+	if d.cfg.Retention < 0 || time.Since(d.lastPrune) < time.Hour {
+		return
+	}
+	d.lastPrune = time.Now()
+	n, err := d.svc.PruneDeliveries(ctx, d.cfg.Retention)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		d.log.Error("pruning deliveries", "err", err)
+	case n > 0:
+		d.log.Info("pruned old deliveries", "deleted", n)
+	}
+}
+
+// RunOnce sends every delivery due now (by the Service's clock) and records
+// each attempt, then returns the number of attempts made. Deliveries that
+// fail are rescheduled and are not retried by the same call.
+func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
+	attempts := 0
+	for {
+		claims, err := d.svc.claimDue(ctx, d.svc.clock(), d.cfg.Lease, d.cfg.BatchSize)
+		if err != nil {
+			return attempts, err
+		}
+		if err := d.sendAll(ctx, claims); err != nil {
+			return attempts, err
+		}
+		attempts += len(claims)
+		if len(claims) < d.cfg.BatchSize {
+			return attempts, nil
+		}
+	}
+}
+
+// sendAll sends claims with at most Concurrency at once and records each
+// result; it returns the first recording error.
+func (d *Dispatcher) sendAll(ctx context.Context, claims []claim) error {
+	sem := make(chan struct{}, d.cfg.Concurrency)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for i := range claims {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c := &claims[i]
+			r := d.send(ctx, c)
+			if d.cfg.afterSend != nil {
+				d.cfg.afterSend()
+			}
+			if r.err != "" {
+				d.log.Warn("notification delivery attempt failed", "delivery", c.id, "status", r.statusCode, "err", r.err)
+			}
+			// A send that completed is recorded even when ctx ends meanwhile
+			// (shutdown), so it is not sent again.
+			if err := d.svc.recordAttempt(context.WithoutCancel(ctx), c, r); err != nil {
+				mu.Lock()
+				first = cmpOr(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// send makes one attempt of a claimed delivery.
+func (d *Dispatcher) send(ctx context.Context, c *claim) attemptResult {
+	now := d.svc.clock()
+	r := attemptResult{at: now}
+	if c.channel == ChannelEmail {
+		switch {
+		case d.cfg.Mailer == nil:
+			r.err, r.final = EmailNotConfiguredReason, true
+		case c.email == nil:
+			r.err, r.final = "the delivery has no e-mail", true
+		default:
+			e := *c.email
+			if e.JSON == nil {
+				e.JSON = c.payload
+			}
+			if err := d.cfg.Mailer.Send(ctx, e); err != nil {
+				r.err = err.Error()
+			}
+		}
+		return r
+	}
+	return d.sendWebhook(ctx, c, now)
+}
+
+// sendWebhook signs the payload and hands it to the WebhookSender.
+func (d *Dispatcher) sendWebhook(ctx context.Context, c *claim, now time.Time) attemptResult {
+	r := attemptResult{at: now}
+	switch {
+	case d.cfg.Webhooks == nil:
+		r.err, r.final = WebhookNotConfiguredReason, true
+		return r
+	case len(c.recipients) != 1:
+		r.err, r.final = "a webhook delivery has exactly one recipient", true
+		return r
+	}
+	sig, err := signWebhook(c.secrets, c.notificationID, now.Unix(), c.payload)
+	if err != nil {
+		r.err, r.final = "the policy's webhook secret is malformed", true
+		return r
+	}
+	w := d.cfg.Webhooks.SendWebhook(ctx, Webhook{URL: c.recipients[0], ID: c.notificationID,
+		Timestamp: now.Unix(), Signature: sig, Body: c.payload})
+	r.statusCode, r.err, r.final, r.retryAfter = w.StatusCode, w.Err, w.Final, w.RetryAfter
+	return r
 }

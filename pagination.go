@@ -9,8 +9,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash"
-	"strconv"
 	"sync"
+
+	"github.com/billingd/billing/internal/memo"
 )
 
 // ListParams selects one page of a list: at most Limit items after the
@@ -34,52 +35,17 @@ type Page[T any] struct {
 }
 
 // MarshalJSON writes the page in the wire shape
-// {"items": [...], "pagination": {"after", "before", "totalResultSize"}}.
+// {"items": [...], "pagination": {"after", "before", "totalResultSize"}};
+// items is [] (never null) for an empty page.
 func (p Page[T]) MarshalJSON() ([]byte, error) {
-	return p.AppendJSON(nil)
-}
-
-// AppendJSON appends the page's JSON encoding (MarshalJSON's) to b. The
-// encoding is compact and HTML-escaped, byte for byte what json.Marshal
-// gives for the page, so a caller may send it as is without json.Marshal
-// checking and compacting it again.
-func (p Page[T]) AppendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"items":`...)
-	if len(p.Items) == 0 {
-		b = append(b, "[]"...)
-	} else if _, ok := any(&p.Items[0]).(jsonItem); ok {
-		b = append(b, '[')
-		for i := range p.Items {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = any(&p.Items[i]).(jsonItem).appendJSON(b); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, ']')
-	} else {
-		items, err := json.Marshal(p.Items)
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, items...)
+	items := p.Items
+	if items == nil {
+		items = []T{}
 	}
-	b = append(b, `,"pagination":{`...)
-	if p.After != "" {
-		b = append(b, `"after":`...)
-		b = appendJSONString(b, p.After)
-		b = append(b, ',')
-	}
-	if p.Before != "" {
-		b = append(b, `"before":`...)
-		b = appendJSONString(b, p.Before)
-		b = append(b, ',')
-	}
-	b = append(b, `"totalResultSize":`...)
-	b = strconv.AppendInt(b, int64(p.TotalResultSize), 10)
-	return append(b, "}}"...), nil
+	return json.Marshal(struct {
+		Items      []T        `json:"items"`
+		Pagination Pagination `json:"pagination"`
+	}{items, Pagination{After: p.After, Before: p.Before, TotalResultSize: p.TotalResultSize}})
 }
 
 // Pagination is the pagination object of a list response.
@@ -207,28 +173,6 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 	return out, nil
 }
 
-// jsonItem is an item type with a hand-written encoder for the lists that
-// must be fast: appendJSON appends exactly what json.Marshal gives for the
-// item (a test compares the two).
-type jsonItem interface {
-	appendJSON(b []byte) ([]byte, error)
-}
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it: directly when every byte is printable ASCII that needs no
-// escaping (cursors, ids, most names), through encoding/json otherwise.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
 // beyond reports whether key a comes strictly after key b in the list's order.
 func (q listQuery[T]) beyond(a, b []byte) bool {
 	c := bytes.Compare(a, b)
@@ -243,7 +187,9 @@ func (q listQuery[T]) id() string {
 	if q.desc {
 		dir = "desc"
 	}
-	return q.name + "\x00" + dir + "\x00" + q.filter
+	// The prefix holds the account: a cursor of another account's list
+	// is refused like any cursor of another list.
+	return q.name + "\x00" + dir + "\x00" + q.filter + "\x00" + string(q.prefix)
 }
 
 func (s *Service) checkListParams(q interface{ id() string }, p ListParams) (int, *cursor, error) {
@@ -378,4 +324,83 @@ func ParseSortOrder(s string, def SortOrder) (SortOrder, error) {
 		return SortOrder(s), nil
 	}
 	return "", FieldError("sortOrder", "sortOrder must be ASC or DESC")
+}
+
+// memoDecode returns the record under table t and key k whose stored bytes
+// are v, from the Service's record memo or decoded now.
+func memoDecode[T any](s *Service, t Table, k, v []byte) (*memo.Record, *T, error) {
+	if r := s.memo.Get(string(t), k, v); r != nil {
+		if item, ok := r.Item.(*T); ok {
+			return r, item, nil
+		}
+	}
+	item := new(T)
+	if err := json.Unmarshal(v, item); err != nil {
+		return nil, nil, err
+	}
+	r := &memo.Record{Raw: bytes.Clone(v), Item: item}
+	s.memo.Put(string(t), k, r)
+	return r, item, nil
+}
+
+// memoized is decodeAll through the Service's record memo: a record whose
+// stored bytes did not change since it was last decoded is not decoded
+// again. The items it returns share their maps, slices and pointers with
+// the memo, so the listQuery using it must set clone (list then clones the
+// items of the page, the only ones that leave it) and keep must not modify
+// its argument.
+func memoized[T any](s *Service, t Table, keep func(*T) bool) func(k, v []byte) (T, bool, error) {
+	return func(k, v []byte) (T, bool, error) {
+		_, item, err := memoDecode[T](s, t, k, v)
+		if err != nil {
+			var zero T
+			return zero, false, err
+		}
+		return *item, keep == nil || keep(item), nil
+	}
+}
+
+// Rendering is a form of records of type T made by a function of the
+// caller's (such as their encoding for a wire protocol). A list through a
+// Rendering makes it once per stored version of a record and keeps it with
+// the record in the Service's record memo, so a list renders only the
+// records that changed since they were last listed. Make one with
+// NewRendering and keep it: each Rendering has its own slot.
+type Rendering[T, R any] struct {
+	derive func(item any) (any, error)
+}
+
+// NewRendering returns the Rendering made by render. render gets an item
+// shared with the memo: it must not modify it, nor keep it.
+func NewRendering[T, R any](render func(*T) (R, error)) *Rendering[T, R] {
+	return &Rendering[T, R]{derive: func(item any) (any, error) { return render(item.(*T)) }}
+}
+
+// listRendered is list over q, whose decode is memoized with the filter
+// keep, with each item of the page given as r's rendering of it: the same
+// items, cursors and totals.
+func listRendered[T, R any](ctx context.Context, s *Service, tx Tx, q listQuery[T], keep func(*T) bool, p ListParams, r *Rendering[T, R]) (Page[R], error) {
+	qm := listQuery[*memo.Record]{
+		name: q.name, filter: q.filter, table: q.table, prefix: q.prefix, desc: q.desc,
+		decode: func(k, v []byte) (*memo.Record, bool, error) {
+			rec, item, err := memoDecode[T](s, q.table, k, v)
+			if err != nil {
+				return nil, false, err
+			}
+			return rec, keep == nil || keep(item), nil
+		},
+	}
+	page, err := list(ctx, s, tx, qm, p)
+	if err != nil {
+		return Page[R]{}, err
+	}
+	out := Page[R]{Items: make([]R, len(page.Items)), After: page.After, Before: page.Before, TotalResultSize: page.TotalResultSize}
+	for i, rec := range page.Items {
+		v, err := rec.Derived(r, r.derive)
+		if err != nil {
+			return Page[R]{}, err
+		}
+		out.Items[i] = v.(R)
+	}
+	return out, nil
 }

@@ -271,11 +271,11 @@ func (p PriceStructure) chargeUsage(usage Decimal, add func(ChargeLine)) {
 	case PricingLinear:
 		add(ChargeLine{Quantity: usage, Rate: deref(p.PricePerUnit), Percentage: p.IsPricePercentage != nil && *p.IsPricePercentage})
 	case PricingPackage:
-		packages, err := usage.Quo(deref(p.PackageSize))
+		packages, err := usage.ceilQuo(deref(p.PackageSize))
 		if err != nil {
 			return // unreachable: validation keeps packageSize > 0
 		}
-		add(ChargeLine{Quantity: packages.RoundUp(), Rate: deref(p.PricePerPackage)})
+		add(ChargeLine{Quantity: packages, Rate: deref(p.PricePerPackage)})
 	case PricingGraduated:
 		lower := Decimal{}
 		for i, t := range p.Tiers {

@@ -2,28 +2,11 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
-)
-
-// Tables of billing schedules and the billing engine (engine.go).
-const (
-	tableBillingSchedules Table = "billing_schedules" // account id / schedule id → BillingSchedule (prices not embedded)
-	// tableBillingRunnable lists the schedules the engine visits: ACTIVE,
-	// SUSPENDED or CANCELLED, not archived, or with invoices still watched.
-	tableBillingRunnable Table = "billing_runnable" // account id / schedule id → empty
-	// tableBillingMarkers is the exactly-once marker of each charge, written
-	// in the transaction that creates the invoice carrying it.
-	tableBillingMarkers Table = "billing_markers" // account id / schedule id / price id / period start → billingMarker
-	// tableBillingDateInvoices is the one invoice of each (schedule, billing date).
-	tableBillingDateInvoices Table = "billing_date_invoices" // account id / schedule id / billing date → invoice id
-	// tableBillingWatch holds engine invoices whose lines the engine still
-	// recomputes (drafts) or whose usage it still checks (late usage).
-	tableBillingWatch Table = "billing_watch" // account id / schedule id / billing date → billingWatch
-	// tableBillingLateUsage records usage that changed after its invoice was finalized.
-	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
 )
 
 // ScheduleStatus is the status of a billing schedule.
@@ -78,7 +61,15 @@ func (n Number) MarshalJSON() ([]byte, error) { return []byte(n.Decimal.String()
 // UnmarshalJSON reads a JSON number or a decimal string.
 func (n *Number) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
-		return n.Decimal.UnmarshalJSON(b)
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return validationError(decimalSyntaxMessage)
+		}
+		d, err := ParseDecimal(s)
+		if err == nil {
+			n.Decimal = d
+		}
+		return err
 	}
 	if len(b) == 0 || (b[0] != '-' && (b[0] < '0' || b[0] > '9')) {
 		return validationError("must be a number, not %s", jsonKind(b))

@@ -27,14 +27,27 @@ type Store interface {
 	// transaction is committed durably before Update returns; otherwise
 	// every write made through the Tx, counters included, is rolled back
 	// and fn's error is returned unchanged.
+	//
+	// The store may run fn more than once: a backend with concurrent
+	// writers (PostgreSQL) rolls back a transaction that failed to
+	// serialize and runs fn again, on the state other transactions have
+	// committed since. So fn must derive everything from its inputs and
+	// the Tx, keep no state between runs (reset what it returns at its
+	// start), and change nothing outside the transaction (caches,
+	// in-memory counters, notifications): do that after Update returned
+	// nil, when the last run has committed. Every run but the last leaves
+	// no trace in the store. An error returned to the caller is fn's own
+	// error or the store's; a failed serialization that the store gave up
+	// retrying wraps ErrUnavailable.
 	Update(ctx context.Context, fn func(Tx) error) error
 
 	// Batch is Update for many concurrent callers: the store may run the
 	// functions of several concurrent Batch calls in one transaction and
 	// one durable commit (group commit). If one function fails, the store
 	// retries the others and runs the failing one on its own, so fn must be
-	// safe to run more than once and must not keep state between runs.
-	// Batch returns only after fn's writes are durably committed.
+	// safe to run more than once and must not keep state between runs,
+	// exactly as Update's. Batch returns only after fn's writes are
+	// durably committed.
 	Batch(ctx context.Context, fn func(Tx) error) error
 
 	// Close releases the store. Transactions started after Close fail with
@@ -127,41 +140,6 @@ var (
 	// ErrStopScan ends a Scan early without error when returned by its
 	// callback.
 	ErrStopScan = errors.New("billing: stop scan")
-)
-
-// The tables of package billing. Backends do not need this list (a table
-// exists once written); it documents the key layout in one place.
-const (
-	tableMeta             Table = "meta"                // key → value: store-wide settings
-	tableAccounts         Table = "accounts"            // account id → Account
-	tableAPIKeys          Table = "api_keys"            // key id → apiKeyRecord
-	tableCounters         Table = "counters"            // account id / name → uint64
-	tableIdempotency      Table = "idempotency"         // account id / key → IdempotencyRecord
-	tableUsageMetrics     Table = "usage_metrics"       // account id / metric id → UsageMetric
-	tableUsageMetricNames Table = "usage_metric_names"  // account id / lower(name) → metric id (live metrics only)
-	tableCustomers        Table = "customers"           // account id / customer id → Customer
-	tableCustomerAliases  Table = "customer_aliases"    // account id / alias → customer id
-	tableCustomerNames    Table = "customer_names"      // account id / legal name / customer id → customer id (seat balance order)
-	tableProducts         Table = "products"            // account id / product id → Product
-	tableTaxRates         Table = "tax_rates"           // account id / tax rate id → TaxRate
-	tablePrices           Table = "prices"              // account id / price id → Price
-	tableMerchantDetails  Table = "merchant_details"    // account id → MerchantDetails
-	tableSeatMetrics      Table = "seat_metrics"        // account id / seat metric id → SeatMetric
-	tableSeatMetricTypes  Table = "seat_metric_types"   // account id / seat type → seat metric id
-	tableSeatEvents       Table = "seat_events"         // account id / event id → SeatEvent (creation order)
-	tableSeatEventsByTime Table = "seat_events_by_time" // account id / timestamp / event id → SeatEvent
-	tableSeatEventIDs     Table = "seat_event_ids"      // account id / customerEventId → event id
-	tableSeatTimeline     Table = "seat_timeline"       // account id / alias / seat type / timestamp / event id → SeatEvent
-
-	// Usage events (usagestore.go): an account and each of its (event type,
-	// customer alias) series get a 4-byte number on first use, so event
-	// keys stay short and a calculation scans one time range per alias.
-	tableUsageAccounts    Table = "usage_accounts"     // account id → account no; key {0}: last account no
-	tableUsageSeries      Table = "usage_series"       // account id / event type / alias → series no; key {0}: last series no
-	tableUsageSeriesNames Table = "usage_series_names" // series no → event type / alias
-	tableUsageEvents      Table = "usage_events"       // series no | timestamp | event id → encoded event
-	tableUsageEventIDs    Table = "usage_event_ids"    // account no | event id → series no | timestamp
-	tableUsageEventKeys   Table = "usage_event_keys"   // account no | customerEventId → usage_events key (explicit ids only)
 )
 
 // PrefixEnd returns the smallest key greater than every key that starts with

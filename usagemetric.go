@@ -399,22 +399,16 @@ func (s *Service) ListUsageMetrics(ctx context.Context, account string, f UsageM
 	return read(ctx, s, func(tx Tx) (Page[UsageMetric], error) { return list(ctx, s, tx, q, p) })
 }
 
-// AppendUsageMetricsJSON appends to b the JSON encoding of the page that
-// ListUsageMetrics returns for the same arguments: byte for byte what
-// json.Marshal gives for that page. It renders the page from encodings of
-// the records kept since they were last read (see recordMemo), so it decodes
-// and encodes only records that changed. Returns what ListUsageMetrics
-// returns.
-func (s *Service) AppendUsageMetricsJSON(ctx context.Context, b []byte, account string, f UsageMetricFilter, p ListParams) ([]byte, error) {
+// ListUsageMetricsRendered is ListUsageMetrics with each item of the page
+// given as r's rendering of it: the same items, cursors, totals and
+// errors. A record's rendering is made once per stored version and kept
+// with it (see Rendering), so it renders only records that changed.
+func ListUsageMetricsRendered[R any](ctx context.Context, s *Service, account string, f UsageMetricFilter, p ListParams, r *Rendering[UsageMetric, R]) (Page[R], error) {
 	q, keep, err := s.usageMetricsQuery(account, f)
 	if err != nil {
-		return nil, err
+		return Page[R]{}, err
 	}
-	page, err := read(ctx, s, func(tx Tx) (Page[encoded], error) { return encodedList(ctx, s, tx, q, keep, p) })
-	if err != nil {
-		return nil, err
-	}
-	return page.AppendJSON(b)
+	return read(ctx, s, func(tx Tx) (Page[R], error) { return listRendered(ctx, s, tx, q, keep, p, r) })
 }
 
 // usageMetricsQuery is the list of ListUsageMetrics and its filter.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/billingd/billing/internal/cache"
 	"github.com/google/uuid"
 )
 
@@ -148,9 +149,14 @@ type usageWrite struct {
 	events  []UsageEvent
 	ids     [][]byte // stored form of each event's id
 	vals    [][]byte // encoded value of each event
-	// learned collects the numbers the last run of the transaction function
-	// read or assigned, for numberCache.learn once it committed.
-	learned learnedNumbers
+	// learnedAcct and learnedSeries are the numbers the last run of the
+	// transaction function read or assigned, for the Service's number cache
+	// (cache.Numbers.Learn) once it committed: the account's when it was
+	// not cached, and each series that was not. A number is cached only
+	// after its transaction committed: one assigned by a run that Batch
+	// rolled back or re-ran would otherwise be handed to another series.
+	learnedAcct   []byte
+	learnedSeries []cache.Series
 }
 
 // prepareUsageWrite encodes what events' records need outside any
@@ -188,18 +194,18 @@ func prepareUsageWrite(account string, events []UsageEvent) *usageWrite {
 // putUsageEvents stores w's events in order, each superseding any earlier
 // event of the account with the same customerEventId (events earlier in the
 // slice included). It keeps no state between runs, as group commit
-// requires (w.learned is started afresh); within a run it resolves each
+// requires (w's learned numbers are started afresh); within a run it resolves each
 // series once, and looks up explicit customerEventIds only when the account
 // has any. Numbers committed earlier come from s.nums without a lookup.
 func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) error {
-	w.learned = learnedNumbers{}
-	acct, ok := s.nums.account(w.account)
+	w.learnedAcct, w.learnedSeries = nil, nil
+	acct, ok := s.nums.Account(w.account)
 	if !ok {
 		var err error
 		if acct, err = number(ctx, tx, tableUsageAccounts, []byte(w.account), true); err != nil {
 			return err
 		}
-		w.learned.acct = acct
+		w.learnedAcct = acct
 	}
 	ew := eventWriter{s: s, w: w, acct: acct, explicitIDs: true}
 	if len(w.events) > 1 {
@@ -249,12 +255,12 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 	name := seriesName{e.EventType, e.CustomerAlias}
 	series, ok := ew.series[name]
 	if !ok {
-		if series, ok = ew.s.nums.series(e.ServiceAccountID, name); !ok {
+		if series, ok = ew.s.nums.Series(e.ServiceAccountID, e.EventType, e.CustomerAlias); !ok {
 			var err error
 			if series, err = seriesNo(ctx, tx, e.ServiceAccountID, e.EventType, e.CustomerAlias, true); err != nil {
 				return err
 			}
-			ew.w.learned.series = append(ew.w.learned.series, learnedSeries{name, series})
+			ew.w.learnedSeries = append(ew.w.learnedSeries, cache.Series{EventType: e.EventType, Alias: e.CustomerAlias, No: series})
 		}
 		if ew.series != nil {
 			ew.series[name] = series

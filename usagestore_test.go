@@ -91,7 +91,7 @@ func TestUsageEventBatchErrorPaths(t *testing.T) {
 // events, by single events and by batches.
 func TestUsageNumbersAfterFailedCommit(t *testing.T) {
 	t.Parallel()
-	fs := faultstore.New(billingtest.Bolt(t))
+	fs := faultstore.New(billingtest.DurableStore(t))
 	svc, _ := billingtest.NewService(t, billingtest.WithStore(fs))
 	ctx := context.Background()
 	acct := billingtest.Account(t, svc, "a")

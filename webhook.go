@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -67,17 +67,18 @@ func webhookMAC(key []byte, id string, ts int64, body []byte) []byte {
 // It returns nil when the webhook is authentic, and otherwise an error
 // matching ErrWebhookHeaders, ErrWebhookTimestamp, ErrWebhookSignature or
 // ErrWebhookSecret. Receivers should also de-duplicate on webhook-id: a
-// notification can arrive more than once.
-func VerifyWebhook(secret string, h http.Header, body []byte, tolerance time.Duration) error {
+// notification can arrive more than once. h is the request's header (an
+// http.Header).
+func VerifyWebhook(secret string, h map[string][]string, body []byte, tolerance time.Duration) error {
 	return verifyWebhookAt(secret, h, body, tolerance, time.Now())
 }
 
-func verifyWebhookAt(secret string, h http.Header, body []byte, tolerance time.Duration, now time.Time) error {
+func verifyWebhookAt(secret string, h map[string][]string, body []byte, tolerance time.Duration, now time.Time) error {
 	k, ok := secretKey(secret)
 	if !ok {
 		return ErrWebhookSecret
 	}
-	id, tsText, sigs := h.Get(HeaderWebhookID), h.Get(HeaderWebhookTimestamp), h.Get(HeaderWebhookSignature)
+	id, tsText, sigs := headerValue(h, HeaderWebhookID), headerValue(h, HeaderWebhookTimestamp), headerValue(h, HeaderWebhookSignature)
 	ts, err := strconv.ParseInt(tsText, 10, 64)
 	if id == "" || sigs == "" || err != nil {
 		return ErrWebhookHeaders
@@ -101,4 +102,12 @@ func verifyWebhookAt(secret string, h http.Header, body []byte, tolerance time.D
 		}
 	}
 	return ErrWebhookSignature
+}
+
+// headerValue is http.Header.Get: the first value of the canonical name.
+func headerValue(h map[string][]string, name string) string {
+	if v := h[textproto.CanonicalMIMEHeaderKey(name)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

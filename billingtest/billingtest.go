@@ -1,6 +1,15 @@
 // Package billingtest is the test kit of package billing: a Service on a
 // real store with a stub clock and deterministic ids, for tests and
 // runnable examples.
+//
+// The kit picks the store. By default a Service runs on a fresh memstore
+// (WithBolt: a bbolt file). With the environment variable
+// BILLINGD_TEST_POSTGRES set to a PostgreSQL connection string, every
+// store the kit makes (NewService, Store, DurableStore, WithBolt) is a
+// pgstore in a fresh schema of that database, dropped when the test ends,
+// so the same tests run on PostgreSQL:
+//
+//	BILLINGD_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/postgres' go test ./...
 package billingtest
 
 import (
@@ -14,6 +23,7 @@ import (
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/storage/boltstore"
 	"github.com/billingd/billing/storage/memstore"
+	"github.com/billingd/billing/storage/pgstore/pgtest"
 )
 
 // Start is the stub clock's initial time: 2024-07-30T12:00:00Z.
@@ -76,17 +86,18 @@ type options struct {
 // WithStore runs the Service on store instead of a fresh memstore.
 func WithStore(store billing.Store) Option { return func(o *options) { o.store = store } }
 
-// WithBolt runs the Service on a fresh bbolt file under tb.TempDir(), whose
-// consistency is checked when the test ends.
+// WithBolt runs the Service on a durable store (DurableStore): a fresh
+// bbolt file under tb.TempDir(), whose consistency is checked when the test
+// ends, or PostgreSQL under BILLINGD_TEST_POSTGRES.
 func WithBolt() Option { return func(o *options) { o.bolt = true } }
 
 // WithConfig sets the base configuration; its Now and NewID are replaced by
 // the stub clock and deterministic ids unless set.
 func WithConfig(cfg billing.Config) Option { return func(o *options) { o.config = cfg } }
 
-// NewService returns a Service on a fresh memstore (or the store of the
-// options) with a stub clock at Start and deterministic ids. The store is
-// closed when the test ends.
+// NewService returns a Service on a fresh store (Store, or the store of
+// the options) with a stub clock at Start and deterministic ids. The store
+// is closed when the test ends.
 func NewService(tb testing.TB, opts ...Option) (*billing.Service, *Clock) {
 	tb.Helper()
 	var o options
@@ -96,10 +107,9 @@ func NewService(tb testing.TB, opts ...Option) (*billing.Service, *Clock) {
 	switch {
 	case o.store != nil:
 	case o.bolt:
-		o.store = Bolt(tb)
+		o.store = DurableStore(tb)
 	default:
-		o.store = memstore.New()
-		tb.Cleanup(func() { o.store.Close() })
+		o.store = Store(tb)
 	}
 	clock := NewClock(Start)
 	cfg := o.config
@@ -114,6 +124,35 @@ func NewService(tb testing.TB, opts ...Option) (*billing.Service, *Clock) {
 		tb.Fatalf("billing.New: %v", err)
 	}
 	return svc, clock
+}
+
+// Postgres reports whether the kit's stores are on PostgreSQL
+// (BILLINGD_TEST_POSTGRES is set).
+func Postgres() bool { return pgtest.Enabled() }
+
+// Store returns a fresh, empty store closed when the test ends: a memstore,
+// or a pgstore under BILLINGD_TEST_POSTGRES.
+func Store(tb testing.TB) billing.Store {
+	tb.Helper()
+	if pgtest.Enabled() {
+		return pgtest.Open(tb, nil)
+	}
+	s := memstore.New()
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// DurableStore returns a fresh, empty store that persists, closed when the
+// test ends: a bbolt file (as Bolt), or a pgstore under
+// BILLINGD_TEST_POSTGRES. Tests of behaviour on real storage (faults,
+// several Services on one store) use it rather than Bolt, so they run on
+// both backends.
+func DurableStore(tb testing.TB) billing.Store {
+	tb.Helper()
+	if pgtest.Enabled() {
+		return pgtest.Open(tb, nil)
+	}
+	return Bolt(tb)
 }
 
 // Bolt opens a bbolt store in a file under tb.TempDir(). When the test ends

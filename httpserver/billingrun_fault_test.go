@@ -25,7 +25,7 @@ func TestBillingRunStorageFailureAnswers503AndRetryBillsOnce(t *testing.T) {
 	for after := range 3 {
 		t.Run(fmt.Sprintf("commit_%d_fails", after+1), func(t *testing.T) {
 			t.Parallel()
-			fs := faultstore.New(billingtest.Bolt(t))
+			fs := faultstore.New(billingtest.DurableStore(t))
 			e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithStore(fs))
 			customer, price := e.scheduleFixture()
 			for range 2 {

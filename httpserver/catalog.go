@@ -31,7 +31,7 @@ func (a api) customerRoutes() {
 		}
 		f := billing.CustomerFilter{SortOrder: billing.SortOrder(c.query.Get("sortOrder"))}
 		return a.svc.ListCustomers(c.ctx, c.account, f, p)
-	})
+	}, listed("sortOrder"))
 	a.post("/customers", 201, body(func(c *call, p *billing.CustomerParams) (any, error) {
 		return a.svc.CreateCustomer(c.ctx, c.account, *p)
 	}))
@@ -53,7 +53,7 @@ func (a api) productRoutes() {
 			return nil, err
 		}
 		return a.svc.ListProducts(c.ctx, c.account, billing.SortOrder(c.query.Get("sortOrder")), p)
-	})
+	}, listed("sortOrder"))
 	a.post("/products", 201, body(func(c *call, p *billing.CreateProductParams) (any, error) {
 		return a.svc.CreateProduct(c.ctx, c.account, *p)
 	}))
@@ -66,7 +66,7 @@ func (a api) productRoutes() {
 			return nil, err
 		}
 		return a.svc.ListTaxRates(c.ctx, c.account, billing.SortOrder(c.query.Get("sortOrder")), p)
-	})
+	}, listed("sortOrder"))
 	a.post("/tax-rates", 201, body(func(c *call, p *billing.CreateTaxRateParams) (any, error) {
 		return a.svc.CreateTaxRate(c.ctx, c.account, *p)
 	}))
@@ -90,7 +90,7 @@ func (a api) priceRoutes() {
 			SortOrder:        billing.SortOrder(c.query.Get("sortOrder")),
 		}
 		return a.svc.ListPrices(c.ctx, c.account, f, p)
-	})
+	}, listed("currency", "name", "billingFrequency", "productId", "sortOrder"))
 	a.post("/prices", 201, body(func(c *call, p *billing.CreatePriceParams) (any, error) {
 		return a.svc.CreatePrice(c.ctx, c.account, *p)
 	}))
@@ -111,7 +111,7 @@ func (a api) seatMetricRoutes() {
 			return nil, err
 		}
 		return a.svc.ListSeatMetrics(c.ctx, c.account, billing.SortOrder(c.query.Get("sortOrder")), p)
-	})
+	}, listed("sortOrder"))
 	a.post("/seat-metrics", 201, body(func(c *call, p *billing.CreateSeatMetricParams) (any, error) {
 		p.CreatedBy = c.keyID
 		return a.svc.CreateSeatMetric(c.ctx, c.account, *p)
@@ -149,7 +149,8 @@ func (a api) seatEventRoutes() {
 			return nil, err
 		}
 		return a.svc.ListSeatEvents(c.ctx, c.account, f, p)
-	})
+	}, listed("customerAlias", "customerIds", "seatType", "customerEventId", "sortBy", "sortOrder",
+		"eventTimestampBefore", "eventTimestampAfter"))
 	a.post("/seat-events", 201, body(func(c *call, p *billing.CreateSeatEventParams) (any, error) {
 		return a.svc.CreateSeatEvent(c.ctx, c.account, *p)
 	}))
@@ -175,7 +176,7 @@ func (a api) seatEventRoutes() {
 			return nil, err
 		}
 		return a.svc.ListSeatBalances(c.ctx, c.account, f, p)
-	})
+	}, listed("customerAliases", "customerIds", "asOf", "excludeZeroQuantity"))
 }
 
 // timestampParams parses timestamp query parameters, collecting every

@@ -154,6 +154,9 @@ func TestIdempotencyRaceEveryOperation(t *testing.T) {
 				continue
 			}
 			checkAnswer(t, rt.String(), a)
+			if a.status == http.StatusBadRequest {
+				continue // answered before the operation ran: never stored
+			}
 			if a.header.Get("Idempotent-Replayed") == "" {
 				fresh++
 			}
@@ -163,7 +166,7 @@ func TestIdempotencyRaceEveryOperation(t *testing.T) {
 				t.Errorf("%s: two different answers: %d %s and %d %s", rt, first.status, first.body, a.status, a.body)
 			}
 		}
-		if fresh != 1 {
+		if fresh != 1 && first != nil {
 			t.Errorf("%s: %d fresh answers, want 1", rt, fresh)
 		}
 	}

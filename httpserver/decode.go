@@ -78,6 +78,7 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 	timeType            = reflect.TypeFor[time.Time]()
 	numberType          = reflect.TypeFor[json.Number]()
+	decimalType         = reflect.TypeFor[billing.Decimal]()
 )
 
 // walker checks syntactically valid JSON against a Go type.
@@ -117,6 +118,10 @@ func (w *walker) value(path string, raw []byte, t reflect.Type) {
 		if !null {
 			w.value(path, raw, vt)
 		}
+		return
+	}
+	if t == decimalType {
+		w.decimal(path, raw)
 		return
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
@@ -196,6 +201,29 @@ func (w *walker) unmarshaler(path string, raw []byte, t reflect.Type) {
 	case t == timeType:
 		w.fail(path, `must be an RFC 3339 timestamp such as "2024-07-30T12:00:00Z"`)
 	default:
+		w.fail(path, "is not valid")
+	}
+}
+
+// decimal checks a decimal field against the wire grammar (billing.ParseDecimal:
+// at most 20 digits before and 12 after the point). billing.Decimal's own
+// UnmarshalJSON reads any plain decimal, because it also reads stored records
+// (whose engine-computed rates may be longer); the limits of client input are
+// enforced here.
+func (w *walker) decimal(path string, raw []byte) {
+	var d billing.Decimal
+	if err := d.UnmarshalJSON(raw); err != nil {
+		w.unmarshaler(path, raw, decimalType)
+		return
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s) // cannot fail: UnmarshalJSON read it
+	if _, err := billing.ParseDecimal(s); err != nil {
+		var be *billing.Error
+		if errors.As(err, &be) {
+			w.fail(path, be.Message)
+			return
+		}
 		w.fail(path, "is not valid")
 	}
 }
@@ -341,12 +369,25 @@ func (w *walker) object(path string, raw []byte, t reflect.Type) {
 				w.value(p, value, t.Elem())
 			}
 		case fields[name] == nil:
-			w.fail(p, "is not a known field")
+			w.fail(p, unknownFieldMessage(name, fields))
 		default:
 			w.value(p, value, fields[name])
 		}
 		seen[name] = true
 	}
+}
+
+// unknownFieldMessage says that name is not a field of a struct with
+// fields, suggesting the closest known name when there is one.
+func unknownFieldMessage(name string, fields map[string]reflect.Type) string {
+	known := make([]string, 0, len(fields))
+	for k := range fields {
+		known = append(known, k)
+	}
+	if c := closest(name, known); c != "" {
+		return "is not a known field; did you mean " + c + "?"
+	}
+	return "is not a known field"
 }
 
 // members yields the members of a valid JSON object in document order,

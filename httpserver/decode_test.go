@@ -95,6 +95,10 @@ func TestDecodeJSON(t *testing.T) {
 			"date":     "date ",
 			"at":       `at must be an RFC 3339 timestamp`,
 		}},
+		{"DecimalDigitLimits", `{"amount":"123456789012345678901","optional":"0.1234567890123"}`, map[string]string{
+			"amount":   "amount has more than 20 digits before the decimal point",
+			"optional": "optional has more than 12 digits after the decimal point",
+		}},
 		{"DecimalNull", `{"amount":null}`, map[string]string{"amount": "amount must be a decimal string"}},
 		{"ArrayLength", `{"pair":["a","b","c"]}`, map[string]string{"pair": "pair must have at most 2 elements"}},
 		{"Ignored", `{"Ignored":"x","hidden":"y","-":1}`, map[string]string{

@@ -20,7 +20,7 @@ func (a api) documentRoutes() {
 			SortOrder:  sortOrder(c),
 		}
 		return a.svc.ListJournalEntries(c.ctx, c.account, f, p)
-	}))
+	}), listed("sourceId", "sourceType", "sortOrder"))
 }
 
 // deleted is the answer of a DELETE whose Service operation returns nothing:
@@ -69,7 +69,7 @@ func (a api) invoiceRoutes() {
 			SortOrder:         sortOrder(c),
 		}
 		return a.svc.ListInvoices(c.ctx, c.account, f, p)
-	}))
+	}), listed("customerId", "status", "billingScheduleId", "sortOrder"))
 	a.get("/invoices/:id", 200, func(c *call) (any, error) {
 		return a.svc.GetInvoice(c.ctx, c.account, c.param("id"))
 	})
@@ -104,7 +104,7 @@ func (a api) invoiceLineRoutes() {
 	}))
 	a.get("/invoices/:id/line-items", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		return a.svc.ListInvoiceLineItems(c.ctx, c.account, c.param("id"), byIndex(c), p)
-	}))
+	}), listed("sortOrder"))
 	a.put("/invoices/:id/line-items/:item", 200, body(func(c *call, p *billing.InvoiceLineItemParams) (any, error) {
 		return a.svc.UpdateInvoiceLineItem(c.ctx, c.account, c.param("id"), c.param("item"), *p)
 	}))
@@ -116,7 +116,7 @@ func (a api) invoiceLineRoutes() {
 	}))
 	a.get("/invoices/:id/line-item-groups", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		return a.svc.ListInvoiceLineItemGroups(c.ctx, c.account, c.param("id"), byIndex(c), p)
-	}))
+	}), listed("sortOrder"))
 	a.put("/invoices/:id/line-item-groups/:item", 200, body(func(c *call, p *billing.InvoiceLineItemGroupParams) (any, error) {
 		return a.svc.UpdateInvoiceLineItemGroup(c.ctx, c.account, c.param("id"), c.param("item"), *p)
 	}))
@@ -137,7 +137,7 @@ func (a api) paymentRoutes() {
 	}))
 	a.get("/invoices/:id/payments", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		return a.svc.ListPayments(c.ctx, c.account, c.param("id"), sortOrder(c), p)
-	}))
+	}), listed("sortOrder"))
 	a.put("/invoices/:id/payment-status", 200, body(func(c *call, p *paymentStatusBody) (any, error) {
 		return a.svc.SetPaymentStatus(c.ctx, c.account, c.param("id"), p.PaymentStatus)
 	}))
@@ -158,7 +158,7 @@ func (a api) creditNoteRoutes() {
 			SortOrder:  sortOrder(c),
 		}
 		return a.svc.ListCreditNotes(c.ctx, c.account, f, p)
-	}))
+	}), listed("customerId", "invoiceId", "status", "sortOrder"))
 	a.get("/credit-notes/:id", 200, func(c *call) (any, error) {
 		return a.svc.GetCreditNote(c.ctx, c.account, c.param("id"))
 	})
@@ -188,7 +188,7 @@ func (a api) creditNoteRoutes() {
 func (a api) creditNoteLineRoutes() {
 	a.get("/credit-notes/:id/line-items", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		return a.svc.ListCreditNoteLineItems(c.ctx, c.account, c.param("id"), byIndex(c), p)
-	}))
+	}), listed("sortOrder"))
 	a.post("/credit-notes/:id/line-items", 201, body(func(c *call, p *billing.CreateCreditNoteLineItemParams) (any, error) {
 		return a.svc.CreateCreditNoteLineItem(c.ctx, c.account, c.param("id"), *p)
 	}))
@@ -200,7 +200,7 @@ func (a api) creditNoteLineRoutes() {
 	})
 	a.get("/credit-notes/:id/line-item-groups", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		return a.svc.ListCreditNoteLineItemGroups(c.ctx, c.account, c.param("id"), byIndex(c), p)
-	}))
+	}), listed("sortOrder"))
 	a.post("/credit-notes/:id/line-item-groups", 201, body(func(c *call, p *billing.CreditNoteLineItemGroupParams) (any, error) {
 		return a.svc.CreateCreditNoteLineItemGroup(c.ctx, c.account, c.param("id"), *p)
 	}))

@@ -1,8 +1,10 @@
 package httpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"sync"
 
@@ -24,6 +26,7 @@ var statusOf = map[billing.Code]int{
 	billing.CodeConflict:             http.StatusConflict,
 	billing.CodeIdempotencyKeyInUse:  http.StatusConflict,
 	billing.CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	billing.CodeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
 	billing.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	billing.CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
 	billing.CodeRateLimited:          http.StatusTooManyRequests,
@@ -52,6 +55,13 @@ type errorBody struct {
 // renderError turns err into its status and body, logging the causes of
 // internal errors (which never reach the client).
 func (s *Server) renderError(ctx context.Context, err error) (int, []byte) {
+	return errorAnswer(ctx, s.log, err)
+}
+
+// errorAnswer is renderError with the logger given: the status and body of
+// every error answer, the server's and those of handlers outside it
+// (WriteError).
+func errorAnswer(ctx context.Context, log *slog.Logger, err error) (int, []byte) {
 	errs := billing.Errors(err)
 	status, ok := statusOf[errs[0].Code]
 	if !ok {
@@ -61,7 +71,7 @@ func (s *Server) renderError(ctx context.Context, err error) (int, []byte) {
 	for _, e := range errs {
 		w := wireError{Code: e.Code, Message: e.Message, Field: e.Field}
 		if _, known := statusOf[e.Code]; !known || e.Code == billing.CodeInternal {
-			s.log.ErrorContext(ctx, "internal error", "code", string(e.Code), "err", e)
+			log.ErrorContext(ctx, "internal error", "code", string(e.Code), "err", e)
 			w = wireError{Code: billing.CodeInternal, Message: internalMessage}
 		}
 		out.Errors = append(out.Errors, w)
@@ -83,18 +93,42 @@ func (s *Server) writeError(g *gin.Context, err error) {
 
 // sendError writes an error answer rendered by renderError.
 func (s *Server) sendError(g *gin.Context, status int, body []byte) {
-	switch status {
-	case http.StatusUnauthorized:
-		g.Header("WWW-Authenticate", `Basic realm="billingd"`)
-	case http.StatusRequestEntityTooLarge:
-		g.Header("Connection", "close")
+	setErrorHeaders(g.Writer.Header(), status)
+	if code := errorCode(body); code != "" {
+		g.Set(errorCodeKey{}, code)
 	}
 	g.Abort()
 	g.Data(status, jsonContentType, body)
 }
 
+// setErrorHeaders adds the headers an error status requires:
+// WWW-Authenticate on 401, and Connection: close on 413 so the rest of an
+// oversized body is never read.
+func setErrorHeaders(h http.Header, status int) {
+	switch status {
+	case http.StatusUnauthorized:
+		h.Set("WWW-Authenticate", `Basic realm="billingd"`)
+	case http.StatusRequestEntityTooLarge:
+		h.Set("Connection", "close")
+	}
+}
+
+// errorCode returns the code of the first error of an error body rendered
+// by renderError, for the request log.
+func errorCode(body []byte) billing.Code {
+	const prefix = `{"errors":[{"code":"`
+	if !bytes.HasPrefix(body, []byte(prefix)) {
+		return ""
+	}
+	rest := body[len(prefix):]
+	if i := bytes.IndexByte(rest, '"'); i > 0 {
+		return billing.Code(rest[:i])
+	}
+	return ""
+}
+
 // jsonAppender is a result that encodes itself exactly as json.Marshal
-// would (compact, HTML-escaped), such as billing.Page: its encoding is sent
+// would (compact, HTML-escaped), such as a usage metrics page: its encoding is sent
 // as is, without json.Marshal checking and compacting it a second time.
 type jsonAppender interface {
 	AppendJSON(b []byte) ([]byte, error)
@@ -116,8 +150,13 @@ var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // maxPooledAnswer is the largest buffer answerBuffers keeps.
 const maxPooledAnswer = 64 << 10
 
-// writeResult writes a successful answer: result as JSON with status.
+// writeResult writes a successful answer: result as JSON with status, or
+// a fileAnswer (a rendered document, the logo) as it is.
 func (s *Server) writeResult(g *gin.Context, status int, result any) {
+	if f, ok := result.(*fileAnswer); ok {
+		f.write(g, status)
+		return
+	}
 	if a, ok := result.(jsonAppender); ok {
 		buf := answerBuffers.Get().(*[]byte)
 		b, err := a.AppendJSON((*buf)[:0])

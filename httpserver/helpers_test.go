@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -107,10 +108,18 @@ func (e *env) doWith(h http.Handler, r req) response {
 	if got := res.header.Get("Service-Version"); got != billing.APIVersion {
 		e.tb.Errorf("%s %s: Service-Version = %q, want %q", r.method, r.path, got, billing.APIVersion)
 	}
-	if ct := res.header.Get("Content-Type"); r.path != "/metrics" && ct != jsonContentType {
+	if ct := res.header.Get("Content-Type"); r.path != "/metrics" && !fileRoute(r, res) && ct != jsonContentType {
 		e.tb.Errorf("%s %s: Content-Type = %q, want %q", r.method, r.path, ct, jsonContentType)
 	}
 	return res
+}
+
+// fileRoute reports whether res is a successful answer of a route that
+// answers a file rather than JSON (a rendered document, the logo).
+func fileRoute(r req, res response) bool {
+	path, _, _ := strings.Cut(r.path, "?")
+	return res.status == http.StatusOK && r.method == http.MethodGet &&
+		(strings.HasSuffix(path, "/download") || path == "/merchant-details/logo")
 }
 
 // get, post, put and del are shorthands for do.
@@ -194,4 +203,136 @@ func (e *env) createMetric(name string) billing.UsageMetric {
 	r := e.post("/usage-metrics", metricBody(name))
 	wantStatus(e.tb, r, http.StatusCreated)
 	return decode[billing.UsageMetric](e.tb, r)
+}
+
+// onEveryStore runs test once on each store of stores, each in a parallel
+// subtest named after the store with an env of its own.
+func onEveryStore(t *testing.T, test func(t *testing.T, e *env)) {
+	t.Helper()
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, newEnv(t, nil, st.opts...))
+		})
+	}
+}
+
+// docStatuses are the statuses of a document (invoice, credit note).
+var docStatuses = []string{"IN_PROGRESS", "DRAFT", "FINAL", "SENT", "VOIDED"}
+
+// editableDoc are the statuses in which a document's header and lines may
+// change.
+var editableDoc = []string{"IN_PROGRESS", "DRAFT"}
+
+// createdIn is the extra JSON member that creates a document on its way to
+// status st (IN_PROGRESS is created as such, the others start as DRAFT).
+func createdIn(st string) string {
+	if st == "IN_PROGRESS" {
+		return `"status":"IN_PROGRESS"`
+	}
+	return ""
+}
+
+// moveDocTo takes the document at path from DRAFT or IN_PROGRESS to st
+// through the API's own transitions.
+func (e *env) moveDocTo(path, st string) {
+	e.tb.Helper()
+	if op, ok := map[string]string{"FINAL": "/finalize", "SENT": "/send", "VOIDED": "/void"}[st]; ok {
+		wantStatus(e.tb, e.post(path+op, ""), http.StatusOK)
+	}
+}
+
+// docStateOp is one operation of a document's state table over HTTP.
+type docStateOp struct {
+	name, method, suffix, body string
+	allowed                    []string
+	status                     int
+	after                      string // status afterwards; "" = unchanged, "-" = deleted
+}
+
+// docLifecycleOps are the rows both documents' state tables share.
+var docLifecycleOps = []docStateOp{
+	{"Draft", "POST", "/draft", "", []string{"IN_PROGRESS"}, 200, "DRAFT"},
+	{"Finalize", "POST", "/finalize", "", editableDoc, 200, "FINAL"},
+	{"Void", "POST", "/void", "", []string{"IN_PROGRESS", "DRAFT", "FINAL", "SENT"}, 200, "VOIDED"},
+	{"Update", "PUT", "", `{"memo":"m"}`, editableDoc, 200, ""},
+	{"AddGroup", "POST", "/line-item-groups", `{"title":"G"}`, editableDoc, 201, ""},
+}
+
+// runDocStateTable runs every operation on a fresh document (docIn makes
+// one in a status and returns its path) in every status: allowed ones
+// answer their success status with an object and leave the document in the
+// right status; the others answer 409 invalid_state and leave the status.
+// always are the members every answer for the document carries.
+func runDocStateTable(t *testing.T, e *env, always []string, docIn func(st string) string, ops []docStateOp) {
+	t.Helper()
+	for _, op := range ops {
+		for _, st := range docStatuses {
+			t.Run(op.name+"/"+st, func(t *testing.T) {
+				path := docIn(st)
+				r := e.do(req{method: op.method, path: path + op.suffix, body: op.body})
+				if !slices.Contains(op.allowed, st) {
+					wantError(t, r, http.StatusConflict, billing.CodeInvalidState)
+					if got := object(t, e.get(path), http.StatusOK, always); got["status"] != st {
+						t.Errorf("a refused %s left status %v", op.name, got["status"])
+					}
+					return
+				}
+				object(t, r, op.status, nil)
+				want := op.after
+				switch want {
+				case "-":
+					wantError(t, e.get(path), http.StatusNotFound, billing.CodeNotFound)
+					return
+				case "":
+					want = st
+				}
+				if got := object(t, e.get(path), http.StatusOK, always); got["status"] != want {
+					t.Errorf("status after %s = %v, want %s", op.name, got["status"], want)
+				}
+			})
+		}
+	}
+}
+
+// createAs POSTs body to path with the Authorization auth, wants 201 and
+// returns the new record's id.
+func (e *env) createAs(auth, path, body string) string {
+	e.tb.Helper()
+	r := e.do(req{method: "POST", path: path, body: body, auth: auth})
+	wantStatus(e.tb, r, http.StatusCreated)
+	return decode[map[string]any](e.tb, r)["id"].(string)
+}
+
+// wantRefused sends each request in a subtest of its own: each answers 409
+// invalid_state and leaves the document of its path (/kind/id/...) byte for
+// byte as it was.
+func wantRefused(t *testing.T, e *env, rqs []req) {
+	t.Helper()
+	for _, rq := range rqs {
+		t.Run(rq.method+" "+rq.path, func(t *testing.T) {
+			doc := strings.Join(strings.SplitN(rq.path, "/", 4)[:3], "/")
+			before := e.get(doc).body
+			wantError(t, e.do(rq), http.StatusConflict, billing.CodeInvalidState)
+			if after := e.get(doc).body; !bytes.Equal(before, after) {
+				t.Errorf("a refused %s changed %s:\n%s\n%s", rq.method, doc, before, after)
+			}
+		})
+	}
+}
+
+// lineRoutes are the requests of every line and group route of the
+// document at path, on its line lineID and group groupID; newLine is the
+// body that creates a line.
+func lineRoutes(path, lineID, groupID, newLine string) []req {
+	return []req{
+		{method: "GET", path: path + "/line-items"},
+		{method: "POST", path: path + "/line-items", body: newLine},
+		{method: "PUT", path: path + "/line-items/" + lineID, body: lineBody("x", "1", "1", "0", "")},
+		{method: "DELETE", path: path + "/line-items/" + lineID},
+		{method: "GET", path: path + "/line-item-groups"},
+		{method: "POST", path: path + "/line-item-groups", body: `{"title":"G"}`},
+		{method: "PUT", path: path + "/line-item-groups/" + groupID, body: `{"title":"G"}`},
+		{method: "DELETE", path: path + "/line-item-groups/" + groupID},
+	}
 }

@@ -57,7 +57,7 @@ var hostileQueries = []string{
 	"customerIds=" + strings.Repeat("x,", 1000), "customerAliases=" + strings.Repeat("%2C", 500),
 	"eventTimestampAfter=yesterday", "eventTimestampBefore=2024-13-01T00:00:00Z", "asOf=0", "excludeZeroQuantity=maybe",
 	"periodStart=2024-13-01&periodEnd=x", "periodStart=2024-07-31&periodEnd=2024-07-01", "customParameters=%7B", "customParameters=" + url.QueryEscape(`{"a":[1]}`),
-	"currency=usd", "billingFrequency=HOURLY", "aggregationType=BOGUS", "name=%00", "eventType=%ff", "productId=" + strings.Repeat("9", 5000),
+	"billingScheduleID=x", "Limit=5", "currency=usd", "billingFrequency=HOURLY", "aggregationType=BOGUS", "name=%00", "eventType=%ff", "productId=" + strings.Repeat("9", 5000),
 }
 
 // hostileIDs fill the path parameters of routes that take one.

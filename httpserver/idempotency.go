@@ -132,7 +132,7 @@ func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.Id
 	result, err := rt.op(c)
 	if err != nil {
 		status, body := s.renderError(ctx, err)
-		if storable(status, err) {
+		if storable(err) {
 			// A failure to store an error answer leaves the key free: a
 			// retry runs again and meets the same error.
 			_ = s.store(ctx, c.account, req, status, body)
@@ -159,17 +159,17 @@ func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.Id
 	g.Data(req.Status, jsonContentType, req.Body)
 }
 
-// storable reports whether an error answer is stored for replay: 4xx except
-// 401, 409 idempotency_key_in_use and 429; never 5xx, so a client may retry.
-func storable(status int, err error) bool {
-	switch {
-	case status < 400 || status >= 500,
-		status == http.StatusUnauthorized,
-		status == http.StatusTooManyRequests,
-		billing.CodeOf(err) == billing.CodeIdempotencyKeyInUse:
-		return false
+// storable reports whether an error answer is stored for replay, as Stripe
+// does: only the answers of an operation that ran (404 not_found, 409
+// invalid_state, 409 conflict). Answers given before it ran (400, 401, 413,
+// 415, 429, 409 idempotency_key_in_use) and 5xx are not stored, so a client
+// may fix its request, or wait, and retry with the same key.
+func storable(err error) bool {
+	switch billing.CodeOf(err) {
+	case billing.CodeNotFound, billing.CodeInvalidState, billing.CodeConflict:
+		return true
 	}
-	return true
+	return false
 }
 
 // store saves an answer that the op did not store itself. It runs even if

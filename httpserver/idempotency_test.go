@@ -30,78 +30,91 @@ func (e *env) metricCount(account string) int {
 
 func TestIdempotentReplay(t *testing.T) {
 	t.Parallel()
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, nil, st.opts...)
-			create := withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("calls")}, "create-1")
+	onEveryStore(t, func(t *testing.T, e *env) {
+		create := withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("calls")}, "create-1")
 
-			first := e.do(create)
-			wantStatus(t, first, http.StatusCreated)
-			if first.header.Get("Idempotent-Replayed") != "" {
-				t.Error("the first answer says it is replayed")
-			}
-			e.clock.Advance(3600e9)
-			again := e.do(create)
-			wantStatus(t, again, http.StatusCreated)
-			if !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
-				t.Errorf("replay: %s (Idempotent-Replayed %q), want %s",
-					again.body, again.header.Get("Idempotent-Replayed"), first.body)
-			}
-			if n := e.metricCount(e.account); n != 1 {
-				t.Errorf("%d metrics after a replay, want 1", n)
-			}
+		first := e.do(create)
+		wantStatus(t, first, http.StatusCreated)
+		if first.header.Get("Idempotent-Replayed") != "" {
+			t.Error("the first answer says it is replayed")
+		}
+		e.clock.Advance(3600e9)
+		again := e.do(create)
+		wantStatus(t, again, http.StatusCreated)
+		if !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("replay: %s (Idempotent-Replayed %q), want %s",
+				again.body, again.header.Get("Idempotent-Replayed"), first.body)
+		}
+		if n := e.metricCount(e.account); n != 1 {
+			t.Errorf("%d metrics after a replay, want 1", n)
+		}
 
-			t.Run("ErrReusedWithOtherBody", func(t *testing.T) {
-				r := e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("other")}, "create-1"))
-				wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
-			})
-			t.Run("ErrReusedWithOtherPath", func(t *testing.T) {
-				r := e.do(withKey(req{method: "POST", path: "/usage-metrics?x=1", body: metricBody("calls")}, "create-1"))
-				wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
-			})
-			t.Run("ErrReusedWithOtherMethod", func(t *testing.T) {
-				m := decode[billing.UsageMetric](t, first)
-				r := e.do(withKey(req{method: "DELETE", path: "/usage-metrics/" + m.ID}, "create-1"))
-				wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
-				if got := decode[billing.UsageMetric](t, e.get("/usage-metrics/"+m.ID)); got.DeletedAt != nil {
-					t.Error("a refused request deleted the metric")
-				}
-			})
-			t.Run("KeysAreScopedToTheAccount", func(t *testing.T) {
-				b, authB := e.newAccount("beta")
-				r := e.do(req{method: "POST", path: "/usage-metrics", body: metricBody("calls"), auth: authB,
-					header: map[string]string{"Idempotency-Key": "create-1"}})
-				wantStatus(t, r, http.StatusCreated)
-				if r.header.Get("Idempotent-Replayed") != "" || decode[billing.UsageMetric](t, r).ServiceAccountID != b {
-					t.Errorf("account B got account A's answer: %s", r.body)
-				}
-			})
-			t.Run("DeleteReplay", func(t *testing.T) {
-				m := e.createMetric("to delete")
-				del := withKey(req{method: "DELETE", path: "/usage-metrics/" + m.ID}, "del-1")
-				first := e.do(del)
-				wantStatus(t, first, http.StatusOK)
-				again := e.do(del)
-				if again.status != http.StatusOK || !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
-					t.Errorf("replayed DELETE: %d %s", again.status, again.body)
-				}
-			})
+		t.Run("ErrReusedWithOtherBody", func(t *testing.T) {
+			r := e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("other")}, "create-1"))
+			wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
 		})
-	}
+		t.Run("ErrReusedWithOtherPath", func(t *testing.T) {
+			r := e.do(withKey(req{method: "POST", path: "/products", body: metricBody("calls")}, "create-1"))
+			wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
+		})
+		t.Run("ErrReusedWithOtherMethod", func(t *testing.T) {
+			m := decode[billing.UsageMetric](t, first)
+			r := e.do(withKey(req{method: "DELETE", path: "/usage-metrics/" + m.ID}, "create-1"))
+			wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
+			if got := decode[billing.UsageMetric](t, e.get("/usage-metrics/"+m.ID)); got.DeletedAt != nil {
+				t.Error("a refused request deleted the metric")
+			}
+		})
+		t.Run("KeysAreScopedToTheAccount", func(t *testing.T) {
+			b, authB := e.newAccount("beta")
+			r := e.do(req{method: "POST", path: "/usage-metrics", body: metricBody("calls"), auth: authB,
+				header: map[string]string{"Idempotency-Key": "create-1"}})
+			wantStatus(t, r, http.StatusCreated)
+			if r.header.Get("Idempotent-Replayed") != "" || decode[billing.UsageMetric](t, r).ServiceAccountID != b {
+				t.Errorf("account B got account A's answer: %s", r.body)
+			}
+		})
+		t.Run("DeleteReplay", func(t *testing.T) {
+			m := e.createMetric("to delete")
+			del := withKey(req{method: "DELETE", path: "/usage-metrics/" + m.ID}, "del-1")
+			first := e.do(del)
+			wantStatus(t, first, http.StatusOK)
+			again := e.do(del)
+			if again.status != http.StatusOK || !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("replayed DELETE: %d %s", again.status, again.body)
+			}
+		})
+	})
 }
 
 func TestIdempotentErrorAnswers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	t.Run("Replayed400", func(t *testing.T) {
+	t.Run("400NotStored", func(t *testing.T) {
+		// A 400 is answered before the operation runs: the client fixes
+		// its body and retries with the same key (Stripe's rule).
 		bad := withKey(req{method: "POST", path: "/usage-metrics", body: `{"name": 1}`}, "bad-1")
 		first := e.do(bad)
 		wantError(t, first, http.StatusBadRequest, billing.CodeValidationFailed, "name")
 		again := e.do(bad)
 		wantError(t, again, http.StatusBadRequest, billing.CodeValidationFailed, "name")
-		if !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
-			t.Errorf("400 not replayed: %s", again.header)
+		if again.header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("400 replayed: %s", again.header)
+		}
+		fixed := e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("fixed")}, "bad-1"))
+		wantStatus(t, fixed, http.StatusCreated)
+		replay := e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("fixed")}, "bad-1"))
+		if replay.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replay.body, fixed.body) {
+			t.Errorf("the fixed request's 201 is not replayed: %d %s", replay.status, replay.body)
+		}
+	})
+	t.Run("Replayed404", func(t *testing.T) {
+		r := withKey(req{method: "POST", path: "/invoices/00000000-0000-7000-8000-000000000000/send"}, "nf-1")
+		wantError(t, e.do(r), http.StatusNotFound, billing.CodeNotFound)
+		again := e.do(r)
+		wantError(t, again, http.StatusNotFound, billing.CodeNotFound)
+		if again.header.Get("Idempotent-Replayed") != "true" {
+			t.Error("404 of an operation that ran is not replayed")
 		}
 	})
 	t.Run("Replayed409Conflict", func(t *testing.T) {
@@ -126,8 +139,8 @@ func TestIdempotentErrorAnswers(t *testing.T) {
 			r := e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("never")}, key))
 			wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "Idempotency-Key")
 		}
-		if n := e.metricCount(e.account); n != 2 {
-			t.Errorf("%d metrics, want 2 (dup and later)", n)
+		if n := e.metricCount(e.account); n != 3 {
+			t.Errorf("%d metrics, want 3 (fixed, dup and later)", n)
 		}
 	})
 	t.Run("LongestKey", func(t *testing.T) {

@@ -73,20 +73,41 @@ func (e *env) customer(name string) string {
 // members of extra (`"memo":"x"`, or ""), and returns it as an object.
 func (e *env) invoice(customer, extra string) map[string]any {
 	e.tb.Helper()
-	if extra != "" {
-		extra = "," + extra
+	return e.newDocument("/invoices", customer, extra, invoiceAlways)
+}
+
+// newDocument creates a GBP document in collection (/invoices,
+// /credit-notes) for customer with the extra JSON members of extra, and
+// returns it as an object with at least the members always.
+func (e *env) newDocument(collection, customer, extra string, always []string) map[string]any {
+	e.tb.Helper()
+	r := e.post(collection, `{"currency":"GBP","customerId":"`+customer+`"`+moreMembers(extra)+`}`)
+	return object(e.tb, r, http.StatusCreated, always)
+}
+
+// moreMembers returns extra (JSON members) with the comma that appends them
+// to others, or "" when there are none.
+func moreMembers(extra string) string {
+	if extra == "" {
+		return ""
 	}
-	r := e.post("/invoices", `{"currency":"GBP","customerId":"`+customer+`"`+extra+`}`)
-	return object(e.tb, r, http.StatusCreated, invoiceAlways)
+	return "," + extra
+}
+
+// invoiceIn creates an invoice with one line in status st (through the
+// API's own transitions) and returns its path.
+func (e *env) invoiceIn(customer, st string) string {
+	e.tb.Helper()
+	path := "/invoices/" + e.invoice(customer, createdIn(st))["id"].(string)
+	e.create(path+"/line-items", lineBody("Plan", "1", "10", "0.2", ""))
+	e.moveDocTo(path, st)
+	return path
 }
 
 // lineBody is an invoice or credit note line body with the given decimals.
 func lineBody(title, quantity, rate, taxRate, extra string) string {
-	if extra != "" {
-		extra = "," + extra
-	}
 	return `{"title":"` + title + `","quantity":"` + quantity + `","rate":"` + rate + `","taxRate":"` + taxRate +
-		`","externalIds":[]` + extra + `}`
+		`","externalIds":[]` + moreMembers(extra) + `}`
 }
 
 // wantTotals fails unless obj has the three totals.
@@ -109,139 +130,135 @@ func (e *env) sentInvoice(customer string) string {
 
 func TestInvoiceLifecycleOverHTTP(t *testing.T) {
 	t.Parallel()
-	for i, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			e := newCatalogEnv(t, i)
-			cust := e.customer("Acme Ltd")
-			inv := e.invoice(cust, `"memo":"first","purchaseOrderNumber":"PO-1","metadata":[{"key":"k","value":"v"}]`)
-			id := inv["id"].(string)
-			if inv["status"] != "DRAFT" || inv["paymentStatus"] != "UNPAID" || inv["serviceAccountId"] != e.account ||
-				inv["memo"] != "first" || inv["createdAt"] != "2024-07-30T12:00:00Z" || inv["accountingDate"] != "2024-07-30" ||
-				inv["isCustomerArchived"] != false {
-				t.Errorf("created = %v", inv)
+	onEveryStore(t, func(t *testing.T, e *env) {
+		cust := e.customer("Acme Ltd")
+		inv := e.invoice(cust, `"memo":"first","purchaseOrderNumber":"PO-1","metadata":[{"key":"k","value":"v"}]`)
+		id := inv["id"].(string)
+		if inv["status"] != "DRAFT" || inv["paymentStatus"] != "UNPAID" || inv["serviceAccountId"] != e.account ||
+			inv["memo"] != "first" || inv["createdAt"] != "2024-07-30T12:00:00Z" || inv["accountingDate"] != "2024-07-30" ||
+			inv["isCustomerArchived"] != false {
+			t.Errorf("created = %v", inv)
+		}
+		wantTotals(t, "new invoice", inv, "0.00", "0.00", "0.00")
+		if addr, _ := inv["customerBillingAddress"].(map[string]any); addr["town"] != "Leeds" {
+			t.Errorf("billing address not copied from the customer: %v", inv["customerBillingAddress"])
+		}
+		if rs, _ := inv["renderSettings"].(map[string]any); rs["paymentLinkDisplay"] != "HIDE_PAYMENT_LINK" {
+			t.Errorf("renderSettings = %v", inv["renderSettings"])
+		}
+		for _, k := range []string{"creditNoteIds", "linkedServices"} {
+			if l, ok := inv[k].([]any); !ok || len(l) != 0 {
+				t.Errorf("%s = %#v, want []", k, inv[k])
 			}
-			wantTotals(t, "new invoice", inv, "0.00", "0.00", "0.00")
-			if addr, _ := inv["customerBillingAddress"].(map[string]any); addr["town"] != "Leeds" {
-				t.Errorf("billing address not copied from the customer: %v", inv["customerBillingAddress"])
-			}
-			if rs, _ := inv["renderSettings"].(map[string]any); rs["paymentLinkDisplay"] != "HIDE_PAYMENT_LINK" {
-				t.Errorf("renderSettings = %v", inv["renderSettings"])
-			}
-			for _, k := range []string{"creditNoteIds", "linkedServices"} {
-				if l, ok := inv[k].([]any); !ok || len(l) != 0 {
-					t.Errorf("%s = %#v, want []", k, inv[k])
-				}
-			}
-			path := "/invoices/" + id
-			got := object(t, e.get(path), http.StatusOK, invoiceAlways)
-			if got["id"] != id || got["memo"] != "first" {
-				t.Errorf("GET = %v", got)
-			}
+		}
+		path := "/invoices/" + id
+		got := object(t, e.get(path), http.StatusOK, invoiceAlways)
+		if got["id"] != id || got["memo"] != "first" {
+			t.Errorf("GET = %v", got)
+		}
 
-			up := object(t, e.put(path, `{"memo":"second","dueDate":"2024-09-01"}`), http.StatusOK, invoiceAlways)
-			if up["memo"] != "second" || up["dueDate"] != "2024-09-01" || up["purchaseOrderNumber"] != nil {
-				t.Errorf("PUT replaces the header: %v", up)
-			}
+		up := object(t, e.put(path, `{"memo":"second","dueDate":"2024-09-01"}`), http.StatusOK, invoiceAlways)
+		if up["memo"] != "second" || up["dueDate"] != "2024-09-01" || up["purchaseOrderNumber"] != nil {
+			t.Errorf("PUT replaces the header: %v", up)
+		}
 
-			grp := object(t, e.post(path+"/line-item-groups", `{"title":"Usage","description":"metered"}`), http.StatusCreated,
-				append([]string{"invoiceId"}, groupAlways...))
-			gid := grp["id"].(string)
-			if grp["index"] != 0.0 || grp["invoiceId"] != id {
-				t.Errorf("group = %v", grp)
-			}
-			ln := object(t, e.post(path+"/line-items", lineBody("Calls", "3", "0.335", "0.2", `"groupId":"`+gid+`","description":"d"`)),
-				http.StatusCreated, invoiceLineAlways)
-			lid := ln["id"].(string)
-			wantTotals(t, "line", ln, "1.01", "0.20", "1.21")
-			if ln["index"] != 0.0 || ln["rateDisplay"] != "ABSOLUTE" || ln["groupId"] != gid || ln["quantity"] != "3" || ln["rate"] != "0.335" {
-				t.Errorf("line = %v", ln)
-			}
-			second := object(t, e.post(path+"/line-items", lineBody("Seats", "2", "5", "0", "")), http.StatusCreated, invoiceLineAlways)
-			if second["index"] != 1.0 {
-				t.Errorf("second line index = %v", second["index"])
-			}
-			wantTotals(t, "invoice", object(t, e.get(path), http.StatusOK, invoiceAlways), "11.01", "0.20", "11.21")
-			if got := e.ids(path + "/line-items"); !slices.Equal(got, []string{lid, second["id"].(string)}) {
-				t.Errorf("lines by index = %v", got)
-			}
-			if got := e.ids(path + "/line-items?sortOrder=DESC"); len(got) != 2 || got[0] != second["id"] {
-				t.Errorf("lines DESC = %v", got)
-			}
-			if got := e.ids(path + "/line-item-groups"); !slices.Equal(got, []string{gid}) {
-				t.Errorf("groups = %v", got)
-			}
+		grp := object(t, e.post(path+"/line-item-groups", `{"title":"Usage","description":"metered"}`), http.StatusCreated,
+			append([]string{"invoiceId"}, groupAlways...))
+		gid := grp["id"].(string)
+		if grp["index"] != 0.0 || grp["invoiceId"] != id {
+			t.Errorf("group = %v", grp)
+		}
+		ln := object(t, e.post(path+"/line-items", lineBody("Calls", "3", "0.335", "0.2", `"groupId":"`+gid+`","description":"d"`)),
+			http.StatusCreated, invoiceLineAlways)
+		lid := ln["id"].(string)
+		wantTotals(t, "line", ln, "1.01", "0.20", "1.21")
+		if ln["index"] != 0.0 || ln["rateDisplay"] != "ABSOLUTE" || ln["groupId"] != gid || ln["quantity"] != "3" || ln["rate"] != "0.335" {
+			t.Errorf("line = %v", ln)
+		}
+		second := object(t, e.post(path+"/line-items", lineBody("Seats", "2", "5", "0", "")), http.StatusCreated, invoiceLineAlways)
+		if second["index"] != 1.0 {
+			t.Errorf("second line index = %v", second["index"])
+		}
+		wantTotals(t, "invoice", object(t, e.get(path), http.StatusOK, invoiceAlways), "11.01", "0.20", "11.21")
+		if got := e.ids(path + "/line-items"); !slices.Equal(got, []string{lid, second["id"].(string)}) {
+			t.Errorf("lines by index = %v", got)
+		}
+		if got := e.ids(path + "/line-items?sortOrder=DESC"); len(got) != 2 || got[0] != second["id"] {
+			t.Errorf("lines DESC = %v", got)
+		}
+		if got := e.ids(path + "/line-item-groups"); !slices.Equal(got, []string{gid}) {
+			t.Errorf("groups = %v", got)
+		}
 
-			// Op 18: a full replace; the description left out is cleared.
-			ln = object(t, e.put(path+"/line-items/"+lid, lineBody("Calls", "4", "0.335", "0.2", `"groupId":"`+gid+`"`)),
-				http.StatusOK, invoiceLineAlways)
-			wantTotals(t, "updated line", ln, "1.34", "0.27", "1.61")
-			if ln["description"] != nil || ln["id"] != lid || ln["index"] != 0.0 {
-				t.Errorf("op 18 answer = %v", ln)
-			}
-			grp = object(t, e.put(path+"/line-item-groups/"+gid, `{"title":"Metered"}`), http.StatusOK, groupAlways)
-			if grp["title"] != "Metered" || grp["description"] != nil {
-				t.Errorf("group update = %v", grp)
-			}
-			wantTotals(t, "group", grp, "1.34", "0.27", "1.61")
-			wantStatus(t, e.del(path+"/line-items/"+second["id"].(string)), http.StatusOK)
-			wantTotals(t, "invoice after delete", object(t, e.get(path), http.StatusOK, invoiceAlways), "1.34", "0.27", "1.61")
+		// Op 18: a full replace; the description left out is cleared.
+		ln = object(t, e.put(path+"/line-items/"+lid, lineBody("Calls", "4", "0.335", "0.2", `"groupId":"`+gid+`"`)),
+			http.StatusOK, invoiceLineAlways)
+		wantTotals(t, "updated line", ln, "1.34", "0.27", "1.61")
+		if ln["description"] != nil || ln["id"] != lid || ln["index"] != 0.0 {
+			t.Errorf("op 18 answer = %v", ln)
+		}
+		grp = object(t, e.put(path+"/line-item-groups/"+gid, `{"title":"Metered"}`), http.StatusOK, groupAlways)
+		if grp["title"] != "Metered" || grp["description"] != nil {
+			t.Errorf("group update = %v", grp)
+		}
+		wantTotals(t, "group", grp, "1.34", "0.27", "1.61")
+		wantStatus(t, e.del(path+"/line-items/"+second["id"].(string)), http.StatusOK)
+		wantTotals(t, "invoice after delete", object(t, e.get(path), http.StatusOK, invoiceAlways), "1.34", "0.27", "1.61")
 
-			fin := object(t, e.post(path+"/finalize", ""), http.StatusOK, invoiceAlways)
-			if fin["status"] != "FINAL" || fin["invoiceNumber"] != "INV00001" || fin["issueDate"] != "2024-07-30" || fin["dueDate"] != "2024-09-01" {
-				t.Errorf("finalized = %v", fin)
-			}
-			sent := object(t, e.post(path+"/send", ""), http.StatusOK, invoiceAlways)
-			if sent["status"] != "SENT" || sent["invoiceNumber"] != "INV00001" {
-				t.Errorf("sent = %v", sent)
-			}
+		fin := object(t, e.post(path+"/finalize", ""), http.StatusOK, invoiceAlways)
+		if fin["status"] != "FINAL" || fin["invoiceNumber"] != "INV00001" || fin["issueDate"] != "2024-07-30" || fin["dueDate"] != "2024-09-01" {
+			t.Errorf("finalized = %v", fin)
+		}
+		sent := object(t, e.post(path+"/send", ""), http.StatusOK, invoiceAlways)
+		if sent["status"] != "SENT" || sent["invoiceNumber"] != "INV00001" {
+			t.Errorf("sent = %v", sent)
+		}
 
-			pay := object(t, e.post(path+"/payments", `{"amount":"1.00","paidAt":"2024-08-01","method":"bank"}`), http.StatusCreated,
-				[]string{"id", "invoiceId", "amount", "currency", "paidAt", "createdAt"})
-			if pay["amount"] != "1.00" || pay["invoiceId"] != id {
-				t.Errorf("payment = %v", pay)
-			}
-			if got := e.ids(path + "/payments"); !slices.Equal(got, []string{pay["id"].(string)}) {
-				t.Errorf("payments = %v", got)
-			}
-			if got := object(t, e.get(path), http.StatusOK, invoiceAlways); got["paymentStatus"] != "PARTIALLY_PAID" || got["amountDue"] != "0.61" {
-				t.Errorf("after a payment: paymentStatus %v, amountDue %v", got["paymentStatus"], got["amountDue"])
-			}
-			wantError(t, e.post(path+"/payments", `{"amount":"5.00","paidAt":"2024-08-01"}`), http.StatusConflict, billing.CodeInvalidState)
-			st := object(t, e.put(path+"/payment-status", `{"paymentStatus":"UNCOLLECTIBLE"}`), http.StatusOK, invoiceAlways)
-			if st["paymentStatus"] != "UNCOLLECTIBLE" {
-				t.Errorf("payment status = %v", st["paymentStatus"])
-			}
-			wantError(t, e.put(path+"/payment-status", `{"paymentStatus":"PAID"}`), http.StatusBadRequest, billing.CodeValidationFailed, "paymentStatus")
+		pay := object(t, e.post(path+"/payments", `{"amount":"1.00","paidAt":"2024-08-01","method":"bank"}`), http.StatusCreated,
+			[]string{"id", "invoiceId", "amount", "currency", "paidAt", "createdAt"})
+		if pay["amount"] != "1.00" || pay["invoiceId"] != id {
+			t.Errorf("payment = %v", pay)
+		}
+		if got := e.ids(path + "/payments"); !slices.Equal(got, []string{pay["id"].(string)}) {
+			t.Errorf("payments = %v", got)
+		}
+		if got := object(t, e.get(path), http.StatusOK, invoiceAlways); got["paymentStatus"] != "PARTIALLY_PAID" || got["amountDue"] != "0.61" {
+			t.Errorf("after a payment: paymentStatus %v, amountDue %v", got["paymentStatus"], got["amountDue"])
+		}
+		wantError(t, e.post(path+"/payments", `{"amount":"5.00","paidAt":"2024-08-01"}`), http.StatusConflict, billing.CodeInvalidState)
+		st := object(t, e.put(path+"/payment-status", `{"paymentStatus":"UNCOLLECTIBLE"}`), http.StatusOK, invoiceAlways)
+		if st["paymentStatus"] != "UNCOLLECTIBLE" {
+			t.Errorf("payment status = %v", st["paymentStatus"])
+		}
+		wantError(t, e.put(path+"/payment-status", `{"paymentStatus":"PAID"}`), http.StatusBadRequest, billing.CodeValidationFailed, "paymentStatus")
 
-			wantBalancedJournal(t, e, id, 3)
-			wantBalancedJournal(t, e, pay["id"].(string), 2)
+		wantBalancedJournal(t, e, id, 3)
+		wantBalancedJournal(t, e, pay["id"].(string), 2)
 
-			if got := e.ids("/invoices?customerId=" + cust + "&status=SENT"); !slices.Equal(got, []string{id}) {
-				t.Errorf("SENT invoices of the customer = %v", got)
-			}
-			draft := e.invoice(cust, `"status":"IN_PROGRESS"`)
-			if draft["status"] != "IN_PROGRESS" {
-				t.Errorf("created with status %v", draft["status"])
-			}
-			if got := e.ids("/invoices?status=IN_PROGRESS"); !slices.Equal(got, []string{draft["id"].(string)}) {
-				t.Errorf("IN_PROGRESS invoices = %v", got)
-			}
-			if got := e.ids("/invoices"); !slices.Equal(got, []string{draft["id"].(string), id}) {
-				t.Errorf("invoices newest first = %v", got)
-			}
-			dpath := "/invoices/" + draft["id"].(string)
-			if got := object(t, e.post(dpath+"/draft", ""), http.StatusOK, invoiceAlways); got["status"] != "DRAFT" {
-				t.Errorf("draft = %v", got["status"])
-			}
-			r := e.del(dpath)
-			wantStatus(t, r, http.StatusOK)
-			if got := decode[map[string]any](t, r); got["id"] != draft["id"] || got["deleted"] != true {
-				t.Errorf("DELETE answer = %s", r.body)
-			}
-			wantError(t, e.get(dpath), http.StatusNotFound, billing.CodeNotFound)
-		})
-	}
+		if got := e.ids("/invoices?customerId=" + cust + "&status=SENT"); !slices.Equal(got, []string{id}) {
+			t.Errorf("SENT invoices of the customer = %v", got)
+		}
+		draft := e.invoice(cust, `"status":"IN_PROGRESS"`)
+		if draft["status"] != "IN_PROGRESS" {
+			t.Errorf("created with status %v", draft["status"])
+		}
+		if got := e.ids("/invoices?status=IN_PROGRESS"); !slices.Equal(got, []string{draft["id"].(string)}) {
+			t.Errorf("IN_PROGRESS invoices = %v", got)
+		}
+		if got := e.ids("/invoices"); !slices.Equal(got, []string{draft["id"].(string), id}) {
+			t.Errorf("invoices newest first = %v", got)
+		}
+		dpath := "/invoices/" + draft["id"].(string)
+		if got := object(t, e.post(dpath+"/draft", ""), http.StatusOK, invoiceAlways); got["status"] != "DRAFT" {
+			t.Errorf("draft = %v", got["status"])
+		}
+		r := e.del(dpath)
+		wantStatus(t, r, http.StatusOK)
+		if got := decode[map[string]any](t, r); got["id"] != draft["id"] || got["deleted"] != true {
+			t.Errorf("DELETE answer = %s", r.body)
+		}
+		wantError(t, e.get(dpath), http.StatusNotFound, billing.CodeNotFound)
+	})
 }
 
 // wantBalancedJournal checks GET /journal-entries?sourceId=source: n
@@ -284,7 +301,7 @@ func TestInvoiceInvalidStateOverHTTP(t *testing.T) {
 	voided := "/invoices/" + e.invoice(cust, "")["id"].(string)
 	wantStatus(t, e.post(voided+"/void", ""), http.StatusOK)
 
-	for _, rq := range []req{
+	wantRefused(t, e, []req{
 		{method: "POST", path: sent + "/send"},
 		{method: "POST", path: sent + "/finalize"},
 		{method: "POST", path: sent + "/draft"},
@@ -303,23 +320,14 @@ func TestInvoiceInvalidStateOverHTTP(t *testing.T) {
 		{method: "POST", path: draft + "/payments", body: `{"amount":"1.00","paidAt":"2024-08-01"}`},
 		{method: "PUT", path: draft + "/payment-status", body: `{"paymentStatus":"UNCOLLECTIBLE"}`},
 		{method: "DELETE", path: draft + "/line-item-groups/" + grp}, // it still has a line
-	} {
-		t.Run(rq.method+" "+rq.path, func(t *testing.T) {
-			before := e.get(strings.Join(strings.SplitN(rq.path, "/", 4)[:3], "/")).body
-			wantError(t, e.do(rq), http.StatusConflict, billing.CodeInvalidState)
-			if after := e.get(strings.Join(strings.SplitN(rq.path, "/", 4)[:3], "/")).body; !bytes.Equal(before, after) {
-				t.Errorf("a refused %s changed the invoice:\n%s\n%s", rq.method, before, after)
-			}
-		})
-	}
+	})
 }
 
 func TestInvoiceBadRequestsOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := newCatalogEnv(t, 0)
 	cust := e.customer("Acme Ltd")
-	id := e.invoice(cust, "")["id"].(string)
-	path := "/invoices/" + id
+	id, path := e.newDraftInvoice(cust)
 	for _, tc := range []struct {
 		name, method, path, body string
 		fields                   []string
@@ -443,7 +451,7 @@ func TestInvoiceTenancyOverHTTP(t *testing.T) {
 	grp := e.create(draft+"/line-item-groups", `{"title":"G"}`)
 	dline := e.create(draft+"/line-items", lineBody("x", "1", "1", "0", ""))
 	_, other := e.newAccount("other")
-	for _, rq := range []req{
+	for _, rq := range append([]req{
 		{method: "GET", path: sent},
 		{method: "PUT", path: draft, body: `{}`},
 		{method: "DELETE", path: draft},
@@ -453,18 +461,11 @@ func TestInvoiceTenancyOverHTTP(t *testing.T) {
 		{method: "POST", path: draft + "/void"},
 		{method: "PATCH", path: sent + "/sent", body: `{"memo":"x"}`},
 		{method: "GET", path: sent + "/line-items"},
-		{method: "POST", path: draft + "/line-items", body: lineBody("x", "1", "1", "0", "")},
 		{method: "PUT", path: sent + "/line-items/" + line, body: lineBody("x", "1", "1", "0", "")},
-		{method: "PUT", path: draft + "/line-items/" + dline, body: lineBody("x", "1", "1", "0", "")},
-		{method: "DELETE", path: draft + "/line-items/" + dline},
-		{method: "GET", path: draft + "/line-item-groups"},
-		{method: "POST", path: draft + "/line-item-groups", body: `{"title":"G"}`},
-		{method: "PUT", path: draft + "/line-item-groups/" + grp, body: `{"title":"G"}`},
-		{method: "DELETE", path: draft + "/line-item-groups/" + grp},
 		{method: "POST", path: sent + "/payments", body: `{"amount":"1.00","paidAt":"2024-08-01"}`},
 		{method: "GET", path: sent + "/payments"},
 		{method: "PUT", path: sent + "/payment-status", body: `{"paymentStatus":"UNCOLLECTIBLE"}`},
-	} {
+	}, lineRoutes(draft, dline, grp, lineBody("x", "1", "1", "0", ""))...) {
 		rq.auth = other
 		wantError(t, e.do(rq), http.StatusNotFound, billing.CodeNotFound)
 	}
@@ -480,15 +481,9 @@ func TestInvoiceTenancyOverHTTP(t *testing.T) {
 		}
 	}
 	// Nor can another account's group or product be named on a line.
-	mine := func(path, body string) string {
-		t.Helper()
-		r := e.do(req{method: "POST", path: path, body: body, auth: other})
-		wantStatus(t, r, http.StatusCreated)
-		return decode[map[string]any](t, r)["id"].(string)
-	}
-	theirProduct := mine("/products", `{"name":"Theirs"}`)
-	theirInvoice := mine("/invoices", `{"currency":"GBP","customerId":"`+decode[map[string]any](t, otherCust)["id"].(string)+`"}`)
-	theirGroup := mine("/invoices/"+theirInvoice+"/line-item-groups", `{"title":"Theirs"}`)
+	theirProduct := e.createAs(other, "/products", `{"name":"Theirs"}`)
+	theirInvoice := e.createAs(other, "/invoices", `{"currency":"GBP","customerId":"`+decode[map[string]any](t, otherCust)["id"].(string)+`"}`)
+	theirGroup := e.createAs(other, "/invoices/"+theirInvoice+"/line-item-groups", `{"title":"Theirs"}`)
 	wantError(t, e.post(draft+"/line-items", lineBody("x", "1", "1", "0", `"groupId":"`+theirGroup+`","productId":"`+theirProduct+`"`)),
 		http.StatusBadRequest, billing.CodeValidationFailed, "groupId", "productId")
 	// A group of another invoice of the same account is refused too.
@@ -534,53 +529,28 @@ func TestConcurrentSendOverHTTP(t *testing.T) {
 // stored answer comes back and nothing is sent, numbered or journaled again.
 func TestSendIdempotencyOverHTTP(t *testing.T) {
 	t.Parallel()
-	for i, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			e := newCatalogEnv(t, i)
-			cust := e.customer("Acme Ltd")
-			id := e.invoice(cust, "")["id"].(string)
-			e.create("/invoices/"+id+"/line-items", lineBody("Plan", "1", "10", "0.2", ""))
-			send := withKey(req{method: "POST", path: "/invoices/" + id + "/send"}, "send-1")
-			first := e.do(send)
-			object(t, first, http.StatusOK, invoiceAlways)
-			e.clock.Advance(time.Hour)
-			again := e.do(send)
-			wantStatus(t, again, http.StatusOK)
-			if !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
-				t.Errorf("replay = %s (Idempotent-Replayed %q), want %s", again.body, again.header.Get("Idempotent-Replayed"), first.body)
-			}
-			wantBalancedJournal(t, e, id, 3)
-			if got := object(t, e.get("/invoices/"+id), http.StatusOK, invoiceAlways); got["updatedAt"] != "2024-07-30T12:00:00Z" {
-				t.Errorf("the replay changed the invoice: updatedAt %v", got["updatedAt"])
-			}
-			wantError(t, e.do(withKey(req{method: "POST", path: "/invoices/" + id + "/send"}, "send-2")),
-				http.StatusConflict, billing.CodeInvalidState)
-			wantError(t, e.do(withKey(req{method: "POST", path: "/invoices/" + id + "/void"}, "send-1")),
-				http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
-		})
-	}
-}
-
-// invoiceIn creates an invoice with one line in status st (through the
-// API's own transitions) and returns its path.
-func (e *env) invoiceIn(customer, st string) string {
-	e.tb.Helper()
-	extra := ""
-	if st == "IN_PROGRESS" {
-		extra = `"status":"IN_PROGRESS"`
-	}
-	path := "/invoices/" + e.invoice(customer, extra)["id"].(string)
-	e.create(path+"/line-items", lineBody("Plan", "1", "10", "0.2", ""))
-	switch st {
-	case "FINAL":
-		wantStatus(e.tb, e.post(path+"/finalize", ""), http.StatusOK)
-	case "SENT":
-		wantStatus(e.tb, e.post(path+"/send", ""), http.StatusOK)
-	case "VOIDED":
-		wantStatus(e.tb, e.post(path+"/void", ""), http.StatusOK)
-	}
-	return path
+	onEveryStore(t, func(t *testing.T, e *env) {
+		cust := e.customer("Acme Ltd")
+		id := e.invoice(cust, "")["id"].(string)
+		e.create("/invoices/"+id+"/line-items", lineBody("Plan", "1", "10", "0.2", ""))
+		send := withKey(req{method: "POST", path: "/invoices/" + id + "/send"}, "send-1")
+		first := e.do(send)
+		object(t, first, http.StatusOK, invoiceAlways)
+		e.clock.Advance(time.Hour)
+		again := e.do(send)
+		wantStatus(t, again, http.StatusOK)
+		if !bytes.Equal(first.body, again.body) || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("replay = %s (Idempotent-Replayed %q), want %s", again.body, again.header.Get("Idempotent-Replayed"), first.body)
+		}
+		wantBalancedJournal(t, e, id, 3)
+		if got := object(t, e.get("/invoices/"+id), http.StatusOK, invoiceAlways); got["updatedAt"] != "2024-07-30T12:00:00Z" {
+			t.Errorf("the replay changed the invoice: updatedAt %v", got["updatedAt"])
+		}
+		wantError(t, e.do(withKey(req{method: "POST", path: "/invoices/" + id + "/send"}, "send-2")),
+			http.StatusConflict, billing.CodeInvalidState)
+		wantError(t, e.do(withKey(req{method: "POST", path: "/invoices/" + id + "/void"}, "send-1")),
+			http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
+	})
 }
 
 // TestInvoiceStateTableOverHTTP runs every operation on an invoice in every
@@ -590,53 +560,16 @@ func TestInvoiceStateTableOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := newCatalogEnv(t, 0)
 	cust := e.customer("Acme Ltd")
-	editable := []string{"IN_PROGRESS", "DRAFT"}
 	issued := []string{"FINAL", "SENT"}
-	for _, op := range []struct {
-		name, method, suffix, body string
-		allowed                    []string
-		status                     int
-		after                      string // status afterwards; "" = unchanged, "-" = deleted
-	}{
-		{"Draft", "POST", "/draft", "", []string{"IN_PROGRESS"}, 200, "DRAFT"},
-		{"Finalize", "POST", "/finalize", "", editable, 200, "FINAL"},
+	ops := slices.Concat(docLifecycleOps, []docStateOp{
 		{"Send", "POST", "/send", "", []string{"IN_PROGRESS", "DRAFT", "FINAL"}, 200, "SENT"},
-		{"Void", "POST", "/void", "", []string{"IN_PROGRESS", "DRAFT", "FINAL", "SENT"}, 200, "VOIDED"},
-		{"Update", "PUT", "", `{"memo":"m"}`, editable, 200, ""},
-		{"Delete", "DELETE", "", "", editable, 200, "-"},
+		{"Delete", "DELETE", "", "", editableDoc, 200, "-"},
 		{"PatchSent", "PATCH", "/sent", `{"memo":"m"}`, []string{"SENT"}, 200, ""},
-		{"AddLine", "POST", "/line-items", lineBody("x", "1", "1", "0", ""), editable, 201, ""},
-		{"AddGroup", "POST", "/line-item-groups", `{"title":"G"}`, editable, 201, ""},
+		{"AddLine", "POST", "/line-items", lineBody("x", "1", "1", "0", ""), editableDoc, 201, ""},
 		{"RecordPayment", "POST", "/payments", `{"amount":"1.00","paidAt":"2024-08-01"}`, issued, 201, ""},
 		{"Uncollectible", "PUT", "/payment-status", `{"paymentStatus":"UNCOLLECTIBLE"}`, issued, 200, ""},
-	} {
-		for _, st := range []string{"IN_PROGRESS", "DRAFT", "FINAL", "SENT", "VOIDED"} {
-			t.Run(op.name+"/"+st, func(t *testing.T) {
-				path := e.invoiceIn(cust, st)
-				r := e.do(req{method: op.method, path: path + op.suffix, body: op.body})
-				if !slices.Contains(op.allowed, st) {
-					wantError(t, r, http.StatusConflict, billing.CodeInvalidState)
-					if got := object(t, e.get(path), http.StatusOK, invoiceAlways); got["status"] != st {
-						t.Errorf("a refused %s left status %v", op.name, got["status"])
-					}
-					return
-				}
-				wantStatus(t, r, op.status)
-				switch op.after {
-				case "-":
-					wantError(t, e.get(path), http.StatusNotFound, billing.CodeNotFound)
-				default:
-					want := op.after
-					if want == "" {
-						want = st
-					}
-					if got := object(t, e.get(path), http.StatusOK, invoiceAlways); got["status"] != want {
-						t.Errorf("status after %s = %v, want %s", op.name, got["status"], want)
-					}
-				}
-			})
-		}
-	}
+	})
+	runDocStateTable(t, e, invoiceAlways, func(st string) string { return e.invoiceIn(cust, st) }, ops)
 }
 
 // TestInvoiceVoidOverHTTP: voiding a SENT invoice reverses its journal; an
@@ -836,4 +769,12 @@ func TestLineItemPagesOverHTTP(t *testing.T) {
 	if allow := r.header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
 		t.Errorf("Allow = %q", allow)
 	}
+}
+
+// newDraftInvoice creates a DRAFT invoice without lines for customer and
+// returns its id and path.
+func (e *env) newDraftInvoice(customer string) (id, path string) {
+	e.tb.Helper()
+	id = e.invoice(customer, "")["id"].(string)
+	return id, "/invoices/" + id
 }

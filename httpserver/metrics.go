@@ -17,6 +17,11 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 
+	// authFailures counts requests refused 401; rateLimited those
+	// refused 429.
+	authFailures prometheus.Counter
+	rateLimited  prometheus.Counter
+
 	// series caches the children of requests and duration by label
 	// values, so that a request costs one map lookup instead of two label
 	// hashes and lookups in the vectors (and no status string).
@@ -53,6 +58,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	}
 	m.requests = register(reg, m.requests)
 	m.duration = register(reg, m.duration)
+	m.authFailures = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "billingd_auth_failures_total",
+		Help: "API requests refused for missing, malformed, unknown or revoked credentials (401).",
+	}))
+	m.rateLimited = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "billingd_rate_limited_requests_total",
+		Help: "API requests refused by the per-key rate limit (429).",
+	}))
 	return m
 }
 

@@ -1,6 +1,8 @@
 package httpserver
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"math"
@@ -32,14 +34,24 @@ func identityOf(g *gin.Context) identity {
 	return id
 }
 
-// observe wraps every request: it sets Service-Version on the answer,
-// recovers panics into 500 internal, and logs and counts the request.
+// observe wraps every request: it gives it a request id (X-Request-Id,
+// echoed on the answer), sets Service-Version on the answer, refuses
+// oversized headers, recovers panics into 500 internal, and logs and
+// counts the request.
 func (s *Server) observe(g *gin.Context) {
 	start := time.Now()
+	h := g.Writer.Header()
 	// The header's value slice is shared by every answer: net/http only
 	// reads it, and an Add would copy it (its capacity is 1).
-	g.Writer.Header()["Service-Version"] = serviceVersionHeader
-	s.recovered(g)
+	h["Service-Version"] = serviceVersionHeader
+	reqID := requestID(g.Request)
+	h["X-Request-Id"] = []string{reqID}
+	if headerBytes(g.Request) > s.cfg.MaxHeaderBytes {
+		s.refuse(g, billing.Errorf(billing.CodeHeadersTooLarge,
+			"the request line and headers are larger than %d bytes", s.cfg.MaxHeaderBytes))
+	} else {
+		s.recovered(g)
+	}
 	route := g.FullPath()
 	if route == "" {
 		route = "unmatched"
@@ -47,6 +59,14 @@ func (s *Server) observe(g *gin.Context) {
 	status := g.Writer.Status()
 	elapsed := time.Since(start)
 	s.metrics.observe(g.Request.Method, route, status, elapsed)
+	s.logRequest(g, reqID, route, status, elapsed)
+}
+
+// logRequest writes the one log line of a request: at ERROR for a 5xx,
+// else INFO (a client's mistake is not the operator's problem; its error
+// code is in the line). It never logs credentials,
+// query values or bodies.
+func (s *Server) logRequest(g *gin.Context, reqID, route string, status int, elapsed time.Duration) {
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelError
@@ -56,14 +76,71 @@ func (s *Server) observe(g *gin.Context) {
 		return
 	}
 	id := identityOf(g)
-	s.log.LogAttrs(ctx, level, "request",
+	attrs := []slog.Attr{
+		slog.String("request_id", reqID),
 		slog.String("method", g.Request.Method),
 		slog.String("route", route),
 		slog.Int("status", status),
-		slog.Duration("duration", elapsed),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+		slog.String("remote", g.Request.RemoteAddr),
 		slog.String("account", id.account),
 		slog.String("key", id.keyID),
-	)
+	}
+	if code, ok := g.Get(errorCodeKey{}); ok {
+		attrs = append(attrs, slog.String("error", string(code.(billing.Code))))
+	}
+	s.log.LogAttrs(ctx, level, "request", attrs...)
+}
+
+// errorCodeKey is where sendError leaves the error code of the answer for
+// the request log.
+type errorCodeKey struct{}
+
+// requestID returns the request's X-Request-Id when it is a sensible one (1
+// to 128 printable ASCII characters), else a new random id.
+func requestID(r *http.Request) string {
+	if vs := r.Header["X-Request-Id"]; len(vs) > 0 && validRequestID(vs[0]) {
+		return vs[0]
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := range len(id) {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// headerBytes is the size of the request line and headers as received
+// (close enough: net/http has removed the line ends and the Host header).
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Host) + 16
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
+// refuse answers err to a request refused before its body was read
+// (credentials, version, rate limit, headers). When a body is on its way,
+// the connection is closed after the answer: otherwise net/http would
+// first wait to read the rest of the body, and a client that sends less
+// than its Content-Length would get its 401 only at the read timeout.
+func (s *Server) refuse(g *gin.Context, err error) {
+	if g.Request.ContentLength != 0 {
+		g.Header("Connection", "close")
+	}
+	s.writeError(g, err)
 }
 
 // serviceVersionHeader is the value of the Service-Version header of every
@@ -95,7 +172,7 @@ func (s *Server) recovered(g *gin.Context) {
 // no header means that version.
 func (s *Server) checkVersion(g *gin.Context) {
 	if v := g.GetHeader("Service-Version"); v != "" && v != billing.APIVersion {
-		s.writeError(g, &billing.Error{
+		s.refuse(g, &billing.Error{
 			Code:    billing.CodeUnsupportedVersion,
 			Field:   "Service-Version",
 			Message: "unsupported Service-Version; the only version is " + billing.APIVersion,
@@ -110,12 +187,16 @@ func (s *Server) checkVersion(g *gin.Context) {
 func (s *Server) authenticate(g *gin.Context) {
 	keyID, secret, ok := billing.ParseBasicAuthorization(g.GetHeader("Authorization"))
 	if !ok {
-		s.writeError(g, billing.Errorf(billing.CodeUnauthorized, "missing or invalid API credentials"))
+		s.metrics.authFailures.Inc()
+		s.refuse(g, billing.Errorf(billing.CodeUnauthorized, "missing or invalid API credentials"))
 		return
 	}
 	key, err := s.svc.Authenticate(g.Request.Context(), keyID, secret)
 	if err != nil {
-		s.writeError(g, err)
+		if billing.CodeOf(err) == billing.CodeUnauthorized {
+			s.metrics.authFailures.Inc()
+		}
+		s.refuse(g, err)
 		return
 	}
 	g.Set(identityKey{}, identity{account: key.ServiceAccountID, keyID: key.ID})
@@ -126,7 +207,7 @@ func (s *Server) authenticate(g *gin.Context) {
 // exist only for authenticated key ids, so the map is bounded by the number
 // of API keys.
 func (s *Server) rateLimit(g *gin.Context) {
-	if s.cfg.RateLimit < 0 {
+	if s.cfg.RateLimit <= 0 {
 		g.Next()
 		return
 	}
@@ -144,8 +225,9 @@ func (s *Server) rateLimit(g *gin.Context) {
 		return
 	}
 	r.CancelAt(now)
+	s.metrics.rateLimited.Inc()
 	g.Header("Retry-After", strconv.Itoa(retryAfterSeconds(delay)))
-	s.writeError(g, billing.Errorf(billing.CodeRateLimited, "too many requests for this API key; retry after the time in the Retry-After header"))
+	s.refuse(g, billing.Errorf(billing.CodeRateLimited, "too many requests for this API key; retry after the time in the Retry-After header"))
 }
 
 // retryAfterSeconds rounds a delay up to whole seconds, at least 1.

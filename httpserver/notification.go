@@ -29,7 +29,7 @@ func (a api) notificationRoutes() {
 		}
 		f := billing.NotificationPolicyFilter{NotificationType: billing.NotificationType(c.query.Get("notificationType"))}
 		return a.svc.ListNotificationPolicies(c.ctx, c.account, f, p)
-	})
+	}, listed("notificationType"))
 	a.get("/notifications/policies/:id", 200, func(c *call) (any, error) {
 		return a.svc.GetNotificationPolicy(c.ctx, c.account, c.param("id"))
 	})
@@ -68,7 +68,7 @@ func (a api) notificationRoutes() {
 			NotificationID: c.query.Get("notificationId"),
 		}
 		return a.svc.ListDeliveries(c.ctx, c.account, f, p)
-	})
+	}, listed("policyId", "status", "notificationId"))
 	a.post("/notifications/deliveries/:id/retry", 200, func(c *call) (any, error) {
 		return a.svc.RetryDelivery(c.ctx, c.account, c.param("id"))
 	})

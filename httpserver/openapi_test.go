@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -248,3 +249,73 @@ func (r *recorderTB) Errorf(format string, args ...any) {
 	r.msg = errors.New(strings.TrimSpace(format)).Error()
 }
 func (r *recorderTB) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
+
+// TestOpenAPIErrorCodes checks that the document lists every error code of
+// the server's code-to-status table, and that every operation with
+// credentials documents the statuses of the codes any request may get.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	t.Parallel()
+	c := mustContract(t)
+	var listed []string
+	for _, v := range c.errors.Properties["errors"].Value.Items.Value.Properties["code"].Value.Enum {
+		listed = append(listed, v.(string))
+	}
+	for code := range statusOf {
+		if !slices.Contains(listed, string(code)) {
+			t.Errorf("error code %q is not in the Error schema of openapi.yaml", code)
+		}
+	}
+	for path, item := range c.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Security != nil && len(*op.Security) == 0 {
+				continue // no credentials, no API middleware
+			}
+			for _, status := range []int{400, 401, 429, 431, 500, 503} {
+				if op.Responses.Status(status) == nil {
+					t.Errorf("%s %s does not document status %d", method, path, status)
+				}
+			}
+		}
+	}
+}
+
+// TestOpenAPIOperations checks each API route against its operation in the
+// document: the success status, and the query parameters, which the server
+// refuses when a route does not accept them.
+func TestOpenAPIOperations(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	c := mustContract(t)
+	ops := map[string]*openapi3.Operation{}
+	for path, item := range c.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops[method+" "+templateParam.ReplaceAllString(path, "{}")] = op
+		}
+	}
+	for _, rt := range e.srv.routes {
+		key := rt.method + " " + templateParam.ReplaceAllString(rt.path, "{}")
+		op := ops[key]
+		if op == nil {
+			continue // TestOpenAPIRoutes reports it
+		}
+		var documented []string
+		for _, p := range op.Parameters {
+			if p.Value.In == openapi3.ParameterInQuery {
+				documented = append(documented, p.Value.Name)
+			}
+		}
+		slices.Sort(documented)
+		accepted := slices.Sorted(slices.Values(rt.query))
+		if !slices.Equal(documented, accepted) {
+			t.Errorf("%s: openapi.yaml documents the query parameters %q, the route accepts %q", key, documented, accepted)
+		}
+		if op.Responses.Status(rt.status) == nil {
+			t.Errorf("%s: openapi.yaml does not document the success status %d", key, rt.status)
+		}
+		for code := range op.Responses.Map() {
+			if len(code) == 3 && code[0] == '2' && code != strconv.Itoa(rt.status) {
+				t.Errorf("%s: openapi.yaml documents the success status %s, the route answers %d", key, code, rt.status)
+			}
+		}
+	}
+}

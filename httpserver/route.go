@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,10 +47,38 @@ type route struct {
 	status  int // success status
 	op      op
 	maxBody int64
+	query   []string // the query parameters the route accepts
 }
 
 // routeOption changes a route; see batchBody.
 type routeOption func(s *Server, r *route)
+
+// accepts lets a route take the query parameters names. Every other query
+// parameter is refused with validation_failed naming it, so that a
+// mistyped filter never silently widens a list.
+func accepts(names ...string) routeOption {
+	return func(_ *Server, r *route) { r.query = append(r.query, names...) }
+}
+
+// listed is accepts for a list route: limit, after and before, and names.
+func listed(names ...string) routeOption {
+	return accepts(append([]string{"limit", "after", "before"}, names...)...)
+}
+
+// checkQuery refuses every query parameter of q that rt does not accept,
+// each with its own error.
+func (rt *route) checkQuery(q url.Values) error {
+	var errs billing.ValidationErrors
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(rt.query, name) {
+			errs = append(errs, billing.FieldError(name, "%s", unknownName("query parameter", name, rt.query)))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
 
 // batchBody gives a route the larger body limit of batch ingestion
 // (Config.MaxBatchBodyBytes).
@@ -80,6 +110,7 @@ func (a api) handle(method, path string, status int, fn op, opts ...routeOption)
 	for _, opt := range opts {
 		opt(a.Server, rt)
 	}
+	a.Server.routes = append(a.Server.routes, rt)
 	a.r.Handle(method, path, a.endpoint(rt))
 }
 
@@ -116,6 +147,10 @@ func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 		}
 		if g.Request.URL.RawQuery != "" { // most requests have none: no map then
 			c.query = g.Request.URL.Query()
+			if err := rt.checkQuery(c.query); err != nil {
+				s.writeError(g, err)
+				return
+			}
 		}
 		if mutating(rt.method) {
 			if key, ok := idempotencyKey(g.Request); ok {
@@ -136,7 +171,13 @@ func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 // is payload_too_large; writeError then closes the connection so the rest of
 // the body is never read.
 func (s *Server) readBody(g *gin.Context, limit int64) ([]byte, error) {
-	r := g.Request
+	return readLimited(unwrapWriter(g.Writer), g.Request, limit)
+}
+
+// readLimited reads r's whole body, at most limit bytes (payload_too_large
+// beyond); w is the net/http writer the limit tells to close the
+// connection.
+func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	tooLarge := func() error {
 		return billing.Errorf(billing.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
@@ -146,7 +187,7 @@ func (s *Server) readBody(g *gin.Context, limit int64) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	r.Body = http.MaxBytesReader(unwrapWriter(g.Writer), r.Body, limit)
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	b, err := io.ReadAll(r.Body)
 	var mbe *http.MaxBytesError
 	switch {
@@ -195,11 +236,20 @@ func (c *call) param(name string) string { return c.params.ByName(name) }
 
 // bind checks the Content-Type and decodes the body strictly into dst.
 func (c *call) bind(dst any) error {
-	mt, _, err := mime.ParseMediaType(c.contentType)
+	if err := checkJSONContentType(c.contentType); err != nil {
+		return err
+	}
+	return decodeJSON(c.body, dst)
+}
+
+// checkJSONContentType answers unsupported_media_type unless the
+// Content-Type is application/json (parameters such as charset allowed).
+func checkJSONContentType(contentType string) error {
+	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil || mt != "application/json" {
 		return billing.Errorf(billing.CodeUnsupportedMediaType, "the request body must be JSON sent with Content-Type: application/json")
 	}
-	return decodeJSON(c.body, dst)
+	return nil
 }
 
 // listParams reads limit, after and before. Their values are checked by the

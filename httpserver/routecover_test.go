@@ -97,6 +97,8 @@ var routeFixtures = map[string]string{
 	"/invoices/:id/sent":           "invoices/sent",
 	"/invoices/:id/payments":       "invoices/sent",
 	"/invoices/:id/payment-status": "invoices/sent",
+	"/credits/:id/grants":          "customers",
+	"/credits/:id/balances":        "customers",
 }
 
 // path fills the path parameters of p from f (missingID when f has no
@@ -202,6 +204,7 @@ func buildFixtures(tb testing.TB, e *env, auth, tag string) fixtures {
 		create("credit-notes/line-item-groups", "/credit-notes/"+cn+"/line-item-groups", `{"title":"Refunds `+n+`"}`)
 		create("credit-notes/line-items", "/credit-notes/"+cn+"/line-items", cnLine(cn, "Refund "+n, "1", "1", "0.2", ""))
 		create("billing-schedules", "/billing-schedules", scheduleBody(customer, f.ids["prices"], ""))
+		create("credits", "/credits", grantBody(customer, "Prepaid "+n))
 		r := e.do(req{method: "GET", path: "/notifications/deliveries?policyId=" + policy, auth: auth})
 		deliveries := decode[page](tb, r)
 		if len(deliveries.Items) == 0 {
@@ -216,6 +219,11 @@ func buildFixtures(tb testing.TB, e *env, auth, tag string) fixtures {
 		tb.Fatalf("fixture PUT /merchant-details: %d %s", r.status, r.body)
 	}
 	return f
+}
+
+// grantBody is a valid CASH credit grant for customer.
+func grantBody(customer, name string) string {
+	return `{"customerId":"` + customer + `","name":"` + name + `","creditUnitType":"CURRENCY","currency":"USD","amount":"100.00","effectiveDate":"2024-07-01","expiryDate":"2025-06-30"}`
 }
 
 // usageEventBody is a valid usage event.
@@ -265,6 +273,7 @@ func validBodies(f fixtures) map[string]string {
 		"PUT /billing-schedules/:id":                          scheduleBody(f.ids["customers"], f.ids["prices"], ""),
 		"POST /billing-schedules/:id/cancel":                  `{"at":"2024-09-15"}`,
 		"POST /billing-runs":                                  `{"asOf":"2024-07-30T00:00:00Z"}`,
+		"POST /credits":                                       grantBody(f.ids["customers"], "Promo"),
 		"POST /notifications/policies":                        `{"name":"new","channel":"WEBHOOK","recipients":["https://hooks.example.com/new"],"notificationTypes":["INVOICE_CREATED"]}`,
 		"POST /notifications/policies/:id/recipients":         `{"recipients":["https://hooks.example.com/more"]}`,
 		"POST /notifications/policies/:id/notification-types": `{"notificationTypes":["CREDIT_NOTE_ISSUED"]}`,
@@ -281,6 +290,13 @@ func checkAnswer(tb testing.TB, what string, r response) {
 		return
 	}
 	if r.status < 400 {
+		switch r.header.Get("Content-Type") {
+		case "application/pdf", "text/html; charset=utf-8", "image/png": // rendered documents, the logo
+			if len(r.body) == 0 {
+				tb.Errorf("%s: %d with an empty file", what, r.status)
+			}
+			return
+		}
 		if !json.Valid(r.body) {
 			tb.Errorf("%s: %d with a body that is not JSON: %.300q", what, r.status, r.body)
 		}

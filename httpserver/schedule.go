@@ -21,7 +21,7 @@ func (a api) scheduleRoutes() {
 			SortOrder:  billing.SortOrder(c.query.Get("sortOrder")),
 		}
 		return a.svc.ListBillingSchedules(c.ctx, c.account, f, p)
-	})
+	}, listed("customerId", "status", "sortOrder"))
 	a.post("/billing-schedules", 201, body(func(c *call, p *billing.BillingScheduleParams) (any, error) {
 		return a.svc.CreateBillingSchedule(c.ctx, c.account, *p)
 	}))
@@ -59,14 +59,14 @@ func (a api) scheduleRoutes() {
 			asOf = t
 		}
 		return a.svc.PreviewInvoice(c.ctx, c.account, c.param("id"), asOf)
-	})
+	}, accepts("asOf"))
 	a.get("/billing-schedules/:id/late-usage", 200, func(c *call) (any, error) {
 		p, err := c.listParams()
 		if err != nil {
 			return nil, err
 		}
 		return a.svc.ListLateUsage(c.ctx, c.account, c.param("id"), p)
-	})
+	}, listed())
 	a.post("/billing-runs", 200, func(c *call) (any, error) {
 		var p billingRunParams
 		if len(c.body) > 0 {

@@ -14,7 +14,9 @@ package httpserver
 
 import (
 	"log/slog"
+	"math"
 	"net/http"
+	"os"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -44,14 +46,23 @@ type Config struct {
 	MaxBatchBodyBytes int64
 
 	// RateLimit is the sustained number of requests per second allowed per
-	// API key (a token bucket). Negative disables rate limiting. Defaults
-	// to 1000 (when zero).
+	// API key (a token bucket). Zero or negative turns rate limiting off,
+	// as billingd's --rate-limit 0 does. A nil *Config takes
+	// DefaultRateLimit.
 	RateLimit float64
 
 	// RateBurst is the bucket size of the rate limit: how many requests an
-	// API key may send at once. Defaults to 2000 (also for zero or negative
+	// API key may send at once. Defaults to RateBurstFactor times
+	// RateLimit, rounded up, at least 1 (also for zero or negative
 	// values).
 	RateBurst int
+
+	// MaxHeaderBytes bounds the request line and headers of a request;
+	// larger ones are answered 431 headers_too_large with the JSON error
+	// body. Defaults to 64 KiB (also for zero or negative values). An
+	// http.Server's own MaxHeaderBytes must be larger, or net/http
+	// answers first, in plain text.
+	MaxHeaderBytes int
 
 	// DisableMetrics turns off GET /metrics. Defaults to false: metrics are
 	// served.
@@ -66,13 +77,20 @@ type Config struct {
 const (
 	defaultMaxBodyBytes      = 1 << 20
 	defaultMaxBatchBodyBytes = 5 << 20
-	defaultRateLimit         = 1000
-	defaultRateBurst         = 2000
+	defaultMaxHeaderBytes    = 64 << 10
 )
+
+// DefaultRateLimit is the rate limit of a nil *Config: requests per second
+// per API key.
+const DefaultRateLimit = 1000
+
+// RateBurstFactor is how many seconds of the rate an API key may send at
+// once by default: the bucket holds RateBurstFactor × RateLimit requests.
+const RateBurstFactor = 2
 
 // withDefaults returns a copy of cfg (nil allowed) with defaults applied.
 func (cfg *Config) withDefaults() Config {
-	var c Config
+	c := Config{RateLimit: DefaultRateLimit}
 	if cfg != nil {
 		c = *cfg
 	}
@@ -85,11 +103,14 @@ func (cfg *Config) withDefaults() Config {
 	if c.MaxBatchBodyBytes <= 0 {
 		c.MaxBatchBodyBytes = defaultMaxBatchBodyBytes
 	}
-	if c.RateLimit == 0 {
-		c.RateLimit = defaultRateLimit
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = defaultMaxHeaderBytes
 	}
 	if c.RateBurst <= 0 {
-		c.RateBurst = defaultRateBurst
+		c.RateBurst = int(min(math.Ceil(RateBurstFactor*c.RateLimit), 1<<30))
+	}
+	if c.RateBurst < 1 {
+		c.RateBurst = 1
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
@@ -112,6 +133,10 @@ type Server struct {
 
 	limiters sync.Map // API key id → *rate.Limiter
 	inflight inflightSet
+
+	// routes are the API routes registered, in order (their query
+	// parameters and statuses are checked against openapi.yaml by tests).
+	routes []*route
 }
 
 // New returns a complete handler for svc: GET /healthz, GET /readyz,
@@ -140,9 +165,20 @@ func (s *Server) Register(r gin.IRouter) {
 	s.register(r, true)
 }
 
-// newEngine builds the engine of New. It never touches gin's global state
-// (mode, writers): a library must not change its host program.
+// quietGin keeps gin from printing its debug lines (a route dump and a
+// warning on stdout) when the program has not chosen a gin mode: the
+// library prints nothing unless given a logger. A program that sets
+// GIN_MODE (for example GIN_MODE=debug) keeps what it chose.
+var quietGin = sync.OnceFunc(func() {
+	if os.Getenv(gin.EnvGinMode) == "" && gin.IsDebugging() {
+		gin.SetMode(gin.ReleaseMode)
+	}
+})
+
+// newEngine builds the engine of New. Of gin's global state it only
+// touches the mode, through quietGin.
 func (s *Server) newEngine() *gin.Engine {
+	quietGin()
 	e := gin.New()
 	e.HandleMethodNotAllowed = true // gin then sets the Allow header itself
 	e.RedirectTrailingSlash = false // an unknown path is a 404, not a redirect
@@ -185,4 +221,6 @@ func (a api) routes() {
 	a.notificationRoutes()
 	a.scheduleRoutes()
 	a.documentRoutes()
+	a.renderedRoutes()
+	a.creditRoutes()
 }

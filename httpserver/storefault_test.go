@@ -21,7 +21,7 @@ import (
 // faultEnv is an env on a faultstore over a fresh bbolt file, with fixtures.
 func faultEnv(t *testing.T) (*env, *faultstore.Store, fixtures) {
 	t.Helper()
-	fs := faultstore.New(billingtest.Bolt(t))
+	fs := faultstore.New(billingtest.DurableStore(t))
 	e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithStore(fs))
 	return e, fs, buildFixtures(t, e, e.auth, "f")
 }

@@ -45,7 +45,7 @@ func (a api) usageEventRoutes() {
 			return nil, err
 		}
 		return a.svc.ListUsageEvents(c.ctx, c.account, f, p)
-	})
+	}, listed("customerAlias", "eventType", "eventTimestampAfter", "eventTimestampBefore"))
 	a.get("/usage-metrics/:id/calculate", 200, func(c *call) (any, error) {
 		params, err := billing.ParseCustomParameters(c.query.Get("customParameters"))
 		if err != nil {
@@ -58,5 +58,5 @@ func (a api) usageEventRoutes() {
 			PeriodEnd:        c.query.Get("periodEnd"),
 			CustomParameters: params,
 		})
-	})
+	}, accepts("customerAliases", "periodStart", "periodEnd", "customParameters"))
 }

@@ -1,12 +1,12 @@
 package httpserver
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/internal/appendjson"
 )
 
 // The answers of usage-event ingestion echo every stored event: up to 1,000
@@ -55,15 +55,15 @@ func (u usageEventsJSON) AppendJSON(b []byte) ([]byte, error) {
 // appendUsageEvent appends e in the field order and form of its struct.
 func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, e.ID)
+	b = appendjson.String(b, e.ID)
 	b = append(b, `,"serviceAccountId":`...)
-	b = appendJSONString(b, e.ServiceAccountID)
+	b = appendjson.String(b, e.ServiceAccountID)
 	b = append(b, `,"customerEventId":`...)
-	b = appendJSONString(b, e.CustomerEventID)
+	b = appendjson.String(b, e.CustomerEventID)
 	b = append(b, `,"customerAlias":`...)
-	b = appendJSONString(b, e.CustomerAlias)
+	b = appendjson.String(b, e.CustomerAlias)
 	b = append(b, `,"eventType":`...)
-	b = appendJSONString(b, e.EventType)
+	b = appendjson.String(b, e.EventType)
 	b = append(b, `,"eventTimestamp":`...)
 	if y := e.EventTimestamp.Year(); y < 0 || y > 9999 {
 		ts, err := e.EventTimestamp.MarshalJSON() // its error, as encoding/json reports it
@@ -86,12 +86,12 @@ func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = appendjson.String(b, k)
 		b = append(b, ':')
 		v := e.EventProperties[k]
 		switch v.Kind() {
 		case billing.PropertyString:
-			b = appendJSONString(b, v.String())
+			b = appendjson.String(b, v.String())
 		case billing.PropertyBool:
 			if v.String() == "true" {
 				b = append(b, "true"...)
@@ -107,19 +107,4 @@ func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
 		}
 	}
 	return append(b, "}}"...), nil
-}
-
-// appendJSONString appends s as encoding/json writes a string: directly
-// when every byte is printable ASCII that it does not escape, through
-// encoding/json otherwise (escapes, HTML characters, U+2028, invalid UTF-8).
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

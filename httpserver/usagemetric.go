@@ -14,13 +14,14 @@ func (a api) usageMetricRoutes() {
 			Name:             c.query.Get("name"),
 			EventTypes:       c.csv("eventType"),
 			AggregationTypes: csvOf[billing.AggregationType](c, "aggregationType"),
+			SortOrder:        sortOrder(c),
 		}
-		// Rendered by the Service into the answer's buffer (see
-		// AppendUsageMetricsJSON): the hot read of the API.
+		// Rendered into the answer's buffer from the kept encodings of
+		// the metrics (appendUsageMetricsPage): the hot read of the API.
 		return appendJSONFunc(func(b []byte) ([]byte, error) {
-			return a.svc.AppendUsageMetricsJSON(c.ctx, b, c.account, f, p)
+			return appendUsageMetricsPage(c.ctx, a.svc, b, c.account, f, p)
 		}), nil
-	})
+	}, listed("name", "eventType", "aggregationType", "sortOrder"))
 	a.post("/usage-metrics", 201, body(func(c *call, p *billing.CreateUsageMetricParams) (any, error) {
 		return a.svc.CreateUsageMetric(c.ctx, c.account, *p)
 	}))

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,6 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
-	"github.com/billingd/billing/storage/memstore"
 )
 
 func TestVersion(t *testing.T) {
@@ -301,10 +301,29 @@ func TestRateLimited(t *testing.T) {
 	t.Run("HealthIsNotLimited", func(t *testing.T) {
 		wantStatus(t, e.get("/healthz"), http.StatusOK)
 	})
-	t.Run("NegativeDisables", func(t *testing.T) {
-		e := newEnv(t, &Config{RateLimit: -1, RateBurst: 1})
-		for range 5 {
-			wantStatus(t, e.get("/usage-metrics"), http.StatusOK)
+	t.Run("ZeroAndNegativeDisable", func(t *testing.T) {
+		// 0 means off, as billingd's --rate-limit 0 does.
+		for _, rate := range []float64{0, -1} {
+			e := newEnv(t, &Config{RateLimit: rate, RateBurst: 1})
+			for range 5 {
+				wantStatus(t, e.get("/usage-metrics"), http.StatusOK)
+			}
+		}
+	})
+	t.Run("BurstFollowsTheRate", func(t *testing.T) {
+		// --rate-limit 1 allows a burst of RateBurstFactor (2), not 2,000.
+		e := newEnv(t, &Config{RateLimit: 1})
+		var statuses []int
+		for range 4 {
+			statuses = append(statuses, e.get("/usage-metrics").status)
+		}
+		if !slices.Equal(statuses, []int{200, 200, 429, 429}) {
+			t.Errorf("statuses %v, want a burst of 2 then 429", statuses)
+		}
+	})
+	t.Run("NilConfigHasTheDefault", func(t *testing.T) {
+		if got := (*Config)(nil).withDefaults(); got.RateLimit != DefaultRateLimit || got.RateBurst != RateBurstFactor*DefaultRateLimit {
+			t.Errorf("nil Config: rate %v burst %d", got.RateLimit, got.RateBurst)
 		}
 	})
 }
@@ -397,8 +416,14 @@ func TestRequestLog(t *testing.T) {
 			t.Errorf("log %s = %v, want %v", k, first[k], want)
 		}
 	}
-	if _, ok := first["duration"]; !ok {
-		t.Error("log has no duration")
+	if ms, ok := first["duration_ms"].(float64); !ok || ms < 0 || ms > 60_000 {
+		t.Errorf("log duration_ms = %v, want milliseconds as a number", first["duration_ms"])
+	}
+	if id, _ := first["request_id"].(string); id == "" || id != r.header.Get("X-Request-Id") {
+		t.Errorf("log request_id = %v, answer's X-Request-Id = %q", first["request_id"], r.header.Get("X-Request-Id"))
+	}
+	if first["remote"] != "192.0.2.1:1234" { // httptest.NewRequest's RemoteAddr
+		t.Errorf("log remote = %v", first["remote"])
 	}
 	if !strings.Contains(lines[1], `"route":"/usage-metrics/:id"`) {
 		t.Errorf("second line has no route template: %s", lines[1])
@@ -412,7 +437,7 @@ func TestRequestLog(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	t.Parallel()
-	store := memstore.New()
+	store := billingtest.Store(t)
 	e := newEnv(t, nil, billingtest.WithStore(store))
 	for _, path := range []string{"/healthz", "/readyz"} {
 		r := e.do(req{method: "GET", path: path, auth: "-"})

@@ -169,11 +169,38 @@ func (s *socketAdmin) send(ctx context.Context, method, path string, body io.Rea
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	var e adminError
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAdminBody)).Decode(&e); err != nil || e.Code == "" {
-		return nil, fmt.Errorf("admin socket %s: %s", s.path, resp.Status)
+	if err := answeredError(io.LimitReader(resp.Body, maxAdminBody)); err != nil {
+		return nil, err
 	}
-	return nil, &billing.Error{Code: e.Code, Message: e.Message}
+	return nil, fmt.Errorf("admin socket %s: %s", s.path, resp.Status)
+}
+
+// answeredError returns the error an error answer's body reports
+// ({"errors":[{"code", "message", "field"}]}, as the API server writes it):
+// a *billing.Error, or billing.ValidationErrors when it reports several.
+// It returns nil when the body is not such an answer.
+func answeredError(body io.Reader) error {
+	var answer struct {
+		Errors []struct {
+			Code    billing.Code `json:"code"`
+			Message string       `json:"message"`
+			Field   string       `json:"field"`
+		} `json:"errors"`
+	}
+	if err := json.NewDecoder(body).Decode(&answer); err != nil || len(answer.Errors) == 0 {
+		return nil
+	}
+	errs := make(billing.ValidationErrors, 0, len(answer.Errors))
+	for _, e := range answer.Errors {
+		if e.Code == "" {
+			return nil
+		}
+		errs = append(errs, &billing.Error{Code: e.Code, Message: e.Message, Field: e.Field})
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errs
 }
 
 // CreateAccount creates an account and its first key on the server.

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/httpserver"
 )
 
 // The admin socket speaks HTTP/1.1 with JSON bodies, and only on the Unix
@@ -27,17 +28,15 @@ import (
 //	                             after the first byte is reported in the
 //	                             Billingd-Backup-Error trailer
 //
-// Errors answer {"code", "message"} with a status derived from the code.
+// Bodies and errors follow the API server's conventions (httpserver.ReadJSON
+// and httpserver.WriteError): a body is one JSON object sent as
+// application/json and decoded strictly (unknown fields and wrong types are
+// validation_failed, naming the field), and an error answers
+// {"errors":[{"code", "message", "field"}]} with the status of its code.
 const (
 	backupErrorTrailer = "Billingd-Backup-Error"
 	maxAdminBody       = 64 << 10
 )
-
-// adminError is the body of an error answer of the admin socket.
-type adminError struct {
-	Code    billing.Code `json:"code"`
-	Message string       `json:"message"`
-}
 
 // pingResponse is the answer to GET /ping. DB lets a client check that the
 // server serves the database it means.
@@ -53,38 +52,42 @@ func newAdminHandler(a admin, db string, log *slog.Logger) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, r *http.Request) {
-		writeAdminJSON(w, log, http.StatusOK, pingResponse{DB: db}, nil)
+		writeAdminJSON(w, r, log, http.StatusOK, pingResponse{DB: db}, nil)
 	})
-	mux.HandleFunc("POST /accounts", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Name string `json:"name"`
-		}
-		if decodeAdminJSON(w, r, log, &req) {
-			cred, err := a.CreateAccount(r.Context(), req.Name)
-			writeAdminJSON(w, log, http.StatusCreated, cred, err)
-		}
+	createJSON(mux, "POST /accounts", log, func(ctx context.Context, req struct {
+		Name string `json:"name"`
+	}) (*credential, error) {
+		return a.CreateAccount(ctx, req.Name)
 	})
 	mux.HandleFunc("GET /accounts", func(w http.ResponseWriter, r *http.Request) {
 		accounts, err := a.ListAccounts(r.Context())
-		writeAdminJSON(w, log, http.StatusOK, accounts, err)
+		writeAdminJSON(w, r, log, http.StatusOK, accounts, err)
 	})
-	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ServiceAccountID string `json:"serviceAccountId"`
-		}
-		if decodeAdminJSON(w, r, log, &req) {
-			cred, err := a.CreateKey(r.Context(), req.ServiceAccountID)
-			writeAdminJSON(w, log, http.StatusCreated, cred, err)
-		}
+	createJSON(mux, "POST /keys", log, func(ctx context.Context, req struct {
+		ServiceAccountID string `json:"serviceAccountId"`
+	}) (*credential, error) {
+		return a.CreateKey(ctx, req.ServiceAccountID)
 	})
 	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
 		key, err := a.RevokeKey(r.Context(), r.PathValue("id"))
-		writeAdminJSON(w, log, http.StatusOK, key, err)
+		writeAdminJSON(w, r, log, http.StatusOK, key, err)
 	})
 	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
 		serveBackup(w, r, a, log)
 	})
 	return mux
+}
+
+// createJSON mounts a route whose JSON body decodes into a B and that
+// answers 201 with what create returns.
+func createJSON[B, R any](mux *http.ServeMux, pattern string, log *slog.Logger, create func(ctx context.Context, body B) (R, error)) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		var body B
+		if decodeAdminJSON(w, r, log, &body) {
+			out, err := create(r.Context(), body)
+			writeAdminJSON(w, r, log, http.StatusCreated, out, err)
+		}
+	})
 }
 
 // serveBackup streams a backup. The status is sent before the copy starts,
@@ -101,53 +104,28 @@ func serveBackup(w http.ResponseWriter, r *http.Request, a admin, log *slog.Logg
 	log.Info("admin backup written", "bytes", n)
 }
 
-// decodeAdminJSON decodes a small JSON request body strictly into v. On
-// failure it answers 400 and returns false.
+// decodeAdminJSON reads the request body into v with the API server's
+// strict decoder (httpserver.ReadJSON). On failure it answers the error and
+// returns false.
 func decodeAdminJSON(w http.ResponseWriter, r *http.Request, log *slog.Logger, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeAdminJSON(w, log, 0, nil, billing.Errorf(billing.CodeInvalidJSON, "invalid request body: %v", err))
+	if err := httpserver.ReadJSON(w, r, maxAdminBody, v); err != nil {
+		writeAdminJSON(w, r, log, 0, nil, err)
 		return false
 	}
 	return true
 }
 
-// writeAdminJSON answers v with status, or the error err.
-func writeAdminJSON(w http.ResponseWriter, log *slog.Logger, status int, v any, err error) {
+// writeAdminJSON answers v with status, or the error err as the API server
+// answers errors (httpserver.WriteError).
+func writeAdminJSON(w http.ResponseWriter, r *http.Request, log *slog.Logger, status int, v any, err error) {
 	if err != nil {
-		status = adminStatus(billing.CodeOf(err))
-		v = adminError{Code: billing.CodeOf(err), Message: adminMessage(err)}
-		log.Warn("admin request failed", "err", err)
+		log.Warn("admin request failed", "code", string(billing.CodeOf(err)), "err", err)
+		httpserver.WriteError(w, r, log, err)
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v) // the client is gone when this fails
-}
-
-// adminMessage returns the person-readable message of err.
-func adminMessage(err error) string {
-	var berr *billing.Error
-	if errors.As(err, &berr) {
-		return berr.Message
-	}
-	return err.Error() // not a Service error: the operator may see the cause
-}
-
-// adminStatus returns the HTTP status of an error code on the admin socket.
-func adminStatus(code billing.Code) int {
-	switch code {
-	case billing.CodeInvalidJSON, billing.CodeValidationFailed:
-		return http.StatusBadRequest
-	case billing.CodeNotFound:
-		return http.StatusNotFound
-	case billing.CodeConflict, billing.CodeInvalidState:
-		return http.StatusConflict
-	case billing.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
-	}
 }
 
 // listenAdmin listens on the admin socket at path with mode 0600. A socket

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -172,5 +175,67 @@ func TestAdminSocketBackupErrorReachesClient(t *testing.T) {
 		t.Error("Backup of a closed store succeeded")
 	} else if !strings.Contains(err.Error(), "closed") {
 		t.Errorf("Backup error %v does not say why", err)
+	}
+}
+
+// TestAdminSocketErrorsFollowTheServer: bodies of the admin socket are read
+// by the API server's strict decoder and errors answer the server's error
+// body, with the status of the server's table; the client turns them back
+// into the errors they report.
+func TestAdminSocketErrorsFollowTheServer(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	svc, st := openService(t, db)
+	h := newAdminHandler(&localAdmin{svc: svc, store: st}, db, slog.New(slog.DiscardHandler))
+	type wireError struct {
+		Code    billing.Code `json:"code"`
+		Message string       `json:"message"`
+		Field   string       `json:"field"`
+	}
+	for _, tc := range []struct {
+		name, path, contentType, body string
+		status                        int
+		want                          []wireError // messages are only checked to be non-empty
+	}{
+		{"ErrUnknownField", "/accounts", "application/json", `{"name":"a","nmae":"b"}`, 400,
+			[]wireError{{Code: billing.CodeValidationFailed, Field: "nmae"}}},
+		{"ErrWrongTypes", "/keys", "application/json", `{"serviceAccountId":7}`, 400,
+			[]wireError{{Code: billing.CodeValidationFailed, Field: "serviceAccountId"}}},
+		{"ErrNotJSON", "/accounts", "application/json", `{"name":`, 400, []wireError{{Code: billing.CodeInvalidJSON}}},
+		{"ErrTwoValues", "/accounts", "application/json", `{"name":"a"} {}`, 400, []wireError{{Code: billing.CodeInvalidJSON}}},
+		{"ErrNotAnObject", "/accounts", "application/json", `["a"]`, 400, []wireError{{Code: billing.CodeInvalidJSON}}},
+		{"ErrContentType", "/accounts", "text/plain", `{"name":"a"}`, 415, []wireError{{Code: billing.CodeUnsupportedMediaType}}},
+		{"ErrTooLarge", "/accounts", "application/json", `{"name":"` + strings.Repeat("a", maxAdminBody) + `"}`, 413,
+			[]wireError{{Code: billing.CodePayloadTooLarge}}},
+		{"ErrUnknownAccount", "/keys", "application/json", `{"serviceAccountId":"nope"}`, 404, []wireError{{Code: billing.CodeNotFound}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rq := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body))
+			rq.Header.Set("Content-Type", tc.contentType)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, rq)
+			var got struct {
+				Errors []wireError `json:"errors"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("%d %s: not the server's error body: %v", rec.Code, rec.Body, err)
+			}
+			for i := range got.Errors {
+				if got.Errors[i].Message == "" {
+					t.Errorf("error %d has no message: %s", i, rec.Body)
+				}
+				got.Errors[i].Message = ""
+			}
+			if rec.Code != tc.status || !slices.Equal(got.Errors, tc.want) {
+				t.Errorf("%d %s, want %d %v", rec.Code, rec.Body, tc.status, tc.want)
+			}
+			if answered := billing.Errors(answeredError(bytes.NewReader(rec.Body.Bytes()))); len(answered) != len(tc.want) ||
+				answered[0].Code != tc.want[0].Code || answered[0].Field != tc.want[0].Field {
+				t.Errorf("the client reads %v back", answered)
+			}
+		})
+	}
+	if answeredError(strings.NewReader(`{"code":"not_found"}`)) != nil || answeredError(strings.NewReader(`<html>`)) != nil {
+		t.Error("answeredError took a body that is not an error answer for one")
 	}
 }

@@ -13,14 +13,7 @@ import (
 // stops at its next transaction; what it committed stays (the engine is
 // exactly-once per charge, so the next start simply continues).
 func billingLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, interval time.Duration, now func() time.Time) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() {
 		run, err := svc.RunBilling(ctx, now())
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -29,5 +22,20 @@ func billingLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, in
 			log.Info("billing run", "schedules", run.SchedulesVisited, "created", run.InvoicesCreated,
 				"updated", run.InvoicesUpdated, "issued", run.InvoicesIssued, "failures", len(run.Failures))
 		}
+	})
+}
+
+// every calls fn each interval, the first time one interval from now, until
+// ctx is done. A call in progress is never interrupted by the loop itself.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fn()
 	}
 }

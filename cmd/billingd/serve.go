@@ -15,7 +15,9 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/httpserver"
+	"github.com/billingd/billing/smtp"
 	"github.com/billingd/billing/storage/boltstore"
+	"github.com/billingd/billing/webhook"
 )
 
 // Fixed settings of serve.
@@ -48,6 +50,7 @@ type serveConfig struct {
 	metrics         bool
 	shutdownTimeout time.Duration
 	billingInterval time.Duration // 0: the billing engine never runs in the background
+	rounding        billing.Rounding
 
 	// Notifications (notifications.md).
 	webhookAllowPrivate bool
@@ -61,12 +64,12 @@ type serveConfig struct {
 // parseServe parses and validates the flags of serve.
 func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	var cfg serveConfig
-	var level string
+	var level, rounding string
 	fs := c.newFlagSet("serve", "billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db] [flags]")
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "`address` the HTTP API listens on (port 0 picks a free port)")
 	fs.StringVar(&cfg.db, "db", defaultDB, "database `path`")
 	fs.StringVar(&cfg.adminSocket, "admin-socket", "", "admin Unix socket `path` (default <db>.sock)")
-	fs.Float64Var(&cfg.rateLimit, "rate-limit", defaultRateLimit, "requests per second per API key; 0 turns rate limiting off")
+	fs.Float64Var(&cfg.rateLimit, "rate-limit", defaultRateLimit, "requests per second per API key, with bursts of twice the rate; 0 turns rate limiting off")
 	fs.Int64Var(&cfg.maxBody, "max-body", defaultMaxBody, "largest request body in `bytes` (POST /usage-events/batch has its own 5 MiB limit)")
 	fs.BoolVar(&cfg.noBootstrap, "no-bootstrap", false, "do not create the default account and key on an empty database")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
@@ -74,6 +77,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
+	fs.StringVar(&rounding, "rounding", "half-up", "rounding `mode` of money amounts: half-up (ties away from zero) or half-even (ties to the even digit); a document keeps the mode it was created with")
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "allow http:// webhook URLs and webhooks to loopback, private, link-local and CGNAT addresses (self-hosted setups, tests)")
 	fs.StringVar(&cfg.smtpAddr, "smtp-addr", "", "SMTP server `host:port` for e-mail notifications (STARTTLS when offered); empty: e-mail deliveries fail with \"email delivery is not configured\"")
 	fs.StringVar(&cfg.smtpFrom, "smtp-from", "", "sender `address` of e-mails (required with --smtp-addr)")
@@ -84,6 +88,11 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 		return nil, err
 	}
 	cfg.adminSocket = socketPath(cfg.db, cfg.adminSocket)
+	mode, err := billing.ParseRounding(rounding)
+	if err != nil {
+		return nil, usagef("--rounding must be half-up or half-even, got %q", rounding)
+	}
+	cfg.rounding = mode
 	return &cfg, cfg.validate(level)
 }
 
@@ -142,7 +151,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close() // for the early returns; the shutdown closes it first
-	svc, err := billing.New(st, &billing.Config{Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate})
+	svc, err := billing.New(st, &billing.Config{Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding})
 	if err != nil {
 		return err
 	}
@@ -201,7 +210,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
 	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
-		Mailer: r.mailer, Retention: r.cfg.deliveryRetention, Logger: r.log,
+		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Retention: r.cfg.deliveryRetention, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 2)
@@ -242,14 +251,11 @@ func serveUntilClosed(srv *http.Server, ln net.Listener) error {
 
 // apiServer returns the http.Server of the REST API, with every timeout set.
 func (r *runner) apiServer() *http.Server {
-	rate := r.cfg.rateLimit
-	if rate == 0 {
-		rate = -1 // --rate-limit 0 means off; httpserver's 0 means its default
-	}
 	handler := httpserver.New(r.svc, &httpserver.Config{
 		Logger:         r.log,
 		MaxBodyBytes:   r.cfg.maxBody,
-		RateLimit:      rate,
+		RateLimit:      r.cfg.rateLimit, // 0 is off, in httpserver too
+		MaxHeaderBytes: maxHeaderBytes,
 		DisableMetrics: !r.cfg.metrics,
 	})
 	return &http.Server{
@@ -258,8 +264,11 @@ func (r *runner) apiServer() *http.Server {
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+		// httpserver refuses headers over maxHeaderBytes with the JSON
+		// error body; net/http's own (plain text) limit only stops
+		// headers far larger than that.
+		MaxHeaderBytes: 16 * maxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -282,14 +291,7 @@ func (r *runner) shutdown(servers ...*http.Server) error {
 // sweepLoop deletes expired idempotency records every interval until ctx is
 // done.
 func sweepLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() {
 		n, err := svc.SweepIdempotency(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -297,7 +299,7 @@ func sweepLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, inte
 		case n > 0:
 			log.Info("swept expired idempotency records", "deleted", n)
 		}
-	}
+	})
 }
 
 // bootstrap creates the account "default" and one API key when the
@@ -327,7 +329,7 @@ func (cfg *serveConfig) mailer() (billing.Mailer, error) {
 	if cfg.smtpAddr == "" {
 		return nil, nil
 	}
-	return billing.NewSMTPMailer(billing.SMTPConfig{
+	return smtp.NewMailer(smtp.Config{
 		Addr: cfg.smtpAddr, From: cfg.smtpFrom, Username: cfg.smtpUsername, Password: cfg.smtpPassword,
 	})
 }

@@ -21,6 +21,9 @@ import (
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/storage/boltstore"
+	"github.com/billingd/billing/storage/pgstore"
+	"github.com/billingd/billing/storage/pgstore/pgtest"
+	"github.com/billingd/billing/webhook"
 )
 
 // childDBEnv names the environment variable that turns the test binary into
@@ -199,7 +202,7 @@ func pages(list func(billing.ListParams) (string, error)) error {
 // for every acknowledged write. A dispatcher sends the notifications of
 // every write to the webhook policy's receiver (the parent's).
 func runChild(db, receiverURL string, out io.Writer) error {
-	store, err := boltstore.Open(db, nil)
+	store, err := openStore(db)
 	if err != nil {
 		return err
 	}
@@ -242,7 +245,7 @@ func runChild(db, receiverURL string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	go billing.NewDispatcher(svc, billing.DispatcherConfig{PollInterval: 20 * time.Millisecond}).Run(ctx)
+	go billing.NewDispatcher(svc, billing.DispatcherConfig{Webhooks: webhook.NewSender(true), PollInterval: 20 * time.Millisecond}).Run(ctx)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -307,6 +310,29 @@ func crashRounds(t *testing.T) int {
 // and CRASH_SEED=<n> replays the kill moments of an earlier run.
 func TestCrashRecovery(t *testing.T) {
 	t.Parallel()
+	crashTest(t, filepath.Join(t.TempDir(), "crash.db"))
+}
+
+// TestCrashRecoveryPostgres is TestCrashRecovery with the child serving
+// from PostgreSQL (BILLINGD_TEST_POSTGRES): a SIGKILL drops its
+// connections mid-transaction, and every acknowledged write must be there.
+func TestCrashRecoveryPostgres(t *testing.T) {
+	t.Parallel()
+	crashTest(t, pgtest.URL(t))
+}
+
+// openStore opens db: a PostgreSQL connection string, or a bbolt file.
+func openStore(db string) (billing.Store, error) {
+	if pgstore.IsURL(db) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return pgstore.Open(ctx, db, &pgstore.Options{MaxConns: 8})
+	}
+	return boltstore.Open(db, nil)
+}
+
+// crashTest runs the crash rounds against db.
+func crashTest(t *testing.T, db string) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CRASH_SEED"); v != "" {
 		var err error
@@ -317,7 +343,6 @@ func TestCrashRecovery(t *testing.T) {
 	t.Logf("CRASH_SEED=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	rcv := newReceiver(t)
-	db := filepath.Join(t.TempDir(), "crash.db")
 	acked := map[string]map[string]bool{} // kind → key → acknowledged
 	for _, w := range workloads {
 		acked[w.name] = map[string]bool{}
@@ -405,13 +430,15 @@ var totals struct{ invoices, creditNotes, notifications int }
 // of webhooks.
 func verify(t *testing.T, db, account string, acked map[string]map[string]bool, rcv *receiver, round int) {
 	t.Helper()
-	store, err := boltstore.Open(db, nil)
+	store, err := openStore(db)
 	if err != nil {
 		t.Fatalf("round %d: reopening: %v", round, err)
 	}
 	defer store.Close()
-	if err := store.Check(); err != nil {
-		t.Errorf("round %d: bbolt check: %v", round, err)
+	if b, ok := store.(*boltstore.Store); ok {
+		if err := b.Check(); err != nil {
+			t.Errorf("round %d: bbolt check: %v", round, err)
+		}
 	}
 	svc, err := billing.New(store, nil)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/webhook"
 )
 
 // The document and webhook workloads of the crash harness: invoices created,
@@ -277,7 +278,7 @@ func dispatchAll(t *testing.T, ctx context.Context, store billing.Store, account
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := billing.NewDispatcher(svc, billing.DispatcherConfig{Retention: -1})
+	d := billing.NewDispatcher(svc, billing.DispatcherConfig{Webhooks: webhook.NewSender(true), Retention: -1})
 	for pass := range 20 {
 		if _, err := d.RunOnce(ctx); err != nil {
 			t.Fatalf("round %d: dispatching: %v", round, err)

@@ -71,6 +71,9 @@ var cases = []struct {
 	{"ConcurrentBatchesAllCommit", testConcurrentBatch},
 	{"FailingBatchFailsAlone", testFailingBatch},
 	{"ViewNeverSeesPartialUpdate", testAtomicVisibility},
+	{"ConcurrentReadModifyWritesLoseNothing", testConcurrentReadModifyWrite},
+	{"ConcurrentInsertsOfOneKeyHaveOneWinner", testConcurrentInsert},
+	{"LongScanIsOrderedAndCallbackMayUseTx", testLongScan},
 }
 
 const (
@@ -940,4 +943,131 @@ func testAtomicVisibility(t *testing.T, s billing.Store) {
 	close(done)
 	wg.Wait()
 	wantValue(t, s, tableA, "x", fmt.Sprint(writes))
+}
+
+// testConcurrentReadModifyWrite runs transactions that read a value and
+// write it back changed, all at once. A store that lets two of them read
+// the same value loses an update; a store that runs a function again (the
+// contract allows it after a failed serialization) must run it on a state
+// without any trace of the earlier run: each function first checks that
+// its own marker key is absent, then writes it.
+func testConcurrentReadModifyWrite(t *testing.T, s billing.Store) {
+	const n = 40
+	put(t, s, tableA, "total", "0")
+	errs := make([]error, n)
+	var mu sync.Mutex
+	runs := 0
+	parallel(n, func(i int) {
+		ctx := context.Background()
+		mine := fmt.Appendf(nil, "mine/%02d", i)
+		errs[i] = s.Update(ctx, func(tx billing.Tx) error {
+			mu.Lock()
+			runs++
+			mu.Unlock()
+			if _, err := tx.Get(ctx, tableB, mine); !errors.Is(err, billing.ErrNotFound) {
+				return fmt.Errorf("function %d found its own marker (err %v): an earlier run left a trace", i, err)
+			}
+			if err := tx.Put(ctx, tableB, mine, []byte("x")); err != nil {
+				return err
+			}
+			v, err := tx.Get(ctx, tableA, []byte("total"))
+			if err != nil {
+				return err
+			}
+			var total int
+			if _, err := fmt.Sscan(string(v), &total); err != nil {
+				return err
+			}
+			return tx.Put(ctx, tableA, []byte("total"), fmt.Append(nil, total+1))
+		})
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	wantValue(t, s, tableA, "total", fmt.Sprint(n))
+	if got := scan(t, s, tableB, billing.Range{}); len(got) != n {
+		t.Errorf("%d markers, want %d", len(got), n)
+	}
+	t.Logf("%d transactions, %d runs of their functions", n, runs)
+}
+
+// testConcurrentInsert has many transactions insert the same key: exactly
+// one gets nil, every other ErrConflict, and the winner's value stays.
+func testConcurrentInsert(t *testing.T, s billing.Store) {
+	const n = 20
+	results := make([]error, n)
+	errs := make([]error, n)
+	parallel(n, func(i int) {
+		ctx := context.Background()
+		errs[i] = s.Update(ctx, func(tx billing.Tx) error {
+			results[i] = tx.Insert(ctx, tableA, []byte("contested"), fmt.Appendf(nil, "%d", i))
+			if results[i] != nil && !errors.Is(results[i], billing.ErrConflict) {
+				return results[i]
+			}
+			return nil
+		})
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	winner := -1
+	for i, err := range results {
+		if err == nil {
+			if winner >= 0 {
+				t.Fatalf("Insert succeeded for both %d and %d", winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no Insert succeeded: %v", results)
+	}
+	wantValue(t, s, tableA, "contested", fmt.Sprint(winner))
+}
+
+// testLongScan scans more keys than a backend would fetch at once, both
+// ways, while the callback reads and writes another table through the same
+// Tx (allowed: only the scanned table is off limits).
+func testLongScan(t *testing.T, s billing.Store) {
+	const n = 5000
+	update(t, s, func(ctx context.Context, tx billing.Tx) error {
+		for i := range n {
+			if err := tx.Put(ctx, tableA, fmt.Appendf(nil, "k%05d", i), fmt.Appendf(nil, "v%d", i)); err != nil {
+				return err
+			}
+		}
+		return tx.Put(ctx, tableA, []byte("l"), []byte("outside the prefix"))
+	})
+	for _, reverse := range []bool{false, true} {
+		seen := 0
+		update(t, s, func(ctx context.Context, tx billing.Tx) error {
+			seen = 0
+			return tx.Scan(ctx, tableA, billing.Range{Prefix: []byte("k"), Reverse: reverse}, func(k, v []byte) error {
+				i := seen
+				if reverse {
+					i = n - 1 - seen
+				}
+				if want := fmt.Sprintf("k%05d", i); string(k) != want || string(v) != fmt.Sprintf("v%d", i) {
+					return fmt.Errorf("key %d of the scan (reverse=%v) = %q=%q, want %q", seen, reverse, k, v, want)
+				}
+				seen++
+				if seen%1000 == 0 {
+					if _, err := tx.Get(ctx, tableB, k); !errors.Is(err, billing.ErrNotFound) {
+						return fmt.Errorf("Get in the callback: %v", err)
+					}
+					return tx.Put(ctx, tableB, k, v)
+				}
+				return nil
+			})
+		})
+		if seen != n {
+			t.Errorf("scan (reverse=%v) saw %d keys, want %d", reverse, seen, n)
+		}
+		if got := scan(t, s, tableB, billing.Range{}); len(got) != n/1000 {
+			t.Errorf("callback writes (reverse=%v): %d keys in table B, want %d", reverse, len(got), n/1000)
+		}
+		for _, p := range scan(t, s, tableB, billing.Range{}) {
+			update(t, s, func(ctx context.Context, tx billing.Tx) error { return tx.Delete(ctx, tableB, []byte(p.K)) })
+		}
+	}
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/billingd/billing"
+)
+
+func TestServeRoundingFlag(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{}
+	c := &cli{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return env[k] }}
+	if cfg, err := c.parseServe(nil); err != nil || cfg.rounding != billing.RoundHalfUp {
+		t.Fatalf("default: %v, %v", cfg, err)
+	}
+	if cfg, err := c.parseServe([]string{"--rounding", "half-even"}); err != nil || cfg.rounding != billing.RoundHalfEven {
+		t.Errorf("--rounding half-even: %v, %v", cfg, err)
+	}
+	env["BILLINGD_ROUNDING"] = "half-even"
+	if cfg, err := c.parseServe(nil); err != nil || cfg.rounding != billing.RoundHalfEven {
+		t.Errorf("BILLINGD_ROUNDING=half-even: %v, %v", cfg, err)
+	}
+	if cfg, err := c.parseServe([]string{"--rounding", "half-up"}); err != nil || cfg.rounding != billing.RoundHalfUp {
+		t.Errorf("the flag does not win over the environment: %v, %v", cfg, err)
+	}
+	code, _, stderr := runCLI(t, nil, "serve", "--rounding", "bankers", "--db", tempDB(t))
+	if code != exitUsage || !strings.Contains(stderr, "--rounding") {
+		t.Errorf("--rounding bankers: exit %d, %q", code, stderr)
+	}
+	_, out, errOut := runCLI(t, nil, "serve", "--help")
+	if !strings.Contains(out+errOut, "-rounding") || !strings.Contains(out+errOut, "half-even") {
+		t.Errorf("serve --help does not show --rounding:\n%s%s", out, errOut)
+	}
+}
+
+// A server started with --rounding half-even rounds a tie to the even cent.
+func TestServeRoundsHalfEven(t *testing.T) {
+	t.Parallel()
+	url, out, stop := serveInProcess(t, tempDB(t), "--rounding", "half-even", "--billing-interval", "0")
+	auth := out.waitFor(t, bootstrapRE)[4]
+	post := func(path, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 201 {
+			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	id := func(body string) string { return strings.Split(strings.Split(body, `"id":"`)[1], `"`)[0] }
+	customer := id(post("/customers", `{"legalName":"Initech"}`))
+	inv := id(post("/invoices", `{"currency":"GBP","customerId":"`+customer+`"}`))
+	line := post("/invoices/"+inv+"/line-items", `{"title":"x","quantity":"1","rate":"2.345","taxRate":"0","externalIds":[]}`)
+	if !strings.Contains(line, `"netTotal":"2.34"`) {
+		t.Errorf("line %s, want netTotal 2.34 (half-even)", line)
+	}
+	if code := stop(); code != exitOK {
+		t.Errorf("exit %d", code)
+	}
+}

@@ -1,0 +1,737 @@
+package billing_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+)
+
+// grant creates a grant for the env's customer, failing the test on error.
+func (e *docEnv) grant(p billing.CreditGrantParams) *billing.CreditGrant {
+	e.t.Helper()
+	if p.CustomerID == "" {
+		p.CustomerID = e.cust.ID
+	}
+	if p.CreditUnitType == "" {
+		p.CreditUnitType = billing.CreditUnitCurrency
+	}
+	g, err := e.svc.CreateCreditGrant(e.ctx, e.acct, p)
+	if err != nil {
+		e.t.Fatalf("CreateCreditGrant: %v", err)
+	}
+	return g
+}
+
+func cashGrant(name, amount string) billing.CreditGrantParams {
+	return billing.CreditGrantParams{Name: name, Currency: billing.CurrencyUSD, Amount: dec(amount)}
+}
+
+// engineInvoice stores a DRAFT invoice as the billing engine does, with one
+// line per (quantity, rate, taxRate) triple.
+func (e *docEnv) engineInvoice(cur billing.Currency, lines ...[3]string) *billing.Invoice {
+	e.t.Helper()
+	ps := make([]billing.InvoiceLineItemParams, len(lines))
+	for i, l := range lines {
+		ps[i] = invLine(fmt.Sprintf("Charge %d", i), l[0], l[1], l[2])
+	}
+	return billing.CreateEngineInvoiceForTest(e.t, e.svc, e.acct, billing.InvoiceParams{Currency: cur, CustomerID: e.cust.ID}, ps)
+}
+
+func (e *docEnv) finalize(id string) *billing.Invoice {
+	e.t.Helper()
+	inv, err := e.svc.FinalizeInvoice(e.ctx, e.acct, id)
+	if err != nil {
+		e.t.Fatalf("FinalizeInvoice: %v", err)
+	}
+	return inv
+}
+
+func (e *docEnv) getGrant(id string) *billing.CreditGrant {
+	e.t.Helper()
+	g, err := e.svc.GetCreditGrant(e.ctx, e.acct, id)
+	if err != nil {
+		e.t.Fatalf("GetCreditGrant: %v", err)
+	}
+	return g
+}
+
+// pages collects every item of a list.
+func pages[T any](t testing.TB, fetch func(billing.ListParams) (billing.Page[T], error)) []T {
+	t.Helper()
+	var out []T
+	p := billing.ListParams{Limit: 100}
+	for {
+		page, err := fetch(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Items...)
+		if page.After == "" {
+			return out
+		}
+		p.After = page.After
+	}
+}
+
+func (e *docEnv) ledger(grantID string) []billing.CreditTransaction {
+	e.t.Helper()
+	return pages(e.t, func(p billing.ListParams) (billing.Page[billing.CreditTransaction], error) {
+		return e.svc.ListCreditTransactions(e.ctx, e.acct, grantID, "", p)
+	})
+}
+
+// burndown returns the BURNDOWN lines of an invoice as "grant:amount".
+func (e *docEnv) burndown(invID string) (lines []string, total billing.Decimal) {
+	e.t.Helper()
+	total = billing.DecimalFromInt(0)
+	for _, l := range allInvoiceLines(e.t.(*testing.T), e, invID) {
+		if l.RevenueClassification == billing.RevenueClassificationBurndown {
+			lines = append(lines, l.Title+":"+l.GrossTotal.String())
+			total = total.Sub(l.GrossTotal)
+			if l.CreditGrantID == "" || l.TaxRate.Sign() != 0 || l.Quantity.String() != "1" {
+				e.t.Errorf("burndown line %+v", l)
+			}
+		}
+	}
+	return lines, total
+}
+
+// checkCreditInvariants checks every grant of the account: a balance never
+// negative and equal to the sum of its transactions, a status that agrees
+// with it, and the journal balanced per source.
+func (e *docEnv) checkCreditInvariants(t *testing.T) {
+	t.Helper()
+	grants := pages(t, func(p billing.ListParams) (billing.Page[billing.CreditGrant], error) {
+		return e.svc.ListCreditGrants(e.ctx, e.acct, billing.CreditGrantFilter{}, p)
+	})
+	for _, g := range grants {
+		if g.CurrentBalance.Sign() < 0 {
+			t.Errorf("grant %s: balance %s", g.Name, g.CurrentBalance)
+		}
+		sum := billing.DecimalFromInt(0)
+		for _, tx := range e.ledger(g.ID) {
+			sum = sum.Add(tx.Amount)
+		}
+		if sum.Cmp(g.CurrentBalance) != 0 {
+			t.Errorf("grant %s: transactions sum to %s, balance %s", g.Name, sum, g.CurrentBalance)
+		}
+		switch g.Status {
+		case billing.CreditGrantActive:
+			if g.CurrentBalance.Sign() == 0 {
+				t.Errorf("grant %s: ACTIVE with nothing left", g.Name)
+			}
+		default:
+			if g.CurrentBalance.Sign() != 0 {
+				t.Errorf("grant %s: %s with %s left", g.Name, g.Status, g.CurrentBalance)
+			}
+		}
+	}
+	entries := pages(t, func(p billing.ListParams) (billing.Page[billing.JournalEntry], error) {
+		return e.svc.ListJournalEntries(e.ctx, e.acct, billing.JournalFilter{}, p)
+	})
+	bySource := map[string]billing.Decimal{}
+	for _, je := range entries {
+		d := bySource[je.SourceID]
+		if d == (billing.Decimal{}) {
+			d = billing.DecimalFromInt(0)
+		}
+		if (je.Debit.Sign() == 0) == (je.Credit.Sign() == 0) || je.Debit.Sign() < 0 || je.Credit.Sign() < 0 {
+			t.Errorf("journal entry %+v has not exactly one positive side", je)
+		}
+		bySource[je.SourceID] = d.Add(je.Debit).Sub(je.Credit)
+	}
+	for src, d := range bySource {
+		if d.Sign() != 0 {
+			t.Errorf("journal of %s does not balance: debits - credits = %s", src, d)
+		}
+	}
+}
+
+func TestCreditGrantValidation(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	metric, err := e.svc.CreateUsageMetric(e.ctx, e.acct, billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
+		Name: "calls", MetricType: billing.MetricTypeSimple, EventType: "call", AggregationType: billing.AggregationCount}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := billing.CreditGrantParams{CustomerID: e.cust.ID, Name: "Prepaid", CreditUnitType: billing.CreditUnitCurrency,
+		Currency: billing.CurrencyUSD, Amount: dec("10.00")}
+	tests := []struct {
+		name   string
+		mod    func(p *billing.CreditGrantParams)
+		fields []string
+	}{
+		{"Empty", func(p *billing.CreditGrantParams) { *p = billing.CreditGrantParams{} },
+			[]string{"name", "creditUnitType", "amount", "customerId"}},
+		{"UnknownCustomer", func(p *billing.CreditGrantParams) { p.CustomerID = "nope" }, []string{"customerId"}},
+		{"BadUnitType", func(p *billing.CreditGrantParams) { p.CreditUnitType = "GOLD" }, []string{"creditUnitType"}},
+		{"NoCurrency", func(p *billing.CreditGrantParams) { p.Currency = "" }, []string{"currency"}},
+		{"ZeroAmount", func(p *billing.CreditGrantParams) { p.Amount = dec("0") }, []string{"amount"}},
+		{"NegativeAmount", func(p *billing.CreditGrantParams) { p.Amount = dec("-1") }, []string{"amount"}},
+		{"TooManyDigits", func(p *billing.CreditGrantParams) { p.Amount = dec("1.001") }, []string{"amount"}},
+		{"CashWithMetric", func(p *billing.CreditGrantParams) { p.MetricID = metric.ID }, []string{"metricId"}},
+		{"MetricWithoutID", func(p *billing.CreditGrantParams) {
+			p.CreditUnitType, p.Currency = billing.CreditUnitMetric, ""
+		}, []string{"metricId"}},
+		{"UnknownMetric", func(p *billing.CreditGrantParams) {
+			p.CreditUnitType, p.Currency, p.MetricID = billing.CreditUnitMetric, "", "nope"
+		}, []string{"metricId"}},
+		{"UsageCostWithoutCurrency", func(p *billing.CreditGrantParams) {
+			p.CreditUnitType, p.Currency, p.MetricID, p.CostOfCredit = billing.CreditUnitMetric, "", metric.ID, dec("5")
+		}, []string{"currency"}},
+		{"NegativeCost", func(p *billing.CreditGrantParams) { p.CostOfCredit = dec("-5") }, []string{"costOfCredit"}},
+		{"InvoiceWithoutCost", func(p *billing.CreditGrantParams) { p.CreateInvoice = true }, []string{"createInvoice"}},
+		{"UnknownTaxRate", func(p *billing.CreditGrantParams) { p.CostOfCredit, p.TaxRateID = dec("5"), "nope" }, []string{"taxRateId"}},
+		{"ExpiryBeforeEffective", func(p *billing.CreditGrantParams) {
+			p.EffectiveDate, p.ExpiryDate = date("2024-08-01"), date("2024-07-31")
+		}, []string{"expiryDate"}},
+		{"ExpiryBeforeToday", func(p *billing.CreditGrantParams) { p.ExpiryDate = date("2024-07-01") }, []string{"expiryDate"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ok
+			tc.mod(&p)
+			_, err := e.svc.CreateCreditGrant(e.ctx, e.acct, p)
+			var got []string
+			for _, fe := range billing.Errors(err) {
+				if fe.Code != billing.CodeValidationFailed {
+					t.Errorf("code %s", fe.Code)
+				}
+				got = append(got, fe.Field)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.fields) {
+				t.Errorf("fields %v, want %v (%v)", got, tc.fields, err)
+			}
+		})
+	}
+	page, err := e.svc.ListCreditGrants(e.ctx, e.acct, billing.CreditGrantFilter{}, billing.ListParams{})
+	if err != nil || page.TotalResultSize != 0 {
+		t.Errorf("refused grants were stored: %d, %v", page.TotalResultSize, err)
+	}
+}
+
+// TestCreditDrawdown checks the order grants are applied in, the lines,
+// the amounts, the ledger, creditBalances and the journal of one engine
+// invoice.
+func TestCreditDrawdown(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	a := e.grant(cashGrant("A", "30.00"))
+	b := cashGrant("B", "20.00")
+	b.ExpiryDate = date("2024-12-31")
+	bg := e.grant(b)
+	c := cashGrant("C", "50.00")
+	c.EffectiveDate = date("2024-09-01") // not yet effective
+	cg := e.grant(c)
+	gbp := e.grant(billing.CreditGrantParams{Name: "Pounds", Currency: billing.CurrencyGBP, Amount: dec("5.00")})
+
+	inv := e.engineInvoice(billing.CurrencyUSD, [3]string{"1", "50.00", "0.2"}) // 60.00 gross
+	inv = e.finalize(inv.ID)
+	lines, applied := e.burndown(inv.ID)
+	if fmt.Sprint(lines) != "[Credit applied: B:-20.00 Credit applied: A:-30.00]" || applied.String() != "50.00" {
+		t.Errorf("burndown lines %v (%s)", lines, applied)
+	}
+	if inv.GrossTotal.String() != "10.00" || inv.AmountDue.String() != "10.00" || inv.PaymentStatus != billing.PaymentStatusUnpaid {
+		t.Errorf("invoice gross %s due %s %s", inv.GrossTotal, inv.AmountDue, inv.PaymentStatus)
+	}
+	if inv.CreditBalances != "Remaining credit: 5.00 GBP, 0.00 USD" {
+		t.Errorf("creditBalances %q", inv.CreditBalances)
+	}
+	for _, g := range []*billing.CreditGrant{a, bg} {
+		got := e.getGrant(g.ID)
+		l := e.ledger(g.ID)
+		if got.Status != billing.CreditGrantDepleted || len(l) != 2 || l[1].Type != billing.CreditTxConsumption ||
+			l[1].InvoiceID != inv.ID || l[1].Amount.String() != "-"+g.OriginalAmount.String() {
+			t.Errorf("grant %s: %s, ledger %+v", g.Name, got.Status, l)
+		}
+	}
+	if got := e.getGrant(cg.ID); got.CurrentBalance.String() != "50.00" {
+		t.Errorf("a grant not yet effective was used: %s", got.CurrentBalance)
+	}
+	if got := e.getGrant(gbp.ID); got.CurrentBalance.String() != "5.00" {
+		t.Errorf("a grant of another currency was used: %s", got.CurrentBalance)
+	}
+	// The invoice's journal: receivables for the charges, the
+	// consumptions take them back as promotional expense (free credit).
+	entries := pages(t, func(p billing.ListParams) (billing.Page[billing.JournalEntry], error) {
+		return e.svc.ListJournalEntries(e.ctx, e.acct, billing.JournalFilter{SourceID: a.ID}, p)
+	})
+	if len(entries) != 2 || entries[0].Account != billing.LedgerPromotionalExpense || entries[0].Debit.String() != "30.00" ||
+		entries[1].Account != billing.LedgerAccountsReceivable || entries[1].Credit.String() != "30.00" {
+		t.Errorf("journal of grant A: %+v", entries)
+	}
+	e.checkCreditInvariants(t)
+
+	bal, err := e.svc.GetCreditBalances(e.ctx, e.acct, e.cust.ID, date("2024-09-01"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range bal.Items {
+		got = append(got, fmt.Sprintf("%s %s %s %d/%d", b.Type, b.ID, b.Balance, len(b.Grants), len(b.Transactions)))
+	}
+	if fmt.Sprint(got) != "[CASH GBP 5.00 1/1 CASH USD 50.00 3/5]" {
+		t.Errorf("balances on 2024-09-01: %v", got)
+	}
+	// A manual invoice is left alone unless credit is asked for.
+	manual := e.invoice(billing.CurrencyGBP, "")
+	e.line(manual.ID, invLine("Fee", "1", "3.00", "0"))
+	if m := e.finalize(manual.ID); m.AmountDue.String() != "3.00" {
+		t.Errorf("manual invoice paid with credit: due %s", m.AmountDue)
+	}
+	manual = e.invoice(billing.CurrencyGBP, "")
+	e.line(manual.ID, invLine("Fee", "1", "3.00", "0"))
+	m, err := e.svc.ApplyCredits(e.ctx, e.acct, manual.ID)
+	if err != nil || m.Status != billing.StatusFinal || m.AmountDue.String() != "0.00" || m.PaymentStatus != billing.PaymentStatusPaid {
+		t.Fatalf("ApplyCredits: %+v, %v", m, err)
+	}
+	if _, err := e.svc.ApplyCredits(e.ctx, e.acct, manual.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+		t.Errorf("ApplyCredits on a FINAL invoice: %v", err)
+	}
+	if g := e.getGrant(gbp.ID); g.CurrentBalance.String() != "2.00" {
+		t.Errorf("GBP grant after apply: %s", g.CurrentBalance)
+	}
+	e.checkCreditInvariants(t)
+}
+
+// TestCreditGrantStateTable runs every grant operation in every grant
+// status: allowed ones end in the right status with the right ledger,
+// refused ones answer invalid_state and change nothing.
+func TestCreditGrantStateTable(t *testing.T) {
+	t.Parallel()
+	states := []billing.CreditGrantStatus{billing.CreditGrantActive, billing.CreditGrantDepleted, billing.CreditGrantExpired, billing.CreditGrantVoided}
+	// inState returns a grant of 10.00 USD (expiring 2024-08-10) in st.
+	inState := func(t *testing.T, e *docEnv, st billing.CreditGrantStatus) *billing.CreditGrant {
+		p := cashGrant("G", "10.00")
+		p.ExpiryDate = date("2024-08-10")
+		g := e.grant(p)
+		switch st {
+		case billing.CreditGrantDepleted:
+			e.finalize(e.engineInvoice(billing.CurrencyUSD, [3]string{"1", "10.00", "0"}).ID)
+		case billing.CreditGrantExpired:
+			e.clock.Set(time.Date(2024, 8, 11, 0, 0, 0, 0, time.UTC))
+			if run, err := e.svc.RunBilling(e.ctx, e.clock.Now()); err != nil || run.CreditGrantsExpired != 1 {
+				t.Fatalf("RunBilling: %+v %v", run, err)
+			}
+		case billing.CreditGrantVoided:
+			if _, err := e.svc.VoidCreditGrant(e.ctx, e.acct, g.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g = e.getGrant(g.ID)
+		if g.Status != st {
+			t.Fatalf("fixture in %s, want %s", g.Status, st)
+		}
+		return g
+	}
+	ops := []struct {
+		name    string
+		allowed []billing.CreditGrantStatus
+		run     func(e *docEnv, g *billing.CreditGrant) error
+		want    billing.CreditGrantStatus
+		ledger  string // the types of the transactions it adds
+	}{
+		{"Void", []billing.CreditGrantStatus{billing.CreditGrantActive, billing.CreditGrantDepleted},
+			func(e *docEnv, g *billing.CreditGrant) error {
+				_, err := e.svc.VoidCreditGrant(e.ctx, e.acct, g.ID)
+				return err
+			}, billing.CreditGrantVoided, "VOID"},
+		{"Apply", []billing.CreditGrantStatus{billing.CreditGrantActive},
+			func(e *docEnv, g *billing.CreditGrant) error {
+				inv := e.finalize(e.engineInvoice(billing.CurrencyUSD, [3]string{"1", "4.00", "0"}).ID)
+				if _, applied := e.burndown(inv.ID); applied.IsZero() {
+					return billing.Errorf(billing.CodeInvalidState, "nothing applied")
+				}
+				return nil
+			}, billing.CreditGrantActive, "CONSUMPTION"},
+		{"Expire", []billing.CreditGrantStatus{billing.CreditGrantActive},
+			func(e *docEnv, g *billing.CreditGrant) error {
+				e.clock.Set(time.Date(2024, 8, 12, 0, 0, 0, 0, time.UTC))
+				run, err := e.svc.RunBilling(e.ctx, e.clock.Now())
+				if err == nil && run.CreditGrantsExpired == 0 {
+					return billing.Errorf(billing.CodeInvalidState, "nothing expired")
+				}
+				return err
+			}, billing.CreditGrantExpired, "EXPIRY"},
+	}
+	for _, op := range ops {
+		for _, st := range states {
+			t.Run(op.name+"/"+string(st), func(t *testing.T) {
+				t.Parallel()
+				e := newDocEnv(t)
+				g := inState(t, e, st)
+				before := jsonOf(t, g) + fmt.Sprint(len(e.ledger(g.ID)))
+				err := op.run(e, g)
+				after := e.getGrant(g.ID)
+				l := e.ledger(g.ID)
+				if !contains(op.allowed, st) {
+					if billing.CodeOf(err) != billing.CodeInvalidState {
+						t.Fatalf("%s on %s: %v", op.name, st, err)
+					}
+					if got := jsonOf(t, after) + fmt.Sprint(len(l)); got != before {
+						t.Errorf("refused %s changed the grant:\n%s\n%s", op.name, before, got)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("%s on %s: %v", op.name, st, err)
+				}
+				last := l[len(l)-1]
+				if after.Status != op.want || string(last.Type) != op.ledger {
+					t.Errorf("%s on %s: status %s, last transaction %+v", op.name, st, after.Status, last)
+				}
+				e.checkCreditInvariants(t)
+			})
+		}
+	}
+}
+
+func contains[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCreditProperty runs random grants, expiries, engine and manual
+// invoices and voids, and checks after every step that no balance is
+// negative, that a grant's transactions sum to its balance, that an
+// invoice never consumes more than it was due, and that the journal
+// balances. CREDIT_SEED replays a run.
+func TestCreditProperty(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CREDIT_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("CREDIT_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	e := newDocEnv(t)
+	amount := func(max int) string { return fmt.Sprintf("%d.%02d", rng.IntN(max), rng.IntN(100)) }
+	var finals []string
+	var grants []string
+	for step := range 80 {
+		today := billing.DateOf(e.clock.Now())
+		switch op := rng.IntN(10); {
+		case op < 3:
+			p := cashGrant(fmt.Sprintf("g%d", step), "0.01")
+			p.Amount = dec(amount(80))
+			if p.Amount.Sign() == 0 {
+				p.Amount = dec("0.01")
+			}
+			if rng.IntN(2) == 0 {
+				p.ExpiryDate = date(today.AddDays(rng.IntN(15)).String())
+			}
+			p.EffectiveDate = date(today.AddDays(rng.IntN(10) - 7).String())
+			if p.ExpiryDate != nil && p.ExpiryDate.Before(*p.EffectiveDate) {
+				p.ExpiryDate = p.EffectiveDate
+			}
+			grants = append(grants, e.grant(p).ID)
+		case op < 7:
+			var inv *billing.Invoice
+			if op < 6 {
+				inv = e.engineInvoice(billing.CurrencyUSD, [3]string{strconv.Itoa(1 + rng.IntN(3)), amount(40), "0.2"},
+					[3]string{"1", amount(20), "0"})
+			} else {
+				inv = e.invoice(billing.CurrencyUSD, "")
+				e.line(inv.ID, invLine("Fee", "1", amount(50), "0.1"))
+				inv = e.getInvoice(inv.ID)
+			}
+			due := inv.GrossTotal
+			var err error
+			if op < 6 {
+				inv, err = e.svc.FinalizeInvoice(e.ctx, e.acct, inv.ID)
+			} else {
+				inv, err = e.svc.ApplyCredits(e.ctx, e.acct, inv.ID)
+			}
+			if err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			_, applied := e.burndown(inv.ID)
+			if applied.Cmp(due) > 0 || inv.AmountDue.Cmp(due.Sub(applied)) != 0 || inv.AmountDue.Sign() < 0 {
+				t.Fatalf("step %d: due %s before credit, %s applied, %s due after", step, due, applied, inv.AmountDue)
+			}
+			finals = append(finals, inv.ID)
+		case op == 7 && len(finals) > 0:
+			i := rng.IntN(len(finals))
+			if _, err := e.svc.VoidInvoice(e.ctx, e.acct, finals[i]); err != nil {
+				t.Fatalf("step %d: VoidInvoice: %v", step, err)
+			}
+			finals = append(finals[:i], finals[i+1:]...)
+		case op == 8 && len(grants) > 0:
+			_, err := e.svc.VoidCreditGrant(e.ctx, e.acct, grants[rng.IntN(len(grants))])
+			if err != nil && billing.CodeOf(err) != billing.CodeInvalidState {
+				t.Fatalf("step %d: VoidCreditGrant: %v", step, err)
+			}
+		default:
+			e.clock.Advance(time.Duration(1+rng.IntN(6)) * 24 * time.Hour)
+			if _, err := e.svc.RunBilling(e.ctx, e.clock.Now()); err != nil {
+				t.Fatalf("step %d: RunBilling: %v", step, err)
+			}
+		}
+		e.checkCreditInvariants(t)
+		if t.Failed() {
+			t.Fatalf("after step %d", step)
+		}
+	}
+	// Every consumption names its invoice; the run exercised consumption.
+	tally := map[billing.CreditTransactionType]int{}
+	for _, id := range grants {
+		for _, tx := range e.ledger(id) {
+			tally[tx.Type]++
+			if tx.Type == billing.CreditTxConsumption && tx.InvoiceID == "" {
+				t.Errorf("consumption without an invoice: %+v", tx)
+			}
+		}
+	}
+	t.Logf("transactions by type: %v", tally)
+	if tally[billing.CreditTxConsumption] == 0 {
+		t.Errorf("no consumption in %d steps", 80)
+	}
+}
+
+// TestCreditConcurrentConsumption races two billing runs (whose invoices
+// are issued at once) and a manual application on one customer with one
+// grant: every unit is consumed once, whoever wins.
+func TestCreditConcurrentConsumption(t *testing.T) {
+	t.Parallel()
+	for round := range 3 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			t.Parallel()
+			f := newSched(t, billingtest.WithBolt())
+			g, err := f.svc.CreateCreditGrant(f.ctx, f.account, billing.CreditGrantParams{
+				CustomerID: f.customer, Name: "Prepaid", CreditUnitType: billing.CreditUnitCurrency,
+				Currency: billing.CurrencyUSD, Amount: dec("100.00"), EffectiveDate: date("2024-01-01")})
+			f.must(err)
+			yes := true
+			// Three monthly invoices of 60.00 (May, June, July), issued at once.
+			f.schedule(f.customer, "2024-05-01", func(p *billing.BillingScheduleParams) { p.AutoIssueInvoices = &yes },
+				phase("2024-05-01", f.fixed("Plan", "60.00", billing.CurrencyUSD)))
+			manual, err := f.svc.CreateInvoice(f.ctx, f.account, billing.InvoiceParams{Currency: billing.CurrencyUSD, CustomerID: f.customer})
+			f.must(err)
+			_, err = f.svc.CreateInvoiceLineItem(f.ctx, f.account, manual.ID, invLine("Extra", "1", "60.00", "0"))
+			f.must(err)
+
+			var wg sync.WaitGroup
+			errs := make(chan error, 3)
+			for range 2 {
+				wg.Go(func() {
+					_, err := f.svc.RunBilling(f.ctx, f.clock.Now())
+					errs <- err
+				})
+			}
+			wg.Go(func() {
+				_, err := f.svc.ApplyCredits(f.ctx, f.account, manual.ID)
+				errs <- err
+			})
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				f.must(err)
+			}
+			invs := pages(t, func(p billing.ListParams) (billing.Page[billing.Invoice], error) {
+				return f.svc.ListInvoices(f.ctx, f.account, billing.InvoiceFilter{}, p)
+			})
+			if len(invs) != 4 {
+				t.Fatalf("%d invoices, want 3 engine invoices and the manual one", len(invs))
+			}
+			onLines := billing.DecimalFromInt(0)
+			due := billing.DecimalFromInt(0)
+			for _, inv := range invs {
+				lines, err := f.svc.ListInvoiceLineItems(f.ctx, f.account, inv.ID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
+				f.must(err)
+				for _, l := range lines.Items {
+					if l.CreditGrantID == g.ID {
+						onLines = onLines.Sub(l.GrossTotal)
+					}
+				}
+				due = due.Add(inv.AmountDue)
+			}
+			txs, err := f.svc.ListCreditTransactions(f.ctx, f.account, g.ID, "", billing.ListParams{Limit: 100})
+			f.must(err)
+			consumed := billing.DecimalFromInt(0)
+			for _, tx := range txs.Items {
+				if tx.Type == billing.CreditTxConsumption {
+					consumed = consumed.Sub(tx.Amount)
+				}
+			}
+			got, err := f.svc.GetCreditGrant(f.ctx, f.account, g.ID)
+			f.must(err)
+			if onLines.String() != "100.00" || consumed.String() != "100.00" || got.CurrentBalance.String() != "0.00" || due.String() != "140.00" {
+				t.Errorf("on lines %s, consumed %s, balance %s, due %s; want 100.00, 100.00, 0.00, 140.00", onLines, consumed, got.CurrentBalance, due)
+			}
+		})
+	}
+}
+
+// TestCreditNoteGeneratesGrantOnce finalizes a credit note with
+// generateCashCreditGrant ENABLED through every path: one grant of its
+// gross total, linked both ways, the invoice's amount due unchanged, and
+// the grant pays the next engine invoice.
+func TestCreditNoteGeneratesGrantOnce(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	inv := e.finalInvoice("1", "100.00", "0.2") // GBP 120.00
+	cn := e.creditNote(inv, "1", "10.00", "0.2")
+	if cn.Settings.GenerateCashCreditGrant != billing.CashCreditGrantDisabled {
+		t.Errorf("default settings %+v", cn.Settings)
+	}
+	cn, err := e.svc.UpdateCreditNote(e.ctx, e.acct, cn.ID, billing.CreditNoteUpdateParams{
+		Settings: billing.Some(billing.CreditNoteSettings{GenerateCashCreditGrant: billing.CashCreditGrantEnabled})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cn, err = e.svc.MarkCreditNoteSent(e.ctx, e.acct, cn.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.MarkCreditNoteSent(e.ctx, e.acct, cn.ID); err != nil { // SENT: unchanged
+		t.Fatal(err)
+	}
+	if _, err := e.svc.SendCreditNote(e.ctx, e.acct, cn.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+		t.Errorf("send of a SENT credit note: %v", err)
+	}
+	if _, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, cn.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+		t.Errorf("finalize of a SENT credit note: %v", err)
+	}
+	grants, err := e.svc.ListCustomerCreditGrants(e.ctx, e.acct, e.cust.ID, billing.CreditGrantFilter{}, billing.ListParams{})
+	if err != nil || len(grants.Items) != 1 {
+		t.Fatalf("grants %+v, %v", grants, err)
+	}
+	g := grants.Items[0]
+	if g.SourceCreditNoteID != cn.ID || cn.CreditGrantID != g.ID || g.Type != billing.CreditCash || g.Currency != billing.CurrencyGBP ||
+		g.OriginalAmount.String() != "12.00" || g.CurrentBalance.String() != "12.00" || g.ExpiryDate != nil {
+		t.Errorf("grant %+v of credit note %s (creditGrantId %s)", g, cn.ID, cn.CreditGrantID)
+	}
+	if got := e.getInvoice(inv.ID); got.AmountDue.String() != "120.00" || got.AmountCredited.String() != "0.00" {
+		t.Errorf("the credited invoice: due %s credited %s", got.AmountDue, got.AmountCredited)
+	}
+	next := e.finalize(e.engineInvoice(billing.CurrencyGBP, [3]string{"1", "5.00", "0"}).ID)
+	if next.AmountDue.String() != "0.00" || e.getGrant(g.ID).CurrentBalance.String() != "7.00" {
+		t.Errorf("next invoice due %s, grant %s", next.AmountDue, e.getGrant(g.ID).CurrentBalance)
+	}
+	// The grant was used: the credit note can no longer be voided.
+	if _, err := e.svc.VoidCreditNote(e.ctx, e.acct, cn.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+		t.Errorf("void of a credit note whose grant was used: %v", err)
+	}
+	// An unused one can, and its grant goes with it.
+	cn2 := e.creditNote(inv, "1", "1.00", "0")
+	cn2, _ = e.svc.UpdateCreditNote(e.ctx, e.acct, cn2.ID, billing.CreditNoteUpdateParams{
+		Settings: billing.Some(billing.CreditNoteSettings{GenerateCashCreditGrant: billing.CashCreditGrantEnabled})})
+	cn2, err = e.svc.FinalizeCreditNote(e.ctx, e.acct, cn2.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.VoidCreditNote(e.ctx, e.acct, cn2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g2 := e.getGrant(cn2.CreditGrantID); g2.Status != billing.CreditGrantVoided || g2.CurrentBalance.String() != "0.00" {
+		t.Errorf("grant of a voided credit note: %+v", g2)
+	}
+	e.checkCreditInvariants(t)
+}
+
+// TestVoidedGrantIsNotApplied voids a grant with credit left: the next
+// engine invoice is not paid with it.
+func TestVoidedGrantIsNotApplied(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	g := e.grant(cashGrant("Promo", "50.00"))
+	e.finalize(e.engineInvoice(billing.CurrencyUSD, [3]string{"1", "20.00", "0"}).ID)
+	v, err := e.svc.VoidCreditGrant(e.ctx, e.acct, g.ID)
+	if err != nil || v.Status != billing.CreditGrantVoided || v.CurrentBalance.String() != "0.00" {
+		t.Fatalf("VoidCreditGrant: %+v %v", v, err)
+	}
+	l := e.ledger(g.ID)
+	if len(l) != 3 || l[2].Type != billing.CreditTxVoid || l[2].Amount.String() != "-30.00" {
+		t.Errorf("ledger %+v", l)
+	}
+	inv := e.finalize(e.engineInvoice(billing.CurrencyUSD, [3]string{"1", "20.00", "0"}).ID)
+	if lines, _ := e.burndown(inv.ID); len(lines) != 0 || inv.AmountDue.String() != "20.00" {
+		t.Errorf("a voided grant was applied: %v, due %s", lines, inv.AmountDue)
+	}
+	e.checkCreditInvariants(t)
+}
+
+// TestInvoiceVoidGivesCreditBack voids invoices paid with credit: credit
+// of a live grant comes back; credit of a grant that expired since is
+// given back and expired again.
+func TestInvoiceVoidGivesCreditBack(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	live := e.grant(cashGrant("Live", "10.00"))
+	p := cashGrant("Short", "10.00")
+	p.ExpiryDate = date("2024-08-05")
+	short := e.grant(p)
+	inv := e.finalize(e.engineInvoice(billing.CurrencyUSD, [3]string{"1", "15.00", "0"}).ID)
+	if inv.AmountDue.String() != "0.00" || inv.PaymentStatus != billing.PaymentStatusPaid {
+		t.Fatalf("invoice paid with credit: due %s %s", inv.AmountDue, inv.PaymentStatus)
+	}
+	e.clock.Set(time.Date(2024, 8, 7, 0, 0, 0, 0, time.UTC))
+	if _, err := e.svc.RunBilling(e.ctx, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.VoidInvoice(e.ctx, e.acct, inv.ID); err != nil {
+		t.Fatalf("void of an invoice paid with credit only: %v", err)
+	}
+	if g := e.getGrant(live.ID); g.CurrentBalance.String() != "10.00" || g.Status != billing.CreditGrantActive {
+		t.Errorf("live grant after the void: %s %s", g.CurrentBalance, g.Status)
+	}
+	if g := e.getGrant(short.ID); g.CurrentBalance.String() != "0.00" || g.Status != billing.CreditGrantExpired {
+		t.Errorf("expired grant after the void: %s %s", g.CurrentBalance, g.Status)
+	}
+	var types []string
+	for _, tx := range e.ledger(short.ID) {
+		types = append(types, string(tx.Type)+" "+tx.Amount.String())
+	}
+	if fmt.Sprint(types) != "[GRANT 10.00 CONSUMPTION -10.00 REVERSAL 10.00 EXPIRY -10.00]" {
+		t.Errorf("ledger of the expired grant: %v", types)
+	}
+	e.checkCreditInvariants(t)
+}
+
+// TestCreditNotifications checks the notifications of credit: created,
+// consumed (one per grant, beside the invoice's own), expired.
+func TestCreditNotifications(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	if _, err := e.svc.CreateNotificationPolicy(e.ctx, e.acct, billing.CreateNotificationPolicyParams{
+		Name: "ops", Channel: billing.ChannelEmail, Recipients: []string{"ops@acme.test"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	emitted := recorder(t, e.svc, e.acct)
+	p := cashGrant("Promo", "5.00")
+	p.ExpiryDate = date("2024-08-01")
+	e.grant(p)
+	e.grant(cashGrant("Other", "5.00"))
+	if got := fmt.Sprint(emitted()); got != "[CREDIT_GRANT_CREATED CREDIT_GRANT_CREATED]" {
+		t.Errorf("create: %s", got)
+	}
+	inv := e.engineInvoice(billing.CurrencyUSD, [3]string{"1", "7.00", "0"})
+	emitted()
+	e.finalize(inv.ID)
+	if got := fmt.Sprint(emitted()); got != "[CREDIT_GRANT_CONSUMED CREDIT_GRANT_CONSUMED INVOICE_UPDATED]" {
+		t.Errorf("finalize: %s", got)
+	}
+	p = cashGrant("Soon", "5.00")
+	p.ExpiryDate = date("2024-08-01")
+	e.grant(p)
+	emitted()
+	e.clock.Set(time.Date(2024, 8, 2, 0, 0, 0, 0, time.UTC))
+	if _, err := e.svc.RunBilling(e.ctx, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(emitted()); got != "[CREDIT_GRANT_EXPIRED]" {
+		t.Errorf("expiry: %s (the depleted grant expires silently)", got)
+	}
+}

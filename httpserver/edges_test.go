@@ -1,0 +1,178 @@
+package httpserver
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// Tests of the sharp edges a new user hit: unknown query parameters,
+// foreign cursors, oversized headers, HEAD probes, refused requests with
+// a body still on its way, and request ids.
+
+// TestUnknownQueryParameterEveryRoute: every registered route refuses a
+// query parameter it does not take, naming it, before doing anything (a
+// mutating route changes nothing).
+func TestUnknownQueryParameterEveryRoute(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1})
+	f := buildFixtures(t, e, e.auth, "q")
+	bodies := validBodies(f)
+	for _, rt := range apiRoutes(t, e) {
+		path := f.path(rt.path) + "?bogusFilter=1"
+		r := e.do(req{method: rt.method, path: path, body: bodies[rt.String()]})
+		errs := wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "bogusFilter")
+		if len(errs) == 1 && !strings.HasPrefix(errs[0].Message, "bogusFilter is not a known query parameter") {
+			t.Errorf("%s: message %q", rt, errs[0].Message)
+		}
+	}
+}
+
+func TestUnknownQueryParameterSuggestsTheClosest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	// The case the new user hit: a filter in the wrong case answered every
+	// invoice of the account.
+	r := e.get("/invoices?billingScheduleID=x")
+	errs := wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "billingScheduleID")
+	if want := "did you mean billingScheduleId?"; !strings.Contains(errs[0].Message, want) {
+		t.Errorf("message %q does not contain %q", errs[0].Message, want)
+	}
+	// Far from every known name: the known names are listed.
+	r = e.get("/billing-schedules/x/upcoming-invoice?zzzzzz=1")
+	errs = wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "zzzzzz")
+	if want := "known: asOf"; !strings.Contains(errs[0].Message, want) {
+		t.Errorf("message %q does not contain %q", errs[0].Message, want)
+	}
+}
+
+func TestUnknownBodyFieldSuggestsTheClosest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	r := e.post("/usage-metrics", `{"name":"x","metricType":"SIMPLE","eventtype":"api","aggregationType":"COUNT"}`)
+	errs := wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "eventtype")
+	if want := "eventtype is not a known field; did you mean eventType?"; errs[0].Message != want {
+		t.Errorf("message %q, want %q", errs[0].Message, want)
+	}
+}
+
+// TestForeignCursor: a cursor issued to another account is refused on the
+// cursor parameter, not answered with an empty page.
+func TestForeignCursor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for i := range 3 {
+		e.createMetric("m" + string(rune('a'+i)))
+	}
+	var p struct {
+		Pagination billing.Pagination `json:"pagination"`
+	}
+	p = decode[struct {
+		Pagination billing.Pagination `json:"pagination"`
+	}](t, e.get("/usage-metrics?limit=1"))
+	if p.Pagination.After == "" {
+		t.Fatal("no after cursor")
+	}
+	_, other := e.newAccount("other")
+	r := e.do(req{method: "GET", path: "/usage-metrics?limit=1&after=" + p.Pagination.After, auth: other})
+	wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "after")
+}
+
+// TestHeadersTooLarge: oversized headers get the JSON error body too.
+func TestHeadersTooLarge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{MaxHeaderBytes: 4096})
+	r := e.do(req{method: "GET", path: "/usage-metrics", header: map[string]string{"X-Big": strings.Repeat("b", 5000)}})
+	wantError(t, r, http.StatusRequestHeaderFieldsTooLarge, billing.CodeHeadersTooLarge)
+	wantStatus(t, e.get("/usage-metrics"), http.StatusOK)
+}
+
+func TestHeadHealthAndReady(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(newEnv(t, nil).h)
+	defer srv.Close()
+	for _, path := range []string{"/healthz", "/readyz"} {
+		res, err := http.Head(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || len(b) != 0 || res.Header.Get("Content-Type") != jsonContentType {
+			t.Errorf("HEAD %s: %d %q (%s)", path, res.StatusCode, b, res.Header.Get("Content-Type"))
+		}
+	}
+}
+
+// TestRefusedWithIncompleteBodyAnswersAtOnce: a request with bad
+// credentials whose body never fully arrives is answered 401 at once,
+// not when the server gives up reading the body.
+func TestRefusedWithIncompleteBodyAnswersAtOnce(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(newEnv(t, nil).h)
+	defer srv.Close()
+	for name, extra := range map[string]string{
+		"ErrUnauthorized":       "Authorization: Basic eDp5\r\n",
+		"ErrUnsupportedVersion": "Service-Version: 1999-01-01\r\n",
+	} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_, err = io.WriteString(conn, "POST /usage-metrics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
+			extra+"Content-Length: 1000\r\n\r\n{\"name\":")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: no answer while the body is incomplete: %v", name, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized && res.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: status %d", name, res.StatusCode)
+		}
+	}
+}
+
+// TestRequestID: X-Request-Id is taken from the request when sent (else
+// generated), echoed on the answer, and logged with the remote address and
+// the error code of a failed request.
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	e := newEnv(t, &Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	r := e.do(req{method: "GET", path: "/usage-metrics/nope", header: map[string]string{"X-Request-Id": "req-42"}})
+	if got := r.header.Get("X-Request-Id"); got != "req-42" {
+		t.Errorf("X-Request-Id = %q, want the request's", got)
+	}
+	generated := e.get("/usage-metrics").header.Get("X-Request-Id")
+	other := e.get("/usage-metrics").header.Get("X-Request-Id")
+	if len(generated) < 16 || generated == other {
+		t.Errorf("generated ids %q and %q", generated, other)
+	}
+	bad := e.do(req{method: "GET", path: "/usage-metrics", header: map[string]string{"X-Request-Id": "a b\x01"}})
+	if got := bad.header.Get("X-Request-Id"); got == "a b\x01" || got == "" {
+		t.Errorf("an unprintable X-Request-Id was echoed: %q", got)
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"request_id": "req-42", "error": "not_found", "status": float64(404), "remote": "192.0.2.1:1234"} {
+		if first[k] != want {
+			t.Errorf("log %s = %v, want %v", k, first[k], want)
+		}
+	}
+}

@@ -1,0 +1,313 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/billingd/billing"
+	"github.com/jackc/pgx/v5"
+)
+
+// errTxDone reports a Tx used after its transaction function returned.
+var errTxDone = errors.New("pgstore: transaction used after its function returned")
+
+// Scans read chunks that start small (a page of a list usually ends the
+// scan early) and double up to maxChunk rows.
+const (
+	firstChunk = 64
+	maxChunk   = 2048
+)
+
+// tx is a billing.Tx over a pgx transaction.
+type tx struct {
+	ptx      pgx.Tx
+	writable bool
+	done     bool
+	// retryable is the serialization failure or deadlock that aborted the
+	// transaction; set, the run is void whatever fn returns.
+	retryable error
+	// puts not yet sent, by table; sent by flush before anything that
+	// reads, and before commit.
+	pending map[billing.Table]*putBuffer
+	npend   int
+}
+
+// putBuffer holds a table's unsent Puts; a key put twice keeps its last
+// value (a multi-row upsert may not touch one row twice).
+type putBuffer struct {
+	index map[string]int
+	keys  [][]byte
+	vals  [][]byte
+}
+
+func (t *tx) check(ctx context.Context, write bool) error {
+	if t.done {
+		return errTxDone
+	}
+	if t.retryable != nil {
+		return t.retryable
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if write && !t.writable {
+		return billing.ErrReadOnly
+	}
+	return nil
+}
+
+// fail records a serialization failure and maps err to the port's errors.
+func (t *tx) fail(err error) error {
+	if isRetryable(err) && t.retryable == nil {
+		t.retryable = classify(err)
+	}
+	return classify(err)
+}
+
+// flush sends the buffered Puts, one upsert statement per table.
+func (t *tx) flush(ctx context.Context) error {
+	if t.npend == 0 {
+		return nil
+	}
+	for table, b := range t.pending {
+		_, err := t.ptx.Exec(ctx,
+			`insert into billing_kv (tbl, k, v) select $1, u.k, u.v from unnest($2::bytea[], $3::bytea[]) as u(k, v)
+			 on conflict (tbl, k) do update set v = excluded.v`,
+			string(table), b.keys, b.vals)
+		if err != nil {
+			return t.fail(err)
+		}
+		delete(t.pending, table)
+	}
+	t.npend = 0
+	return nil
+}
+
+// read prepares a statement that reads or conditionally writes: the
+// buffered Puts go first, so it sees them.
+func (t *tx) read(ctx context.Context, write bool) error {
+	if err := t.check(ctx, write); err != nil {
+		return err
+	}
+	return t.flush(ctx)
+}
+
+// Get returns the value under key.
+func (t *tx) Get(ctx context.Context, table billing.Table, key []byte) ([]byte, error) {
+	if err := t.read(ctx, false); err != nil {
+		return nil, err
+	}
+	var v []byte
+	err := t.ptx.QueryRow(ctx, `select v from billing_kv where tbl = $1 and k = $2`, string(table), key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, billing.ErrNotFound
+	}
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// Put buffers value under key; it reaches the server with the next
+// statement that reads, or the commit.
+func (t *tx) Put(ctx context.Context, table billing.Table, key, value []byte) error {
+	if err := t.check(ctx, true); err != nil {
+		return err
+	}
+	if t.pending == nil {
+		t.pending = make(map[billing.Table]*putBuffer)
+	}
+	b := t.pending[table]
+	if b == nil {
+		b = &putBuffer{index: make(map[string]int)}
+		t.pending[table] = b
+	}
+	v := append(make([]byte, 0, len(value)), value...)
+	if i, ok := b.index[string(key)]; ok {
+		b.vals[i] = v
+		return nil
+	}
+	b.index[string(key)] = len(b.keys)
+	b.keys = append(b.keys, append([]byte(nil), key...))
+	b.vals = append(b.vals, v)
+	t.npend++
+	return nil
+}
+
+// Insert stores value under key unless the key exists.
+func (t *tx) Insert(ctx context.Context, table billing.Table, key, value []byte) error {
+	if err := t.read(ctx, true); err != nil {
+		return err
+	}
+	tag, err := t.ptx.Exec(ctx,
+		`insert into billing_kv (tbl, k, v) values ($1, $2, $3) on conflict (tbl, k) do nothing`,
+		string(table), key, nonNil(value))
+	if err != nil {
+		return t.fail(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return billing.ErrConflict
+	}
+	return nil
+}
+
+// nonNil keeps an empty value from being sent as SQL NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// Delete removes key, which must exist.
+func (t *tx) Delete(ctx context.Context, table billing.Table, key []byte) error {
+	if err := t.read(ctx, true); err != nil {
+		return err
+	}
+	tag, err := t.ptx.Exec(ctx, `delete from billing_kv where tbl = $1 and k = $2`, string(table), key)
+	if err != nil {
+		return t.fail(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return billing.ErrNotFound
+	}
+	return nil
+}
+
+// Increment adds one to the 8-byte big-endian counter under key. The row
+// is read "for update", so concurrent increments of one counter queue on
+// its lock rather than all running to a serialization failure; the loser
+// of a race to create a counter fails to serialize and runs again.
+func (t *tx) Increment(ctx context.Context, table billing.Table, key []byte) (uint64, error) {
+	if err := t.read(ctx, true); err != nil {
+		return 0, err
+	}
+	var v []byte
+	err := t.ptx.QueryRow(ctx, `select v from billing_kv where tbl = $1 and k = $2 for update`, string(table), key).Scan(&v)
+	var n uint64
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return 0, t.fail(err)
+	case len(v) != 8:
+		return 0, fmt.Errorf("pgstore: counter %s/%q holds %d bytes, want 8", table, key, len(v))
+	default:
+		n = binary.BigEndian.Uint64(v)
+	}
+	n++
+	return n, t.Put(ctx, table, key, binary.BigEndian.AppendUint64(nil, n))
+}
+
+// Scan reads r in chunks of rows, in key order, and calls fn for each row
+// of a chunk once the chunk has been read: fn may use the Tx (the
+// connection is free again), and no scan holds more than one chunk.
+func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn func(key, value []byte) error) error {
+	if err := t.read(ctx, false); err != nil {
+		return err
+	}
+	lower, upper := bounds(r)
+	if upper != nil && bytes.Compare(lower, upper) >= 0 {
+		return nil
+	}
+	cursor := scanCursor{lower: lower, upper: upper, reverse: r.Reverse, limit: firstChunk}
+	var keys, vals [][]byte
+	for {
+		var err error
+		keys, vals, err = t.chunk(ctx, table, &cursor, keys[:0], vals[:0])
+		if err != nil {
+			return err
+		}
+		for i := range keys {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(keys[i], vals[i]); err != nil {
+				if errors.Is(err, billing.ErrStopScan) {
+					return nil
+				}
+				return err
+			}
+		}
+		if len(keys) < cursor.limit {
+			return nil
+		}
+		cursor.advance(keys[len(keys)-1])
+	}
+}
+
+// bounds turns a Range into a half-open interval [lower, upper); upper nil
+// means no upper bound.
+func bounds(r billing.Range) (lower, upper []byte) {
+	lower = r.Prefix
+	if bytes.Compare(r.Start, lower) > 0 {
+		lower = r.Start
+	}
+	if lower == nil {
+		lower = []byte{}
+	}
+	upper = r.End
+	if len(r.Prefix) > 0 {
+		if pe := billing.PrefixEnd(r.Prefix); pe != nil && (upper == nil || bytes.Compare(pe, upper) < 0) {
+			upper = pe
+		}
+	}
+	return lower, upper
+}
+
+// scanCursor is the position of a chunked scan: the interval still to
+// read and whether its lower bound is exclusive (after a forward chunk).
+type scanCursor struct {
+	lower, upper []byte
+	lowerOpen    bool
+	reverse      bool
+	limit        int
+}
+
+// advance moves the cursor past last, the final key of a full chunk.
+func (c *scanCursor) advance(last []byte) {
+	last = append([]byte(nil), last...)
+	if c.reverse {
+		c.upper = last
+	} else {
+		c.lower, c.lowerOpen = last, true
+	}
+	c.limit = min(c.limit*2, maxChunk)
+}
+
+// chunk reads the next chunk of the cursor's interval into keys and vals.
+func (t *tx) chunk(ctx context.Context, table billing.Table, c *scanCursor, keys, vals [][]byte) ([][]byte, [][]byte, error) {
+	q := `select k, v from billing_kv where tbl = $1 and k >= $2`
+	if c.lowerOpen {
+		q = `select k, v from billing_kv where tbl = $1 and k > $2`
+	}
+	args := []any{string(table), c.lower, c.limit}
+	if c.upper != nil {
+		q += ` and k < $4`
+		args = append(args, c.upper)
+	}
+	if c.reverse {
+		q += ` order by k desc limit $3`
+	} else {
+		q += ` order by k limit $3`
+	}
+	rows, err := t.ptx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, nil, t.fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		raw := rows.RawValues()
+		keys = append(keys, append([]byte(nil), raw[0]...))
+		vals = append(vals, append(make([]byte, 0, len(raw[1])), raw[1]...))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, t.fail(err)
+	}
+	return keys, vals, nil
+}

@@ -1,0 +1,423 @@
+package billing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits of usage events (conventions.md, "Limits").
+const (
+	// MaxUsageEventBatch is the largest number of events in one batch.
+	MaxUsageEventBatch = 1000
+	maxPropertyKeyLen  = 128
+	maxPropertyString  = 1024
+	// maxEventLead is how far in the future an event timestamp may be.
+	maxEventLead = 24 * time.Hour
+)
+
+// UsageEvent is one measured occurrence of something a customer did, counted
+// by the usage metrics of its event type.
+type UsageEvent struct {
+	ID               string          `json:"id"`
+	ServiceAccountID string          `json:"serviceAccountId"`
+	CustomerEventID  string          `json:"customerEventId"`
+	CustomerAlias    string          `json:"customerAlias"`
+	EventType        string          `json:"eventType"`
+	EventTimestamp   time.Time       `json:"eventTimestamp"`
+	EventProperties  EventProperties `json:"eventProperties"`
+}
+
+// EventProperties are the properties of a usage event: string, number or
+// boolean values by name.
+type EventProperties map[string]PropertyValue
+
+// MarshalJSON writes the properties as an object, {} when there are none.
+func (p EventProperties) MarshalJSON() ([]byte, error) {
+	if p == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(map[string]PropertyValue(p))
+}
+
+// PropertyKind is the JSON type of a property value.
+type PropertyKind uint8
+
+// The kinds of property values. The zero kind is an invalid value (a JSON
+// null, object or array), which validation rejects.
+const (
+	PropertyInvalid PropertyKind = iota
+	PropertyString
+	PropertyNumber
+	PropertyBool
+)
+
+// PropertyValue is one event property value: a string, an exact decimal
+// number (never a float) or a boolean.
+type PropertyValue struct {
+	kind PropertyKind
+	str  string
+	num  Decimal
+	b    bool
+}
+
+// StringProperty returns a string property value.
+func StringProperty(s string) PropertyValue { return PropertyValue{kind: PropertyString, str: s} }
+
+// NumberProperty returns a number property value.
+func NumberProperty(d Decimal) PropertyValue { return PropertyValue{kind: PropertyNumber, num: d} }
+
+// BoolProperty returns a boolean property value.
+func BoolProperty(b bool) PropertyValue { return PropertyValue{kind: PropertyBool, b: b} }
+
+// Kind returns the JSON type of v.
+func (v PropertyValue) Kind() PropertyKind { return v.kind }
+
+// String renders v as filters, UNIQUE and grouping compare it: strings as
+// they are, numbers in canonical decimal form, booleans "true" or "false".
+func (v PropertyValue) String() string {
+	switch v.kind {
+	case PropertyString:
+		return v.str
+	case PropertyNumber:
+		return v.num.Canonical()
+	case PropertyBool:
+		if v.b {
+			return "true"
+		}
+		return "false"
+	}
+	return ""
+}
+
+// Number returns v as a number, as SUM reads it: a JSON number, or a string
+// holding a decimal in the wire grammar. ok is false for anything else.
+func (v PropertyValue) Number() (d Decimal, ok bool) {
+	switch v.kind {
+	case PropertyNumber:
+		return v.num, true
+	case PropertyString:
+		d, err := ParseDecimal(v.str)
+		return d, err == nil
+	}
+	return Decimal{}, false
+}
+
+// Bool returns v as a boolean; ok is false when v is not a boolean.
+func (v PropertyValue) Bool() (b, ok bool) { return v.b, v.kind == PropertyBool }
+
+// MarshalJSON writes a string, a JSON number exactly as received
+// (normalised), or a boolean. Value receiver, so map values use it.
+func (v PropertyValue) MarshalJSON() ([]byte, error) {
+	switch v.kind {
+	case PropertyString:
+		return json.Marshal(v.str)
+	case PropertyNumber:
+		return []byte(v.num.String()), nil
+	case PropertyBool:
+		return json.Marshal(v.b)
+	}
+	return []byte("null"), nil
+}
+
+// UnmarshalJSON reads a string, a number (exactly, from its text) or a
+// boolean; anything else is a validation_failed *Error.
+func (v *PropertyValue) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return validationError("must be a string, number or boolean")
+	}
+	switch c := b[0]; {
+	case c == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return validationError("must be a valid JSON string")
+		}
+		*v = StringProperty(s)
+	case c == 't' || c == 'f':
+		*v = BoolProperty(c == 't')
+	case c == '-' || c >= '0' && c <= '9':
+		d, err := ParseDecimalNumber(string(b))
+		if err != nil {
+			return err
+		}
+		*v = NumberProperty(d)
+	default:
+		return validationError("must be a string, number or boolean (nested objects, arrays and null are not allowed)")
+	}
+	return nil
+}
+
+// UsageEventParams is one usage event to record.
+type UsageEventParams struct {
+	// CustomerAlias is required; it need not belong to a customer yet.
+	CustomerAlias string `json:"customerAlias"`
+	// EventType is required.
+	EventType string `json:"eventType"`
+	// CustomerEventID, when set, supersedes an earlier event of the
+	// account with the same customerEventId. Defaults to the event id.
+	CustomerEventID string `json:"customerEventId"`
+	// EventTimestamp defaults to now; at most 24 hours in the future.
+	EventTimestamp *time.Time `json:"eventTimestamp"`
+	// EventProperties are optional.
+	EventProperties EventProperties `json:"eventProperties"`
+}
+
+// UsageEventBatchParams is the body of a batch ingestion: 1 to
+// MaxUsageEventBatch events.
+type UsageEventBatchParams struct {
+	Events []UsageEventParams `json:"events"`
+}
+
+// UsageEventFilter selects usage events in ListUsageEvents. Empty fields do
+// not filter.
+type UsageEventFilter struct {
+	CustomerAlias string
+	EventType     string
+	// EventTimestampAfter keeps events at or after this instant.
+	EventTimestampAfter *time.Time
+	// EventTimestampBefore keeps events strictly before this instant.
+	EventTimestampBefore *time.Time
+}
+
+// validateUsageEvent checks p and returns the event it describes, stamped
+// with id and the timestamp (now when p has none).
+func (s *Service) validateUsageEvent(v *validator, field string, account, id string, now time.Time, p *UsageEventParams) UsageEvent {
+	at := func(name string) string { return joinField(field, name) }
+	checkKey(v, at("customerAlias"), p.CustomerAlias, true)
+	if strings.Contains(p.CustomerAlias, ",") {
+		v.add(at("customerAlias"), "customerAlias must not contain commas")
+	}
+	checkKey(v, at("eventType"), p.EventType, true)
+	checkKey(v, at("customerEventId"), p.CustomerEventID, false)
+	ts := now
+	if p.EventTimestamp != nil {
+		ts = NormalizeTime(*p.EventTimestamp)
+		v.check(!ts.After(now.Add(maxEventLead)), at("eventTimestamp"), "eventTimestamp must not be more than 24 hours in the future")
+	}
+	s.validateProperties(v, at("eventProperties"), p.EventProperties)
+	e := UsageEvent{
+		ID: id, ServiceAccountID: account, CustomerEventID: p.CustomerEventID,
+		CustomerAlias: p.CustomerAlias, EventType: p.EventType, EventTimestamp: ts,
+		EventProperties: p.EventProperties,
+	}
+	if e.CustomerEventID == "" {
+		e.CustomerEventID = id
+	}
+	return e
+}
+
+func (s *Service) validateProperties(v *validator, field string, props EventProperties) {
+	if len(props) <= s.limits.MaxEntries && propertiesValid(props) {
+		return // the usual case: no sorting, no field paths
+	}
+	if len(props) > s.limits.MaxEntries {
+		v.add(field, "eventProperties must have at most %d properties", s.limits.MaxEntries)
+	}
+	for _, k := range sortedKeys(props) {
+		f := joinField(field, k)
+		badName, badValue := checkProperty(k, props[k])
+		switch badName {
+		case badLength:
+			v.add(f, "property names must be 1 to %d characters", maxPropertyKeyLen)
+		case badCharacters:
+			v.add(f, "property names must contain printable characters only")
+		}
+		switch badValue {
+		case badKind:
+			v.add(f, "%s must be a string, number or boolean", f)
+		case badString:
+			v.add(f, "string values must be valid UTF-8 of at most %d characters", maxPropertyString)
+		}
+	}
+}
+
+// What is wrong with a property name or value (checkProperty).
+const (
+	propertyOK = iota
+	badLength
+	badCharacters
+	badKind
+	badString
+)
+
+// checkProperty checks one property: its name (propertyOK, badLength or
+// badCharacters) and its value (propertyOK, badKind or badString).
+func checkProperty(k string, pv PropertyValue) (name, value int) {
+	n := utf8.RuneCountInString(k)
+	switch {
+	case n == 0 || n > maxPropertyKeyLen || !utf8.ValidString(k):
+		name = badLength
+	case strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		name = badCharacters
+	}
+	switch pv.kind {
+	case PropertyInvalid:
+		value = badKind
+	case PropertyString:
+		if !utf8.ValidString(pv.str) || utf8.RuneCountInString(pv.str) > maxPropertyString {
+			value = badString
+		}
+	}
+	return name, value
+}
+
+// propertiesValid reports whether checkProperty accepts every property.
+func propertiesValid(props EventProperties) bool {
+	for k, pv := range props {
+		if name, value := checkProperty(k, pv); name != propertyOK || value != propertyOK {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateUsageEvent records one usage event and returns it once it is
+// durably committed; concurrent calls share commits. An event with the
+// customerEventId of an earlier event of the account replaces it. Returns
+// validation_failed for invalid fields (all at once).
+func (s *Service) CreateUsageEvent(ctx context.Context, account string, p UsageEventParams) (*UsageEvent, error) {
+	var v validator
+	e := s.validateUsageEvent(&v, "", account, s.newID(), s.clock(), &p)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	w := prepareUsageWrite(account, []UsageEvent{e})
+	out, err := mutateBatch(ctx, s, account, func(tx Tx) (*UsageEvent, error) {
+		return &w.events[0], s.putUsageEvents(ctx, tx, w)
+	})
+	if err == nil {
+		s.nums.Learn(account, w.learnedAcct, w.learnedSeries)
+	}
+	return out, err
+}
+
+// CreateUsageEventBatch records 1 to MaxUsageEventBatch usage events, all
+// or none, and returns them in request order once durably committed. A later
+// event of the batch supersedes an earlier one with the same
+// customerEventId. Returns validation_failed naming every bad field as
+// events[i].field, and then stores nothing.
+func (s *Service) CreateUsageEventBatch(ctx context.Context, account string, p UsageEventBatchParams) (Items[UsageEvent], error) {
+	var v validator
+	if len(p.Events) == 0 || len(p.Events) > MaxUsageEventBatch {
+		v.add("events", "events must hold 1 to %d events", MaxUsageEventBatch)
+	}
+	now := s.clock()
+	events := make([]UsageEvent, 0, min(len(p.Events), MaxUsageEventBatch))
+	var scratch validator
+	for i := range p.Events {
+		if i >= MaxUsageEventBatch {
+			break
+		}
+		// Field paths are built only for an invalid event: validated
+		// again (the same checks, the same id) with its events[i] prefix.
+		id := s.newID()
+		scratch.errs = scratch.errs[:0]
+		e := s.validateUsageEvent(&scratch, "", account, id, now, &p.Events[i])
+		if len(scratch.errs) > 0 {
+			s.validateUsageEvent(&v, fmt.Sprintf("events[%d]", i), account, id, now, &p.Events[i])
+		}
+		events = append(events, e)
+	}
+	if err := v.err(); err != nil {
+		return Items[UsageEvent]{}, err
+	}
+	w := prepareUsageWrite(account, events)
+	out, err := mutateBatch(ctx, s, account, func(tx Tx) (Items[UsageEvent], error) {
+		return Items[UsageEvent]{Items: events}, s.putUsageEvents(ctx, tx, w)
+	})
+	if err == nil {
+		s.nums.Learn(account, w.learnedAcct, w.learnedSeries)
+	}
+	return out, err
+}
+
+// Items is a response holding a list of items and no pagination, such as
+// the answer to a batch ingestion: {"items": [...]}.
+type Items[T any] struct {
+	Items []T `json:"items"`
+}
+
+// ListUsageEvents lists the account's usage events, newest first by
+// creation. Returns validation_failed for bad limits or cursors.
+func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEventFilter, p ListParams) (Page[UsageEvent], error) {
+	var page Page[UsageEvent]
+	err := s.view(ctx, func(tx Tx) error {
+		acct, err := number(ctx, tx, tableUsageAccounts, []byte(account), false)
+		if errors.Is(err, ErrNotFound) {
+			acct = []byte{0, 0, 0, 0} // never handed out: an empty list
+		} else if err != nil {
+			return err
+		}
+		names := seriesNames{}
+		q := listQuery[usageEventRef]{
+			name:   "usage_events",
+			filter: fmt.Sprintf("%q|%q|%v|%v", f.CustomerAlias, f.EventType, f.EventTimestampAfter, f.EventTimestampBefore),
+			table:  tableUsageEventIDs,
+			prefix: acct,
+			desc:   true,
+			decode: func(k, v []byte) (usageEventRef, bool, error) {
+				return names.match(ctx, tx, &f, k[len(acct):], v)
+			},
+		}
+		refs, err := list(ctx, s, tx, q, p)
+		if err != nil {
+			return err
+		}
+		page = Page[UsageEvent]{After: refs.After, Before: refs.Before, TotalResultSize: refs.TotalResultSize}
+		for _, r := range refs.Items {
+			v, err := tx.Get(ctx, tableUsageEvents, r.pk)
+			if err != nil {
+				return err
+			}
+			e, err := decodeUsageEvent(account, r.eventType, r.alias, r.pk, v)
+			if err != nil {
+				return err
+			}
+			page.Items = append(page.Items, e)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// usageEventRef is an entry of the id index that matched a list's filters;
+// only the page's entries are read in full.
+type usageEventRef struct {
+	pk               []byte
+	eventType, alias string
+}
+
+// seriesNames caches series no → (event type, alias) during one list.
+type seriesNames map[string][2]string
+
+func (n seriesNames) match(ctx context.Context, tx Tx, f *UsageEventFilter, id, loc []byte) (usageEventRef, bool, error) {
+	if len(loc) != 12 {
+		return usageEventRef{}, false, errors.New("billing: malformed usage event index entry")
+	}
+	ts := readTime(loc[4:])
+	if f.EventTimestampAfter != nil && ts.Before(NormalizeTime(*f.EventTimestampAfter)) ||
+		f.EventTimestampBefore != nil && !ts.Before(NormalizeTime(*f.EventTimestampBefore)) {
+		return usageEventRef{}, false, nil
+	}
+	names, ok := n[string(loc[:4])]
+	if !ok {
+		v, err := tx.Get(ctx, tableUsageSeriesNames, loc[:4])
+		if err != nil {
+			return usageEventRef{}, false, err
+		}
+		et, alias, _ := strings.Cut(string(v), string(rune(keySep)))
+		names = [2]string{et, alias}
+		n[string(loc[:4])] = names
+	}
+	if f.EventType != "" && names[0] != f.EventType || f.CustomerAlias != "" && names[1] != f.CustomerAlias {
+		return usageEventRef{}, false, nil
+	}
+	pk := append(append(make([]byte, 0, 12+len(id)), loc...), id...)
+	return usageEventRef{pk: pk, eventType: names[0], alias: names[1]}, true, nil
+}
