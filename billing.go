@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing/internal/cache"
+	"github.com/billingd/billing/internal/cursor"
 	"github.com/billingd/billing/internal/memo"
 	"github.com/google/uuid"
 )
@@ -115,7 +116,7 @@ type Service struct {
 	log      *slog.Logger
 	idemTTL  time.Duration
 	limits   Limits
-	cursors  cursorCodec
+	cursors  cursor.Codec
 	custom   map[string]CustomAggregation
 	grace    time.Duration
 
@@ -185,7 +186,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("billing: preparing the store: %w", err)
 	}
-	s.cursors = newCursorCodec(key)
+	s.cursors = cursor.NewCodec(key)
 	return s, nil
 }
 

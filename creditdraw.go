@@ -57,9 +57,12 @@ func usableGrants(ctx context.Context, tx Tx, account, customerID string, typ Cr
 			out = append(out, g)
 		}
 	}
-	slices.SortFunc(out, grantOrder)
+	sortGrants(out)
 	return out, nil
 }
+
+// sortGrants puts grants in drawdown order.
+func sortGrants(gs []*grantRecord) { slices.SortFunc(gs, grantOrder) }
 
 // basisCurrency is the currency of a grant's journal basis.
 func (g *grantRecord) basisCurrency() Currency {

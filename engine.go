@@ -80,7 +80,8 @@ type watchedCharge struct {
 // RunBilling runs the billing engine over every account as of asOf: for
 // each schedule it bills, it creates the invoice of every billing date that
 // is due and not yet billed, recomputes its engine drafts, and records late
-// usage (schedules.md). Schedules are billed in batches, one transaction
+// usage (schedules.md). First it expires the credit grants whose last day
+// is before asOf's date. Schedules are billed in batches, one transaction
 // each. A schedule that cannot be billed is skipped and reported; an error
 // is returned only when the store fails, and the work committed before it
 // stays.
@@ -417,6 +418,10 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 		run.InvoiceIDs = append(run.InvoiceIDs, inv.ID)
 		sc.LastInvoiceID = inv.ID
 		if sc.AutoIssueInvoices {
+			// The finalization applies USAGE credit through the watch.
+			if err := putRecord(ctx, tx, tableBillingWatch, key(sc.ServiceAccountID, sc.ID, date.String()), &w); err != nil {
+				return false, err
+			}
 			if _, err := s.sendInvoiceTx(ctx, tx, sc.ServiceAccountID, inv.ID); err != nil {
 				return false, err
 			}

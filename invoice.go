@@ -506,6 +506,11 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if r.IssueDate.IsZero() {
 		r.IssueDate = DateOf(now)
 	}
+	if r.CalculatedAt != nil {
+		if err := s.drawUsage(ctx, tx, account, r, r.IssueDate, now); err != nil {
+			return err
+		}
+	}
 	applied := r.Currency.Zero()
 	if r.CalculatedAt != nil || r.applyCredits {
 		if applied, err = s.drawCash(ctx, tx, account, r, now); err != nil {

@@ -3,7 +3,6 @@ package billing
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -420,7 +419,11 @@ func (s *Service) jitter(d time.Duration) (time.Duration, error) {
 	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
 		return 0, err
 	}
-	extra := time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(d/10+1))
+	var n uint64 // the 8 random bytes, big-endian
+	for _, c := range b {
+		n = n<<8 | uint64(c)
+	}
+	extra := time.Duration(n % uint64(d/10+1))
 	return (d + extra + time.Second - 1).Truncate(time.Second), nil
 }
 

@@ -267,12 +267,7 @@ func (s *Service) dropSupersededSeatEvent(ctx context.Context, tx Tx, account, c
 // GetSeatEvent returns a seat event. Returns not_found if the account has no
 // such event (superseded events are gone).
 func (s *Service) GetSeatEvent(ctx context.Context, account, id string) (*SeatEvent, error) {
-	var e *SeatEvent
-	err := s.view(ctx, func(tx Tx) (err error) {
-		e, err = getRecord[SeatEvent](ctx, tx, tableSeatEvents, key(account, id))
-		return lookupErr(err, "seat event")
-	})
-	return e, err
+	return getOne[SeatEvent](ctx, s, tableSeatEvents, account, id, "seat event")
 }
 
 // SeatEventSortBy is the sort column of ListSeatEvents.
