@@ -182,11 +182,10 @@ func (s *Service) CreateSeatEvent(ctx context.Context, account string, p CreateS
 	v.check(!strings.Contains(p.CustomerAlias, ","), "customerAlias", "customerAlias must not contain commas")
 	checkSeatType(&v, "seatType", p.SeatType, true)
 	checkKey(&v, "customerEventId", p.CustomerEventID, false)
-	switch y := p.EventTimestamp.UTC().Year(); {
-	case p.EventTimestamp.IsZero():
+	if p.EventTimestamp.IsZero() {
 		v.add("eventTimestamp", "eventTimestamp is required")
-	case y < 1 || y > 9999:
-		v.add("eventTimestamp", "eventTimestamp must be between years 1 and 9999")
+	} else {
+		checkTime(&v, "eventTimestamp", p.EventTimestamp)
 	}
 	switch {
 	case p.Total == nil:

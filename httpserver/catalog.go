@@ -119,12 +119,22 @@ func (v *timestampParams) parse(c *call, name string) *time.Time {
 	if !ok {
 		return nil
 	}
-	t, err := billing.ParseTimestamp(s[0])
+	t, err := parseTimestampParam(name, s[0])
 	if err != nil {
-		v.errs = append(v.errs, billing.FieldError(name, "%s must be an RFC 3339 timestamp such as \"2024-07-30T12:00:00Z\"", name))
+		v.errs = append(v.errs, err)
 		return nil
 	}
 	return &t
+}
+
+// parseTimestampParam parses the value of timestamp query parameter name;
+// its error names the parameter and says what is wrong (format or bounds).
+func parseTimestampParam(name, value string) (time.Time, *billing.Error) {
+	t, err := billing.ParseTimestamp(value)
+	if err != nil {
+		return t, billing.FieldError(name, "%s %s", name, billing.Errors(err)[0].Message)
+	}
+	return t, nil
 }
 
 func (v *timestampParams) err() error {

@@ -36,9 +36,9 @@ func (a api) scheduleRoutes() {
 	a.get("/billing-schedules/:id/upcoming-invoice", 200, func(c *call) (any, error) {
 		var asOf time.Time // zero: the Service's now
 		if v, ok := c.query["asOf"]; ok {
-			t, err := billing.ParseTimestamp(v[0])
+			t, err := parseTimestampParam("asOf", v[0])
 			if err != nil {
-				return nil, billing.FieldError("asOf", "asOf must be an RFC 3339 timestamp such as \"2024-07-30T12:00:00Z\"")
+				return nil, err
 			}
 			asOf = t
 		}
