@@ -64,6 +64,14 @@ type Config struct {
 	// Defaults to a logger that discards everything.
 	Logger *slog.Logger
 
+	// KeyCacheTTL bounds how long an API key that authenticated is trusted
+	// without reading the store again. Zero keeps it until RevokeAPIKey of
+	// this Service revokes it: right when no other process writes the store
+	// (bbolt). A store shared with other processes (PostgreSQL) needs a
+	// bound, since a key revoked elsewhere stays usable here that long;
+	// billingd uses 1s there. Negative turns the cache off. Defaults to 0.
+	KeyCacheTTL time.Duration
+
 	// IdempotencyTTL is how long an idempotency record answers retries.
 	// Defaults to 24 hours; shorter values are raised to 24 hours.
 	IdempotencyTTL time.Duration
@@ -82,6 +90,13 @@ type Config struct {
 	// still lands on the invoice. Defaults to 1 hour; negative values are
 	// refused by New.
 	BillingGrace time.Duration
+
+	// MaxCatchUpInvoices bounds how many invoices the billing engine
+	// creates for one schedule in one run. A schedule further behind (one
+	// that starts years in the past) catches up over the following runs,
+	// and each run's result lists it in CatchingUp. Defaults to 36 (also
+	// for zero or negative values).
+	MaxCatchUpInvoices int
 
 	// WebhookAllowPrivate allows insecure webhook targets: http:// recipient
 	// URLs, and (for a Dispatcher of this Service) connections to loopback,
@@ -135,10 +150,12 @@ type Service struct {
 	rounding Rounding
 	log      *slog.Logger
 	idemTTL  time.Duration
+	keyTTL   time.Duration
 	limits   Limits
 	cursors  cursor.Codec
 	custom   map[string]CustomAggregation
 	grace    time.Duration
+	catchUp  int // Config.MaxCatchUpInvoices
 
 	webhookAllowPrivate bool
 
@@ -169,6 +186,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 		rounding: c.Rounding,
 		log:      c.Logger,
 		idemTTL:  c.IdempotencyTTL,
+		keyTTL:   c.KeyCacheTTL,
 		limits:   c.Limits.withDefaults(),
 
 		webhookAllowPrivate: c.WebhookAllowPrivate,
@@ -184,6 +202,10 @@ func New(store Store, cfg *Config) (*Service, error) {
 		return nil, fmt.Errorf("billing: BillingGrace %v is negative", c.BillingGrace)
 	}
 	s.grace = c.BillingGrace
+	s.catchUp = c.MaxCatchUpInvoices
+	if s.catchUp <= 0 {
+		s.catchUp = 36
+	}
 	if s.grace == 0 {
 		s.grace = time.Hour
 	}

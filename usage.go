@@ -201,6 +201,7 @@ func (s *Service) validateUsageEvent(v *validator, field string, account, id str
 	if p.EventTimestamp != nil {
 		ts = NormalizeTime(*p.EventTimestamp)
 		v.check(!ts.After(now.Add(maxEventLead)), at("eventTimestamp"), "eventTimestamp must not be more than 24 hours in the future")
+		checkTime(v, at("eventTimestamp"), ts)
 	}
 	s.validateProperties(v, at("eventProperties"), p.EventProperties)
 	e := UsageEvent{

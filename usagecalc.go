@@ -113,8 +113,8 @@ func ParseUsagePeriod(start, end string) (UsagePeriod, error) {
 	if isDate(start) {
 		ds, err1 := ParseDate(start)
 		de, err2 := ParseDate(end)
-		v.check(err1 == nil, "periodStart", "periodStart must be a date such as \"2024-07-30\"")
-		v.check(err2 == nil, "periodEnd", "periodEnd must be a date such as \"2024-07-31\"")
+		v.addParse("periodStart", err1)
+		v.addParse("periodEnd", err2)
 		if err := v.err(); err != nil {
 			return UsagePeriod{}, err
 		}
@@ -125,8 +125,8 @@ func ParseUsagePeriod(start, end string) (UsagePeriod, error) {
 	}
 	ts, err1 := ParseTimestamp(start)
 	te, err2 := ParseTimestamp(end)
-	v.check(err1 == nil, "periodStart", "periodStart must be a date or an RFC 3339 timestamp")
-	v.check(err2 == nil, "periodEnd", "periodEnd must be a date or an RFC 3339 timestamp")
+	v.addParse("periodStart", err1)
+	v.addParse("periodEnd", err2)
 	if err := v.err(); err != nil {
 		return UsagePeriod{}, err
 	}
