@@ -717,12 +717,7 @@ func TestInvoiceVoidGivesCreditBack(t *testing.T) {
 func TestCreditNotifications(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
-	if _, err := e.svc.CreateNotificationPolicy(e.ctx, e.acct, billing.CreateNotificationPolicyParams{
-		Name: "ops", Channel: billing.ChannelEmail, Recipients: []string{"ops@acme.test"},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	emitted := recorder(t, e.svc, e.acct)
+	emitted := recordAll(t, e.svc, e.acct)
 	p := cashGrant("Promo", "5.00")
 	p.ExpiryDate = date("2024-08-01")
 	e.grant(p)
