@@ -156,7 +156,7 @@ type CreditNoteUpdateParams struct {
 	BillingPeriodEnd Optional[time.Time] `json:"billingPeriodEnd,omitzero"`
 	// PurchaseOrderNumber: absent keeps it, null clears it.
 	PurchaseOrderNumber Optional[string] `json:"purchaseOrderNumber,omitzero"`
-	// CustomerEmails: absent keeps them, null copies the customer's again.
+	// CustomerEmails: absent keeps them, null clears them ([]).
 	CustomerEmails Optional[[]string] `json:"customerEmails,omitzero"`
 	// CustomerLegalCompanyName: absent keeps it, null copies the customer's again.
 	CustomerLegalCompanyName Optional[string] `json:"customerLegalCompanyName,omitzero"`
