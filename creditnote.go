@@ -158,17 +158,17 @@ type CreditNoteUpdateParams struct {
 	PurchaseOrderNumber Optional[string] `json:"purchaseOrderNumber,omitzero"`
 	// CustomerEmails: absent keeps them, null clears them ([]).
 	CustomerEmails Optional[[]string] `json:"customerEmails,omitzero"`
-	// CustomerLegalCompanyName: absent keeps it, null copies the customer's again.
+	// CustomerLegalCompanyName: absent keeps it, null clears it.
 	CustomerLegalCompanyName Optional[string] `json:"customerLegalCompanyName,omitzero"`
-	// CustomerBillingAddress: absent keeps it, null copies the customer's again.
+	// CustomerBillingAddress: absent keeps it, null clears it.
 	CustomerBillingAddress Optional[Address] `json:"customerBillingAddress,omitzero"`
-	// CustomerShippingAddress: absent keeps it, null copies the customer's again.
+	// CustomerShippingAddress: absent keeps it, null clears it.
 	CustomerShippingAddress Optional[Address] `json:"customerShippingAddress,omitzero"`
 	// Memo: absent keeps it, null clears it.
 	Memo Optional[string] `json:"memo,omitzero"`
 	// Metadata: absent keeps it, null clears it to [].
 	Metadata Optional[[]KeyValue] `json:"metadata,omitzero"`
-	// CustomerTaxID: absent keeps it, null copies the customer's again.
+	// CustomerTaxID: absent keeps it, null clears it.
 	CustomerTaxID Optional[string] `json:"customerTaxId,omitzero"`
 	// Settings: absent keeps them; null is refused.
 	Settings Optional[CreditNoteSettings] `json:"settings,omitzero"`
