@@ -502,13 +502,15 @@ func TestCreditProperty(t *testing.T) {
 
 // TestCreditConcurrentConsumption races two billing runs (whose invoices
 // are issued at once) and a manual application on one customer with one
-// grant: every unit is consumed once, whoever wins.
+// grant: every unit is consumed once, whoever wins. On bbolt, or on
+// PostgreSQL under BILLINGD_TEST_POSTGRES (where a transaction function may
+// run again after a serialization failure).
 func TestCreditConcurrentConsumption(t *testing.T) {
 	t.Parallel()
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			t.Parallel()
-			f := newSched(t, billingtest.WithBolt())
+			f := newSched(t, billingtest.WithStore(billingtest.DurableStore(t)))
 			g, err := f.svc.CreateCreditGrant(f.ctx, f.account, billing.CreditGrantParams{
 				CustomerID: f.customer, Name: "Prepaid", CreditUnitType: billing.CreditUnitCurrency,
 				Currency: billing.CurrencyUSD, Amount: dec("100.00"), EffectiveDate: date("2024-01-01")})
