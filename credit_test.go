@@ -193,6 +193,9 @@ func TestCreditGrantValidation(t *testing.T) {
 		{"ExpiryBeforeEffective", func(p *billing.CreditGrantParams) {
 			p.EffectiveDate, p.ExpiryDate = date("2024-08-01"), date("2024-07-31")
 		}, []string{"expiryDate"}},
+		{"DatesOutOfBounds", func(p *billing.CreditGrantParams) {
+			p.EffectiveDate, p.ExpiryDate = &billing.Date{Year: 1999, Month: 12, Day: 31}, &billing.Date{Year: 2200, Month: 1, Day: 1}
+		}, []string{"effectiveDate", "expiryDate"}},
 		{"ExpiryBeforeToday", func(p *billing.CreditGrantParams) { p.ExpiryDate = date("2024-07-01") }, []string{"expiryDate"}},
 	}
 	for _, tc := range tests {
