@@ -62,6 +62,13 @@ type Config struct {
 	// refused by New.
 	BillingGrace time.Duration
 
+	// LateUsageWindow is how long after an invoice's billing date the
+	// billing engine keeps re-measuring the usage of a finalized invoice:
+	// usage that changes within it is corrected in the next run (an
+	// adjustment invoice or a credit note, schedules' late usage). Defaults
+	// to 31 days; negative values are refused by New.
+	LateUsageWindow time.Duration
+
 	// WebhookAllowPrivate allows insecure webhook targets: http:// recipient
 	// URLs, and (for a Dispatcher of this Service) connections to loopback,
 	// private, link-local, CGNAT and cloud-metadata addresses. For
@@ -118,6 +125,7 @@ type Service struct {
 	cursors  cursorCodec
 	custom   map[string]CustomAggregation
 	grace    time.Duration
+	late     time.Duration // LateUsageWindow
 
 	webhookAllowPrivate bool
 
@@ -165,6 +173,13 @@ func New(store Store, cfg *Config) (*Service, error) {
 	s.grace = c.BillingGrace
 	if s.grace == 0 {
 		s.grace = time.Hour
+	}
+	if c.LateUsageWindow < 0 {
+		return nil, fmt.Errorf("billing: LateUsageWindow %v is negative", c.LateUsageWindow)
+	}
+	s.late = c.LateUsageWindow
+	if s.late == 0 {
+		s.late = defaultLateUsageWindow
 	}
 	if s.now == nil {
 		s.now = time.Now
