@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing/internal/cache"
+	"github.com/billingd/billing/internal/cursor"
 	"github.com/billingd/billing/internal/memo"
 	"github.com/google/uuid"
 )
@@ -69,6 +70,13 @@ type Config struct {
 	// to 31 days; negative values are refused by New.
 	LateUsageWindow time.Duration
 
+	// MaxCatchUpInvoices bounds how many invoices the billing engine
+	// creates for one schedule in one run. A schedule further behind (one
+	// that starts years in the past) catches up over the following runs,
+	// and each run's result lists it in CatchingUp. Defaults to 36 (also
+	// for zero or negative values).
+	MaxCatchUpInvoices int
+
 	// WebhookAllowPrivate allows insecure webhook targets: http:// recipient
 	// URLs, and (for a Dispatcher of this Service) connections to loopback,
 	// private, link-local, CGNAT and cloud-metadata addresses. For
@@ -122,10 +130,12 @@ type Service struct {
 	log      *slog.Logger
 	idemTTL  time.Duration
 	limits   Limits
-	cursors  cursorCodec
+	cursors  cursor.Codec
 	custom   map[string]CustomAggregation
 	grace    time.Duration
 	late     time.Duration // LateUsageWindow
+
+	catchUp int // Config.MaxCatchUpInvoices
 
 	webhookAllowPrivate bool
 
@@ -171,6 +181,10 @@ func New(store Store, cfg *Config) (*Service, error) {
 		return nil, fmt.Errorf("billing: BillingGrace %v is negative", c.BillingGrace)
 	}
 	s.grace = c.BillingGrace
+	s.catchUp = c.MaxCatchUpInvoices
+	if s.catchUp <= 0 {
+		s.catchUp = 36
+	}
 	if s.grace == 0 {
 		s.grace = time.Hour
 	}
@@ -200,7 +214,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("billing: preparing the store: %w", err)
 	}
-	s.cursors = newCursorCodec(key)
+	s.cursors = cursor.NewCodec(key)
 	return s, nil
 }
 

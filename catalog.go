@@ -40,12 +40,7 @@ func (s *Service) CreateProduct(ctx context.Context, account string, p CreatePro
 // GetProduct returns a product. Returns not_found if the account has no such
 // product.
 func (s *Service) GetProduct(ctx context.Context, account, id string) (*Product, error) {
-	var p *Product
-	err := s.view(ctx, func(tx Tx) (err error) {
-		p, err = getRecord[Product](ctx, tx, tableProducts, key(account, id))
-		return lookupErr(err, "product")
-	})
-	return p, err
+	return getOne[Product](ctx, s, tableProducts, account, id, "product")
 }
 
 // ListProducts lists the account's products by creation, newest first
@@ -110,12 +105,7 @@ func (s *Service) CreateTaxRate(ctx context.Context, account string, p CreateTax
 // GetTaxRate returns a tax rate. Returns not_found if the account has no
 // such tax rate.
 func (s *Service) GetTaxRate(ctx context.Context, account, id string) (*TaxRate, error) {
-	var r *TaxRate
-	err := s.view(ctx, func(tx Tx) (err error) {
-		r, err = getRecord[TaxRate](ctx, tx, tableTaxRates, key(account, id))
-		return lookupErr(err, "tax rate")
-	})
-	return r, err
+	return getOne[TaxRate](ctx, s, tableTaxRates, account, id, "tax rate")
 }
 
 // ListTaxRates lists the account's tax rates by creation, newest first

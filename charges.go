@@ -316,6 +316,9 @@ type lineContext struct {
 	customer *Customer
 	currency Currency
 	taxRates map[string]Decimal // price id → tax rate amount
+	// units, when set, is USAGE credit that reduces the billed usage of
+	// prices on its metrics (an engine invoice being finalized).
+	units *unitPool
 	// rounding is the mode of the invoice being computed: the Service's
 	// for a new one, the draft's own when a draft is recomputed.
 	rounding Rounding
@@ -380,6 +383,29 @@ func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []en
 		out = append(out, l)
 	}
 	return out
+}
+
+// creditedChargeLines is chargeLines with the USAGE credit of lc.units
+// taken off the measured usage first, so the price sees the reduced
+// quantity; the lines say how many units came from credit.
+func (s *Service) creditedChargeLines(lc *lineContext, ch charge, q chargeQuantity) []engineLine {
+	metric := ch.Price.Structure.UsageMetricID
+	if lc.units == nil || !q.usage || metric == "" {
+		return s.chargeLines(lc, ch, q)
+	}
+	taken := lc.units.take(metric, q.value)
+	if taken.IsZero() {
+		return s.chargeLines(lc, ch, q)
+	}
+	lines := s.chargeLines(lc, ch, chargeQuantity{value: q.value.Sub(taken), usage: true})
+	note := fmt.Sprintf("%s of %s units from credits", taken, q.value)
+	for i := range lines {
+		if lines[i].desc != "" {
+			lines[i].desc += "; "
+		}
+		lines[i].desc += note
+	}
+	return lines
 }
 
 // applyAdjustments applies each phase's discounts, then its minimums, to
@@ -544,7 +570,7 @@ func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charge
 func (s *Service) engineLines(lc *lineContext, charges []charge, qs []chargeQuantity) []engineLine {
 	var lines []engineLine
 	for i, ch := range charges {
-		lines = append(lines, s.chargeLines(lc, ch, qs[i])...)
+		lines = append(lines, s.creditedChargeLines(lc, ch, qs[i])...)
 	}
 	return s.applyAdjustments(lc, lines)
 }

@@ -52,6 +52,9 @@ func (s *Service) reviewFinalized(ctx context.Context, tx Tx, lc *lineContext, w
 	}
 	var orig *Invoice
 	dlc := *lc
+	// Re-pricing twice must not draw USAGE credit twice: the difference is
+	// priced without it (credit stays with the invoices that drew it).
+	dlc.units = nil
 	if w.InvoiceID != "" {
 		var err error
 		if orig, err = s.getInvoiceTx(ctx, tx, lc.sc.ServiceAccountID, w.InvoiceID); err != nil {

@@ -704,12 +704,7 @@ func TestInvoiceVoidGivesCreditBack(t *testing.T) {
 func TestCreditNotifications(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
-	if _, err := e.svc.CreateNotificationPolicy(e.ctx, e.acct, billing.CreateNotificationPolicyParams{
-		Name: "ops", Channel: billing.ChannelEmail, Recipients: []string{"ops@acme.test"},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	emitted := recorder(t, e.svc, e.acct)
+	emitted := recordAll(t, e.svc, e.acct)
 	p := cashGrant("Promo", "5.00")
 	p.ExpiryDate = date("2024-08-01")
 	e.grant(p)
@@ -734,4 +729,99 @@ func TestCreditNotifications(t *testing.T) {
 	if got := fmt.Sprint(emitted()); got != "[CREDIT_GRANT_EXPIRED]" {
 		t.Errorf("expiry: %s (the depleted grant expires silently)", got)
 	}
+}
+
+// TestUsageCreditDrawdown: USAGE credit reduces the billed usage of the
+// prices on its metric before the price applies (the tiers see the
+// reduced quantity), when the engine invoice is finalized: at once for an
+// auto-issued invoice, at FinalizeInvoice for a draft.
+func TestUsageCreditDrawdown(t *testing.T) {
+	t.Parallel()
+	f := newSched(t)
+	f.clock.Set(time.Date(2024, 2, 2, 0, 0, 0, 0, time.UTC))
+	metric := f.metric("call")
+	pr := f.price("Calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
+		billing.PriceStructure{PricingType: billing.PricingGraduated, UsageMetricID: metric, Tiers: []billing.Tier{
+			{UpperBound: dp("10"), Price: billing.MustDecimal("1.00"), Fee: billing.MustDecimal("5.00")},
+			{UpperBound: dp("100"), Price: billing.MustDecimal("0.50"), Fee: billing.MustDecimal("0")},
+			{Price: billing.MustDecimal("0.10"), Fee: billing.MustDecimal("2.00")},
+		}})
+	grant := func(customer, name, amount string, mod func(*billing.CreditGrantParams)) *billing.CreditGrant {
+		p := billing.CreditGrantParams{CustomerID: customer, Name: name, CreditUnitType: billing.CreditUnitMetric, MetricID: metric,
+			Amount: dp(amount), EffectiveDate: date("2024-01-01")}
+		if mod != nil {
+			mod(&p)
+		}
+		g, err := f.svc.CreateCreditGrant(f.ctx, f.account, p)
+		f.must(err)
+		return g
+	}
+	render := func(invID string) string {
+		lines, err := f.svc.ListInvoiceLineItems(f.ctx, f.account, invID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
+		f.must(err)
+		var out []string
+		for _, l := range lines.Items {
+			out = append(out, fmt.Sprintf("%s|%s|%s|%s", l.Title, l.Quantity, l.NetTotal, l.Description))
+		}
+		return fmt.Sprint(out)
+	}
+	const credited = "[Calls (tier 1)|10|10.00|90 of 150 units from credits Calls (tier 1 fee)|1|5.00|90 of 150 units from credits " +
+		"Calls (tier 2)|50|25.00|90 of 150 units from credits]"
+
+	t.Run("AutoIssued", func(t *testing.T) {
+		yes := true
+		soon := grant(f.customer, "Soon", "30", func(p *billing.CreditGrantParams) { p.ExpiryDate = date("2024-03-31") })
+		paid := grant(f.customer, "Paid", "60", func(p *billing.CreditGrantParams) {
+			p.Currency, p.CostOfCredit, p.CreateInvoice = billing.CurrencyUSD, dp("12.00"), true
+		})
+		f.events(f.customer, "call", ts("2024-01-10T00:00:00Z"), 150)
+		f.schedule(f.customer, "2024-01-01", func(p *billing.BillingScheduleParams) { p.AutoIssueInvoices = &yes }, phase("2024-01-01", pr))
+		run, err := f.svc.RunBilling(f.ctx, f.clock.Now())
+		f.must(err)
+		if len(run.InvoiceIDs) != 1 {
+			t.Fatalf("run %+v", run)
+		}
+		inv, err := f.svc.GetInvoice(f.ctx, f.account, run.InvoiceIDs[0])
+		f.must(err)
+		if got := render(inv.ID); got != credited || inv.Status != billing.StatusSent || inv.NetTotal.String() != "40.00" {
+			t.Errorf("invoice %s %s: %s", inv.Status, inv.NetTotal, got)
+		}
+		for _, g := range []*billing.CreditGrant{soon, paid} {
+			got, err := f.svc.GetCreditGrant(f.ctx, f.account, g.ID)
+			f.must(err)
+			if got.Status != billing.CreditGrantDepleted {
+				t.Errorf("grant %s: %s %s", g.Name, got.Status, got.CurrentBalance)
+			}
+		}
+		// The paid grant's deferred revenue (its cost) becomes revenue.
+		entries, err := f.svc.ListJournalEntries(f.ctx, f.account, billing.JournalFilter{SourceID: paid.ID}, billing.ListParams{})
+		f.must(err)
+		if len(entries.Items) != 2 || entries.Items[0].Account != billing.LedgerDeferredRevenue || entries.Items[0].Debit.String() != "12.00" ||
+			entries.Items[1].Account != billing.LedgerRevenue || entries.Items[1].Credit.String() != "12.00" {
+			t.Errorf("journal of the paid grant %+v", entries.Items)
+		}
+		if paid.InvoiceID == "" {
+			t.Errorf("no invoice for the grant's cost")
+		}
+	})
+	t.Run("DraftFinalized", func(t *testing.T) {
+		other := f.newCustomer(billing.TaxStatusTaxExempt)
+		grant(other, "Units", "90", nil)
+		f.events(other, "call", ts("2024-01-10T00:00:00Z"), 150)
+		f.schedule(other, "2024-01-01", nil, phase("2024-01-01", pr))
+		run, err := f.svc.RunBilling(f.ctx, f.clock.Now())
+		f.must(err)
+		if len(run.InvoiceIDs) != 1 {
+			t.Fatalf("run %+v", run)
+		}
+		id := run.InvoiceIDs[0]
+		if got := render(id); got == credited {
+			t.Errorf("the draft already has credit applied: %s", got)
+		}
+		inv, err := f.svc.FinalizeInvoice(f.ctx, f.account, id)
+		f.must(err)
+		if got := render(id); got != credited || inv.NetTotal.String() != "40.00" {
+			t.Errorf("finalized %s: %s", inv.NetTotal, got)
+		}
+	})
 }

@@ -57,9 +57,12 @@ func usableGrants(ctx context.Context, tx Tx, account, customerID string, typ Cr
 			out = append(out, g)
 		}
 	}
-	slices.SortFunc(out, grantOrder)
+	sortGrants(out)
 	return out, nil
 }
+
+// sortGrants puts grants in drawdown order.
+func sortGrants(gs []*grantRecord) { slices.SortFunc(gs, grantOrder) }
 
 // basisCurrency is the currency of a grant's journal basis.
 func (g *grantRecord) basisCurrency() Currency {
@@ -304,23 +307,9 @@ func (s *Service) expireCredits(ctx context.Context, account string, asOf time.T
 	end := []byte(DateOf(asOf).String())
 	var after []byte
 	n := 0
+	keep := func(k []byte) bool { return account == "" || expiryAccount(k) == account }
 	for {
-		var keys [][]byte
-		r := Range{End: end}
-		if after != nil {
-			r.Start = append(append([]byte(nil), after...), 0)
-		}
-		err := s.view(ctx, func(tx Tx) error {
-			return tx.Scan(ctx, tableCreditExpiries, r, func(k, _ []byte) error {
-				if account == "" || expiryAccount(k) == account {
-					keys = append(keys, append([]byte(nil), k...))
-				}
-				if len(keys) == expiryBatch {
-					return ErrStopScan
-				}
-				return nil
-			})
-		})
+		keys, err := s.nextKeys(ctx, tableCreditExpiries, Range{End: end}, after, expiryBatch, keep)
 		if err != nil || len(keys) == 0 {
 			return n, err
 		}

@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -462,9 +461,9 @@ func (s *Service) SendCreditNote(ctx context.Context, account, id string) (*Cred
 	})
 }
 
-// creditNoteEmail is the e-mail of a sent credit note.
+// creditNoteEmail is the e-mail of a sent credit note, as queued (see
+// invoiceEmail).
 func creditNoteEmail(cn *CreditNote) Email {
-	body, _ := json.Marshal(cn)
 	text := fmt.Sprintf("Credit note %s of %s\n\nNet total: %s %s\nTax: %s %s\nTotal credited: %s %s\n",
 		cn.CreditNoteNumber, cn.IssueDate, cn.NetTotal, cn.Currency, cn.TotalTax, cn.Currency, cn.GrossTotal, cn.Currency)
 	if cn.InvoiceNumber != "" {
@@ -473,7 +472,7 @@ func creditNoteEmail(cn *CreditNote) Email {
 	return Email{
 		To:      append([]string(nil), cn.CustomerEmails...),
 		Subject: fmt.Sprintf("Credit note %s: %s %s", cn.CreditNoteNumber, cn.GrossTotal, cn.Currency),
-		Text:    text, JSON: body,
+		Text:    text, Document: &DocumentRef{Kind: DocumentCreditNote, ID: cn.ID},
 	}
 }
 

@@ -78,12 +78,7 @@ func (s *Service) CreateCreditNoteLineItem(ctx context.Context, account, creditN
 // ListCreditNoteLineItems is op 12: a credit note's lines by index (ASC
 // unless f.SortOrder says DESC). Returns not_found and validation_failed.
 func (s *Service) ListCreditNoteLineItems(ctx context.Context, account, creditNoteID string, f LineItemFilter, p ListParams) (Page[CreditNoteLineItem], error) {
-	return read(ctx, s, func(tx Tx) (Page[CreditNoteLineItem], error) {
-		if _, err := loadDoc(ctx, tx, creditNoteKind, account, creditNoteID); err != nil {
-			return Page[CreditNoteLineItem]{}, err
-		}
-		return listItems[CreditNoteLineItem](ctx, s, tx, tableCreditNoteLines, "credit_note_lines", account, creditNoteID, f, p)
-	})
+	return listDocItems[CreditNoteLineItem](ctx, s, creditNoteKind, tableCreditNoteLines, "credit_note_lines", account, creditNoteID, f, p)
 }
 
 // UpdateCreditNoteLineItem is op 14: it replaces the fields of p on a line
@@ -156,12 +151,7 @@ func (s *Service) CreateCreditNoteLineItemGroup(ctx context.Context, account, cr
 // (ASC unless f.SortOrder says DESC). Returns not_found and
 // validation_failed.
 func (s *Service) ListCreditNoteLineItemGroups(ctx context.Context, account, creditNoteID string, f LineItemFilter, p ListParams) (Page[CreditNoteLineItemGroup], error) {
-	return read(ctx, s, func(tx Tx) (Page[CreditNoteLineItemGroup], error) {
-		if _, err := loadDoc(ctx, tx, creditNoteKind, account, creditNoteID); err != nil {
-			return Page[CreditNoteLineItemGroup]{}, err
-		}
-		return listItems[CreditNoteLineItemGroup](ctx, s, tx, tableCreditNoteGroups, "credit_note_groups", account, creditNoteID, f, p)
-	})
+	return listDocItems[CreditNoteLineItemGroup](ctx, s, creditNoteKind, tableCreditNoteGroups, "credit_note_groups", account, creditNoteID, f, p)
 }
 
 // UpdateCreditNoteLineItemGroup replaces a group's fields and emits

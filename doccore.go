@@ -295,6 +295,17 @@ func listItems[T any](ctx context.Context, s *Service, tx Tx, t Table, name, acc
 	return list(ctx, s, tx, q, p)
 }
 
+// listDocItems is the list of the lines or groups (table t, list name) of
+// a document of kind k, by index. Returns not_found for the document.
+func listDocItems[T, D any](ctx context.Context, s *Service, k docKind[D], t Table, name, account, docID string, f LineItemFilter, p ListParams) (Page[T], error) {
+	return read(ctx, s, func(tx Tx) (Page[T], error) {
+		if _, err := loadDoc(ctx, tx, k, account, docID); err != nil {
+			return Page[T]{}, err
+		}
+		return listItems[T](ctx, s, tx, t, name, account, docID, f, p)
+	})
+}
+
 // nextNumber moves the account's counter of kind (INV, CN) in tx and
 // returns the next document number: INV00001, ... (5 digits minimum). The
 // counter rolls back with tx, so numbers are gapless.

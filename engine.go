@@ -35,6 +35,9 @@ type BillingRun struct {
 	// corrections).
 	CreditNoteIDs []string         `json:"creditNoteIds"`
 	Failures      []BillingFailure `json:"failures"`
+	// CatchingUp lists the schedules that reached Config.MaxCatchUpInvoices
+	// in this run and have billing dates left: the next runs continue.
+	CatchingUp []string `json:"catchingUp"`
 }
 
 // BillingFailure is a schedule the run could not bill; it is retried on
@@ -92,7 +95,8 @@ type watchedCharge struct {
 // RunBilling runs the billing engine over every account as of asOf: for
 // each schedule it bills, it creates the invoice of every billing date that
 // is due and not yet billed, recomputes its engine drafts, and records late
-// usage (schedules.md). Schedules are billed in batches, one transaction
+// usage (schedules.md). First it expires the credit grants whose last day
+// is before asOf's date. Schedules are billed in batches, one transaction
 // each. A schedule that cannot be billed is skipped and reported; an error
 // is returned only when the store fails, and the work committed before it
 // stays.
@@ -119,7 +123,7 @@ func (s *Service) RunAccountBilling(ctx context.Context, account string, asOf *t
 // empty) in key order, a batch per transaction.
 func (s *Service) runBilling(ctx context.Context, account string, asOf time.Time) (*BillingRun, error) {
 	now := s.clock()
-	run := &BillingRun{AsOf: asOf, InvoiceIDs: []string{}, CreditNoteIDs: []string{}, Failures: []BillingFailure{}}
+	run := &BillingRun{AsOf: asOf, InvoiceIDs: []string{}, CreditNoteIDs: []string{}, Failures: []BillingFailure{}, CatchingUp: []string{}}
 	// Credit expires first, so no invoice of the run uses credit past its
 	// last day (finalization checks the day too).
 	expired, err := s.expireCredits(ctx, account, asOf)
@@ -147,15 +151,23 @@ func (s *Service) runBilling(ctx context.Context, account string, asOf time.Time
 // runnableKeys returns up to engineBatchSize keys of the runnable index
 // under pre that come after after.
 func (s *Service) runnableKeys(ctx context.Context, pre, after []byte) ([][]byte, error) {
+	return s.nextKeys(ctx, tableBillingRunnable, Range{Prefix: pre}, after, engineBatchSize, nil)
+}
+
+// nextKeys returns, in one read transaction, up to n keys of table t in r
+// that come after after (all of r when nil) and that keep accepts (every
+// key when nil): the next batch of a run that works in batches.
+func (s *Service) nextKeys(ctx context.Context, t Table, r Range, after []byte, n int, keep func(k []byte) bool) ([][]byte, error) {
 	var keys [][]byte
-	r := Range{Prefix: pre}
 	if after != nil {
 		r.Start = append(append([]byte(nil), after...), 0)
 	}
 	err := s.view(ctx, func(tx Tx) error {
-		return tx.Scan(ctx, tableBillingRunnable, r, func(k, _ []byte) error {
-			keys = append(keys, append([]byte(nil), k...))
-			if len(keys) == engineBatchSize {
+		return tx.Scan(ctx, t, r, func(k, _ []byte) error {
+			if keep == nil || keep(k) {
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			if len(keys) == n {
 				return ErrStopScan
 			}
 			return nil
@@ -226,6 +238,7 @@ func (r *BillingRun) merge(o *BillingRun) {
 	r.InvoiceIDs = append(r.InvoiceIDs, o.InvoiceIDs...)
 	r.CorrectionsIssued += o.CorrectionsIssued
 	r.CreditNoteIDs = append(r.CreditNoteIDs, o.CreditNoteIDs...)
+	r.CatchingUp = append(r.CatchingUp, o.CatchingUp...)
 }
 
 // recordBillingError stores why the schedule under k could not be billed.
@@ -341,20 +354,34 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 	}
 	orig := *sc
 	created := map[Date]bool{}
+	catchingUp := false
 	if sc.runnable() {
 		charges := scheduleCharges(sc, prices, DateOf(asOf).AddDays(1))
-		for _, group := range s.dueDates(charges, asOf) {
+		groups, billed := s.dueDates(charges, asOf), 0
+		for _, group := range groups {
+			if billed == s.catchUp {
+				// The rest follows in the next runs: one run of a schedule
+				// starting years back must not write thousands of invoices.
+				catchingUp = true
+				break
+			}
 			made, err := s.billDate(ctx, tx, lc, group, now, run)
 			if err != nil {
 				return err
 			}
 			created[group[0].BillingDate] = made
+			if made {
+				billed++
+			}
 		}
+	}
+	if catchingUp {
+		run.CatchingUp = append(run.CatchingUp, sc.ID)
 	}
 	if err := s.reviewWatched(ctx, tx, lc, prices, created, asOf, now, run); err != nil {
 		return err
 	}
-	return s.settleSchedule(ctx, tx, sc, &orig, prices, asOf, now, run)
+	return s.settleSchedule(ctx, tx, sc, &orig, prices, asOf, now, catchingUp, run)
 }
 
 // dateInvoice is what the engine does for one billing date of a schedule:
@@ -431,6 +458,10 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 		run.InvoiceIDs = append(run.InvoiceIDs, inv.ID)
 		sc.LastInvoiceID = inv.ID
 		if sc.AutoIssueInvoices {
+			// The finalization applies USAGE credit through the watch.
+			if err := putRecord(ctx, tx, tableBillingWatch, key(sc.ServiceAccountID, sc.ID, date.String()), &w); err != nil {
+				return false, err
+			}
 			if _, err := s.sendInvoiceTx(ctx, tx, sc.ServiceAccountID, inv.ID); err != nil {
 				return false, err
 			}
@@ -576,10 +607,10 @@ func (s *Service) reviewWatch(ctx context.Context, tx Tx, lc *lineContext, price
 // settleSchedule clears a recorded billing error, completes a schedule
 // whose last period is billed, and drops it from the runnable index when
 // the engine has nothing left to do for it.
-func (s *Service) settleSchedule(ctx context.Context, tx Tx, sc, orig *BillingSchedule, prices map[string]*Price, asOf, now time.Time, run *BillingRun) error {
+func (s *Service) settleSchedule(ctx context.Context, tx Tx, sc, orig *BillingSchedule, prices map[string]*Price, asOf, now time.Time, catchingUp bool, run *BillingRun) error {
 	done := !sc.runnable()
 	completed := false
-	if sc.runnable() && sc.EndDate != nil {
+	if sc.runnable() && sc.EndDate != nil && !catchingUp {
 		all := scheduleCharges(sc, prices, sc.EndDate.AddDays(1))
 		done = true
 		for _, ch := range all {

@@ -158,6 +158,14 @@ func (v *validator) check(ok bool, field, format string, args ...any) {
 	}
 }
 
+// addParse records the error of parsing field's value (ParseDate,
+// ParseTimestamp: a message completing "<field> "), if any.
+func (v *validator) addParse(field string, err error) {
+	if err != nil {
+		v.add(field, "%s %s", field, Errors(err)[0].Message)
+	}
+}
+
 // merge records err (an *Error or ValidationErrors), prefixing field paths.
 func (v *validator) merge(prefix string, err error) {
 	for _, e := range Errors(err) {

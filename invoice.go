@@ -506,6 +506,11 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if r.IssueDate.IsZero() {
 		r.IssueDate = DateOf(now)
 	}
+	if r.CalculatedAt != nil {
+		if err := s.drawUsage(ctx, tx, account, r, r.IssueDate, now); err != nil {
+			return err
+		}
+	}
 	applied := r.Currency.Zero()
 	if r.CalculatedAt != nil || r.applyCredits {
 		if applied, err = s.drawCash(ctx, tx, account, r, now); err != nil {
@@ -601,9 +606,10 @@ func (s *Service) sendInvoiceTx(ctx context.Context, tx Tx, account, id string) 
 	return inv, nil
 }
 
-// invoiceEmail is the e-mail of a sent invoice.
+// invoiceEmail is the e-mail of a sent invoice, as queued: the Dispatcher's
+// DocumentRenderer replaces its body with the rendered message and attaches
+// the PDF when it sends it. No JSON goes to an end customer.
 func invoiceEmail(inv *Invoice) Email {
-	body, _ := json.Marshal(inv)
 	name := inv.CustomerLegalCompanyName
 	if name == "" {
 		name = "customer"
@@ -617,7 +623,7 @@ func invoiceEmail(inv *Invoice) Email {
 	return Email{
 		To:      append([]string(nil), inv.CustomerEmails...),
 		Subject: fmt.Sprintf("Invoice %s: %s %s due %s", inv.InvoiceNumber, inv.AmountDue, inv.Currency, inv.DueDate),
-		Text:    text, JSON: body,
+		Text:    text, Document: &DocumentRef{Kind: DocumentInvoice, ID: inv.ID},
 	}
 }
 

@@ -74,12 +74,7 @@ func (s *Service) CreateInvoiceLineItem(ctx context.Context, account, invoiceID 
 // f.SortOrder says DESC). Returns not_found for the invoice and
 // validation_failed for a bad sort order, limit or cursor.
 func (s *Service) ListInvoiceLineItems(ctx context.Context, account, invoiceID string, f LineItemFilter, p ListParams) (Page[InvoiceLineItem], error) {
-	return read(ctx, s, func(tx Tx) (Page[InvoiceLineItem], error) {
-		if _, err := loadDoc(ctx, tx, invoiceKind, account, invoiceID); err != nil {
-			return Page[InvoiceLineItem]{}, err
-		}
-		return listItems[InvoiceLineItem](ctx, s, tx, tableInvoiceLines, "invoice_lines", account, invoiceID, f, p)
-	})
+	return listDocItems[InvoiceLineItem](ctx, s, invoiceKind, tableInvoiceLines, "invoice_lines", account, invoiceID, f, p)
 }
 
 // UpdateInvoiceLineItem is op 18: it replaces every field of a line
@@ -130,12 +125,7 @@ func (s *Service) CreateInvoiceLineItemGroup(ctx context.Context, account, invoi
 // ListInvoiceLineItemGroups lists an invoice's groups by index (ASC unless
 // f.SortOrder says DESC). Returns not_found and validation_failed.
 func (s *Service) ListInvoiceLineItemGroups(ctx context.Context, account, invoiceID string, f LineItemFilter, p ListParams) (Page[InvoiceLineItemGroup], error) {
-	return read(ctx, s, func(tx Tx) (Page[InvoiceLineItemGroup], error) {
-		if _, err := loadDoc(ctx, tx, invoiceKind, account, invoiceID); err != nil {
-			return Page[InvoiceLineItemGroup]{}, err
-		}
-		return listItems[InvoiceLineItemGroup](ctx, s, tx, tableInvoiceGroups, "invoice_groups", account, invoiceID, f, p)
-	})
+	return listDocItems[InvoiceLineItemGroup](ctx, s, invoiceKind, tableInvoiceGroups, "invoice_groups", account, invoiceID, f, p)
 }
 
 // UpdateInvoiceLineItemGroup replaces a group's title and description and

@@ -158,8 +158,10 @@ func (s *smtpServer) session(c net.Conn) {
 type parsedMail struct {
 	header     mail.Header
 	text       string
-	attachment []byte
-	filename   string
+	html       string            // the HTML alternative, if any
+	attachment []byte            // the last attachment
+	filename   string            // its name
+	files      map[string][]byte // every attachment by name
 }
 
 func parseMail(t *testing.T, data string) parsedMail {
@@ -172,29 +174,42 @@ func parseMail(t *testing.T, data string) parsedMail {
 	if err != nil || mt != "multipart/mixed" {
 		t.Fatalf("Content-Type %q, want multipart/mixed", msg.Header.Get("Content-Type"))
 	}
-	out := parsedMail{header: msg.Header}
-	mr := multipart.NewReader(msg.Body, params["boundary"])
+	out := parsedMail{header: msg.Header, files: map[string][]byte{}}
+	out.parts(t, multipart.NewReader(msg.Body, params["boundary"]))
+	return out
+}
+
+// parts reads the parts of a multipart body into out, descending into a
+// multipart/alternative body.
+func (out *parsedMail) parts(t *testing.T, mr *multipart.Reader) {
+	t.Helper()
 	for {
 		p, err := mr.NextPart() // decodes quoted-printable itself
 		if err == io.EOF {
-			break
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		mt, params, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
+		if mt == "multipart/alternative" {
+			out.parts(t, multipart.NewReader(p, params["boundary"]))
+			continue
+		}
 		b, _ := io.ReadAll(p)
-		if p.FileName() != "" {
-			out.filename = p.FileName()
+		switch {
+		case p.FileName() != "":
 			dec, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(string(b), "\r\n", ""))
 			if err != nil {
 				t.Fatalf("attachment is not base64: %v", err)
 			}
-			out.attachment = dec
-			continue
+			out.filename, out.attachment, out.files[p.FileName()] = p.FileName(), dec, dec
+		case mt == "text/html":
+			out.html = string(b)
+		default:
+			out.text = string(b)
 		}
-		out.text = string(b)
 	}
-	return out
 }
 
 // TestEmailPolicyOverSMTP: an EMAIL policy's notification goes through the

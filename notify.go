@@ -52,13 +52,36 @@ type Mailer interface {
 	Send(ctx context.Context, e Email) error
 }
 
-// Email is an e-mail queued through the outbox: plain text, with the
-// JSON payload attached for machines.
+// Email is an e-mail queued through the outbox: plain text (and an HTML
+// alternative), with the JSON payload attached for machines (notification
+// e-mails) or files attached for people (a document's PDF).
 type Email struct {
 	To      []string `json:"to"`
 	Subject string   `json:"subject"`
 	Text    string   `json:"text"`
-	JSON    []byte   `json:"json,omitempty"` // attached as a .json file; may be nil
+	// HTML, when set, is an alternative body to Text.
+	HTML string `json:"html,omitempty"`
+	// JSON is attached as notification.json; may be nil.
+	JSON []byte `json:"json,omitempty"`
+	// Attachments are files attached after the body.
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// Document names the invoice or credit note the e-mail is about. The
+	// Dispatcher's DocumentRenderer turns it, when the e-mail is sent,
+	// into the message and its PDF; without one the e-mail goes as queued.
+	Document *DocumentRef `json:"document,omitempty"`
+}
+
+// Attachment is a file attached to an e-mail.
+type Attachment struct {
+	Filename    string `json:"filename"`
+	ContentType string `json:"contentType"`
+	Data        []byte `json:"data"`
+}
+
+// DocumentRef names an invoice or a credit note of the e-mail's account.
+type DocumentRef struct {
+	Kind DocumentKind `json:"kind"`
+	ID   string       `json:"id"`
 }
 
 // Notification is the payload of every webhook and the attachment of every

@@ -3,7 +3,6 @@ package billing
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -420,7 +419,11 @@ func (s *Service) jitter(d time.Duration) (time.Duration, error) {
 	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
 		return 0, err
 	}
-	extra := time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(d/10+1))
+	var n uint64 // the 8 random bytes, big-endian
+	for _, c := range b {
+		n = n<<8 | uint64(c)
+	}
+	extra := time.Duration(n % uint64(d/10+1))
 	return (d + extra + time.Second - 1).Truncate(time.Second), nil
 }
 
@@ -436,6 +439,12 @@ type DispatcherConfig struct {
 	// are then recorded FAILED with the reason "email delivery is not
 	// configured", and can be retried once a Mailer is configured.
 	Mailer Mailer
+
+	// Documents renders the e-mails of sent invoices and credit notes when
+	// they are sent: the message and the PDF attached (render.Renderer).
+	// Defaults to none: those e-mails then go as queued, a plain-text
+	// summary without the document.
+	Documents DocumentRenderer
 
 	// PollInterval is how often Run looks for due deliveries. Defaults to
 	// one second.
@@ -608,17 +617,48 @@ func (d *Dispatcher) send(ctx context.Context, c *claim) attemptResult {
 		case c.email == nil:
 			r.err, r.final = "the delivery has no e-mail", true
 		default:
-			e := *c.email
-			if e.JSON == nil {
-				e.JSON = c.payload
+			e, err := d.email(ctx, c)
+			if err == nil {
+				err = d.cfg.Mailer.Send(ctx, *e)
 			}
-			if err := d.cfg.Mailer.Send(ctx, e); err != nil {
-				r.err = err.Error()
+			if err != nil {
+				r.err, r.final = err.Error(), CodeOf(err) == CodeNotFound
 			}
 		}
 		return r
 	}
 	return d.sendWebhook(ctx, c, now)
+}
+
+// email is the e-mail of a claimed delivery as it is sent: a notification
+// e-mail with its payload attached, a document's e-mail rendered by the
+// DocumentRenderer from the document as stored now. A document that is
+// gone is a not_found error (the delivery then fails for good).
+func (d *Dispatcher) email(ctx context.Context, c *claim) (*Email, error) {
+	e := *c.email
+	if e.JSON == nil && e.Document == nil {
+		e.JSON = c.payload
+	}
+	if e.Document == nil || d.cfg.Documents == nil {
+		return &e, nil
+	}
+	var doc *PrintableDocument
+	var err error
+	switch e.Document.Kind {
+	case DocumentCreditNote:
+		doc, err = d.svc.PrintableCreditNote(ctx, c.account, e.Document.ID)
+	default:
+		doc, err = d.svc.PrintableInvoice(ctx, c.account, e.Document.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := d.cfg.Documents.DocumentEmail(doc)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the document: %w", err)
+	}
+	rendered.To = e.To
+	return rendered, nil
 }
 
 // sendWebhook signs the payload and hands it to the WebhookSender.

@@ -3,14 +3,9 @@ package billing
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
-	"hash"
-	"sync"
 
+	"github.com/billingd/billing/internal/cursor"
 	"github.com/billingd/billing/internal/memo"
 )
 
@@ -158,16 +153,16 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 	}
 	out := Page[T]{Items: page, TotalResultSize: total}
 	if more && len(page) > 0 {
-		out.After = s.cursors.encode(cursor{List: q.id(), After: true, Key: last})
+		out.After = s.cursors.Encode(cursor.Cursor{List: q.id(), After: true, Key: last})
 	}
 	if before > 0 {
 		switch {
 		case len(page) > 0:
-			out.Before = s.cursors.encode(cursor{List: q.id(), Key: first})
+			out.Before = s.cursors.Encode(cursor.Cursor{List: q.id(), Key: first})
 		case cur != nil:
 			// An empty page after the end: the previous page ends with
 			// the cursor's own item.
-			out.Before = s.cursors.encode(cursor{List: q.id(), Key: cur.Key, Inclusive: true})
+			out.Before = s.cursors.Encode(cursor.Cursor{List: q.id(), Key: cur.Key, Inclusive: true})
 		}
 	}
 	return out, nil
@@ -192,7 +187,7 @@ func (q listQuery[T]) id() string {
 	return q.name + "\x00" + dir + "\x00" + q.filter + "\x00" + string(q.prefix)
 }
 
-func (s *Service) checkListParams(q interface{ id() string }, p ListParams) (int, *cursor, error) {
+func (s *Service) checkListParams(q interface{ id() string }, p ListParams) (int, *cursor.Cursor, error) {
 	var v validator
 	limit := p.Limit
 	switch {
@@ -204,7 +199,7 @@ func (s *Service) checkListParams(q interface{ id() string }, p ListParams) (int
 	if p.After != "" && p.Before != "" {
 		v.add("before", "send either after or before, not both")
 	}
-	var cur *cursor
+	var cur *cursor.Cursor
 	for _, c := range []struct {
 		field, value string
 		after        bool
@@ -212,7 +207,7 @@ func (s *Service) checkListParams(q interface{ id() string }, p ListParams) (int
 		if c.value == "" || p.After != "" && p.Before != "" {
 			continue
 		}
-		decoded, ok := s.cursors.decode(c.value)
+		decoded, ok := s.cursors.Decode(c.value)
 		if !ok || decoded.List != q.id() || decoded.After != c.after {
 			v.add(c.field, "%s is not a cursor issued for this list with these filters", c.field)
 			continue
@@ -220,90 +215,6 @@ func (s *Service) checkListParams(q interface{ id() string }, p ListParams) (int
 		cur = &decoded
 	}
 	return limit, cur, v.err()
-}
-
-// cursor is the content of an opaque pagination cursor.
-type cursor struct {
-	List      string // list identity: name, direction and filters
-	After     bool   // an after cursor (true) or a before cursor
-	Inclusive bool   // a before cursor whose page includes Key itself
-	Key       []byte // the key suffix of the last (after) or first (before) item seen
-}
-
-// cursorCodec signs cursors with the store's key so that a cursor this
-// server did not issue is refused.
-type cursorCodec struct {
-	key  []byte
-	macs *sync.Pool // of hash.Hash: HMAC-SHA256 keyed with key
-}
-
-// newCursorCodec returns the codec of cursors signed with key.
-func newCursorCodec(key []byte) cursorCodec {
-	return cursorCodec{key: key, macs: new(sync.Pool)}
-}
-
-const cursorMACSize = 16
-
-func (c cursorCodec) encode(cur cursor) string {
-	var b []byte
-	b = binary.AppendUvarint(b, uint64(len(cur.List)))
-	b = append(b, cur.List...)
-	var flags byte
-	if cur.After {
-		flags |= 1
-	}
-	if cur.Inclusive {
-		flags |= 2
-	}
-	b = append(b, flags)
-	b = append(b, cur.Key...)
-	b = append(b, c.mac(b)...)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func (c cursorCodec) decode(s string) (cursor, bool) {
-	if len(s) > 4096 {
-		return cursor{}, false
-	}
-	// Strict: the unused low bits of the last character must be zero, or
-	// several strings would decode to one cursor and a tampered cursor
-	// would pass as issued.
-	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil || len(b) < cursorMACSize+2 {
-		return cursor{}, false
-	}
-	body, mac := b[:len(b)-cursorMACSize], b[len(b)-cursorMACSize:]
-	if !hmac.Equal(mac, c.mac(body)) {
-		return cursor{}, false
-	}
-	n, w := binary.Uvarint(body)
-	if w <= 0 || uint64(len(body)-w) < n+1 {
-		return cursor{}, false
-	}
-	body = body[w:]
-	return cursor{
-		List:      string(body[:n]),
-		After:     body[n]&1 != 0,
-		Inclusive: body[n]&2 != 0,
-		Key:       bytes.Clone(body[n+1:]),
-	}, true
-}
-
-func (c cursorCodec) mac(b []byte) []byte {
-	var h hash.Hash
-	if c.macs != nil {
-		h, _ = c.macs.Get().(hash.Hash)
-	}
-	if h == nil {
-		h = hmac.New(sha256.New, c.key)
-	}
-	h.Reset()
-	h.Write(b)
-	sum := h.Sum(make([]byte, 0, sha256.Size))[:cursorMACSize]
-	if c.macs != nil {
-		c.macs.Put(h)
-	}
-	return sum
 }
 
 // SortOrder is the direction of a list: ASC or DESC.

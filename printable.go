@@ -86,6 +86,14 @@ func (d *PrintableDocument) ID() string {
 	return d.Invoice.ID
 }
 
+// DocumentRenderer renders the e-mail that carries a sent invoice or credit
+// note to the customer: subject, text and HTML bodies, and the document's
+// PDF attached. Package render implements it (render.Renderer); the
+// Dispatcher calls it when it sends such an e-mail.
+type DocumentRenderer interface {
+	DocumentEmail(d *PrintableDocument) (*Email, error)
+}
+
 // renderSnapshot is what a document was frozen with at finalization,
 // besides its own fields (the merchant details are copied into the document
 // itself).

@@ -163,6 +163,12 @@ func getOwned[T any](ctx context.Context, tx Tx, t Table, account, id, kind stri
 	return v, lookupErr(err, kind)
 }
 
+// getOne reads, in a transaction of its own, the record of account with id
+// in table; not_found names kind.
+func getOne[T any](ctx context.Context, s *Service, t Table, account, id, kind string) (*T, error) {
+	return read(ctx, s, func(tx Tx) (*T, error) { return getOwned[T](ctx, tx, t, account, id, kind) })
+}
+
 // putRecord encodes v as JSON and stores it under k.
 func putRecord(ctx context.Context, tx Tx, t Table, k []byte, v any) error {
 	b, err := json.Marshal(v)

@@ -268,6 +268,8 @@ func (s *Service) validateSchedule(p *BillingScheduleParams) error {
 	var v validator
 	checkKey(&v, "customerId", p.CustomerID, true)
 	v.check(p.StartDate != nil, "startDate", "startDate is required")
+	checkDate(&v, "startDate", p.StartDate)
+	checkDate(&v, "endDate", p.EndDate)
 	v.check(p.AutoIssueInvoices != nil, "autoIssueInvoices", "autoIssueInvoices is required")
 	if p.EndDate != nil && p.StartDate != nil && p.EndDate.Before(*p.StartDate) {
 		v.add("endDate", "endDate must not be before startDate")
@@ -330,6 +332,8 @@ func (s *Service) validatePhase(v *validator, p *BillingScheduleParams, i int) {
 		v.check(!slices.Contains(ph.PriceIDs[:j], id), f, "price %q is given twice", id)
 	}
 	last := i == len(p.Phases)-1
+	checkDate(v, field+".startDate", ph.StartDate)
+	checkDate(v, field+".endDate", ph.EndDate)
 	switch {
 	case ph.StartDate == nil:
 		v.add(field+".startDate", "startDate is required")
@@ -724,6 +728,8 @@ func (s *Service) CancelBillingSchedule(ctx context.Context, account, id string,
 			return "", err
 		}
 		switch {
+		case !at.InBounds():
+			return "", FieldError("at", "at %s", boundsMessage)
 		case at.Before(sc.StartDate.AddDays(-1)):
 			return "", FieldError("at", "at must not be before the day before the schedule's startDate (%s)", sc.StartDate)
 		case !billed.IsZero() && at.Before(billed):

@@ -182,11 +182,10 @@ func (s *Service) CreateSeatEvent(ctx context.Context, account string, p CreateS
 	v.check(!strings.Contains(p.CustomerAlias, ","), "customerAlias", "customerAlias must not contain commas")
 	checkSeatType(&v, "seatType", p.SeatType, true)
 	checkKey(&v, "customerEventId", p.CustomerEventID, false)
-	switch y := p.EventTimestamp.UTC().Year(); {
-	case p.EventTimestamp.IsZero():
+	if p.EventTimestamp.IsZero() {
 		v.add("eventTimestamp", "eventTimestamp is required")
-	case y < 1 || y > 9999:
-		v.add("eventTimestamp", "eventTimestamp must be between years 1 and 9999")
+	} else {
+		checkTime(&v, "eventTimestamp", p.EventTimestamp)
 	}
 	switch {
 	case p.Total == nil:
@@ -267,12 +266,7 @@ func (s *Service) dropSupersededSeatEvent(ctx context.Context, tx Tx, account, c
 // GetSeatEvent returns a seat event. Returns not_found if the account has no
 // such event (superseded events are gone).
 func (s *Service) GetSeatEvent(ctx context.Context, account, id string) (*SeatEvent, error) {
-	var e *SeatEvent
-	err := s.view(ctx, func(tx Tx) (err error) {
-		e, err = getRecord[SeatEvent](ctx, tx, tableSeatEvents, key(account, id))
-		return lookupErr(err, "seat event")
-	})
-	return e, err
+	return getOne[SeatEvent](ctx, s, tableSeatEvents, account, id, "seat event")
 }
 
 // SeatEventSortBy is the sort column of ListSeatEvents.

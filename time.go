@@ -3,6 +3,7 @@ package billing
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -10,13 +11,60 @@ import (
 // precision.
 const TimestampLayout = "2006-01-02T15:04:05Z"
 
+// The bounds of every date and timestamp the Service accepts, on the wire
+// and in the library: a date from 0001-01-01 made one billing run create
+// 24,311 invoices. MinDate and MaxDate are inclusive.
+var (
+	MinDate = Date{Year: 2000, Month: time.January, Day: 1}
+	MaxDate = Date{Year: 2199, Month: time.December, Day: 31}
+)
+
+// boundsMessage completes "<field> " for a date or timestamp out of bounds.
+const boundsMessage = "must be between 2000-01-01 and 2199-12-31"
+
+// TimeInBounds reports whether t (in any zone) lies between MinDate
+// 00:00:00Z and MaxDate 23:59:59Z.
+func TimeInBounds(t time.Time) bool {
+	return !t.Before(MinDate.Time()) && t.Before(MaxDate.AddDays(1).Time())
+}
+
+// InBounds reports whether d lies between MinDate and MaxDate.
+func (d Date) InBounds() bool { return !d.Before(MinDate) && !d.After(MaxDate) }
+
+// checkDate records an error on field when d is set and out of bounds.
+func checkDate(v *validator, field string, d *Date) {
+	if d != nil && !d.IsZero() && !d.InBounds() {
+		v.add(field, "%s %s", lastName(field), boundsMessage)
+	}
+}
+
+// checkTime records an error on field when t is out of bounds.
+func checkTime(v *validator, field string, t time.Time) {
+	if !TimeInBounds(t) {
+		v.add(field, "%s %s", lastName(field), boundsMessage)
+	}
+}
+
+// lastName is the last member name of a JSON path ("phases[1].startDate"
+// → "startDate"), for messages that start with the field's name.
+func lastName(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
 // ParseTimestamp parses an RFC 3339 timestamp with any offset and an optional
 // fraction, and returns it in UTC truncated to the second, as every stored
-// timestamp is.
+// timestamp is. Returns validation_failed (without a field: the caller
+// knows it) for a malformed timestamp or one outside MinDate..MaxDate.
 func ParseTimestamp(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, Errorf(CodeValidationFailed, "must be an RFC 3339 timestamp such as \"2024-07-30T12:00:00Z\"")
+	}
+	if !TimeInBounds(t) {
+		return time.Time{}, Errorf(CodeValidationFailed, boundsMessage)
 	}
 	return NormalizeTime(t), nil
 }
@@ -44,6 +92,9 @@ func ParseDate(s string) (Date, error) {
 	t, err := time.Parse(time.DateOnly, s)
 	if err != nil || len(s) != len(time.DateOnly) {
 		return Date{}, Errorf(CodeValidationFailed, "must be a date such as \"2024-07-30\"")
+	}
+	if d := DateOf(t); !d.InBounds() {
+		return Date{}, Errorf(CodeValidationFailed, boundsMessage)
 	}
 	return DateOf(t), nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/billingd/billing/internal/eventcodec"
 )
 
 // Limits of usage events (conventions.md, "Limits").
@@ -199,6 +201,7 @@ func (s *Service) validateUsageEvent(v *validator, field string, account, id str
 	if p.EventTimestamp != nil {
 		ts = NormalizeTime(*p.EventTimestamp)
 		v.check(!ts.After(now.Add(maxEventLead)), at("eventTimestamp"), "eventTimestamp must not be more than 24 hours in the future")
+		checkTime(v, at("eventTimestamp"), ts)
 	}
 	s.validateProperties(v, at("eventProperties"), p.EventProperties)
 	e := UsageEvent{
@@ -400,7 +403,7 @@ func (n seriesNames) match(ctx context.Context, tx Tx, f *UsageEventFilter, id, 
 	if len(loc) != 12 {
 		return usageEventRef{}, false, errors.New("billing: malformed usage event index entry")
 	}
-	ts := readTime(loc[4:])
+	ts := eventcodec.ReadTime(loc[4:])
 	if f.EventTimestampAfter != nil && ts.Before(NormalizeTime(*f.EventTimestampAfter)) ||
 		f.EventTimestampBefore != nil && !ts.Before(NormalizeTime(*f.EventTimestampBefore)) {
 		return usageEventRef{}, false, nil

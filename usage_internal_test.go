@@ -3,6 +3,8 @@ package billing
 import (
 	"strings"
 	"testing"
+
+	"github.com/billingd/billing/internal/eventcodec"
 )
 
 func TestAppendCanonicalMatchesDecimal(t *testing.T) {
@@ -14,14 +16,14 @@ func TestAppendCanonicalMatchesDecimal(t *testing.T) {
 			t.Fatalf("%s: %v", s, err)
 		}
 		enc := encodeEvent("", EventProperties{"n": NumberProperty(d)})
-		p, ok := eventView(enc).find("n")
+		p, ok := eventcodec.View(enc).Find("n")
 		if !ok {
 			t.Fatalf("%s: not found", s)
 		}
-		if got, want := string(p.appendText(nil)), d.Canonical(); got != want {
+		if got, want := string(appendRawText(nil, p)), d.Canonical(); got != want {
 			t.Errorf("%s: rendered %q, want %q", s, got, want)
 		}
-		back, err := p.decode()
+		back, err := decodeProperty(p)
 		if err != nil || back.num.Cmp(d) != 0 || back.num.String() != d.String() {
 			t.Errorf("%s: decoded %v (%v)", s, back.num, err)
 		}
@@ -47,17 +49,17 @@ func TestEventEncodingFind(t *testing.T) {
 	long := strings.Repeat("k", 128)
 	props := EventProperties{"a": BoolProperty(true), "b": StringProperty(strings.Repeat("x", 300)),
 		long: StringProperty("v"), "z": NumberProperty(MustDecimal("-12.5"))}
-	v := eventView(encodeEvent(strings.Repeat("c", 200), props))
+	v := eventcodec.View(encodeEvent(strings.Repeat("c", 200), props))
 	for name, want := range map[string]string{"a": "true", "b": strings.Repeat("x", 300), long: "v", "z": "-12.5"} {
-		p, ok := v.find(name)
-		if !ok || string(p.appendText(nil)) != want {
-			t.Errorf("find(%q) = %q, %v", name, p.appendText(nil), ok)
+		p, ok := v.Find(name)
+		if !ok || string(appendRawText(nil, p)) != want {
+			t.Errorf("find(%q) = %q, %v", name, appendRawText(nil, p), ok)
 		}
 	}
-	if _, ok := v.find("missing"); ok {
+	if _, ok := v.Find("missing"); ok {
 		t.Error("found a missing property")
 	}
-	if _, ok := eventView([]byte{eventEncodingV1, 0x80}).find("a"); ok {
+	if _, ok := eventcodec.View([]byte{eventcodec.V1, 0x80}).Find("a"); ok {
 		t.Error("found a property in a truncated record")
 	}
 }
@@ -68,12 +70,12 @@ func TestSmallNumberRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"0", "1", "-1", "63", "-64", "64", "49.99", "-3.50", "81.91", "-81.92", "8192", "-8193", "1.000000000000", "123456789012.345",
 		"9223372036854775807", "-9223372036854775807", "0.000000000001", "99999999999999999999"} {
-		v := eventView(encodeEvent("", EventProperties{"n": NumberProperty(MustDecimal(s))}))
-		p, ok := v.find("n")
+		v := eventcodec.View(encodeEvent("", EventProperties{"n": NumberProperty(MustDecimal(s))}))
+		p, ok := v.Find("n")
 		if !ok {
 			t.Fatalf("%s: not found", s)
 		}
-		got, err := p.decode()
+		got, err := decodeProperty(p)
 		if err != nil || got.num.String() != MustDecimal(s).String() {
 			t.Errorf("%s: decoded %s, %v", s, got.num.String(), err)
 		}

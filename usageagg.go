@@ -1,135 +1,37 @@
 package billing
 
 import (
-	"encoding/binary"
 	"errors"
 	"hash"
 	"hash/fnv"
 	"slices"
-	"strconv"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/billingd/billing/internal/eventcodec"
 )
 
-// eventView is an encoded event value, read in place: a calculation looks
-// up only the properties its metric names, without decoding the event.
-type eventView []byte
-
-// find returns the property named name. It is the innermost loop of a
-// calculation, so it walks the encoding (see eventReader) by index with an
-// inlined fast path for one-byte lengths; events hold few properties, so a
-// linear walk comparing lengths first beats anything cleverer.
-func (v eventView) find(name string) (rawProperty, bool) {
-	b := []byte(v)
-	if len(b) < 3 || b[0] != eventEncodingV1 {
-		return rawProperty{}, false
-	}
-	// The customerEventId's length and the property count, each one byte
-	// unless large (fastLen by hand: it is too big for the inliner).
-	n, i := int(b[1]), 2
-	if n >= 0x80 {
-		n, i = readLen(b, 1)
-	}
-	count, i := 0, i+n
-	if uint(i) < uint(len(b)) && b[i] < 0x80 {
-		count, i = int(b[i]), i+1
-	} else {
-		count, i = readLen(b, i)
-	}
-	for ; count > 0 && uint(i) < uint(len(b)); count-- {
-		kl, j := int(b[i]), i+1 // property names are at most 128 bytes
-		if kl >= 0x80 {
-			kl, j = readLen(b, i)
-		}
-		if j < 0 || j+kl >= len(b) {
-			break
-		}
-		k, tag := b[j:j+kl], b[j+kl]
-		i = j + kl + 1
-		var payload []byte
-		if tag != tagTrue && tag != tagFalse && i < len(b) {
-			pl, j := int(b[i]), i+1
-			if pl >= 0x80 {
-				pl, j = readLen(b, i)
-			}
-			if j < 0 || j+pl > len(b) {
-				break
-			}
-			payload, i = b[j:j+pl], j+pl
-		}
-		if len(k) == len(name) && string(k) == name {
-			return rawProperty{tag: tag, payload: payload}, true
-		}
-	}
-	return rawProperty{}, false
-}
-
-// readLen reads the uvarint length at b[i:] and returns it with the index
-// after it; the index is -1 when the encoding is malformed.
-func readLen(b []byte, i int) (n, next int) {
-	if uint(i) >= uint(len(b)) {
-		return 0, -1
-	}
-	u, w := binary.Uvarint(b[i:])
-	if w <= 0 || u > uint64(len(b)) {
-		return 0, -1
-	}
-	return int(u), i + w
-}
-
-// appendText appends the value's rendering for comparison: strings as they
+// appendRawText appends the value's rendering for comparison: strings as they
 // are, numbers in canonical form, booleans true/false.
-func (p rawProperty) appendText(b []byte) []byte {
-	switch p.tag {
-	case tagString:
-		return append(b, p.payload...)
-	case tagTrue:
+func appendRawText(b []byte, p eventcodec.Raw) []byte {
+	switch p.Tag {
+	case eventcodec.TagString:
+		return append(b, p.Payload...)
+	case eventcodec.TagTrue:
 		return append(b, "true"...)
-	case tagFalse:
+	case eventcodec.TagFalse:
 		return append(b, "false"...)
-	case tagSmall:
-		c, e := smallNumber(p.payload)
-		return appendCanonical(b, c, e)
+	case eventcodec.TagSmall:
+		c, e := eventcodec.SmallNumber(p.Payload)
+		return eventcodec.AppendCanonical(b, c, e)
 	}
-	d, err := ParseDecimalNumber(string(p.payload))
+	d, err := ParseDecimalNumber(string(p.Payload))
 	if err != nil {
-		return append(b, p.payload...) // unreachable: validated on ingest
+		return append(b, p.Payload...) // unreachable: validated on ingest
 	}
 	return append(b, d.Canonical()...)
-}
-
-// appendCanonical appends c×10^e in the canonical decimal rendering of
-// Decimal.Canonical, without going through apd.
-func appendCanonical(b []byte, c, e int64) []byte {
-	if c == 0 {
-		return append(b, '0')
-	}
-	for c%10 == 0 {
-		c, e = c/10, e+1
-	}
-	if c < 0 {
-		b, c = append(b, '-'), -c
-	}
-	var tmp [20]byte
-	digits := strconv.AppendUint(tmp[:0], uint64(c), 10)
-	if e >= 0 {
-		b = append(b, digits...)
-		for range e {
-			b = append(b, '0')
-		}
-		return b
-	}
-	pos := len(digits) + int(e)
-	if pos > 0 {
-		return append(append(append(b, digits[:pos]...), '.'), digits[pos:]...)
-	}
-	b = append(b, "0."...)
-	for range -pos {
-		b = append(b, '0')
-	}
-	return append(b, digits...)
 }
 
 // appendFold appends s under Unicode simple case folding, each rune mapped
@@ -211,19 +113,19 @@ func (c *usageCalc) fold(s []byte) []byte {
 }
 
 // render returns the comparable text of p, valid until the next call.
-func (c *usageCalc) render(p rawProperty) []byte {
-	c.text = p.appendText(c.text[:0])
+func (c *usageCalc) render(p eventcodec.Raw) []byte {
+	c.text = appendRawText(c.text[:0], p)
 	return c.fold(c.text)
 }
 
 // passes applies the property filters: an event passes a plain filter when
 // its property is one of the values, and a negated one when it is not (a
 // missing property fails a plain filter and passes a negated one).
-func (c *usageCalc) passes(ev eventView) bool {
+func (c *usageCalc) passes(ev eventcodec.View) bool {
 	for i := range c.filters {
 		f := &c.filters[i]
 		in := false
-		if p, ok := ev.find(f.name); ok {
+		if p, ok := ev.Find(f.name); ok {
 			_, in = f.values[string(c.render(p))]
 		}
 		if in == f.negate {
@@ -234,8 +136,8 @@ func (c *usageCalc) passes(ev eventView) bool {
 }
 
 // groupOf returns the group label of ev ("" without the grouping property).
-func (c *usageCalc) groupOf(ev eventView) string {
-	p, ok := ev.find(c.m.GroupingProperty)
+func (c *usageCalc) groupOf(ev eventcodec.View) string {
+	p, ok := ev.Find(c.m.GroupingProperty)
 	if !ok {
 		return ""
 	}
@@ -243,7 +145,7 @@ func (c *usageCalc) groupOf(ev eventView) string {
 }
 
 // add counts one stored event of the series and period.
-func (c *usageCalc) add(ev eventView) {
+func (c *usageCalc) add(ev eventcodec.View) {
 	if c.plain {
 		c.addTo(&c.total, ev)
 		return
@@ -263,16 +165,16 @@ func (c *usageCalc) add(ev eventView) {
 	}
 }
 
-func (c *usageCalc) addTo(a *usageAgg, ev eventView) {
+func (c *usageCalc) addTo(a *usageAgg, ev eventcodec.View) {
 	a.count++
 	switch c.m.AggregationType {
 	case AggregationSum:
-		p, ok := ev.find(c.m.AggregationProperty)
+		p, ok := ev.Find(c.m.AggregationProperty)
 		if !ok || !a.sum.addProperty(p) {
 			a.invalid++
 		}
 	case AggregationUnique:
-		p, ok := ev.find(c.m.AggregationProperty)
+		p, ok := ev.Find(c.m.AggregationProperty)
 		if !ok {
 			a.invalid++
 			return
@@ -319,7 +221,7 @@ func (c *usageCalc) fill(out *UsageCalculation) {
 // group for a GROUPED metric (whose value is then the sum of the groups').
 func (c *usageCalc) runCustom(src *usageSource, fn CustomAggregation, params map[string]Decimal) error {
 	var readErr error
-	call := func(keep func(eventView) bool) (Decimal, error) {
+	call := func(keep func(eventcodec.View) bool) (Decimal, error) {
 		v, err := fn(src.events(keep, &readErr), params)
 		var e *Error
 		if err != nil && !errors.As(err, &e) {
@@ -333,7 +235,7 @@ func (c *usageCalc) runCustom(src *usageSource, fn CustomAggregation, params map
 		return err
 	}
 	for _, label := range sortedKeys(c.groups) {
-		v, err := call(func(ev eventView) bool { return c.passes(ev) && c.groupOf(ev) == label })
+		v, err := call(func(ev eventcodec.View) bool { return c.passes(ev) && c.groupOf(ev) == label })
 		if err != nil {
 			return err
 		}
@@ -355,26 +257,26 @@ type decimalSum struct {
 
 // addProperty adds p when it is a number (a JSON number, or a string in the
 // decimal grammar) and reports whether it was.
-func (s *decimalSum) addProperty(p rawProperty) bool {
-	if p.tag == tagSmall { // the common case, kept small enough to inline
-		c, e := smallNumber(p.payload)
+func (s *decimalSum) addProperty(p eventcodec.Raw) bool {
+	if p.Tag == eventcodec.TagSmall { // the common case, kept small enough to inline
+		c, e := eventcodec.SmallNumber(p.Payload)
 		s.addSmall(c, e)
 		return true
 	}
 	return s.addOther(p)
 }
 
-// addOther is addProperty for every tag but tagSmall.
-func (s *decimalSum) addOther(p rawProperty) bool {
-	switch p.tag {
-	case tagBig:
-		d, err := ParseDecimalNumber(string(p.payload))
+// addOther is addProperty for every tag but eventcodec.TagSmall.
+func (s *decimalSum) addOther(p eventcodec.Raw) bool {
+	switch p.Tag {
+	case eventcodec.TagBig:
+		d, err := ParseDecimalNumber(string(p.Payload))
 		if err != nil {
 			return false
 		}
 		s.addBig(&d.d)
-	case tagString:
-		d, err := ParseDecimal(string(p.payload))
+	case eventcodec.TagString:
+		d, err := ParseDecimal(string(p.Payload))
 		if err != nil {
 			return false
 		}

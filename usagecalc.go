@@ -2,13 +2,14 @@ package billing
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"iter"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/billingd/billing/internal/eventcodec"
 )
 
 // CustomAggregation computes the value of a CUSTOM usage metric from the
@@ -107,8 +108,8 @@ func ParseUsagePeriod(start, end string) (UsagePeriod, error) {
 	if isDate(start) {
 		ds, err1 := ParseDate(start)
 		de, err2 := ParseDate(end)
-		v.check(err1 == nil, "periodStart", "periodStart must be a date such as \"2024-07-30\"")
-		v.check(err2 == nil, "periodEnd", "periodEnd must be a date such as \"2024-07-31\"")
+		v.addParse("periodStart", err1)
+		v.addParse("periodEnd", err2)
 		if err := v.err(); err != nil {
 			return UsagePeriod{}, err
 		}
@@ -119,8 +120,8 @@ func ParseUsagePeriod(start, end string) (UsagePeriod, error) {
 	}
 	ts, err1 := ParseTimestamp(start)
 	te, err2 := ParseTimestamp(end)
-	v.check(err1 == nil, "periodStart", "periodStart must be a date or an RFC 3339 timestamp")
-	v.check(err2 == nil, "periodEnd", "periodEnd must be a date or an RFC 3339 timestamp")
+	v.addParse("periodStart", err1)
+	v.addParse("periodEnd", err2)
 	if err := v.err(); err != nil {
 		return UsagePeriod{}, err
 	}
@@ -276,8 +277,8 @@ func (src *usageSource) seriesOf(aliases []string) ([]usageSeries, error) {
 // needs no Prefix, which saves a comparison per event.
 func (src *usageSource) rangeOf(s usageSeries) Range {
 	return Range{
-		Start: appendTime(slices.Clone(s.no), src.period.Start),
-		End:   appendTime(slices.Clone(s.no), src.period.End),
+		Start: eventcodec.AppendTime(slices.Clone(s.no), src.period.Start),
+		End:   eventcodec.AppendTime(slices.Clone(s.no), src.period.End),
 	}
 }
 
@@ -287,24 +288,24 @@ func (src *usageSource) rangeOf(s usageSeries) Range {
 // range, ending the scan itself with two integer comparisons (series
 // number, timestamp) instead of the store comparing every key with End.
 func (src *usageSource) each(c *usageCalc) error {
-	end := binary.BigEndian.Uint64(appendTime(nil, src.period.End))
+	end := eventcodec.TimeBound(src.period.End)
 	// A plain SUM, the metric of most usage prices, is inlined here.
 	sum, prop, total := c.plain && c.m.AggregationType == AggregationSum, c.m.AggregationProperty, &c.total
 	for _, s := range src.series {
-		no := binary.BigEndian.Uint32(s.no)
+		no := eventcodec.No(s.no)
 		r := Range{Start: src.rangeOf(s).Start}
 		err := src.tx.Scan(src.ctx, tableUsageEvents, r, func(k, v []byte) error {
-			if len(k) < 12 || binary.BigEndian.Uint32(k) != no || binary.BigEndian.Uint64(k[4:]) >= end {
+			if len(k) < 12 || eventcodec.No(k) != no || eventcodec.KeyTime(k) >= end {
 				return ErrStopScan
 			}
 			if sum {
 				total.count++
-				if p, ok := eventView(v).find(prop); !ok || !total.sum.addProperty(p) {
+				if p, ok := eventcodec.View(v).Find(prop); !ok || !total.sum.addProperty(p) {
 					total.invalid++
 				}
 				return nil
 			}
-			c.add(eventView(v))
+			c.add(eventcodec.View(v))
 			return nil
 		})
 		if err != nil {
@@ -315,10 +316,10 @@ func (src *usageSource) each(c *usageCalc) error {
 }
 
 // scan calls fn for every stored event of the source's series and period.
-func (src *usageSource) scan(fn func(alias string, pk []byte, ev eventView) error) error {
+func (src *usageSource) scan(fn func(alias string, pk []byte, ev eventcodec.View) error) error {
 	for _, s := range src.series {
 		err := src.tx.Scan(src.ctx, tableUsageEvents, src.rangeOf(s), func(k, v []byte) error {
-			return fn(s.alias, k, eventView(v))
+			return fn(s.alias, k, eventcodec.View(v))
 		})
 		if err != nil {
 			return err
@@ -330,10 +331,10 @@ func (src *usageSource) scan(fn func(alias string, pk []byte, ev eventView) erro
 // events returns the counted events for which keep is true, decoded, as a
 // sequence for a custom function. A read error ends the sequence and is
 // stored in *errp.
-func (src *usageSource) events(keep func(eventView) bool, errp *error) iter.Seq[UsageEvent] {
+func (src *usageSource) events(keep func(eventcodec.View) bool, errp *error) iter.Seq[UsageEvent] {
 	return func(yield func(UsageEvent) bool) {
 		stop := errors.New("stop")
-		err := src.scan(func(alias string, pk []byte, ev eventView) error {
+		err := src.scan(func(alias string, pk []byte, ev eventcodec.View) error {
 			if !keep(ev) {
 				return nil
 			}

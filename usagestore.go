@@ -2,15 +2,14 @@ package billing
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/billingd/billing/internal/cache"
-	"github.com/google/uuid"
+
+	"github.com/billingd/billing/internal/eventcodec"
 )
 
 // Usage event storage. Events are the one high-volume record, so they have
@@ -31,84 +30,9 @@ import (
 // Event ids are stored as a kind byte and 16 bytes for a UUID, or the kind
 // byte and the id's text otherwise.
 
-const (
-	idKindUUID byte = 'u'
-	idKindText byte = 't'
-
-	// Property value tags of the event encoding.
-	tagString byte = 's'
-	tagTrue   byte = 'T'
-	tagFalse  byte = 'F'
-	tagSmall  byte = 'n' // coefficient and exponent as zig-zag varints, length-prefixed
-	tagBig    byte = 'N' // the decimal's text
-
-	eventEncodingV1 byte = 1
-)
-
 // counterKey is the key of the last number handed out in a numbering table;
 // no account id or series key is empty or starts with 0x00.
 var counterKey = []byte{0}
-
-func encodeEventID(id string) []byte { return appendEventID(nil, id) }
-
-// appendEventID appends the stored form of id to b. A UUID counts only in
-// its canonical text form (lowercase, hyphenated), the one uuid.UUID.String
-// writes back; it is checked and decoded in one pass over a table.
-func appendEventID(b []byte, id string) []byte {
-	if len(id) == 36 && id[8] == '-' && id[13] == '-' && id[18] == '-' && id[23] == '-' {
-		var u [17]byte
-		u[0] = idKindUUID
-		var bad byte
-		for i, p := range uuidHexAt {
-			hi, lo := hexDigit[id[p]], hexDigit[id[p+1]]
-			bad |= hi | lo
-			u[i+1] = hi<<4 | lo
-		}
-		if bad < 16 { // no 0xff: every digit was one of 0-9a-f
-			return append(b, u[:]...)
-		}
-	}
-	return append(append(b, idKindText), id...)
-}
-
-// uuidHexAt holds where each byte's two hex digits start in a canonical
-// UUID.
-var uuidHexAt = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
-
-// hexDigit maps a lowercase hex digit to its value and every other byte to
-// 0xff.
-var hexDigit = func() (t [256]byte) {
-	for i := range t {
-		t[i] = 0xff
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = byte(c - '0')
-	}
-	for c := 'a'; c <= 'f'; c++ {
-		t[c] = byte(c - 'a' + 10)
-	}
-	return t
-}()
-
-func decodeEventID(b []byte) (string, error) {
-	switch {
-	case len(b) == 17 && b[0] == idKindUUID:
-		return uuid.UUID(b[1:]).String(), nil
-	case len(b) > 1 && b[0] == idKindText:
-		return string(b[1:]), nil
-	}
-	return "", errors.New("billing: malformed usage event id")
-}
-
-// appendTime appends t's Unix seconds as 8 big-endian bytes, sign bit
-// flipped so that byte order is time order before 1970 too.
-func appendTime(b []byte, t time.Time) []byte {
-	return binary.BigEndian.AppendUint64(b, uint64(t.Unix())^(1<<63))
-}
-
-func readTime(b []byte) time.Time {
-	return time.Unix(int64(binary.BigEndian.Uint64(b)^(1<<63)), 0).UTC()
-}
 
 // number assigns (once) the 4-byte number of k in table t.
 func number(ctx context.Context, tx Tx, t Table, k []byte, create bool) ([]byte, error) {
@@ -123,7 +47,7 @@ func number(ctx context.Context, tx Tx, t Table, k []byte, create bool) ([]byte,
 	if n > math.MaxUint32 {
 		return nil, fmt.Errorf("billing: table %s has run out of numbers", t)
 	}
-	v = binary.BigEndian.AppendUint32(nil, uint32(n))
+	v = eventcodec.AppendNo(nil, uint32(n))
 	return v, tx.Put(ctx, t, k, v)
 }
 
@@ -175,7 +99,7 @@ func prepareUsageWrite(account string, events []UsageEvent) *usageWrite {
 	for i := range events {
 		e := &events[i]
 		start := len(buf)
-		buf = appendEventID(buf, e.ID)
+		buf = eventcodec.AppendID(buf, e.ID)
 		w.ids[i] = buf[start:len(buf):len(buf)]
 		cevid := e.CustomerEventID
 		if cevid == e.ID {
@@ -268,7 +192,7 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 	}
 	// One allocation for the two keys bbolt keeps until the commit.
 	buf := make([]byte, 0, 12+len(id)+len(acct)+len(id))
-	buf = appendTime(append(buf, series...), e.EventTimestamp)
+	buf = eventcodec.AppendTime(append(buf, series...), e.EventTimestamp)
 	buf = append(buf, id...)
 	pk := buf[:len(buf):len(buf)]
 	buf = append(append(buf, acct...), id...)
@@ -306,8 +230,8 @@ func supersede(ctx context.Context, tx Tx, acct []byte, cevid string, noExplicit
 	if fresh {
 		return nil
 	}
-	id := encodeEventID(cevid)
-	if id[0] != idKindUUID {
+	id := eventcodec.EncodeID(cevid)
+	if id[0] != eventcodec.IDKindUUID {
 		return nil // server ids are UUIDs (Config.NewID)
 	}
 	loc, err := tx.Get(ctx, tableUsageEventIDs, append(append([]byte(nil), acct...), id...))
@@ -322,7 +246,7 @@ func supersede(ctx context.Context, tx Tx, acct []byte, cevid string, noExplicit
 	if err != nil {
 		return err
 	}
-	if explicit, _ := binary.Uvarint(v[1:]); explicit != 0 {
+	if eventcodec.HasExplicitID(v) {
 		return nil // its customerEventId is another one: not the same event
 	}
 	return deleteUsageEvent(ctx, tx, acct, pk)
@@ -346,9 +270,7 @@ func encodeEvent(cevid string, props EventProperties) []byte {
 
 // appendEvent appends the encoding of encodeEvent to b.
 func appendEvent(b []byte, cevid string, props EventProperties) []byte {
-	b = append(b, eventEncodingV1)
-	b = appendString(b, cevid)
-	b = binary.AppendUvarint(b, uint64(len(props)))
+	b = eventcodec.AppendHeader(b, cevid, len(props))
 	var small [8]string
 	names := small[:0]
 	for k := range props {
@@ -356,25 +278,18 @@ func appendEvent(b []byte, cevid string, props EventProperties) []byte {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		b = appendString(b, k)
+		b = eventcodec.AppendString(b, k)
 		b = appendProperty(b, props[k])
 	}
 	return b
 }
 
-func appendString(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
 func appendProperty(b []byte, v PropertyValue) []byte {
 	switch v.kind {
 	case PropertyString:
-		return appendString(append(b, tagString), v.str)
+		return eventcodec.AppendStringValue(b, v.str)
 	case PropertyBool:
-		if v.b {
-			return append(b, tagTrue)
-		}
-		return append(b, tagFalse)
+		return eventcodec.AppendBoolValue(b, v.b)
 	}
 	d := &v.num.d
 	if d.Coeff.IsInt64() {
@@ -382,164 +297,51 @@ func appendProperty(b []byte, v PropertyValue) []byte {
 		if d.Negative {
 			c = -c
 		}
-		var tmp [2 * binary.MaxVarintLen64]byte
-		payload := binary.AppendVarint(binary.AppendVarint(tmp[:0], c), int64(d.Exponent))
-		return appendString(append(b, tagSmall), string(payload))
+		return eventcodec.AppendSmallNumberValue(b, c, int64(d.Exponent))
 	}
-	return appendString(append(b, tagBig), v.num.String())
-}
-
-// eventReader walks an encoded event without allocating.
-type eventReader struct {
-	b   []byte
-	err error
-}
-
-func (r *eventReader) uvarint() uint64 {
-	if len(r.b) > 0 && r.b[0] < 0x80 { // the common one-byte case, inlined
-		n := r.b[0]
-		r.b = r.b[1:]
-		return uint64(n)
-	}
-	return r.uvarintSlow()
-}
-
-func (r *eventReader) uvarintSlow() uint64 {
-	n, w := binary.Uvarint(r.b)
-	if w <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[w:]
-	return n
-}
-
-func (r *eventReader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.fail()
-		return nil
-	}
-	s := r.b[:n]
-	r.b = r.b[n:]
-	return s
-}
-
-func (r *eventReader) fail() {
-	if r.err == nil {
-		r.err = errors.New("billing: malformed usage event record")
-	}
-	r.b = nil
-}
-
-// rawProperty is one encoded property value: a tag and its payload bytes
-// (the string, the decimal text, or the two varints). Every payload but a
-// boolean's is length-prefixed, so skipping a property never parses it.
-type rawProperty struct {
-	tag     byte
-	payload []byte
-}
-
-// next reads one property name and value.
-func (r *eventReader) next() (name []byte, v rawProperty) {
-	name = r.bytes()
-	if r.err != nil || len(r.b) == 0 {
-		r.fail()
-		return nil, v
-	}
-	v.tag, r.b = r.b[0], r.b[1:]
-	switch v.tag {
-	case tagString, tagBig, tagSmall:
-		v.payload = r.bytes()
-	case tagTrue, tagFalse:
-	default:
-		r.fail()
-	}
-	return name, v
-}
-
-// openEvent reads the header of an encoded event and returns a reader
-// positioned at its properties, with their count.
-func openEvent(v []byte) (r eventReader, cevid []byte, n int) {
-	if len(v) == 0 || v[0] != eventEncodingV1 {
-		r.fail()
-		return r, nil, 0
-	}
-	r.b = v[1:]
-	cevid = r.bytes()
-	return r, cevid, int(r.uvarint())
+	return eventcodec.AppendBigNumberValue(b, v.num.String())
 }
 
 // decodeProperty turns a raw value into a PropertyValue.
-func (v rawProperty) decode() (PropertyValue, error) {
-	switch v.tag {
-	case tagString:
-		return StringProperty(string(v.payload)), nil
-	case tagTrue, tagFalse:
-		return BoolProperty(v.tag == tagTrue), nil
-	case tagBig:
-		d, err := ParseDecimalNumber(string(v.payload))
+func decodeProperty(v eventcodec.Raw) (PropertyValue, error) {
+	switch v.Tag {
+	case eventcodec.TagString:
+		return StringProperty(string(v.Payload)), nil
+	case eventcodec.TagTrue, eventcodec.TagFalse:
+		return BoolProperty(v.Tag == eventcodec.TagTrue), nil
+	case eventcodec.TagBig:
+		d, err := ParseDecimalNumber(string(v.Payload))
 		return NumberProperty(d), err
 	}
-	c, exp := smallNumber(v.payload)
+	c, exp := eventcodec.SmallNumber(v.Payload)
 	var d Decimal
 	d.d.SetFinite(c, int32(exp))
 	return NumberProperty(d), nil
 }
 
-// smallNumber decodes the payload of a tagSmall value: two zig-zag
-// varints. It runs once per event in a SUM, so it decodes in place rather
-// than through binary.Varint; a malformed payload (never written) yields 0.
-func smallNumber(p []byte) (coeff, exp int64) {
-	switch {
-	case len(p) == 2 && p[0] < 0x80 && p[1] < 0x80: // one-byte zig-zag varints
-		return int64(p[0]>>1) ^ -int64(p[0]&1), int64(p[1]>>1) ^ -int64(p[1]&1)
-	case len(p) == 3 && p[0] >= 0x80 && p[1] < 0x80 && p[2] < 0x80: // |coefficient| < 8192, such as 12.34
-		u := uint64(p[0]&0x7f) | uint64(p[1])<<7
-		return int64(u>>1) ^ -int64(u&1), int64(p[2]>>1) ^ -int64(p[2]&1)
-	}
-	c, i := zigzag(p, 0)
-	e, _ := zigzag(p, i)
-	return c, e
-}
-
-// zigzag decodes the zig-zag varint at p[i:] and returns the index after it.
-func zigzag(p []byte, i int) (int64, int) {
-	var u uint64
-	for shift := uint(0); i < len(p) && shift < 64; shift += 7 {
-		b := p[i]
-		i++
-		u |= uint64(b&0x7f) << shift
-		if b < 0x80 {
-			return int64(u>>1) ^ -int64(u&1), i
-		}
-	}
-	return 0, len(p)
-}
-
 // decodeUsageEvent rebuilds an event from its primary key and value.
 func decodeUsageEvent(account, eventType, alias string, pk, v []byte) (UsageEvent, error) {
-	id, err := decodeEventID(pk[12:])
+	id, err := eventcodec.DecodeID(pk[12:])
 	if err != nil {
 		return UsageEvent{}, err
 	}
 	e := UsageEvent{
 		ID: id, ServiceAccountID: account, CustomerAlias: alias, EventType: eventType,
-		EventTimestamp: readTime(pk[4:12]), CustomerEventID: id,
+		EventTimestamp: eventcodec.ReadTime(pk[4:12]), CustomerEventID: id,
 	}
-	r, cevid, n := openEvent(v)
+	r, cevid, n := eventcodec.Open(v)
 	if len(cevid) > 0 {
 		e.CustomerEventID = string(cevid)
 	}
 	e.EventProperties = make(EventProperties, n)
 	for range n {
-		name, raw := r.next()
-		if r.err != nil {
-			return UsageEvent{}, r.err
+		name, raw := r.Next()
+		if r.Err != nil {
+			return UsageEvent{}, r.Err
 		}
-		if e.EventProperties[string(name)], err = raw.decode(); err != nil {
+		if e.EventProperties[string(name)], err = decodeProperty(raw); err != nil {
 			return UsageEvent{}, err
 		}
 	}
-	return e, r.err
+	return e, r.Err
 }

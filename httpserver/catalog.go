@@ -15,132 +15,70 @@ func (a api) catalogRoutes() {
 	a.priceRoutes()
 	a.seatMetricRoutes()
 	a.seatEventRoutes()
-	a.get("/merchant-details", 200, func(c *call) (any, error) {
-		return a.svc.GetMerchantDetails(c.ctx, c.account)
-	})
-	a.put("/merchant-details", 200, body(func(c *call, p *billing.MerchantDetails) (any, error) {
-		return a.svc.PutMerchantDetails(c.ctx, c.account, *p)
-	}))
+	a.get("/merchant-details", 200, onAccount(a.svc.GetMerchantDetails))
+	a.put("/merchant-details", 200, withBody(a.svc.PutMerchantDetails))
 }
 
 func (a api) customerRoutes() {
-	a.get("/customers", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
-		f := billing.CustomerFilter{SortOrder: billing.SortOrder(c.query.Get("sortOrder"))}
+	a.get("/customers", 200, paged(func(c *call, p billing.ListParams) (any, error) {
+		f := billing.CustomerFilter{SortOrder: sortOrder(c)}
 		return a.svc.ListCustomers(c.ctx, c.account, f, p)
-	}, listed("sortOrder"))
-	a.post("/customers", 201, body(func(c *call, p *billing.CustomerParams) (any, error) {
-		return a.svc.CreateCustomer(c.ctx, c.account, *p)
-	}))
-	a.get("/customers/:id", 200, func(c *call) (any, error) {
-		return a.svc.GetCustomer(c.ctx, c.account, c.param("id"))
-	})
-	a.put("/customers/:id", 200, body(func(c *call, p *billing.CustomerParams) (any, error) {
-		return a.svc.UpdateCustomer(c.ctx, c.account, c.param("id"), *p)
-	}))
-	a.post("/customers/:id/archive", 200, func(c *call) (any, error) {
-		return a.svc.ArchiveCustomer(c.ctx, c.account, c.param("id"))
-	})
+	}), listed("sortOrder"))
+	a.post("/customers", 201, withBody(a.svc.CreateCustomer))
+	a.get("/customers/:id", 200, onID(a.svc.GetCustomer))
+	a.put("/customers/:id", 200, onIDWithBody(a.svc.UpdateCustomer))
+	a.post("/customers/:id/archive", 200, onID(a.svc.ArchiveCustomer))
 }
 
 func (a api) productRoutes() {
-	a.get("/products", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
-		return a.svc.ListProducts(c.ctx, c.account, billing.SortOrder(c.query.Get("sortOrder")), p)
-	}, listed("sortOrder"))
-	a.post("/products", 201, body(func(c *call, p *billing.CreateProductParams) (any, error) {
-		return a.svc.CreateProduct(c.ctx, c.account, *p)
-	}))
-	a.get("/products/:id", 200, func(c *call) (any, error) {
-		return a.svc.GetProduct(c.ctx, c.account, c.param("id"))
-	})
-	a.get("/tax-rates", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
-		return a.svc.ListTaxRates(c.ctx, c.account, billing.SortOrder(c.query.Get("sortOrder")), p)
-	}, listed("sortOrder"))
-	a.post("/tax-rates", 201, body(func(c *call, p *billing.CreateTaxRateParams) (any, error) {
-		return a.svc.CreateTaxRate(c.ctx, c.account, *p)
-	}))
-	a.get("/tax-rates/:id", 200, func(c *call) (any, error) {
-		return a.svc.GetTaxRate(c.ctx, c.account, c.param("id"))
-	})
+	a.get("/products", 200, byCreation(a.svc.ListProducts), listed("sortOrder"))
+	a.post("/products", 201, withBody(a.svc.CreateProduct))
+	a.get("/products/:id", 200, onID(a.svc.GetProduct))
+	a.get("/tax-rates", 200, byCreation(a.svc.ListTaxRates), listed("sortOrder"))
+	a.post("/tax-rates", 201, withBody(a.svc.CreateTaxRate))
+	a.get("/tax-rates/:id", 200, onID(a.svc.GetTaxRate))
 }
 
 // priceRoutes mounts operation 5 and the price endpoints of catalog.md.
 func (a api) priceRoutes() {
-	a.get("/prices", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
+	a.get("/prices", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.PriceFilter{
 			Currency:         billing.Currency(c.query.Get("currency")),
 			Name:             c.query.Get("name"),
 			BillingFrequency: billing.BillingFrequency(c.query.Get("billingFrequency")),
 			ProductID:        c.query.Get("productId"),
-			SortOrder:        billing.SortOrder(c.query.Get("sortOrder")),
+			SortOrder:        sortOrder(c),
 		}
 		return a.svc.ListPrices(c.ctx, c.account, f, p)
-	}, listed("currency", "name", "billingFrequency", "productId", "sortOrder"))
-	a.post("/prices", 201, body(func(c *call, p *billing.CreatePriceParams) (any, error) {
-		return a.svc.CreatePrice(c.ctx, c.account, *p)
-	}))
-	a.get("/prices/:id", 200, func(c *call) (any, error) {
-		return a.svc.GetPrice(c.ctx, c.account, c.param("id"))
-	})
-	a.put("/prices/:id", 200, body(func(c *call, p *billing.UpdatePriceParams) (any, error) {
-		return a.svc.UpdatePrice(c.ctx, c.account, c.param("id"), *p)
-	}))
+	}), listed("currency", "name", "billingFrequency", "productId", "sortOrder"))
+	a.post("/prices", 201, withBody(a.svc.CreatePrice))
+	a.get("/prices/:id", 200, onID(a.svc.GetPrice))
+	a.put("/prices/:id", 200, onIDWithBody(a.svc.UpdatePrice))
 }
 
 // seatMetricRoutes mounts operation 7 and the seat metric endpoints; a
 // seat metric's createdBy is the id of the API key that created it.
 func (a api) seatMetricRoutes() {
-	a.get("/seat-metrics", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
-		return a.svc.ListSeatMetrics(c.ctx, c.account, billing.SortOrder(c.query.Get("sortOrder")), p)
-	}, listed("sortOrder"))
+	a.get("/seat-metrics", 200, byCreation(a.svc.ListSeatMetrics), listed("sortOrder"))
 	a.post("/seat-metrics", 201, body(func(c *call, p *billing.CreateSeatMetricParams) (any, error) {
 		p.CreatedBy = c.keyID
 		return a.svc.CreateSeatMetric(c.ctx, c.account, *p)
 	}))
-	a.get("/seat-metrics/:id", 200, func(c *call) (any, error) {
-		return a.svc.GetSeatMetric(c.ctx, c.account, c.param("id"))
-	})
-	a.put("/seat-metrics/:id", 200, body(func(c *call, p *billing.UpdateSeatMetricParams) (any, error) {
-		return a.svc.UpdateSeatMetric(c.ctx, c.account, c.param("id"), *p)
-	}))
-	a.delete("/seat-metrics/:id", 200, func(c *call) (any, error) {
-		return a.svc.DeleteSeatMetric(c.ctx, c.account, c.param("id"))
-	})
+	a.get("/seat-metrics/:id", 200, onID(a.svc.GetSeatMetric))
+	a.put("/seat-metrics/:id", 200, onIDWithBody(a.svc.UpdateSeatMetric))
+	a.delete("/seat-metrics/:id", 200, onID(a.svc.DeleteSeatMetric))
 }
 
 // seatEventRoutes mounts operations 6 and 8 and the seat event endpoints.
 func (a api) seatEventRoutes() {
-	a.get("/seat-events", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
+	a.get("/seat-events", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.SeatEventFilter{
 			CustomerAlias:   c.query.Get("customerAlias"),
 			CustomerIDs:     c.csv("customerIds"),
 			SeatTypes:       c.csv("seatType"),
 			CustomerEventID: c.query.Get("customerEventId"),
 			SortBy:          billing.SeatEventSortBy(c.query.Get("sortBy")),
-			SortOrder:       billing.SortOrder(c.query.Get("sortOrder")),
+			SortOrder:       sortOrder(c),
 		}
 		var v timestampParams
 		f.EventTimestampBefore = v.parse(c, "eventTimestampBefore")
@@ -149,19 +87,11 @@ func (a api) seatEventRoutes() {
 			return nil, err
 		}
 		return a.svc.ListSeatEvents(c.ctx, c.account, f, p)
-	}, listed("customerAlias", "customerIds", "seatType", "customerEventId", "sortBy", "sortOrder",
+	}), listed("customerAlias", "customerIds", "seatType", "customerEventId", "sortBy", "sortOrder",
 		"eventTimestampBefore", "eventTimestampAfter"))
-	a.post("/seat-events", 201, body(func(c *call, p *billing.CreateSeatEventParams) (any, error) {
-		return a.svc.CreateSeatEvent(c.ctx, c.account, *p)
-	}))
-	a.get("/seat-events/:id", 200, func(c *call) (any, error) {
-		return a.svc.GetSeatEvent(c.ctx, c.account, c.param("id"))
-	})
-	a.get("/seat-balances", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
+	a.post("/seat-events", 201, withBody(a.svc.CreateSeatEvent))
+	a.get("/seat-events/:id", 200, onID(a.svc.GetSeatEvent))
+	a.get("/seat-balances", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.SeatBalanceFilter{CustomerAliases: c.csv("customerAliases"), CustomerIDs: c.csv("customerIds")}
 		var v timestampParams
 		f.AsOf = v.parse(c, "asOf")
@@ -176,7 +106,7 @@ func (a api) seatEventRoutes() {
 			return nil, err
 		}
 		return a.svc.ListSeatBalances(c.ctx, c.account, f, p)
-	}, listed("customerAliases", "customerIds", "asOf", "excludeZeroQuantity"))
+	}), listed("customerAliases", "customerIds", "asOf", "excludeZeroQuantity"))
 }
 
 // timestampParams parses timestamp query parameters, collecting every
@@ -189,12 +119,22 @@ func (v *timestampParams) parse(c *call, name string) *time.Time {
 	if !ok {
 		return nil
 	}
-	t, err := billing.ParseTimestamp(s[0])
+	t, err := parseTimestampParam(name, s[0])
 	if err != nil {
-		v.errs = append(v.errs, billing.FieldError(name, "%s must be an RFC 3339 timestamp such as \"2024-07-30T12:00:00Z\"", name))
+		v.errs = append(v.errs, err)
 		return nil
 	}
 	return &t
+}
+
+// parseTimestampParam parses the value of timestamp query parameter name;
+// its error names the parameter and says what is wrong (format or bounds).
+func parseTimestampParam(name, value string) (time.Time, *billing.Error) {
+	t, err := billing.ParseTimestamp(value)
+	if err != nil {
+		return t, billing.FieldError(name, "%s %s", name, billing.Errors(err)[0].Message)
+	}
+	return t, nil
 }
 
 func (v *timestampParams) err() error {

@@ -190,8 +190,12 @@ func optionalValue(t reflect.Type) (reflect.Type, bool) {
 // The message of a *billing.Error is used as is; other errors get a generic
 // one, since their text may describe Go internals.
 func (w *walker) unmarshaler(path string, raw []byte, t reflect.Type) {
-	err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(raw)
+	v := reflect.New(t)
+	err := v.Interface().(json.Unmarshaler).UnmarshalJSON(raw)
 	if err == nil {
+		if t == timeType && raw[0] != 'n' && !billing.TimeInBounds(*v.Interface().(*time.Time)) {
+			w.fail(path, "must be between 2000-01-01 and 2199-12-31")
+		}
 		return
 	}
 	var be *billing.Error

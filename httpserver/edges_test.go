@@ -176,3 +176,34 @@ func TestRequestID(t *testing.T) {
 		}
 	}
 }
+
+// TestDateBounds: dates and timestamps outside 2000-01-01 .. 2199-12-31 are
+// 400 naming the field or parameter, in bodies and in query strings.
+func TestDateBounds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1})
+	f := buildFixtures(t, e, e.auth, "d")
+	body := strings.ReplaceAll(scheduleBody(f.ids["customers"], f.ids["prices"], ""), "2024-07-01", "0001-01-01")
+	r := e.post("/billing-schedules", body)
+	errs := wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "startDate", "phases[0].startDate")
+	if errs[0].Message != errs[0].Field+" must be between 2000-01-01 and 2199-12-31" {
+		t.Errorf("message %q", errs[0].Message)
+	}
+	r = e.post("/usage-events", `{"customerAlias":"a","eventType":"t","eventTimestamp":"1999-12-31T23:59:59Z"}`)
+	wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "eventTimestamp")
+	r = e.post("/usage-events/batch", `{"events":[{"customerAlias":"a","eventType":"t","eventTimestamp":"2200-01-01T00:00:00Z"}]}`)
+	wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "events[0].eventTimestamp")
+	for path, field := range map[string]string{
+		"/billing-schedules/" + f.ids["billing-schedules"] + "/upcoming-invoice?asOf=1999-12-31T23:59:59Z":                      "asOf",
+		"/usage-events?eventTimestampAfter=2200-01-01T00:00:00Z":                                                                "eventTimestampAfter",
+		"/seat-balances?asOf=0001-01-01T00:00:00Z":                                                                              "asOf",
+		"/usage-metrics/" + f.ids["usage-metrics"] + "/calculate?customerAliases=a&periodStart=1999-12-31&periodEnd=2000-01-31": "periodStart",
+	} {
+		errs := wantError(t, e.get(path), http.StatusBadRequest, billing.CodeValidationFailed, field)
+		if !strings.Contains(errs[0].Message, "between 2000-01-01 and 2199-12-31") {
+			t.Errorf("%s: message %q", path, errs[0].Message)
+		}
+	}
+	r = e.post("/billing-runs", `{"asOf":"1999-01-01T00:00:00Z"}`)
+	wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "asOf")
+}

@@ -26,6 +26,7 @@ var hostileValues = []string{
 	`"1e5"`, `"NaN"`, `"Infinity"`, `"-Infinity"`, `"0x10"`, `"+1"`, `" 1"`, `"1."`, `".5"`, `"1,5"`,
 	`"1234567890123456789012345678901234567890"`, `1234567890123456789012345678901234567890`,
 	`"0.0000000000000000000000000001"`, `""`, `"x"`, `"SIDEWAYS"`,
+	`"0001-01-01"`, `"2200-01-01"`, `"1999-12-31T23:59:59Z"`, `"2200-01-01T00:00:00+01:00"`,
 	`"2024-13-45"`, `"2024-02-30T25:61:00Z"`, `"0000-00-00"`, `"9999-12-31T23:59:59Z"`, `"-0001-01-01T00:00:00Z"`,
 	`[]`, `{}`, `[null]`, `[{}]`, `{"x":1}`, `[[[[]]]]`,
 	`"\u0000"`, `"\ud800"`, `"a,b"`, `"` + strings.Repeat("é", 2000) + `"`,
@@ -56,6 +57,7 @@ var hostileQueries = []string{
 	"after=%ff%fe", "after=" + strings.Repeat("A", 10_000), "after=" + base64.RawURLEncoding.EncodeToString([]byte(`{"l":"x"}`)),
 	"customerIds=" + strings.Repeat("x,", 1000), "customerAliases=" + strings.Repeat("%2C", 500),
 	"eventTimestampAfter=yesterday", "eventTimestampBefore=2024-13-01T00:00:00Z", "asOf=0", "excludeZeroQuantity=maybe",
+	"asOf=1999-12-31T23:59:59Z", "eventTimestampBefore=2200-01-01T00:00:00Z", "periodStart=0001-01-01&periodEnd=0001-01-31",
 	"periodStart=2024-13-01&periodEnd=x", "periodStart=2024-07-31&periodEnd=2024-07-01", "customParameters=%7B", "customParameters=" + url.QueryEscape(`{"a":[1]}`),
 	"billingScheduleID=x", "Limit=5", "currency=usd", "billingFrequency=HOURLY", "aggregationType=BOGUS", "name=%00", "eventType=%ff", "productId=" + strings.Repeat("9", 5000),
 }

@@ -19,23 +19,13 @@ type typesBody struct {
 // notificationRoutes mounts notification policies (operations 20 and 21
 // and the policy endpoints of notifications.md) and the deliveries.
 func (a api) notificationRoutes() {
-	a.post("/notifications/policies", 201, body(func(c *call, p *billing.CreateNotificationPolicyParams) (any, error) {
-		return a.svc.CreateNotificationPolicy(c.ctx, c.account, *p)
-	}))
-	a.get("/notifications/policies", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
+	a.post("/notifications/policies", 201, withBody(a.svc.CreateNotificationPolicy))
+	a.get("/notifications/policies", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.NotificationPolicyFilter{NotificationType: billing.NotificationType(c.query.Get("notificationType"))}
 		return a.svc.ListNotificationPolicies(c.ctx, c.account, f, p)
-	}, listed("notificationType"))
-	a.get("/notifications/policies/:id", 200, func(c *call) (any, error) {
-		return a.svc.GetNotificationPolicy(c.ctx, c.account, c.param("id"))
-	})
-	a.delete("/notifications/policies/:id", 200, func(c *call) (any, error) {
-		return a.svc.DeleteNotificationPolicy(c.ctx, c.account, c.param("id"))
-	})
+	}), listed("notificationType"))
+	a.get("/notifications/policies/:id", 200, onID(a.svc.GetNotificationPolicy))
+	a.delete("/notifications/policies/:id", 200, onID(a.svc.DeleteNotificationPolicy))
 	a.post("/notifications/policies/:id/recipients", 200, body(func(c *call, p *recipientsBody) (any, error) {
 		return a.svc.AddNotificationPolicyRecipients(c.ctx, c.account, c.param("id"), p.Recipients)
 	}))
@@ -54,22 +44,14 @@ func (a api) notificationRoutes() {
 	a.delete("/notifications/policies/:id/notification-types/:type", 200, func(c *call) (any, error) {
 		return a.svc.RemoveNotificationPolicyType(c.ctx, c.account, c.param("id"), billing.NotificationType(c.param("type")))
 	})
-	a.post("/notifications/policies/:id/rotate-secret", 200, func(c *call) (any, error) {
-		return a.svc.RotateNotificationPolicySecret(c.ctx, c.account, c.param("id"))
-	})
-	a.get("/notifications/deliveries", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
+	a.post("/notifications/policies/:id/rotate-secret", 200, onID(a.svc.RotateNotificationPolicySecret))
+	a.get("/notifications/deliveries", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.DeliveryFilter{
 			PolicyID:       c.query.Get("policyId"),
 			Status:         billing.DeliveryStatus(c.query.Get("status")),
 			NotificationID: c.query.Get("notificationId"),
 		}
 		return a.svc.ListDeliveries(c.ctx, c.account, f, p)
-	}, listed("policyId", "status", "notificationId"))
-	a.post("/notifications/deliveries/:id/retry", 200, func(c *call) (any, error) {
-		return a.svc.RetryDelivery(c.ctx, c.account, c.param("id"))
-	})
+	}), listed("policyId", "status", "notificationId"))
+	a.post("/notifications/deliveries/:id/retry", 200, onID(a.svc.RetryDelivery))
 }

@@ -300,3 +300,61 @@ func csvOf[T ~string](c *call, name string) []T {
 	}
 	return out
 }
+
+// The adapters below make an op of a Service operation whose op would only
+// pass the request's parts through, so that such a route reads as one line:
+// a.post("/invoices/:id/send", 200, onID(a.svc.SendInvoice)). The answer is
+// the operation's result, its error written by writeError as any op's.
+
+// onAccount adapts an operation on the caller's account.
+func onAccount[T any](fn func(ctx context.Context, account string) (T, error)) op {
+	return func(c *call) (any, error) { return fn(c.ctx, c.account) }
+}
+
+// withBody adapts an operation on the caller's account that takes the
+// request body (a create).
+func withBody[P, T any](fn func(ctx context.Context, account string, p P) (T, error)) op {
+	return body(func(c *call, p *P) (any, error) { return fn(c.ctx, c.account, *p) })
+}
+
+// onID adapts an operation on the record named by the path's :id.
+func onID[T any](fn func(ctx context.Context, account, id string) (T, error)) op {
+	return func(c *call) (any, error) { return fn(c.ctx, c.account, c.param("id")) }
+}
+
+// onIDWithBody adapts an operation on :id that takes the request body.
+func onIDWithBody[P, T any](fn func(ctx context.Context, account, id string, p P) (T, error)) op {
+	return body(func(c *call, p *P) (any, error) { return fn(c.ctx, c.account, c.param("id"), *p) })
+}
+
+// onItemWithBody adapts an operation on the :item (a line or group) of the
+// record :id that takes the request body.
+func onItemWithBody[P, T any](fn func(ctx context.Context, account, id, item string, p P) (T, error)) op {
+	return body(func(c *call, p *P) (any, error) { return fn(c.ctx, c.account, c.param("id"), c.param("item"), *p) })
+}
+
+// deleteID adapts the DELETE of the record :id: the deleted body.
+func deleteID(fn func(ctx context.Context, account, id string) error) op {
+	return func(c *call) (any, error) { return gone(c.param("id"), fn(c.ctx, c.account, c.param("id"))) }
+}
+
+// deleteItem adapts the DELETE of the :item of the record :id.
+func deleteItem(fn func(ctx context.Context, account, id, item string) error) op {
+	return func(c *call) (any, error) {
+		return gone(c.param("item"), fn(c.ctx, c.account, c.param("id"), c.param("item")))
+	}
+}
+
+// linesByIndex adapts the list of the lines or groups of the document :id,
+// ordered by index.
+func linesByIndex[T any](fn func(ctx context.Context, account, id string, f billing.LineItemFilter, p billing.ListParams) (billing.Page[T], error)) op {
+	return paged(func(c *call, p billing.ListParams) (any, error) {
+		return fn(c.ctx, c.account, c.param("id"), byIndex(c), p)
+	})
+}
+
+// byCreation adapts a list of the account's records in creation order that
+// has no filter but the sort order.
+func byCreation[T any](fn func(ctx context.Context, account string, order billing.SortOrder, p billing.ListParams) (billing.Page[T], error)) op {
+	return paged(func(c *call, p billing.ListParams) (any, error) { return fn(c.ctx, c.account, sortOrder(c), p) })
+}

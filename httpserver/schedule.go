@@ -10,36 +10,20 @@ import (
 // endpoints of schedules.md), their upcoming invoice and late usage, and
 // billing runs.
 func (a api) scheduleRoutes() {
-	a.get("/billing-schedules", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
+	a.get("/billing-schedules", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.BillingScheduleFilter{
 			CustomerID: c.query.Get("customerId"),
 			Status:     billing.ScheduleStatus(c.query.Get("status")),
-			SortOrder:  billing.SortOrder(c.query.Get("sortOrder")),
+			SortOrder:  sortOrder(c),
 		}
 		return a.svc.ListBillingSchedules(c.ctx, c.account, f, p)
-	}, listed("customerId", "status", "sortOrder"))
-	a.post("/billing-schedules", 201, body(func(c *call, p *billing.BillingScheduleParams) (any, error) {
-		return a.svc.CreateBillingSchedule(c.ctx, c.account, *p)
-	}))
-	a.get("/billing-schedules/:id", 200, func(c *call) (any, error) {
-		return a.svc.GetBillingSchedule(c.ctx, c.account, c.param("id"))
-	})
-	a.put("/billing-schedules/:id", 200, body(func(c *call, p *billing.BillingScheduleParams) (any, error) {
-		return a.svc.UpdateBillingSchedule(c.ctx, c.account, c.param("id"), *p)
-	}))
-	a.put("/billing-schedules/:id/activate", 200, func(c *call) (any, error) {
-		return a.svc.ActivateBillingSchedule(c.ctx, c.account, c.param("id"))
-	})
-	a.post("/billing-schedules/:id/archive", 200, func(c *call) (any, error) {
-		return a.svc.ArchiveBillingSchedule(c.ctx, c.account, c.param("id"))
-	})
-	a.post("/billing-schedules/:id/suspend", 200, func(c *call) (any, error) {
-		return a.svc.SuspendBillingSchedule(c.ctx, c.account, c.param("id"))
-	})
+	}), listed("customerId", "status", "sortOrder"))
+	a.post("/billing-schedules", 201, withBody(a.svc.CreateBillingSchedule))
+	a.get("/billing-schedules/:id", 200, onID(a.svc.GetBillingSchedule))
+	a.put("/billing-schedules/:id", 200, onIDWithBody(a.svc.UpdateBillingSchedule))
+	a.put("/billing-schedules/:id/activate", 200, onID(a.svc.ActivateBillingSchedule))
+	a.post("/billing-schedules/:id/archive", 200, onID(a.svc.ArchiveBillingSchedule))
+	a.post("/billing-schedules/:id/suspend", 200, onID(a.svc.SuspendBillingSchedule))
 	a.post("/billing-schedules/:id/cancel", 200, func(c *call) (any, error) {
 		var p billing.CancelBillingScheduleParams
 		if len(c.body) > 0 {
@@ -52,21 +36,17 @@ func (a api) scheduleRoutes() {
 	a.get("/billing-schedules/:id/upcoming-invoice", 200, func(c *call) (any, error) {
 		var asOf time.Time // zero: the Service's now
 		if v, ok := c.query["asOf"]; ok {
-			t, err := billing.ParseTimestamp(v[0])
+			t, err := parseTimestampParam("asOf", v[0])
 			if err != nil {
-				return nil, billing.FieldError("asOf", "asOf must be an RFC 3339 timestamp such as \"2024-07-30T12:00:00Z\"")
+				return nil, err
 			}
 			asOf = t
 		}
 		return a.svc.PreviewInvoice(c.ctx, c.account, c.param("id"), asOf)
 	}, accepts("asOf"))
-	a.get("/billing-schedules/:id/late-usage", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
+	a.get("/billing-schedules/:id/late-usage", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		return a.svc.ListLateUsage(c.ctx, c.account, c.param("id"), p)
-	}, listed())
+	}), listed())
 	a.post("/billing-runs", 200, func(c *call) (any, error) {
 		var p billingRunParams
 		if len(c.body) > 0 {

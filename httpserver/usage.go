@@ -29,11 +29,7 @@ func (a api) usageEventRoutes() {
 		}
 		return usageEventsJSON(items), nil
 	}, batchBody)
-	a.get("/usage-events", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
+	a.get("/usage-events", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		var ts timestampParams
 		f := billing.UsageEventFilter{
 			CustomerAlias:        c.query.Get("customerAlias"),
@@ -45,7 +41,7 @@ func (a api) usageEventRoutes() {
 			return nil, err
 		}
 		return a.svc.ListUsageEvents(c.ctx, c.account, f, p)
-	}, listed("customerAlias", "eventType", "eventTimestampAfter", "eventTimestampBefore"))
+	}), listed("customerAlias", "eventType", "eventTimestampAfter", "eventTimestampBefore"))
 	a.get("/usage-metrics/:id/calculate", 200, func(c *call) (any, error) {
 		params, err := billing.ParseCustomParameters(c.query.Get("customParameters"))
 		if err != nil {

@@ -255,8 +255,8 @@ func (d *usageDecoder) timestamp() (*time.Time, bool) {
 		return nil, false
 	}
 	t, ok := parseUTCSeconds(s)
-	if !ok && t.UnmarshalJSON(d.b[start:d.i]) != nil {
-		return nil, false
+	if !ok && t.UnmarshalJSON(d.b[start:d.i]) != nil || !billing.TimeInBounds(t) {
+		return nil, false // the strict decoder says what is wrong
 	}
 	return d.newTime(t), true
 }

@@ -5,11 +5,7 @@ import "github.com/billingd/billing"
 // usageMetricRoutes mounts operations 1-4 of the specification and GET
 // /usage-metrics/{id} (usage.md, "Usage metrics").
 func (a api) usageMetricRoutes() {
-	a.get("/usage-metrics", 200, func(c *call) (any, error) {
-		p, err := c.listParams()
-		if err != nil {
-			return nil, err
-		}
+	a.get("/usage-metrics", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.UsageMetricFilter{
 			Name:             c.query.Get("name"),
 			EventTypes:       c.csv("eventType"),
@@ -21,17 +17,9 @@ func (a api) usageMetricRoutes() {
 		return appendJSONFunc(func(b []byte) ([]byte, error) {
 			return appendUsageMetricsPage(c.ctx, a.svc, b, c.account, f, p)
 		}), nil
-	}, listed("name", "eventType", "aggregationType", "sortOrder"))
-	a.post("/usage-metrics", 201, body(func(c *call, p *billing.CreateUsageMetricParams) (any, error) {
-		return a.svc.CreateUsageMetric(c.ctx, c.account, *p)
-	}))
-	a.get("/usage-metrics/:id", 200, func(c *call) (any, error) {
-		return a.svc.GetUsageMetric(c.ctx, c.account, c.param("id"))
-	})
-	a.put("/usage-metrics/:id", 200, body(func(c *call, p *billing.UsageMetricParams) (any, error) {
-		return a.svc.UpdateUsageMetric(c.ctx, c.account, c.param("id"), *p)
-	}))
-	a.delete("/usage-metrics/:id", 200, func(c *call) (any, error) {
-		return a.svc.DeleteUsageMetric(c.ctx, c.account, c.param("id"))
-	})
+	}), listed("name", "eventType", "aggregationType", "sortOrder"))
+	a.post("/usage-metrics", 201, withBody(a.svc.CreateUsageMetric))
+	a.get("/usage-metrics/:id", 200, onID(a.svc.GetUsageMetric))
+	a.put("/usage-metrics/:id", 200, onIDWithBody(a.svc.UpdateUsageMetric))
+	a.delete("/usage-metrics/:id", 200, onID(a.svc.DeleteUsageMetric))
 }

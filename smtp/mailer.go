@@ -148,39 +148,23 @@ func (m *Mailer) dialogue(conn net.Conn, to []string, msg []byte) error {
 	return c.Quit()
 }
 
-// compose renders e as a MIME message with CRLF line endings.
+// compose renders e as a MIME message with CRLF line endings:
+// multipart/mixed of the body (the text, or multipart/alternative of the
+// text and the HTML), then the JSON payload and the attachments.
 func (m *Mailer) compose(e billing.Email) ([]byte, error) {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
-	text, err := mw.CreatePart(textproto.MIMEHeader{
-		"Content-Type":              {"text/plain; charset=utf-8"},
-		"Content-Transfer-Encoding": {"quoted-printable"},
-	})
-	if err != nil {
+	if err := writeBody(mw, e); err != nil {
 		return nil, err
 	}
-	qp := quotedprintable.NewWriter(text)
-	if _, err := qp.Write([]byte(strings.ReplaceAll(strings.ReplaceAll(e.Text, "\r\n", "\n"), "\n", "\r\n"))); err != nil {
-		return nil, err
-	}
-	if err := qp.Close(); err != nil {
-		return nil, err
-	}
+	files := e.Attachments
 	if e.JSON != nil {
-		att, err := mw.CreatePart(textproto.MIMEHeader{
-			"Content-Type":              {`application/json; name="notification.json"`},
-			"Content-Disposition":       {`attachment; filename="notification.json"`},
-			"Content-Transfer-Encoding": {"base64"},
-		})
-		if err != nil {
+		files = append([]billing.Attachment{{Filename: "notification.json", ContentType: "application/json", Data: e.JSON}}, files...)
+	}
+	for _, f := range files {
+		if err := writeAttachment(mw, f); err != nil {
 			return nil, err
 		}
-		enc := base64.StdEncoding.EncodeToString(e.JSON)
-		for len(enc) > 76 {
-			fmt.Fprintf(att, "%s\r\n", enc[:76])
-			enc = enc[76:]
-		}
-		fmt.Fprintf(att, "%s\r\n", enc)
 	}
 	if err := mw.Close(); err != nil {
 		return nil, err
@@ -208,3 +192,75 @@ func (m *Mailer) compose(e billing.Email) ([]byte, error) {
 }
 
 var _ billing.Mailer = (*Mailer)(nil)
+
+// writeBody writes the text part, or a multipart/alternative part of the
+// text and the HTML when e has HTML.
+func writeBody(mw *multipart.Writer, e billing.Email) error {
+	if e.HTML == "" {
+		return writeText(mw, "text/plain; charset=utf-8", e.Text)
+	}
+	var alt bytes.Buffer
+	aw := multipart.NewWriter(&alt)
+	if err := writeText(aw, "text/plain; charset=utf-8", e.Text); err != nil {
+		return err
+	}
+	if err := writeText(aw, "text/html; charset=utf-8", e.HTML); err != nil {
+		return err
+	}
+	if err := aw.Close(); err != nil {
+		return err
+	}
+	part, err := mw.CreatePart(textproto.MIMEHeader{"Content-Type": {mime.FormatMediaType("multipart/alternative", map[string]string{"boundary": aw.Boundary()})}})
+	if err != nil {
+		return err
+	}
+	_, err = part.Write(alt.Bytes())
+	return err
+}
+
+// writeText writes one quoted-printable text part with CRLF line endings.
+func writeText(mw *multipart.Writer, contentType, text string) error {
+	part, err := mw.CreatePart(textproto.MIMEHeader{
+		"Content-Type":              {contentType},
+		"Content-Transfer-Encoding": {"quoted-printable"},
+	})
+	if err != nil {
+		return err
+	}
+	qp := quotedprintable.NewWriter(part)
+	if _, err := qp.Write([]byte(strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\n", "\r\n"))); err != nil {
+		return err
+	}
+	return qp.Close()
+}
+
+// writeAttachment writes a file as a base64 attachment part.
+func writeAttachment(mw *multipart.Writer, f billing.Attachment) error {
+	ct := f.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	name := strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || r == '"' || r == '\\' {
+			return '_'
+		}
+		return r
+	}, f.Filename)
+	att, err := mw.CreatePart(textproto.MIMEHeader{
+		"Content-Type":              {ct + `; name="` + name + `"`},
+		"Content-Disposition":       {`attachment; filename="` + name + `"`},
+		"Content-Transfer-Encoding": {"base64"},
+	})
+	if err != nil {
+		return err
+	}
+	enc := base64.StdEncoding.EncodeToString(f.Data)
+	for len(enc) > 76 {
+		if _, err := fmt.Fprintf(att, "%s\r\n", enc[:76]); err != nil {
+			return err
+		}
+		enc = enc[76:]
+	}
+	_, err = fmt.Fprintf(att, "%s\r\n", enc)
+	return err
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/httpserver"
+	"github.com/billingd/billing/render"
 	"github.com/billingd/billing/smtp"
 	"github.com/billingd/billing/storage/boltstore"
 	"github.com/billingd/billing/webhook"
@@ -215,7 +216,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
 	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
-		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Retention: r.cfg.deliveryRetention, Logger: r.log,
+		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: render.Renderer{}, Retention: r.cfg.deliveryRetention, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 2)

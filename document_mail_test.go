@@ -1,0 +1,147 @@
+package billing_test
+
+import (
+	"context"
+	"mime"
+	"strings"
+	"testing"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/internal/pdftext"
+	docrender "github.com/billingd/billing/render"
+	"github.com/billingd/billing/smtp"
+)
+
+// TestDocumentEmailOverSMTP: sending an invoice and a credit note e-mails
+// the customer a short message (text and HTML) with the PDF attached under
+// the document's number, through a real SMTP server on loopback; no JSON
+// goes to the customer.
+func TestDocumentEmailOverSMTP(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, false)
+	ctx := context.Background()
+	srv := newSMTPServer(t)
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.PutMerchantDetails(ctx, e.account, billing.MerchantDetails{LegalCompanyName: "Acme Widgets Ltd"}); err != nil {
+		t.Fatal(err)
+	}
+	cust, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{LegalName: "Ωmega ΑΕ",
+		Contacts: []billing.Contact{{Name: "Ann", Email: "ap@omega.test", BillingPreference: billing.BillingPreferencePrimary}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := e.svc.CreateInvoice(ctx, e.account, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: cust.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateInvoiceLineItem(ctx, e.account, inv.ID, invLine("Platform fee", "3", "0.335", "0.2")); err != nil {
+		t.Fatal(err)
+	}
+	if inv, err = e.svc.SendInvoice(ctx, e.account, inv.ID); err != nil {
+		t.Fatal(err)
+	}
+	documents := billing.DispatcherConfig{Mailer: mailer, Documents: docrender.Renderer{}}
+	e.runOnce(billing.NewDispatcher(e.svc, documents))
+
+	msgs := srv.messages()
+	if len(msgs) != 1 || strings.Join(msgs[0].to, ",") != "ap@omega.test" {
+		t.Fatalf("messages %+v, want one to ap@omega.test", msgs)
+	}
+	pm := parseMail(t, msgs[0].data)
+	subject, _ := new(mime.WordDecoder).DecodeHeader(pm.header.Get("Subject"))
+	due := "Due date: " + inv.DueDate.Time().Format("2 Jan 2006")
+	if !strings.Contains(subject, "INV00001") || !strings.Contains(subject, "£1.21") {
+		t.Errorf("Subject %q lacks the number or the amount due", subject)
+	}
+	for _, want := range []string{"Hello Ωmega ΑΕ", "INV00001", "Amount due: £1.21", due, "INV00001.pdf"} {
+		if !strings.Contains(pm.text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, pm.text)
+		}
+	}
+	if !strings.Contains(pm.html, "INV00001") || !strings.Contains(pm.html, "£1.21") {
+		t.Errorf("the HTML body lacks the number or the amount due:\n%s", pm.html)
+	}
+	if len(pm.files) != 1 || pm.files["INV00001.pdf"] == nil {
+		t.Fatalf("attachments %v, want exactly INV00001.pdf", keys(pm.files))
+	}
+	text := pdftext.Text(t, pm.files["INV00001.pdf"])
+	pdftext.Contains(t, text, "INV00001", "Ωmega ΑΕ", "Platform fee")
+	if !pdftext.Row(text, "Amount due", "£1.21") {
+		t.Errorf("the attached PDF does not read Amount due £1.21:\n%s", text)
+	}
+
+	// A credit note of that invoice: its own PDF, the invoice it credits.
+	cn, err := e.svc.CreateCreditNote(ctx, e.account, billing.CreditNoteParams{Currency: billing.CurrencyGBP, CustomerID: cust.ID, InvoiceID: inv.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateCreditNoteLineItem(ctx, e.account, cn.ID, cnLine(cn.ID, "Refund", "1", "0.50", "0.2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.SendCreditNote(ctx, e.account, cn.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.runOnce(billing.NewDispatcher(e.svc, documents))
+	if msgs = srv.messages(); len(msgs) != 2 {
+		t.Fatalf("%d messages, want 2", len(msgs))
+	}
+	pm = parseMail(t, msgs[1].data)
+	if len(pm.files) != 1 || pm.files["CN00001.pdf"] == nil || !strings.Contains(pm.text, "Total credited: £0.60") ||
+		!strings.Contains(pm.text, "Credits invoice: INV00001") {
+		t.Fatalf("credit note e-mail: attachments %v, text:\n%s", keys(pm.files), pm.text)
+	}
+	pdftext.Contains(t, pdftext.Text(t, pm.files["CN00001.pdf"]), "CN00001", "INV00001", "Refund", "£0.60")
+	for _, dl := range e.deliveries(billing.DeliveryFilter{}) {
+		if dl.Status != billing.DeliverySucceeded {
+			t.Errorf("delivery %+v", dl)
+		}
+	}
+}
+
+// TestDocumentEmailWithoutRenderer: a Dispatcher without a
+// DocumentRenderer sends the queued plain-text summary, still without JSON.
+func TestDocumentEmailWithoutRenderer(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, false)
+	ctx := context.Background()
+	srv := newSMTPServer(t)
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cust, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{LegalName: "Globex",
+		Contacts: []billing.Contact{{Name: "Ann", Email: "ap@globex.test", BillingPreference: billing.BillingPreferencePrimary}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := e.svc.CreateInvoice(ctx, e.account, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: cust.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateInvoiceLineItem(ctx, e.account, inv.ID, invLine("Fee", "1", "10", "0")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.SendInvoice(ctx, e.account, inv.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	msgs := srv.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages, want 1", len(msgs))
+	}
+	pm := parseMail(t, msgs[0].data)
+	if len(pm.files) != 0 || !strings.Contains(pm.text, "INV00001") {
+		t.Errorf("attachments %v, text %q; want the summary alone", keys(pm.files), pm.text)
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
