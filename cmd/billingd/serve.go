@@ -17,7 +17,6 @@ import (
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/render"
 	"github.com/billingd/billing/smtp"
-	"github.com/billingd/billing/storage/boltstore"
 	"github.com/billingd/billing/webhook"
 )
 
@@ -69,8 +68,8 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	var level, rounding string
 	fs := c.newFlagSet("serve", "billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db] [flags]")
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "`address` the HTTP API listens on (port 0 picks a free port)")
-	fs.StringVar(&cfg.db, "db", defaultDB, "database `path`")
-	fs.StringVar(&cfg.adminSocket, "admin-socket", "", "admin Unix socket `path` (default <db>.sock)")
+	fs.StringVar(&cfg.db, "db", defaultDB, "database: a bbolt file `path`, or a PostgreSQL postgres:// URL or key=value connection string")
+	fs.StringVar(&cfg.adminSocket, "admin-socket", "", "admin Unix socket `path` (default <db>.sock; none on PostgreSQL unless set)")
 	fs.Float64Var(&cfg.rateLimit, "rate-limit", defaultRateLimit, "requests per second per API key, with bursts of twice the rate; 0 turns rate limiting off")
 	fs.Int64Var(&cfg.maxBody, "max-body", defaultMaxBody, "largest request body in `bytes` (POST /usage-events/batch has its own 5 MiB limit)")
 	fs.BoolVar(&cfg.noBootstrap, "no-bootstrap", false, "do not create the default account and key on an empty database")
@@ -149,12 +148,14 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return usagef("%v", err)
 	}
 	log := newLogger(c.stderr, cfg.logFormat, cfg.logLevel)
-	st, err := openServeStore(cfg.db)
+	st, err := openStore(ctx, cfg.db, serveLockTimeout)
 	if err != nil {
 		return err
 	}
 	defer st.Close() // for the early returns; the shutdown closes it first
-	svc, err := billing.New(st, &billing.Config{Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding})
+	svc, err := billing.New(st, &billing.Config{
+		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, KeyCacheTTL: keyCacheTTL(cfg.db),
+	})
 	if err != nil {
 		return err
 	}
@@ -168,22 +169,14 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	adminLn, err := listenAdmin(cfg.adminSocket)
-	if err != nil {
-		return err
+	var adminLn net.Listener
+	if cfg.adminSocket != "" {
+		if adminLn, err = listenAdmin(cfg.adminSocket); err != nil {
+			return err
+		}
 	}
 	r := &runner{cfg: cfg, log: log, store: st, svc: svc, mailer: mailer}
 	return r.run(ctx, ln, adminLn)
-}
-
-// openServeStore opens the database for serve, saying plainly when another
-// process holds it.
-func openServeStore(db string) (*boltstore.Store, error) {
-	st, err := boltstore.Open(db, &boltstore.Options{LockTimeout: serveLockTimeout})
-	if errors.Is(err, boltstore.ErrLocked) {
-		return nil, fmt.Errorf("the database %s is held by another process, probably another billingd (waited %v for its lock)", db, serveLockTimeout)
-	}
-	return st, err
 }
 
 // runner is a started server: the API, the admin socket and the background
@@ -191,7 +184,7 @@ func openServeStore(db string) (*boltstore.Store, error) {
 type runner struct {
 	cfg   *serveConfig
 	log   *slog.Logger
-	store *boltstore.Store
+	store billing.Store
 	svc   *billing.Service
 
 	mailer billing.Mailer // nil without --smtp-addr
@@ -218,8 +211,10 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 2)
 	go func() { failed <- serveUntilClosed(api, ln) }()
-	go func() { failed <- serveUntilClosed(adm, adminLn) }()
-	r.log.Info("listening", "addr", ln.Addr().String(), "db", r.cfg.db, "adminSocket", r.cfg.adminSocket)
+	if adminLn != nil {
+		go func() { failed <- serveUntilClosed(adm, adminLn) }()
+	}
+	r.log.Info("listening", "addr", ln.Addr().String(), "db", dbName(r.cfg.db), "adminSocket", r.cfg.adminSocket)
 
 	var runErr error
 	select {
@@ -229,8 +224,10 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		r.log.Error("server failed, shutting down", "err", runErr)
 	}
 	err := r.shutdown(api, adm)
-	if rerr := os.Remove(r.cfg.adminSocket); rerr != nil {
-		r.log.Warn("removing the admin socket", "err", rerr)
+	if adminLn != nil {
+		if rerr := os.Remove(r.cfg.adminSocket); rerr != nil {
+			r.log.Warn("removing the admin socket", "err", rerr)
+		}
 	}
 	stopLoops()
 	wg.Wait()
