@@ -263,6 +263,8 @@ func (s *Service) checkGrantParams(ctx context.Context, tx Tx, account string, p
 	v.check(!p.CreateInvoice || (p.CostOfCredit != nil && p.CostOfCredit.Sign() > 0), "createInvoice",
 		"createInvoice needs a positive costOfCredit")
 	v.check(p.TaxRateID == "" || p.CostOfCredit != nil, "taxRateId", "taxRateId is the tax of costOfCredit; give costOfCredit too")
+	checkDate(&v, "effectiveDate", p.EffectiveDate)
+	checkDate(&v, "expiryDate", p.ExpiryDate)
 	if p.EffectiveDate != nil && p.ExpiryDate != nil {
 		v.check(!p.ExpiryDate.Before(*p.EffectiveDate), "expiryDate", "expiryDate must not be before effectiveDate")
 	}
@@ -364,9 +366,9 @@ func (s *Service) insertGrant(ctx context.Context, tx Tx, g *grantRecord, reason
 }
 
 // createPrepaymentInvoice creates the DRAFT invoice of a grant's cost: one
-// PREPAYMENT line linked to the grant, taxed at tr (0 without one). The
-// grant's basis is the cost: finalizing that invoice credits it to deferred
-// revenue.
+// PREPAYMENT line linked to the grant, taxed at tr (0 without one).
+// Finalizing that invoice credits the cost to deferred revenue and makes it
+// the grant's basis (fundPrepaidGrants).
 func (s *Service) createPrepaymentInvoice(ctx context.Context, tx Tx, account string, g *grantRecord, tr *TaxRate) error {
 	cost := *g.CostOfCredit
 	tax := DecimalFromInt(0)
@@ -382,7 +384,7 @@ func (s *Service) createPrepaymentInvoice(ctx context.Context, tx Tx, account st
 	if err != nil {
 		return err
 	}
-	g.InvoiceID, g.Basis = inv.ID, cost
+	g.InvoiceID = inv.ID
 	return nil
 }
 
@@ -558,10 +560,16 @@ func grantTransactions(ctx context.Context, tx Tx, account, grantID string) ([]C
 
 // GetCreditBalances returns a customer's credit on date (nil: today): one
 // balance per currency (CASH) and per metric (USAGE), ordered by type then
-// id. Returns not_found for an unknown customer.
+// id. Returns not_found for an unknown customer, validation_failed for a
+// date out of bounds.
 func (s *Service) GetCreditBalances(ctx context.Context, account, customerID string, date *Date) (*CreditBalances, error) {
 	d := DateOf(s.clock())
 	if date != nil {
+		var v validator
+		checkDate(&v, "date", date)
+		if err := v.err(); err != nil {
+			return nil, err
+		}
 		d = *date
 	}
 	return read(ctx, s, func(tx Tx) (*CreditBalances, error) {
