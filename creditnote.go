@@ -279,10 +279,6 @@ func checkPeriod(v *validator, start, end *time.Time) {
 // invalid fields at once; an unknown customer or invoice, or an invoice of
 // another customer or currency), and invalid_state when the invoice is not
 // FINAL or SENT or the customer is archived.
-//
-// Long on purpose: the checks of op 9 against the credited invoice and the
-// customer run in one transaction with the insert, in the order the errors are
-// reported.
 func (s *Service) CreateCreditNote(ctx context.Context, account string, p CreditNoteParams) (*CreditNote, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*CreditNote, error) {
@@ -297,6 +293,10 @@ func (s *Service) CreateCreditNote(ctx context.Context, account string, p Credit
 // createCreditNoteTx validates p and stores the new credit note inside tx
 // (the billing engine's corrections use it too). Emits nothing: callers
 // emit.
+//
+// Long on purpose: the checks of op 9 against the credited invoice and the
+// customer run in the transaction of the insert, in the order the errors are
+// reported.
 func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string, p CreditNoteParams, now time.Time) (*CreditNote, error) {
 	var v validator
 	checkCurrency(&v, p.Currency)
