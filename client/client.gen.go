@@ -1393,7 +1393,9 @@ type BillingRun struct {
 	// Examples: 2024-07-30T12:00:00Z
 	AsOf                Timestamp        `json:"asOf"`
 	CatchingUp          []string         `json:"catchingUp"`
+	CorrectionsIssued   int              `json:"correctionsIssued"`
 	CreditGrantsExpired int              `json:"creditGrantsExpired"`
+	CreditNoteIds       []string         `json:"creditNoteIds"`
 	Failures            []BillingFailure `json:"failures"`
 	InvoiceIds          []string         `json:"invoiceIds"`
 	InvoicesCreated     int              `json:"invoicesCreated"`
@@ -2613,8 +2615,10 @@ type LateUsage struct {
 	// BilledUsage A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
 	//
 	// Examples: 12.30, 0.2, -3.50
-	BilledUsage       Decimal `json:"billedUsage"`
-	BillingScheduleId string  `json:"billingScheduleId"`
+	BilledUsage             Decimal   `json:"billedUsage"`
+	BillingScheduleId       string    `json:"billingScheduleId"`
+	CorrectionCreditNoteIds *[]string `json:"correctionCreditNoteIds,omitempty"`
+	CorrectionInvoiceIds    *[]string `json:"correctionInvoiceIds,omitempty"`
 
 	// CurrentUsage A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
 	//
