@@ -479,7 +479,8 @@ func (s *Service) DraftInvoice(ctx context.Context, account, id string) (*Invoic
 // due date (issue date + the schedule's defaultDueDateDays, else 30 days,
 // unless set) and the accounting date (the issue date unless set), copies the
 // merchant details, writes the journal and emits INVOICE_UPDATED, all in one
-// transaction. Returns not_found, and invalid_state for any other status.
+// transaction. Returns not_found, and invalid_state for any other status
+// or when the invoice's grossTotal is negative (checkNotNegative).
 func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Invoice, error) {
 	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
 		if !r.Status.editable() {
@@ -494,6 +495,9 @@ func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Inv
 // engine, and manual ones through ApplyCredits, are paid with the
 // customer's CASH credit on the way (creditdraw.go).
 func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r *invoiceRecord, now time.Time) error {
+	if err := checkNotNegative("an invoice", r.GrossTotal); err != nil {
+		return err
+	}
 	number, err := nextNumber(ctx, tx, account, invoiceKind.number)
 	if err != nil {
 		return err
