@@ -320,6 +320,15 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 // at once), an unknown customer or billing schedule included, and
 // invalid_state for an archived customer.
 func (s *Service) CreateInvoice(ctx context.Context, account string, p InvoiceParams) (*Invoice, error) {
+	inv, err := s.createInvoice(ctx, account, p)
+	if err == nil && s.observer.InvoicesCreated != nil {
+		s.observer.InvoicesCreated("api", 1)
+	}
+	return inv, err
+}
+
+// createInvoice is CreateInvoice without the Observer.
+func (s *Service) createInvoice(ctx context.Context, account string, p InvoiceParams) (*Invoice, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*Invoice, error) {
 		r, err := s.newInvoice(ctx, tx, account, p, now)

@@ -263,3 +263,21 @@ func TestNegativeInvoiceIsNotFinalized(t *testing.T) {
 		t.Errorf("grossTotal %s, want 48.00", got)
 	}
 }
+
+// TestAuthAndRateLimitMetrics: refused credentials and rate-limited
+// requests are counted on /metrics.
+func TestAuthAndRateLimitMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: 0.001, RateBurst: 1})
+	e.do(req{method: "GET", path: "/usage-metrics", auth: "Basic eDp5"})
+	e.do(req{method: "GET", path: "/usage-metrics", auth: "-"})
+	e.get("/usage-metrics")
+	e.get("/usage-metrics") // over the burst of 1
+	r := e.do(req{method: "GET", path: "/metrics", auth: "-"})
+	wantStatus(t, r, http.StatusOK)
+	for _, want := range []string{"billingd_auth_failures_total 2\n", "billingd_rate_limited_requests_total 1\n"} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
