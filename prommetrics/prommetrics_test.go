@@ -98,4 +98,3 @@ func TestMetricsOfAService(t *testing.T) {
 		t.Error("the invoice notifications are not counted as pending deliveries")
 	}
 }
-
