@@ -211,9 +211,14 @@ var dummySecretHash = sha256.Sum256([]byte("billingd: no such key"))
 // the cache's generation; an Authenticate that read the key before that
 // bump does not cache what it read (it may have read the key before the
 // revocation committed).
+//
+// A store shared with other processes (PostgreSQL, where admin commands
+// revoke keys directly in the database) breaks that premise, so
+// Config.KeyCacheTTL bounds how long a cached key is trusted there.
 type cachedKey struct {
 	key        APIKey
 	secretHash [sha256.Size]byte
+	cachedAt   time.Time // monotonic: only compared with time.Since
 }
 
 // Authenticate checks an API key id and secret and returns the key. The
@@ -226,7 +231,7 @@ type cachedKey struct {
 // cache before returning.
 func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIKey, error) {
 	given := sha256.Sum256([]byte(secret))
-	if k, ok := s.keys.Get(keyID); ok {
+	if k, ok := s.keys.Get(keyID); ok && (s.keyTTL == 0 || time.Since(k.cachedAt) < s.keyTTL) {
 		if subtle.ConstantTimeCompare(given[:], k.secretHash[:]) != 1 {
 			return nil, Errorf(CodeUnauthorized, "missing or invalid API credentials")
 		}
@@ -257,7 +262,9 @@ func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIK
 	if !valid || !match || rec.RevokedAt != nil {
 		return nil, Errorf(CodeUnauthorized, "missing or invalid API credentials")
 	}
-	s.keys.Put(gen, keyID, cachedKey{key: rec.APIKey, secretHash: [sha256.Size]byte(rec.SecretHash)})
+	if s.keyTTL >= 0 {
+		s.keys.Put(gen, keyID, cachedKey{key: rec.APIKey, secretHash: [sha256.Size]byte(rec.SecretHash), cachedAt: time.Now()})
+	}
 	return &rec.APIKey, nil
 }
 

@@ -1,12 +1,32 @@
+// Package billing is an embeddable billing engine: usage metering, prices,
+// seats, billing schedules, invoices, credit notes and signed notifications,
+// exact to the last cent.
+//
+// A Service runs every operation of the product over a Store, the
+// persistence port. The default Store is a bbolt file
+// (package storage/boltstore); package storage/memstore keeps everything in
+// memory for tests and demos. Package httpserver serves the Service as the
+// REST API of the specification, and cmd/billingd is the standalone server.
+//
+// Every operation takes the account it acts for; records of one account are
+// invisible to every other. Errors are *Error values with stable codes
+// (CodeOf), money is Decimal (never float64), and the Service never reads the
+// wall clock or generates ids except through Config.Now and Config.NewID.
+// The Service starts no goroutines: the embedding program runs background
+// work such as the billing engine and the notification dispatcher.
 package billing
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/billingd/billing/internal/cache"
@@ -43,6 +63,14 @@ type Config struct {
 	// Logger receives the Service's own log lines (never secrets).
 	// Defaults to a logger that discards everything.
 	Logger *slog.Logger
+
+	// KeyCacheTTL bounds how long an API key that authenticated is trusted
+	// without reading the store again. Zero keeps it until RevokeAPIKey of
+	// this Service revokes it: right when no other process writes the store
+	// (bbolt). A store shared with other processes (PostgreSQL) needs a
+	// bound, since a key revoked elsewhere stays usable here that long;
+	// billingd uses 1s there. Negative turns the cache off. Defaults to 0.
+	KeyCacheTTL time.Duration
 
 	// IdempotencyTTL is how long an idempotency record answers retries.
 	// Defaults to 24 hours; shorter values are raised to 24 hours.
@@ -127,6 +155,7 @@ type Service struct {
 	rounding Rounding
 	log      *slog.Logger
 	idemTTL  time.Duration
+	keyTTL   time.Duration
 	limits   Limits
 	cursors  cursor.Codec
 	custom   map[string]CustomAggregation
@@ -163,6 +192,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 		rounding: c.Rounding,
 		log:      c.Logger,
 		idemTTL:  c.IdempotencyTTL,
+		keyTTL:   c.KeyCacheTTL,
 		limits:   c.Limits.withDefaults(),
 
 		webhookAllowPrivate: c.WebhookAllowPrivate,
@@ -331,4 +361,166 @@ func (s *Service) Ping(ctx context.Context) error {
 	return internal(s.store.Update(ctx, func(tx Tx) error {
 		return tx.Put(ctx, tableMeta, []byte("ping"), []byte(FormatTimestamp(now)))
 	}))
+}
+
+// IdempotencyRecord is the stored outcome of a request sent with an
+// Idempotency-Key: a retry with the same key and the same request is
+// answered with Status and Body and changes nothing.
+type IdempotencyRecord struct {
+	Key         string    `json:"key"`
+	AccountID   string    `json:"serviceAccountId"`
+	Fingerprint string    `json:"fingerprint"`
+	Status      int       `json:"status"`
+	Body        []byte    `json:"body"`
+	CreatedAt   time.Time `json:"createdAt"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+}
+
+// IdempotencyRequest asks a Service operation to store its response under
+// an idempotency key in the same transaction as its change. The caller (the
+// HTTP layer) sets Key, Fingerprint and Render; the operation sets Status and
+// Body to the stored response, which the caller then sends as it is.
+type IdempotencyRequest struct {
+	Key         string
+	Fingerprint string
+	// Render turns the operation's result into the response to store.
+	Render func(result any) (status int, body []byte, err error)
+
+	// Status and Body are the stored response, set when Stored is true.
+	Status int
+	Body   []byte
+	Stored bool
+}
+
+// RequestFingerprint returns the fingerprint of a request for idempotency:
+// the hex SHA-256 of its method, path and raw body bytes.
+func RequestFingerprint(method, path string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write([]byte(path))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+type idempotencyKey struct{}
+
+// WithIdempotency returns a context that makes the next mutating operation
+// run with it store its response under req.Key (see IdempotencyRequest).
+func WithIdempotency(ctx context.Context, req *IdempotencyRequest) context.Context {
+	return context.WithValue(ctx, idempotencyKey{}, req)
+}
+
+// recordIdempotent stores the response for result when ctx carries an
+// idempotency request. It runs inside the operation's transaction.
+func (s *Service) recordIdempotent(ctx context.Context, tx Tx, account string, result any) error {
+	req, _ := ctx.Value(idempotencyKey{}).(*IdempotencyRequest)
+	if req == nil || req.Render == nil {
+		return nil
+	}
+	status, body, err := req.Render(result)
+	if err != nil {
+		return err
+	}
+	if err := s.putIdempotency(ctx, tx, account, req, status, body); err != nil {
+		return err
+	}
+	req.Status, req.Body, req.Stored = status, body, true
+	return nil
+}
+
+func (s *Service) putIdempotency(ctx context.Context, tx Tx, account string, req *IdempotencyRequest, status int, body []byte) error {
+	now := s.clock()
+	k := key(account, req.Key)
+	old, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, k)
+	switch {
+	case err == nil && now.Before(old.ExpiresAt):
+		// Another process answered this key first.
+		return Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key was processed concurrently")
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return err
+	}
+	return putRecord(ctx, tx, tableIdempotency, k, IdempotencyRecord{
+		Key: req.Key, AccountID: account, Fingerprint: req.Fingerprint,
+		Status: status, Body: body, CreatedAt: now, ExpiresAt: now.Add(s.idemTTL),
+	})
+}
+
+// IdempotentResponse returns the unexpired record stored under key for an
+// account, or nil when there is none.
+func (s *Service) IdempotentResponse(ctx context.Context, account, idemKey string) (*IdempotencyRecord, error) {
+	now := s.clock()
+	var rec *IdempotencyRecord
+	err := s.view(ctx, func(tx Tx) error {
+		r, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, key(account, idemKey))
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err == nil && now.Before(r.ExpiresAt) {
+			rec = r
+		}
+		return err
+	})
+	return rec, err
+}
+
+// StoreIdempotentResponse stores a response that no operation stored
+// itself: an error answer, which changed nothing and so needs no shared
+// transaction.
+func (s *Service) StoreIdempotentResponse(ctx context.Context, account string, req *IdempotencyRequest, status int, body []byte) error {
+	return internal(s.store.Update(ctx, func(tx Tx) error {
+		return s.putIdempotency(ctx, tx, account, req, status, body)
+	}))
+}
+
+// SweepIdempotency deletes expired idempotency records and returns how many
+// it deleted. billingd runs it periodically.
+func (s *Service) SweepIdempotency(ctx context.Context) (int, error) {
+	now := s.clock()
+	var expired [][]byte
+	err := s.view(ctx, func(tx Tx) error {
+		return tx.Scan(ctx, tableIdempotency, Range{}, func(k, v []byte) error {
+			var r struct {
+				ExpiresAt time.Time `json:"expiresAt"`
+			}
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			if !now.Before(r.ExpiresAt) {
+				expired = append(expired, append([]byte(nil), k...))
+			}
+			return nil
+		})
+	})
+	if err != nil || len(expired) == 0 {
+		return 0, err
+	}
+	deleted := 0
+	for chunk := range slices.Chunk(expired, 1000) {
+		n := 0
+		err := s.store.Update(ctx, func(tx Tx) error {
+			n = 0
+			for _, k := range chunk {
+				// Check again: the key may have been reused since the scan.
+				r, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, k)
+				if errors.Is(err, ErrNotFound) || err == nil && now.Before(r.ExpiresAt) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if err := tx.Delete(ctx, tableIdempotency, k); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return deleted, internal(err)
+		}
+		deleted += n
+	}
+	return deleted, nil
 }

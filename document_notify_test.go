@@ -34,6 +34,18 @@ func recorder(t *testing.T, svc *billing.Service, account string) func() []strin
 	}
 }
 
+// recordAll gives account an EMAIL policy covering every type and returns
+// its recorder.
+func recordAll(t *testing.T, svc *billing.Service, account string) func() []string {
+	t.Helper()
+	if _, err := svc.CreateNotificationPolicy(context.Background(), account, billing.CreateNotificationPolicyParams{
+		Name: "ops", Channel: billing.ChannelEmail, Recipients: []string{"ops@acme.test"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return recorder(t, svc, account)
+}
+
 // TestDocumentNotifications runs every document operation once and checks
 // the notifications each one records (notifications.md, "When
 // notifications are emitted"): exactly one per operation, none for op 11 or
@@ -41,12 +53,7 @@ func recorder(t *testing.T, svc *billing.Service, account string) func() []strin
 func TestDocumentNotifications(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
-	if _, err := e.svc.CreateNotificationPolicy(e.ctx, e.acct, billing.CreateNotificationPolicyParams{
-		Name: "ops", Channel: billing.ChannelEmail, Recipients: []string{"ops@acme.test"},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	emitted := recorder(t, e.svc, e.acct)
+	emitted := recordAll(t, e.svc, e.acct)
 	must := func(_ any, err error) {
 		t.Helper()
 		if err != nil {

@@ -202,15 +202,23 @@ func (s *Service) runBilling(ctx context.Context, account string, asOf time.Time
 // runnableKeys returns up to engineBatchSize keys of the runnable index
 // under pre that come after after.
 func (s *Service) runnableKeys(ctx context.Context, pre, after []byte) ([][]byte, error) {
+	return s.nextKeys(ctx, tableBillingRunnable, Range{Prefix: pre}, after, engineBatchSize, nil)
+}
+
+// nextKeys returns, in one read transaction, up to n keys of table t in r
+// that come after after (all of r when nil) and that keep accepts (every
+// key when nil): the next batch of a run that works in batches.
+func (s *Service) nextKeys(ctx context.Context, t Table, r Range, after []byte, n int, keep func(k []byte) bool) ([][]byte, error) {
 	var keys [][]byte
-	r := Range{Prefix: pre}
 	if after != nil {
 		r.Start = append(append([]byte(nil), after...), 0)
 	}
 	err := s.view(ctx, func(tx Tx) error {
-		return tx.Scan(ctx, tableBillingRunnable, r, func(k, _ []byte) error {
-			keys = append(keys, append([]byte(nil), k...))
-			if len(keys) == engineBatchSize {
+		return tx.Scan(ctx, t, r, func(k, _ []byte) error {
+			if keep == nil || keep(k) {
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			if len(keys) == n {
 				return ErrStopScan
 			}
 			return nil

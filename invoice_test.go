@@ -121,6 +121,17 @@ func TestInvoiceStateTable(t *testing.T) {
 				t.Errorf("sent: %s", jsonOf(t, a))
 			}
 		}},
+		{"ApplyCredits", editable, func(e *docEnv, id, _, _ string) error {
+			e.grant(billing.CreditGrantParams{Name: "Promo", Currency: billing.CurrencyGBP, Amount: dec("20.00")})
+			_, err := e.svc.ApplyCredits(e.ctx, e.acct, id)
+			return err
+		}, func(t *testing.T, e *docEnv, _, a *billing.Invoice) {
+			lines, applied := e.burndown(a.ID)
+			if a.Status != fi || a.InvoiceNumber != "INV00001" || applied.String() != "20.00" || a.GrossTotal.String() != "100.00" ||
+				a.AmountDue.String() != "100.00" || len(lines) != 1 || journalLen(t, e, a.ID) != 3 {
+				t.Errorf("applied: %v %s", lines, jsonOf(t, a))
+			}
+		}},
 		{"PatchSent", []billing.DocumentStatus{se}, func(e *docEnv, id, _, _ string) error {
 			_, err := e.svc.PatchSentInvoice(e.ctx, e.acct, id, billing.PatchSentInvoiceParams{
 				PurchaseOrderNumber: billing.Some("PO-9"), DueDate: billing.Some(billing.Date{Year: 2024, Month: 9, Day: 30}),

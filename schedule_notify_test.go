@@ -15,12 +15,7 @@ import (
 func TestScheduleNotifications(t *testing.T) {
 	t.Parallel()
 	f := newSched(t)
-	if _, err := f.svc.CreateNotificationPolicy(f.ctx, f.account, billing.CreateNotificationPolicyParams{
-		Name: "ops", Channel: billing.ChannelEmail, Recipients: []string{"ops@acme.test"},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	emitted := recorder(t, f.svc, f.account)
+	emitted := recordAll(t, f.svc, f.account)
 	emitted() // the customer's creation
 	price := f.fixed("Plan", "10.00", billing.CurrencyGBP)
 	var sc *billing.BillingSchedule

@@ -7,9 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/openapi"
 )
 
-// healthRoutes mounts /healthz, /readyz and /metrics: no authentication, no
+// healthRoutes mounts /healthz, /readyz, /openapi.json and /metrics: no authentication, no
 // version check, no rate limit, so orchestrators and scrapers need no key.
 func (s *Server) healthRoutes(r gin.IRouter) {
 	healthz := func(g *gin.Context) {
@@ -29,6 +30,14 @@ func (s *Server) healthRoutes(r gin.IRouter) {
 	r.HEAD("/healthz", healthz)
 	r.GET("/readyz", readyz)
 	r.HEAD("/readyz", readyz)
+	r.GET("/openapi.json", func(g *gin.Context) {
+		doc, err := openapi.JSON()
+		if err != nil { // the embedded document is checked by tests
+			s.writeError(g, &billing.Error{Code: billing.CodeInternal, Message: "the OpenAPI document could not be rendered", Err: err})
+			return
+		}
+		g.Data(http.StatusOK, jsonContentType, doc)
+	})
 	if !s.cfg.DisableMetrics {
 		r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})))
 	}

@@ -70,7 +70,8 @@ type req struct {
 }
 
 // do sends r with the env's key and checks what every answer must carry:
-// Service-Version, and a JSON Content-Type (except on /metrics).
+// Service-Version, a JSON Content-Type (except on /metrics), and that the
+// exchange matches openapi/openapi.yaml (checkContract).
 func (e *env) do(r req) response {
 	e.tb.Helper()
 	return e.doWith(e.h, r)
@@ -99,9 +100,11 @@ func (e *env) doWith(h http.Handler, r req) response {
 	for k, v := range r.header {
 		hr.Header.Set(k, v)
 	}
+	sent := hr.Header.Clone()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, hr)
 	res := response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
+	e.checkContract(r.method, r.path, sent, r.body, res)
 	if got := res.header.Get("Service-Version"); got != billing.APIVersion {
 		e.tb.Errorf("%s %s: Service-Version = %q, want %q", r.method, r.path, got, billing.APIVersion)
 	}

@@ -110,6 +110,7 @@ func (a api) handle(method, path string, status int, fn op, opts ...routeOption)
 	for _, opt := range opts {
 		opt(a.Server, rt)
 	}
+	a.Server.routes = append(a.Server.routes, rt)
 	a.r.Handle(method, path, a.endpoint(rt))
 }
 

@@ -133,6 +133,10 @@ type Server struct {
 
 	limiters sync.Map // API key id → *rate.Limiter
 	inflight inflightSet
+
+	// routes are the API routes registered, in order (their query
+	// parameters and statuses are checked against openapi.yaml by tests).
+	routes []*route
 }
 
 // New returns a complete handler for svc: GET /healthz, GET /readyz,

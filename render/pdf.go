@@ -52,7 +52,7 @@ var (
 	stName    = style{bold, 14, 18, ink}
 	stTitle   = style{bold, 22, 28, ink}
 	stEmph    = style{bold, 11, 15, ink}
-	stMarkBig = style{bold, 110, 110, [3]uint8{0xee, 0xee, 0xee}}
+	stMarkBig = style{bold, 110, 110, [3]uint8{0xe8, 0xe8, 0xe8}}
 )
 
 // textLine is one line of set text.
@@ -440,6 +440,7 @@ func (w *pdfWriter) mark() {
 		return
 	}
 	w.setFont(stMarkBig)
+	w.pdf.SetTextColor(stMarkBig.rgb[0], stMarkBig.rgb[1], stMarkBig.rgb[2])
 	tw := w.measure(w.v.Mark)
 	w.pdf.Rotate(35, pageW/2, pageH/2)
 	w.pdf.SetXY(pageW/2-tw/2, pageH/2-stMarkBig.size/2)

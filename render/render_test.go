@@ -261,6 +261,12 @@ func logoPNG(t testing.TB, c color.RGBA) []byte {
 			}
 		}
 	}
+	return encodePNG(t, img)
+}
+
+// encodePNG encodes img as PNG.
+func encodePNG(t testing.TB, img image.Image) []byte {
+	t.Helper()
 	var b bytes.Buffer
 	if err := png.Encode(&b, img); err != nil {
 		t.Fatal(err)

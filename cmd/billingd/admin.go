@@ -49,7 +49,7 @@ type admin interface {
 // command opened itself.
 type localAdmin struct {
 	svc   *billing.Service
-	store *boltstore.Store
+	store billing.Store
 }
 
 // CreateAccount creates an account and its first key. They are two
@@ -92,7 +92,11 @@ func (a *localAdmin) RevokeKey(ctx context.Context, keyID string) (*billing.APIK
 
 // Backup writes a hot copy of the database file to w.
 func (a *localAdmin) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	return a.store.WriteTo(ctxWriter{ctx: ctx, w: w})
+	b, ok := a.store.(*boltstore.Store)
+	if !ok {
+		return 0, errBackupPostgres
+	}
+	return b.WriteTo(ctxWriter{ctx: ctx, w: w})
 }
 
 // ctxWriter stops a long copy once its context is done: WriteTo takes no

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
-	"github.com/billingd/billing/storage/boltstore"
 )
 
 // Time limits of the admin commands. Together they keep a command that can
@@ -32,7 +31,14 @@ const (
 func connectAdmin(ctx context.Context, f adminFlags, create bool) (admin, func() error, error) {
 	sock := f.socket()
 	var sockErr error
-	if _, err := os.Stat(sock); err == nil {
+	if sock == "" {
+		// PostgreSQL: several processes may use the database at once.
+		la, err := openLocalAdmin(ctx, f.db, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		return la, la.store.Close, nil
+	} else if _, err := os.Stat(sock); err == nil {
 		s := newSocketAdmin(sock)
 		if sockErr = s.ping(ctx, f.db); sockErr == nil {
 			return s, s.close, nil
@@ -43,7 +49,7 @@ func connectAdmin(ctx context.Context, f adminFlags, create bool) (admin, func()
 			return nil, nil, sockErr
 		}
 	}
-	la, err := openLocalAdmin(f.db, create)
+	la, err := openLocalAdmin(ctx, f.db, create)
 	if err != nil && sockErr != nil {
 		err = fmt.Errorf("%w; no server answers on the admin socket %s either: %v", err, sock, sockErr)
 	}
@@ -55,16 +61,13 @@ func connectAdmin(ctx context.Context, f adminFlags, create bool) (admin, func()
 
 // openLocalAdmin opens the database file directly, waiting at most
 // directLockTimeout for another process to let go of it.
-func openLocalAdmin(db string, create bool) (*localAdmin, error) {
-	if !create {
+func openLocalAdmin(ctx context.Context, db string, create bool) (*localAdmin, error) {
+	if !create && !isPostgres(db) {
 		if _, err := os.Stat(db); err != nil {
 			return nil, fmt.Errorf("no database at %s (start billingd serve, or run billingd accounts create, to create one): %w", db, err)
 		}
 	}
-	st, err := boltstore.Open(db, &boltstore.Options{LockTimeout: directLockTimeout})
-	if errors.Is(err, boltstore.ErrLocked) {
-		return nil, fmt.Errorf("the database %s is held by another process (a billingd serve, or another command) and could not be opened within %v", db, directLockTimeout)
-	}
+	st, err := openStore(ctx, db, directLockTimeout)
 	if err != nil {
 		return nil, err
 	}

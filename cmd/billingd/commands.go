@@ -151,6 +151,9 @@ func (c *cli) backup(ctx context.Context, args []string) error {
 	if *out == "" {
 		return usagef("backup needs --out")
 	}
+	if isPostgres(af.db) {
+		return errBackupPostgres
+	}
 	return c.withAdmin(ctx, af, false, func(a admin) error {
 		n, err := writeFileAtomic(*out, func(w io.Writer) (int64, error) { return a.Backup(ctx, w) })
 		if err != nil {
@@ -208,6 +211,9 @@ func (c *cli) compact(ctx context.Context, args []string) error {
 	af.register(fs)
 	if err := c.parseCommand(fs, "compact", args); err != nil {
 		return err
+	}
+	if isPostgres(af.db) {
+		return usagef("billingd compact rewrites a bbolt file; PostgreSQL reclaims space itself (autovacuum)")
 	}
 	if adminAnswers(af.socket(), adminPingTimeout) {
 		return fmt.Errorf("a server answers on the admin socket %s: stop billingd serve before compacting %s", af.socket(), af.db)

@@ -117,8 +117,8 @@ type adminFlags struct {
 
 // register defines the shared admin flags on fs.
 func (a *adminFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&a.db, "db", defaultDB, "database `path`")
-	fs.StringVar(&a.adminSocket, "admin-socket", "", "admin Unix socket `path` of a running server (default <db>.sock)")
+	fs.StringVar(&a.db, "db", defaultDB, "database: a bbolt file `path`, or a PostgreSQL postgres:// URL or key=value connection string")
+	fs.StringVar(&a.adminSocket, "admin-socket", "", "admin Unix socket `path` of a running server (default <db>.sock; none on PostgreSQL, where commands use the database directly)")
 }
 
 // socket returns the admin socket path: --admin-socket, or <db>.sock.
@@ -127,9 +127,14 @@ func (a *adminFlags) socket() string {
 }
 
 // socketPath returns flagValue, or the default <db>.sock when it is empty.
+// On PostgreSQL there is no default socket (""): several processes may use
+// the database at once, so admin commands use it directly.
 func socketPath(db, flagValue string) string {
 	if flagValue != "" {
 		return flagValue
+	}
+	if isPostgres(db) {
+		return ""
 	}
 	return db + ".sock"
 }

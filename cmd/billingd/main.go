@@ -3,13 +3,13 @@
 //
 // Usage:
 //
-//	billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db] [flags]
-//	billingd accounts create --name NAME [--db PATH] [--json]
-//	billingd accounts list [--db PATH] [--json]
-//	billingd keys create --account ID [--db PATH] [--json]
-//	billingd keys revoke KEY_ID [--db PATH]
-//	billingd backup --out FILE [--db PATH]
-//	billingd compact [--db PATH]
+//	billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db|postgres://...] [flags]
+//	billingd accounts create --name NAME [--db PATH|URL] [--json]
+//	billingd accounts list [--db PATH|URL] [--json]
+//	billingd keys create --account ID [--db PATH|URL] [--json]
+//	billingd keys revoke KEY_ID [--db PATH|URL]
+//	billingd backup --out FILE [--db PATH|URL]
+//	billingd compact [--db PATH|URL]
 //	billingd version
 //
 // Every flag can also be set by an environment variable: BILLINGD_ followed
@@ -116,6 +116,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.backup(ctx, rest)
 	case "compact":
 		return c.compact(ctx, rest)
+	case "migrate-store":
+		return c.migrateStore(ctx, rest)
 	case "version":
 		return c.version(rest)
 	case "help", "-h", "-help", "--help":
@@ -141,13 +143,14 @@ func (c *cli) subcommand(ctx context.Context, group string, args []string, cmds 
 // printUsage writes the overview of the commands to w.
 func (c *cli) printUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
-  billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db] [flags]
-  billingd accounts create --name NAME [--db PATH] [--json]
-  billingd accounts list [--db PATH] [--json]
-  billingd keys create --account ID [--db PATH] [--json]
-  billingd keys revoke KEY_ID [--db PATH]
-  billingd backup --out FILE [--db PATH]
-  billingd compact [--db PATH]
+  billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db|postgres://...] [flags]
+  billingd accounts create --name NAME [--db PATH|URL] [--json]
+  billingd accounts list [--db PATH|URL] [--json]
+  billingd keys create --account ID [--db PATH|URL] [--json]
+  billingd keys revoke KEY_ID [--db PATH|URL]
+  billingd backup --out FILE [--db PATH]      (bbolt only; on PostgreSQL use pg_dump)
+  billingd compact [--db PATH]                (bbolt only)
+  billingd migrate-store --from FILE --to postgres://...
   billingd version
 
 Every flag can also be set by an environment variable: --addr is BILLINGD_ADDR,

@@ -22,7 +22,6 @@ import (
 	"github.com/billingd/billing/prommetrics"
 	"github.com/billingd/billing/render"
 	"github.com/billingd/billing/smtp"
-	"github.com/billingd/billing/storage/boltstore"
 	"github.com/billingd/billing/webhook"
 )
 
@@ -74,8 +73,8 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	var level, rounding string
 	fs := c.newFlagSet("serve", "billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db] [flags]")
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "`address` the HTTP API listens on (port 0 picks a free port)")
-	fs.StringVar(&cfg.db, "db", defaultDB, "database `path`")
-	fs.StringVar(&cfg.adminSocket, "admin-socket", "", "admin Unix socket `path` (default <db>.sock)")
+	fs.StringVar(&cfg.db, "db", defaultDB, "database: a bbolt file `path`, or a PostgreSQL postgres:// URL or key=value connection string")
+	fs.StringVar(&cfg.adminSocket, "admin-socket", "", "admin Unix socket `path` (default <db>.sock; none on PostgreSQL unless set)")
 	fs.Float64Var(&cfg.rateLimit, "rate-limit", defaultRateLimit, "requests per second per API key, with bursts of twice the rate; 0 turns rate limiting off")
 	fs.Int64Var(&cfg.maxBody, "max-body", defaultMaxBody, "largest request body in `bytes` (POST /usage-events/batch has its own 5 MiB limit)")
 	fs.BoolVar(&cfg.noBootstrap, "no-bootstrap", false, "do not create the default account and key on an empty database")
@@ -154,7 +153,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return usagef("%v", err)
 	}
 	log := newLogger(c.stderr, cfg.logFormat, cfg.logLevel)
-	st, err := openServeStore(cfg.db)
+	st, err := openStore(ctx, cfg.db, serveLockTimeout)
 	if err != nil {
 		return err
 	}
@@ -162,8 +161,10 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := prommetrics.New(reg)
-	svc, err := billing.New(m.Store(st), &billing.Config{Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate,
-		Rounding: cfg.rounding, Observer: m.Observer()})
+	svc, err := billing.New(m.Store(st), &billing.Config{
+		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, KeyCacheTTL: keyCacheTTL(cfg.db),
+		Observer: m.Observer(),
+	})
 	if err != nil {
 		return err
 	}
@@ -178,9 +179,11 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	adminLn, err := listenAdmin(cfg.adminSocket)
-	if err != nil {
-		return err
+	var adminLn net.Listener
+	if cfg.adminSocket != "" {
+		if adminLn, err = listenAdmin(cfg.adminSocket); err != nil {
+			return err
+		}
 	}
 	r := &runner{cfg: cfg, log: log, store: st, svc: svc, mailer: mailer, registry: reg}
 	if cfg.metrics && cfg.metricsAddr != "" {
@@ -192,22 +195,12 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	return r.run(ctx, ln, adminLn)
 }
 
-// openServeStore opens the database for serve, saying plainly when another
-// process holds it.
-func openServeStore(db string) (*boltstore.Store, error) {
-	st, err := boltstore.Open(db, &boltstore.Options{LockTimeout: serveLockTimeout})
-	if errors.Is(err, boltstore.ErrLocked) {
-		return nil, fmt.Errorf("the database %s is held by another process, probably another billingd (waited %v for its lock)", db, serveLockTimeout)
-	}
-	return st, err
-}
-
 // runner is a started server: the API, the admin socket and the background
 // loops over one Service.
 type runner struct {
 	cfg   *serveConfig
 	log   *slog.Logger
-	store *boltstore.Store
+	store billing.Store
 	svc   *billing.Service
 
 	mailer billing.Mailer // nil without --smtp-addr
@@ -237,7 +230,9 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 3)
 	go func() { failed <- serveUntilClosed(api, ln) }()
-	go func() { failed <- serveUntilClosed(adm, adminLn) }()
+	if adminLn != nil {
+		go func() { failed <- serveUntilClosed(adm, adminLn) }()
+	}
 	servers := []*http.Server{api, adm}
 	if r.metricsLn != nil {
 		ms := &http.Server{Handler: promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: readHeaderTimeout,
@@ -246,7 +241,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		go func() { failed <- serveUntilClosed(ms, r.metricsLn) }()
 		r.log.Info("serving metrics", "addr", r.metricsLn.Addr().String())
 	}
-	r.log.Info("listening", "addr", ln.Addr().String(), "db", r.cfg.db, "adminSocket", r.cfg.adminSocket)
+	r.log.Info("listening", "addr", ln.Addr().String(), "db", dbName(r.cfg.db), "adminSocket", r.cfg.adminSocket)
 
 	var runErr error
 	select {
@@ -256,8 +251,10 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		r.log.Error("server failed, shutting down", "err", runErr)
 	}
 	err := r.shutdown(servers...)
-	if rerr := os.Remove(r.cfg.adminSocket); rerr != nil {
-		r.log.Warn("removing the admin socket", "err", rerr)
+	if adminLn != nil {
+		if rerr := os.Remove(r.cfg.adminSocket); rerr != nil {
+			r.log.Warn("removing the admin socket", "err", rerr)
+		}
 	}
 	stopLoops()
 	wg.Wait()

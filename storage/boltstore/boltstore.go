@@ -479,3 +479,18 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// Tables returns the names of the tables the file holds (every table ever
+// written), in byte order.
+func (s *Store) Tables() ([]billing.Table, error) {
+	var tables []billing.Table
+	err := s.withDB(func(db *bolt.DB) error {
+		return db.View(func(btx *bolt.Tx) error {
+			return btx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+				tables = append(tables, billing.Table(name))
+				return nil
+			})
+		})
+	})
+	return tables, err
+}

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,10 +55,13 @@ import (
 
 // Defaults of Options.
 const (
-	defaultMaxConns      = 16
-	defaultMaxRetries    = 30
-	defaultMaxBatchDelay = 2 * time.Millisecond
-	defaultMaxBatchSize  = 1000
+	defaultMaxConns = 16
+	// defaultConnectTimeout applies when the connection string sets no
+	// connect_timeout.
+	defaultConnectTimeout = 5 * time.Second
+	defaultMaxRetries     = 30
+	defaultMaxBatchDelay  = 2 * time.Millisecond
+	defaultMaxBatchSize   = 1000
 	// Retry pauses grow from retryBase, doubling up to retryCap, each
 	// drawn uniformly between half and all of that (jitter), so
 	// transactions that collided once do not collide again in lockstep.
@@ -159,6 +163,11 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	}
 	if o.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// Without a bound, a request would wait for an unreachable
+		// server as long as its client does.
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
 	if o.MaxConns > 0 && !strings.Contains(connString, "pool_max_conns") {
 		cfg.MaxConns = o.MaxConns
@@ -377,4 +386,26 @@ func classify(err error) error {
 func isRetryable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// Redact returns connString without its password, for logs and messages.
+func Redact(connString string) string {
+	if u, err := url.Parse(connString); err == nil && u.Scheme != "" && strings.HasPrefix(u.Scheme, "postgres") {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	fields := strings.Fields(connString)
+	for i, f := range fields {
+		if strings.HasPrefix(f, "password=") {
+			fields[i] = "password=xxxxx"
+		}
+	}
+	return strings.Join(fields, " ")
 }

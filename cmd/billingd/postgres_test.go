@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing/storage/pgstore/pgtest"
+)
+
+// withPassword returns the connection string with a password in it (the
+// test cluster trusts local connections, so it is never checked), to show
+// that it never reaches the output.
+func withPassword(tb testing.TB, db, password string) string {
+	tb.Helper()
+	u, err := url.Parse(db)
+	if err != nil || u.Scheme == "" {
+		tb.Skipf("%s is not a URL; this test needs the URL form", pgtest.EnvVar)
+	}
+	u.User = url.UserPassword(u.User.Username(), password)
+	return u.String()
+}
+
+// request sends method path with auth and body, and returns the status and
+// body; a transport error is status 0.
+func request(base, auth, method, path, body string) (int, string) {
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, err.Error()
+	}
+	req.Header.Set("Authorization", auth)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// eventually polls check every 50ms until it holds or d passes. The state
+// it waits for is outside the test's control (a revocation reaching a
+// cache with a TTL, a pool reconnecting), so there is no event to wait on.
+func eventually(tb testing.TB, d time.Duration, what string, check func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for !check() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestPostgresServeAndAdminCommands(t *testing.T) {
+	t.Parallel()
+	db := withPassword(t, pgtest.URL(t), "hunter2-secret")
+	base, out, stop := serveInProcess(t, db)
+	boot := out.waitFor(t, bootstrapRE)
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200} {
+		if got := get(t, base+path, ""); got != want {
+			t.Errorf("GET %s: %d, want %d", path, got, want)
+		}
+	}
+	if got := get(t, base+"/usage-metrics", boot[4]); got != http.StatusOK {
+		t.Errorf("GET /usage-metrics with the bootstrap key: %d", got)
+	}
+
+	// Admin commands use the database directly while the server runs.
+	cred := decodeCredential(t, mustRun(t, "accounts", "create", "--name", "Acme", "--db", db, "--json"))
+	if got := get(t, base+"/usage-metrics", cred.Authorization); got != http.StatusOK {
+		t.Errorf("GET /usage-metrics with a key the CLI made: %d", got)
+	}
+	if list := mustRun(t, "accounts", "list", "--db", db); !strings.Contains(list, "Acme") || !strings.Contains(list, "default") {
+		t.Errorf("accounts list:\n%s", list)
+	}
+	mustRun(t, "keys", "revoke", cred.KeyID, "--db", db)
+	eventually(t, 10*time.Second, "the revoked key refused by the server", func() bool {
+		return get(t, base+"/usage-metrics", cred.Authorization) == http.StatusUnauthorized
+	})
+
+	code, _, stderr := runCLI(t, nil, "backup", "--out", t.TempDir()+"/b.db", "--db", db)
+	if code != exitError || !strings.Contains(stderr, "pg_dump") {
+		t.Errorf("backup on PostgreSQL: exit %d, %q; want 1 and a pointer to pg_dump", code, stderr)
+	}
+	if c := stop(); c != exitOK {
+		t.Errorf("exit %d; output:\n%s", c, out.String())
+	}
+	if strings.Contains(out.String(), "hunter2-secret") {
+		t.Errorf("the password appears in the output:\n%s", out.String())
+	}
+}
+
+func TestMigrateStoreCommand(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	file := tempDB(t)
+	cred := decodeCredential(t, mustRun(t, "accounts", "create", "--name", "Acme", "--db", file, "--json"))
+	base, _, stop := serveInProcess(t, file, "--no-bootstrap")
+	status, body := request(base, cred.Authorization, "POST", "/customers", `{"legalName":"Globex","customerAliases":["globex"]}`)
+	if status != http.StatusCreated {
+		t.Fatalf("POST /customers: %d %s", status, body)
+	}
+	_, before := request(base, cred.Authorization, "GET", "/customers", "")
+	stop()
+
+	if code, _, stderr := runCLI(t, nil, "migrate-store", "--from", db, "--to", file); code != exitUsage {
+		t.Errorf("migrate-store with the arguments swapped: exit %d, %q; want a usage error", code, stderr)
+	}
+	out := mustRun(t, "migrate-store", "--from", file, "--to", db)
+	if !strings.Contains(out, "copied and verified") || !strings.Contains(out, "customers") || strings.Contains(out, "MISMATCH") {
+		t.Errorf("migrate-store printed:\n%s", out)
+	}
+	code, _, stderr := runCLI(t, nil, "migrate-store", "--from", file, "--to", db)
+	if code != exitError || !strings.Contains(stderr, "empty database only") {
+		t.Errorf("a second migrate-store into the same database: exit %d, %q; want a refusal", code, stderr)
+	}
+
+	base, _, _ = serveInProcess(t, db, "--no-bootstrap")
+	if _, after := request(base, cred.Authorization, "GET", "/customers", ""); after != before {
+		t.Errorf("GET /customers from PostgreSQL:\n%s\nwant, as from the file:\n%s", after, before)
+	}
+}
+
+// proxy forwards TCP connections to target until cut: then it drops every
+// open connection and every new one, as an unreachable database server
+// does, until restored.
+type proxy struct {
+	ln     net.Listener
+	target string
+	down   atomic.Bool
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+}
+
+func newProxy(tb testing.TB, target string) *proxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	tb.Cleanup(func() { ln.Close(); p.cut() })
+	go p.serve()
+	return p
+}
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if p.down.Load() {
+			c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c], p.conns[s] = true, true
+		p.mu.Unlock()
+		go func() { io.Copy(s, c); s.Close(); c.Close() }()
+		go func() { io.Copy(c, s); s.Close(); c.Close() }()
+	}
+}
+
+// cut drops every connection and refuses new ones until restore.
+func (p *proxy) cut() {
+	p.down.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+func (p *proxy) restore() { p.down.Store(false) }
+
+// TestPostgresOutageUnderLoad cuts the server off its database while
+// clients write: while the database is unreachable the API answers 503
+// (and no other 5xx) and /readyz 503; once it is back the same server
+// process answers again without a restart, and every write it acknowledged
+// is there.
+func TestPostgresOutageUnderLoad(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	u, err := url.Parse(db)
+	if err != nil || u.Scheme == "" {
+		t.Skipf("%s is not a URL; this test needs the URL form", pgtest.EnvVar)
+	}
+	p := newProxy(t, u.Host)
+	u.Host = p.ln.Addr().String()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	base, out, stop := serveInProcess(t, u.String(), "--billing-interval", "0")
+	auth := out.waitFor(t, bootstrapRE)[4]
+
+	var mu sync.Mutex
+	acked := []string{}
+	statuses := map[int]int{}
+	var phase atomic.Int32 // 0 up, 1 down, 2 back up
+	downStatuses := map[int]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				ph := phase.Load()
+				status, body := request(base, auth, "POST", "/customers", fmt.Sprintf(`{"legalName":"Load %d-%d"}`, w, i))
+				mu.Lock()
+				statuses[status]++
+				if ph == 1 && phase.Load() == 1 {
+					downStatuses[status]++
+				}
+				if status == http.StatusCreated {
+					acked = append(acked, body)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	count := func(status int) int { mu.Lock(); defer mu.Unlock(); return statuses[status] }
+	eventually(t, 10*time.Second, "writes acknowledged before the outage", func() bool { return count(201) >= 20 })
+	phase.Store(1)
+	p.cut()
+	eventually(t, 20*time.Second, "503s while the database is unreachable", func() bool { return count(503) >= 10 })
+	if got := get(t, base+"/readyz", ""); got != http.StatusServiceUnavailable {
+		t.Errorf("GET /readyz while the database is unreachable: %d, want 503", got)
+	}
+	phase.Store(2)
+	p.restore()
+	before := count(201)
+	eventually(t, 30*time.Second, "writes acknowledged again after the outage", func() bool { return count(201) >= before+20 })
+	cancel()
+	wg.Wait()
+	if got := get(t, base+"/readyz", ""); got != http.StatusOK {
+		t.Errorf("GET /readyz after the outage: %d, want 200", got)
+	}
+
+	for status, n := range statuses {
+		if status >= 500 && status != http.StatusServiceUnavailable || status == 0 {
+			t.Errorf("%d answers with status %d", n, status)
+		}
+	}
+	if downStatuses[http.StatusCreated] > 0 && downStatuses[http.StatusServiceUnavailable] == 0 {
+		t.Errorf("statuses while down: %v", downStatuses)
+	}
+	missing := 0
+	for _, body := range acked {
+		id := body[strings.Index(body, `"id":"`)+6:]
+		id = id[:strings.IndexByte(id, '"')]
+		if status, _ := request(base, auth, "GET", "/customers/"+id, ""); status != http.StatusOK {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d acknowledged customers are missing", missing, len(acked))
+	}
+	t.Logf("statuses: %v (while down: %v); %d acknowledged writes checked", statuses, downStatuses, len(acked))
+	if c := stop(); c != exitOK {
+		t.Errorf("exit %d; output:\n%s", c, out.String())
+	}
+}
