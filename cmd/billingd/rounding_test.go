@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/billingd/billing"
 )
@@ -25,6 +26,12 @@ func TestServeRoundingFlag(t *testing.T) {
 	}
 	if cfg, err := c.parseServe([]string{"--rounding", "half-up"}); err != nil || cfg.rounding != billing.RoundHalfUp {
 		t.Errorf("the flag does not win over the environment: %v, %v", cfg, err)
+	}
+	if cfg, err := c.parseServe([]string{"--late-usage-window", "72h"}); err != nil || cfg.lateUsageWindow != 72*time.Hour {
+		t.Errorf("--late-usage-window 72h: %v, %v", cfg, err)
+	}
+	if _, err := c.parseServe([]string{"--late-usage-window", "0s"}); err == nil {
+		t.Error("--late-usage-window 0s was accepted")
 	}
 	code, _, stderr := runCLI(t, nil, "serve", "--rounding", "bankers", "--db", tempDB(t))
 	if code != exitUsage || !strings.Contains(stderr, "--rounding") {
