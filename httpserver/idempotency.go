@@ -2,7 +2,6 @@ package httpserver
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sync"
 	"unicode"
@@ -90,7 +89,7 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 		Key:         key,
 		Fingerprint: billing.RequestFingerprint(rt.method, path, c.body),
 		Render: func(result any) (int, []byte, error) {
-			b, err := json.Marshal(result)
+			b, err := s.encodeResult(result)
 			return rt.status, b, err
 		},
 	}

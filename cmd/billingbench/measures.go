@@ -136,13 +136,8 @@ func p2Round(ctx context.Context, b *bench, bodies [][]byte) (got, ceiling float
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	l := load{conns: b.cfg.batchConns, requests: len(bodies), limit: 10 * time.Minute, status: http.StatusCreated, auth: srv.auth,
-		request: func(i int) (string, string, []byte) {
-			return http.MethodPost, "/usage-events/batch", bodies[i%len(bodies)]
-		}}
-	res, err := l.run(ctx, srv.url)
+	res, err := ingestBatches(ctx, b, srv, bodies)
 	if err != nil {
-		srv.stop()
 		return 0, 0, 0, err
 	}
 	var recs records
@@ -162,7 +157,21 @@ func p2Round(ctx context.Context, b *bench, bodies [][]byte) (got, ceiling float
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	return res.perSecond(batchSize), float64(recs.len()) / d.Seconds(), l.conns, nil
+	return res.perSecond(batchSize), float64(recs.len()) / d.Seconds(), b.cfg.batchConns, nil
+}
+
+// ingestBatches sends bodies to POST /usage-events/batch of srv over the
+// run's batch connections; on failure it stops srv.
+func ingestBatches(ctx context.Context, b *bench, srv *server, bodies [][]byte) (loadResult, error) {
+	l := load{conns: b.cfg.batchConns, requests: len(bodies), limit: 10 * time.Minute, status: http.StatusCreated, auth: srv.auth,
+		request: func(i int) (string, string, []byte) {
+			return http.MethodPost, "/usage-events/batch", bodies[i%len(bodies)]
+		}}
+	res, err := l.run(ctx, srv.url)
+	if err != nil {
+		srv.stop()
+	}
+	return res, err
 }
 
 // measureP3: GET /usage-metrics?limit=20 over 64 connections against a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -122,13 +121,8 @@ func p8Round(ctx context.Context, b *bench, bodies [][]byte) (got, ceiling float
 	if err != nil {
 		return 0, 0, err
 	}
-	l := load{conns: b.cfg.batchConns, requests: len(bodies), limit: 10 * time.Minute, status: http.StatusCreated, auth: srv.auth,
-		request: func(i int) (string, string, []byte) {
-			return http.MethodPost, "/usage-events/batch", bodies[i%len(bodies)]
-		}}
-	res, err := l.run(ctx, srv.url)
+	res, err := ingestBatches(ctx, b, srv, bodies)
 	if err != nil {
-		srv.stop()
 		return 0, 0, err
 	}
 	var rows [][]any

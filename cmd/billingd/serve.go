@@ -54,6 +54,7 @@ type serveConfig struct {
 	logLevel        slog.Level
 	metrics         bool
 	metricsAddr     string // "": /metrics on the API's address
+	upstreamNames   bool   // sequenceAccountId beside serviceAccountId
 	shutdownTimeout time.Duration
 	billingInterval time.Duration // 0: the billing engine never runs in the background
 	rounding        billing.Rounding
@@ -83,6 +84,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&level, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics (without credentials); --metrics=false turns them off")
 	fs.StringVar(&cfg.metricsAddr, "metrics-addr", "", "serve GET /metrics on this `address` instead of the API's (for example 127.0.0.1:9090)")
+	fs.BoolVar(&cfg.upstreamNames, "upstream-field-names", false, "add sequenceAccountId beside every serviceAccountId in answers (for clients generated from the upstream API's document)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
 	fs.DurationVar(&cfg.lateUsageWindow, "late-usage-window", 31*24*time.Hour, "how long after a billing date usage that changes after the invoice was finalized is still corrected (an adjustment invoice or a credit note in the next run)")
@@ -289,6 +291,8 @@ func (r *runner) apiServer() *http.Server {
 		MaxHeaderBytes: maxHeaderBytes,
 		DisableMetrics: !r.cfg.metrics || r.metricsLn != nil,
 		Registry:       r.registry,
+
+		UpstreamFieldNames: r.cfg.upstreamNames,
 	})
 	return &http.Server{
 		Handler:           handler,
