@@ -259,6 +259,8 @@ func (s *Service) checkGrantParams(ctx context.Context, tx Tx, account string, p
 	v.check(!p.CreateInvoice || (p.CostOfCredit != nil && p.CostOfCredit.Sign() > 0), "createInvoice",
 		"createInvoice needs a positive costOfCredit")
 	v.check(p.TaxRateID == "" || p.CostOfCredit != nil, "taxRateId", "taxRateId is the tax of costOfCredit; give costOfCredit too")
+	checkDate(&v, "effectiveDate", p.EffectiveDate)
+	checkDate(&v, "expiryDate", p.ExpiryDate)
 	if p.EffectiveDate != nil && p.ExpiryDate != nil {
 		v.check(!p.ExpiryDate.Before(*p.EffectiveDate), "expiryDate", "expiryDate must not be before effectiveDate")
 	}
@@ -554,10 +556,16 @@ func grantTransactions(ctx context.Context, tx Tx, account, grantID string) ([]C
 
 // GetCreditBalances returns a customer's credit on date (nil: today): one
 // balance per currency (CASH) and per metric (USAGE), ordered by type then
-// id. Returns not_found for an unknown customer.
+// id. Returns not_found for an unknown customer, validation_failed for a
+// date out of bounds.
 func (s *Service) GetCreditBalances(ctx context.Context, account, customerID string, date *Date) (*CreditBalances, error) {
 	d := DateOf(s.clock())
 	if date != nil {
+		var v validator
+		checkDate(&v, "date", date)
+		if err := v.err(); err != nil {
+			return nil, err
+		}
 		d = *date
 	}
 	return read(ctx, s, func(tx Tx) (*CreditBalances, error) {

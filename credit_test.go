@@ -193,6 +193,9 @@ func TestCreditGrantValidation(t *testing.T) {
 		{"ExpiryBeforeEffective", func(p *billing.CreditGrantParams) {
 			p.EffectiveDate, p.ExpiryDate = date("2024-08-01"), date("2024-07-31")
 		}, []string{"expiryDate"}},
+		{"DatesOutOfBounds", func(p *billing.CreditGrantParams) {
+			p.EffectiveDate, p.ExpiryDate = &billing.Date{Year: 1999, Month: 12, Day: 31}, &billing.Date{Year: 2200, Month: 1, Day: 1}
+		}, []string{"effectiveDate", "expiryDate"}},
 		{"ExpiryBeforeToday", func(p *billing.CreditGrantParams) { p.ExpiryDate = date("2024-07-01") }, []string{"expiryDate"}},
 	}
 	for _, tc := range tests {
@@ -502,13 +505,15 @@ func TestCreditProperty(t *testing.T) {
 
 // TestCreditConcurrentConsumption races two billing runs (whose invoices
 // are issued at once) and a manual application on one customer with one
-// grant: every unit is consumed once, whoever wins.
+// grant: every unit is consumed once, whoever wins. On bbolt, or on
+// PostgreSQL under BILLINGD_TEST_POSTGRES (where a transaction function may
+// run again after a serialization failure).
 func TestCreditConcurrentConsumption(t *testing.T) {
 	t.Parallel()
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			t.Parallel()
-			f := newSched(t, billingtest.WithBolt())
+			f := newSched(t, billingtest.WithStore(billingtest.DurableStore(t)))
 			g, err := f.svc.CreateCreditGrant(f.ctx, f.account, billing.CreditGrantParams{
 				CustomerID: f.customer, Name: "Prepaid", CreditUnitType: billing.CreditUnitCurrency,
 				Currency: billing.CurrencyUSD, Amount: dec("100.00"), EffectiveDate: date("2024-01-01")})

@@ -27,7 +27,7 @@ func (a api) creditRoutes() {
 		if v, ok := c.query["date"]; ok {
 			d, err := billing.ParseDate(v[0])
 			if err != nil {
-				return nil, billing.FieldError("date", "date must be a date such as \"2024-07-30\"")
+				return nil, billing.FieldError("date", "date %s", billing.Errors(err)[0].Message)
 			}
 			date = &d
 		}

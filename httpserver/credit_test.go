@@ -167,6 +167,9 @@ func TestCreditBadRequestsOverHTTP(t *testing.T) {
 	wantError(t, e.post("/credits", `{"customerId":"`+cust+`","name":"x","creditUnitType":"CURRENCY","currency":"USD","amount":"1","extra":1}`),
 		http.StatusBadRequest, "validation_failed", "extra")
 	wantError(t, e.get("/credits/"+cust+"/balances?date=tomorrow"), http.StatusBadRequest, "validation_failed", "date")
+	wantError(t, e.get("/credits/"+cust+"/balances?date=2200-01-01"), http.StatusBadRequest, "validation_failed", "date")
+	wantError(t, e.post("/credits", `{"customerId":"`+cust+`","name":"x","creditUnitType":"CURRENCY","currency":"USD","amount":"1","expiryDate":"1999-12-31"}`),
+		http.StatusBadRequest, "validation_failed", "expiryDate")
 	wantError(t, e.get("/credits?status=GONE"), http.StatusBadRequest, "validation_failed", "status")
 	wantError(t, e.get("/credits/"+missingID), http.StatusNotFound, "not_found")
 	wantError(t, e.get("/credits/"+missingID+"/balances"), http.StatusNotFound, "not_found")
