@@ -89,6 +89,13 @@ type Config struct {
 	// refused by New.
 	BillingGrace time.Duration
 
+	// LateUsageWindow is how long after an invoice's billing date the
+	// billing engine keeps re-measuring the usage of a finalized invoice:
+	// usage that changes within it is corrected in the next run (an
+	// adjustment invoice or a credit note, schedules' late usage). Defaults
+	// to 31 days; negative values are refused by New.
+	LateUsageWindow time.Duration
+
 	// MaxCatchUpInvoices bounds how many invoices the billing engine
 	// creates for one schedule in one run. A schedule further behind (one
 	// that starts years in the past) catches up over the following runs,
@@ -153,7 +160,9 @@ type Service struct {
 	cursors  cursor.Codec
 	custom   map[string]CustomAggregation
 	grace    time.Duration
-	catchUp  int // Config.MaxCatchUpInvoices
+	late     time.Duration // LateUsageWindow
+
+	catchUp int // Config.MaxCatchUpInvoices
 
 	webhookAllowPrivate bool
 
@@ -206,6 +215,13 @@ func New(store Store, cfg *Config) (*Service, error) {
 	}
 	if s.grace == 0 {
 		s.grace = time.Hour
+	}
+	if c.LateUsageWindow < 0 {
+		return nil, fmt.Errorf("billing: LateUsageWindow %v is negative", c.LateUsageWindow)
+	}
+	s.late = c.LateUsageWindow
+	if s.late == 0 {
+		s.late = defaultLateUsageWindow
 	}
 	if s.now == nil {
 		s.now = time.Now

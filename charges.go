@@ -544,7 +544,6 @@ func lineParams(lines []engineLine) []InvoiceLineItemParams {
 // one billing date, measuring each charge; quantities are returned in
 // charge order.
 func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charges []charge) (InvoiceParams, []InvoiceLineItemParams, []chargeQuantity, error) {
-	var lines []engineLine
 	qs := make([]chargeQuantity, len(charges))
 	for i, ch := range charges {
 		q, err := s.measure(ctx, tx, lc.sc, lc.customer, ch)
@@ -552,9 +551,8 @@ func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charge
 			return InvoiceParams{}, nil, nil, err
 		}
 		qs[i] = q
-		lines = append(lines, s.creditedChargeLines(lc, ch, q)...)
 	}
-	lines = s.applyAdjustments(lc, lines)
+	lines := s.engineLines(lc, charges, qs)
 	sc := lc.sc
 	p := InvoiceParams{
 		Currency: lc.currency, CustomerID: sc.CustomerID, BillingScheduleID: sc.ID,
@@ -566,6 +564,32 @@ func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charge
 	return p, lineParams(lines), qs, nil
 }
 
+// engineLines computes the lines of charges from their measured quantities
+// (qs, in charge order): every charge's lines, then the phases' discounts
+// and minimums.
+func (s *Service) engineLines(lc *lineContext, charges []charge, qs []chargeQuantity) []engineLine {
+	var lines []engineLine
+	for i, ch := range charges {
+		lines = append(lines, s.creditedChargeLines(lc, ch, qs[i])...)
+	}
+	return s.applyAdjustments(lc, lines)
+}
+
+// span returns the smallest range holding r (nil: none) and period p.
+func (r *DateRange) span(p billingPeriod) *DateRange {
+	if r == nil {
+		return &DateRange{Start: p.Start, EndInclusive: p.EndInclusive()}
+	}
+	out := *r
+	if p.Start.Before(out.Start) {
+		out.Start = p.Start
+	}
+	if e := p.EndInclusive(); e.After(out.EndInclusive) {
+		out.EndInclusive = e
+	}
+	return &out
+}
+
 // invoicePeriod is the billing period of an invoice: the span of its
 // in-advance charges' periods if it has any, else of its in-arrears ones.
 func invoicePeriod(charges []charge) *DateRange {
@@ -575,16 +599,7 @@ func invoicePeriod(charges []charge) *DateRange {
 			if (ch.Price.BillingType != BillingTypeInArrears || oneTime(ch.Price)) != advance {
 				continue
 			}
-			if r == nil {
-				r = &DateRange{Start: ch.Period.Start, EndInclusive: ch.Period.EndInclusive()}
-				continue
-			}
-			if ch.Period.Start.Before(r.Start) {
-				r.Start = ch.Period.Start
-			}
-			if e := ch.Period.EndInclusive(); e.After(r.EndInclusive) {
-				r.EndInclusive = e
-			}
+			r = r.span(ch.Period)
 		}
 		if r != nil {
 			return r

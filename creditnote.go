@@ -205,79 +205,90 @@ func checkPeriod(v *validator, start, end *time.Time) {
 func (s *Service) CreateCreditNote(ctx context.Context, account string, p CreditNoteParams) (*CreditNote, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*CreditNote, error) {
-		var v validator
-		checkCurrency(&v, p.Currency)
-		v.check(p.CustomerID != "", "customerId", "customerId is required")
-		status := checkStatusOnCreate(&v, p.Status)
-		s.checkHeader(&v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
-			p.CustomerTaxID, p.Metadata, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber, "memo": p.Memo})
-		checkPeriod(&v, p.BillingPeriodStart, p.BillingPeriodEnd)
-		var c *Customer
-		if p.CustomerID != "" {
-			var err error
-			if c, err = s.getCustomer(ctx, tx, account, p.CustomerID); CodeOf(err) == CodeNotFound {
-				v.add("customerId", "customerId does not name a customer of this account")
-			} else if err != nil {
-				return nil, err
-			}
-		}
-		var inv *invoiceRecord
-		if p.InvoiceID != "" {
-			var err error
-			inv, err = loadDoc(ctx, tx, invoiceKind, account, p.InvoiceID)
-			switch {
-			case CodeOf(err) == CodeNotFound:
-				v.add("invoiceId", "invoiceId does not name an invoice of this account")
-			case err != nil:
-				return nil, err
-			case inv.CustomerID != p.CustomerID:
-				v.add("invoiceId", "the invoice belongs to another customer")
-			case inv.Currency != p.Currency:
-				v.add("invoiceId", "the invoice is in %s, not %s", inv.Currency, p.Currency)
-			}
-		}
-		if err := v.err(); err != nil {
-			return nil, err
-		}
-		if inv != nil && !inv.Status.finalized() {
-			return nil, Errorf(CodeInvalidState, "only FINAL or SENT invoices can be credited; this one is %s", inv.Status)
-		}
-		cn := &CreditNote{
-			ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID,
-			Totals: zeroTotals(p.Currency), Metadata: append([]KeyValue{}, p.Metadata...), LinkedServices: []LinkedService{},
-			Settings:            CreditNoteSettings{GenerateCashCreditGrant: CashCreditGrantDisabled},
-			PurchaseOrderNumber: p.PurchaseOrderNumber, Memo: p.Memo, CreatedAt: now, UpdatedAt: now,
-			BillingPeriodStart: normalizedPtr(p.BillingPeriodStart), BillingPeriodEnd: normalizedPtr(p.BillingPeriodEnd),
-		}
-		if p.AccountingDate != nil {
-			cn.AccountingDate = *p.AccountingDate
-		}
-		base := fromCustomer(c)
-		if inv != nil {
-			base = customerFields{Emails: inv.CustomerEmails, LegalName: inv.CustomerLegalCompanyName,
-				Billing: inv.CustomerBillingAddress, Shipping: inv.CustomerShippingAddress, TaxID: inv.CustomerTaxID}
-			cn.InvoiceID, cn.InvoiceNumber, cn.BillingScheduleID = inv.ID, inv.InvoiceNumber, inv.BillingScheduleID
-			if bp := inv.BillingPeriod; bp != nil && cn.BillingPeriodStart == nil && cn.BillingPeriodEnd == nil {
-				start, end := bp.Start.Time(), bp.EndInclusive.AddDays(1).Time()
-				cn.BillingPeriodStart, cn.BillingPeriodEnd = &start, &end
-			}
-			inv.CreditNoteIDs = append(inv.CreditNoteIDs, cn.ID)
-			inv.UpdatedAt = now
-			if err := saveDoc(ctx, tx, invoiceKind, account, inv); err != nil {
-				return nil, err
-			}
-		}
-		cf := base.fill(p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress, p.CustomerTaxID)
-		cn.CustomerEmails, cn.CustomerLegalCompanyName, cn.CustomerTaxID = cf.Emails, cf.LegalName, cf.TaxID
-		cn.CustomerBillingAddress, cn.CustomerShippingAddress = cf.Billing, cf.Shipping
-		if err := saveDoc(ctx, tx, creditNoteKind, account, cn); err != nil {
-			return nil, err
-		}
-		if err := s.recordDocRounding(ctx, tx, account, cn.ID); err != nil {
+		cn, err := s.createCreditNoteTx(ctx, tx, account, p, now)
+		if err != nil {
 			return nil, err
 		}
 		return cn, s.emit(ctx, tx, account, NotificationCreditNoteCreated, cn)
 	})
+}
+
+// createCreditNoteTx validates p and stores the new credit note inside tx
+// (the billing engine's corrections use it too). Emits nothing: callers
+// emit.
+func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string, p CreditNoteParams, now time.Time) (*CreditNote, error) {
+	var v validator
+	checkCurrency(&v, p.Currency)
+	v.check(p.CustomerID != "", "customerId", "customerId is required")
+	status := checkStatusOnCreate(&v, p.Status)
+	s.checkHeader(&v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
+		p.CustomerTaxID, p.Metadata, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber, "memo": p.Memo})
+	checkPeriod(&v, p.BillingPeriodStart, p.BillingPeriodEnd)
+	var c *Customer
+	if p.CustomerID != "" {
+		var err error
+		if c, err = s.getCustomer(ctx, tx, account, p.CustomerID); CodeOf(err) == CodeNotFound {
+			v.add("customerId", "customerId does not name a customer of this account")
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	var inv *invoiceRecord
+	if p.InvoiceID != "" {
+		var err error
+		inv, err = loadDoc(ctx, tx, invoiceKind, account, p.InvoiceID)
+		switch {
+		case CodeOf(err) == CodeNotFound:
+			v.add("invoiceId", "invoiceId does not name an invoice of this account")
+		case err != nil:
+			return nil, err
+		case inv.CustomerID != p.CustomerID:
+			v.add("invoiceId", "the invoice belongs to another customer")
+		case inv.Currency != p.Currency:
+			v.add("invoiceId", "the invoice is in %s, not %s", inv.Currency, p.Currency)
+		}
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	if inv != nil && !inv.Status.finalized() {
+		return nil, Errorf(CodeInvalidState, "only FINAL or SENT invoices can be credited; this one is %s", inv.Status)
+	}
+	cn := &CreditNote{
+		ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID,
+		Totals: zeroTotals(p.Currency), Metadata: append([]KeyValue{}, p.Metadata...), LinkedServices: []LinkedService{},
+		Settings:            CreditNoteSettings{GenerateCashCreditGrant: CashCreditGrantDisabled},
+		PurchaseOrderNumber: p.PurchaseOrderNumber, Memo: p.Memo, CreatedAt: now, UpdatedAt: now,
+		BillingPeriodStart: normalizedPtr(p.BillingPeriodStart), BillingPeriodEnd: normalizedPtr(p.BillingPeriodEnd),
+	}
+	if p.AccountingDate != nil {
+		cn.AccountingDate = *p.AccountingDate
+	}
+	base := fromCustomer(c)
+	if inv != nil {
+		base = customerFields{Emails: inv.CustomerEmails, LegalName: inv.CustomerLegalCompanyName,
+			Billing: inv.CustomerBillingAddress, Shipping: inv.CustomerShippingAddress, TaxID: inv.CustomerTaxID}
+		cn.InvoiceID, cn.InvoiceNumber, cn.BillingScheduleID = inv.ID, inv.InvoiceNumber, inv.BillingScheduleID
+		if bp := inv.BillingPeriod; bp != nil && cn.BillingPeriodStart == nil && cn.BillingPeriodEnd == nil {
+			start, end := bp.Start.Time(), bp.EndInclusive.AddDays(1).Time()
+			cn.BillingPeriodStart, cn.BillingPeriodEnd = &start, &end
+		}
+		inv.CreditNoteIDs = append(inv.CreditNoteIDs, cn.ID)
+		inv.UpdatedAt = now
+		if err := saveDoc(ctx, tx, invoiceKind, account, inv); err != nil {
+			return nil, err
+		}
+	}
+	cf := base.fill(p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress, p.CustomerTaxID)
+	cn.CustomerEmails, cn.CustomerLegalCompanyName, cn.CustomerTaxID = cf.Emails, cf.LegalName, cf.TaxID
+	cn.CustomerBillingAddress, cn.CustomerShippingAddress = cf.Billing, cf.Shipping
+	if err := saveDoc(ctx, tx, creditNoteKind, account, cn); err != nil {
+		return nil, err
+	}
+	if err := s.recordDocRounding(ctx, tx, account, cn.ID); err != nil {
+		return nil, err
+	}
+	return cn, nil
 }
 
 func normalizedPtr(t *time.Time) *time.Time {

@@ -18,31 +18,12 @@ import (
 // goes to the customer.
 func TestDocumentEmailOverSMTP(t *testing.T) {
 	t.Parallel()
-	e := newNotifyEnv(t, false)
+	e, srv, mailer := newMailEnv(t)
 	ctx := context.Background()
-	srv := newSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := e.svc.PutMerchantDetails(ctx, e.account, billing.MerchantDetails{LegalCompanyName: "Acme Widgets Ltd"}); err != nil {
 		t.Fatal(err)
 	}
-	cust, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{LegalName: "Ωmega ΑΕ",
-		Contacts: []billing.Contact{{Name: "Ann", Email: "ap@omega.test", BillingPreference: billing.BillingPreferencePrimary}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := e.svc.CreateInvoice(ctx, e.account, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: cust.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.svc.CreateInvoiceLineItem(ctx, e.account, inv.ID, invLine("Platform fee", "3", "0.335", "0.2")); err != nil {
-		t.Fatal(err)
-	}
-	if inv, err = e.svc.SendInvoice(ctx, e.account, inv.ID); err != nil {
-		t.Fatal(err)
-	}
+	inv, cust := sendInvoiceTo(t, e, "Ωmega ΑΕ", "ap@omega.test", invLine("Platform fee", "3", "0.335", "0.2"))
 	documents := billing.DispatcherConfig{Mailer: mailer, Documents: docrender.Renderer{}}
 	e.runOnce(billing.NewDispatcher(e.svc, documents))
 
@@ -105,28 +86,8 @@ func TestDocumentEmailOverSMTP(t *testing.T) {
 // DocumentRenderer sends the queued plain-text summary, still without JSON.
 func TestDocumentEmailWithoutRenderer(t *testing.T) {
 	t.Parallel()
-	e := newNotifyEnv(t, false)
-	ctx := context.Background()
-	srv := newSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cust, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{LegalName: "Globex",
-		Contacts: []billing.Contact{{Name: "Ann", Email: "ap@globex.test", BillingPreference: billing.BillingPreferencePrimary}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := e.svc.CreateInvoice(ctx, e.account, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: cust.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.svc.CreateInvoiceLineItem(ctx, e.account, inv.ID, invLine("Fee", "1", "10", "0")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.svc.SendInvoice(ctx, e.account, inv.ID); err != nil {
-		t.Fatal(err)
-	}
+	e, srv, mailer := newMailEnv(t)
+	sendInvoiceTo(t, e, "Globex", "ap@globex.test", invLine("Fee", "1", "10", "0"))
 	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
 	msgs := srv.messages()
 	if len(msgs) != 1 {
@@ -136,6 +97,41 @@ func TestDocumentEmailWithoutRenderer(t *testing.T) {
 	if len(pm.files) != 0 || !strings.Contains(pm.text, "INV00001") {
 		t.Errorf("attachments %v, text %q; want the summary alone", keys(pm.files), pm.text)
 	}
+}
+
+// newMailEnv is a notification env with a real SMTP server on loopback
+// and a mailer to it.
+func newMailEnv(t *testing.T) (*notifyEnv, *smtpServer, *smtp.Mailer) {
+	t.Helper()
+	srv := newSMTPServer(t)
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newNotifyEnv(t, false), srv, mailer
+}
+
+// sendInvoiceTo sends a GBP invoice of one line to a new customer whose
+// billing contact is email.
+func sendInvoiceTo(t *testing.T, e *notifyEnv, name, email string, line billing.InvoiceLineItemParams) (*billing.Invoice, *billing.Customer) {
+	t.Helper()
+	ctx := context.Background()
+	cust, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{LegalName: name,
+		Contacts: []billing.Contact{{Name: "Ann", Email: email, BillingPreference: billing.BillingPreferencePrimary}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := e.svc.CreateInvoice(ctx, e.account, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: cust.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateInvoiceLineItem(ctx, e.account, inv.ID, line); err != nil {
+		t.Fatal(err)
+	}
+	if inv, err = e.svc.SendInvoice(ctx, e.account, inv.ID); err != nil {
+		t.Fatal(err)
+	}
+	return inv, cust
 }
 
 func keys(m map[string][]byte) []string {

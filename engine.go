@@ -12,9 +12,10 @@ import (
 // that API writes never wait long behind the engine.
 const engineBatchSize = 100
 
-// lateUsageWindow is how long after an invoice's billing date the engine
-// keeps checking its usage for late changes.
-const lateUsageWindow = 31 * 24 * time.Hour
+// defaultLateUsageWindow is Config.LateUsageWindow's default: how long
+// after an invoice's billing date the engine keeps checking its usage for
+// late changes.
+const defaultLateUsageWindow = 31 * 24 * time.Hour
 
 // BillingRun reports what one run of the billing engine did.
 type BillingRun struct {
@@ -25,9 +26,15 @@ type BillingRun struct {
 	InvoicesIssued     int       `json:"invoicesIssued"`
 	SchedulesCompleted int       `json:"schedulesCompleted"`
 	// CreditGrantsExpired counts the credit grants the run expired.
-	CreditGrantsExpired int              `json:"creditGrantsExpired"`
-	InvoiceIDs          []string         `json:"invoiceIds"`
-	Failures            []BillingFailure `json:"failures"`
+	CreditGrantsExpired int      `json:"creditGrantsExpired"`
+	InvoiceIDs          []string `json:"invoiceIds"`
+	// CorrectionsIssued counts the late usage corrections issued: adjustment
+	// invoices (also counted in InvoicesCreated) and credit notes.
+	CorrectionsIssued int `json:"correctionsIssued"`
+	// CreditNoteIDs are the credit notes the run created (late usage
+	// corrections).
+	CreditNoteIDs []string         `json:"creditNoteIds"`
+	Failures      []BillingFailure `json:"failures"`
 	// CatchingUp lists the schedules that reached Config.MaxCatchUpInvoices
 	// in this run and have billing dates left: the next runs continue.
 	CatchingUp []string `json:"catchingUp"`
@@ -41,7 +48,7 @@ type BillingFailure struct {
 }
 
 // LateUsage is usage of a period that changed after the invoice carrying it
-// was finalized, for an operator to credit or re-bill.
+// was finalized, with the corrections the engine issued for it.
 type LateUsage struct {
 	BillingScheduleID string        `json:"billingScheduleId"`
 	PriceID           string        `json:"priceId"`
@@ -51,6 +58,11 @@ type LateUsage struct {
 	CurrentUsage      Decimal       `json:"currentUsage"`
 	Difference        Decimal       `json:"difference"`
 	DetectedAt        time.Time     `json:"detectedAt"`
+	// CorrectionInvoiceIDs are the adjustment invoices that billed more
+	// usage of this period, CorrectionCreditNoteIDs the credit notes that
+	// credited less, in the order they were issued.
+	CorrectionInvoiceIDs    []string `json:"correctionInvoiceIds,omitempty"`
+	CorrectionCreditNoteIDs []string `json:"correctionCreditNoteIds,omitempty"`
 }
 
 // billingMarker records that one (schedule, price, period) was charged.
@@ -111,7 +123,7 @@ func (s *Service) RunAccountBilling(ctx context.Context, account string, asOf *t
 // empty) in key order, a batch per transaction.
 func (s *Service) runBilling(ctx context.Context, account string, asOf time.Time) (*BillingRun, error) {
 	now := s.clock()
-	run := &BillingRun{AsOf: asOf, InvoiceIDs: []string{}, Failures: []BillingFailure{}, CatchingUp: []string{}}
+	run := &BillingRun{AsOf: asOf, InvoiceIDs: []string{}, CreditNoteIDs: []string{}, Failures: []BillingFailure{}, CatchingUp: []string{}}
 	// Credit expires first, so no invoice of the run uses credit past its
 	// last day (finalization checks the day too).
 	expired, err := s.expireCredits(ctx, account, asOf)
@@ -224,6 +236,8 @@ func (r *BillingRun) merge(o *BillingRun) {
 	r.InvoicesIssued += o.InvoicesIssued
 	r.SchedulesCompleted += o.SchedulesCompleted
 	r.InvoiceIDs = append(r.InvoiceIDs, o.InvoiceIDs...)
+	r.CorrectionsIssued += o.CorrectionsIssued
+	r.CreditNoteIDs = append(r.CreditNoteIDs, o.CreditNoteIDs...)
 	r.CatchingUp = append(r.CatchingUp, o.CatchingUp...)
 }
 
@@ -581,48 +595,11 @@ func (s *Service) reviewWatch(ctx context.Context, tx Tx, lc *lineContext, price
 		w.Charges = watchCharges(charges, qs)
 		return putRecord(ctx, tx, tableBillingWatch, wk, w)
 	}
-	if err := s.checkLateUsage(ctx, tx, lc, w, charges, now); err != nil {
+	if err := s.reviewFinalized(ctx, tx, lc, w, wk, charges, now, run); err != nil {
 		return err
 	}
-	if w.BillingDate.Time().Add(lateUsageWindow).Before(asOf) {
+	if w.BillingDate.Time().Add(s.late).Before(asOf) {
 		return drop()
-	}
-	return nil
-}
-
-// checkLateUsage records, for each usage charge of a finalized watched
-// invoice, usage that differs from what was billed.
-func (s *Service) checkLateUsage(ctx context.Context, tx Tx, lc *lineContext, w *billingWatch, charges []charge, now time.Time) error {
-	sc := lc.sc
-	for i, ch := range charges {
-		billed := w.Charges[i].Usage
-		if billed == nil {
-			continue
-		}
-		q, err := s.measure(ctx, tx, sc, lc.customer, ch)
-		if err != nil {
-			return err
-		}
-		lk := markerKey(sc, ch)
-		old, err := getRecord[LateUsage](ctx, tx, tableBillingLateUsage, lk)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			if q.value.Cmp(*billed) == 0 {
-				continue
-			}
-		case err != nil:
-			return err
-		case old.CurrentUsage.Cmp(q.value) == 0:
-			continue
-		}
-		lu := &LateUsage{
-			BillingScheduleID: sc.ID, PriceID: ch.Price.ID, InvoiceID: w.InvoiceID,
-			ServicePeriod: ServicePeriod{StartDate: ch.Period.Start, EndDate: ch.Period.EndInclusive()},
-			BilledUsage:   *billed, CurrentUsage: q.value, Difference: q.value.Sub(*billed), DetectedAt: now,
-		}
-		if err := putRecord(ctx, tx, tableBillingLateUsage, lk, lu); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -187,6 +187,7 @@ var keyFacts = []struct{ field, label string }{
 	{"invoiceNumber", "Invoice number"}, {"creditNoteNumber", "Credit note number"},
 	{"status", "Status"}, {"currency", "Currency"}, {"netTotal", "Net total"},
 	{"totalTax", "Total tax"}, {"grossTotal", "Gross total"}, {"dueDate", "Due date"},
+	{"memo", "Memo"}, // what happened, for the engine's late usage corrections
 }
 
 // Channel is how a notification policy delivers: WEBHOOK or EMAIL.

@@ -2,6 +2,8 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
+	"testing"
 	"time"
 )
 
@@ -21,4 +23,31 @@ func (s *Service) QueueEmail(ctx context.Context, account string, e Email) error
 		return struct{}{}, s.queueEmail(ctx, tx, account, e)
 	})
 	return err
+}
+
+// NotificationTextsForTest returns, oldest first, the payload and the e-mail
+// text of every notification delivery of account of type typ.
+func NotificationTextsForTest(tb testing.TB, s *Service, account string, typ NotificationType) []string {
+	tb.Helper()
+	var out []string
+	err := s.store.View(context.Background(), func(tx Tx) error {
+		return tx.Scan(context.Background(), tableDeliveries, Range{Prefix: prefix(account)}, func(_, v []byte) error {
+			var d deliveryRecord
+			if err := json.Unmarshal(v, &d); err != nil {
+				return err
+			}
+			if d.NotificationType == typ {
+				text := string(d.Payload)
+				if d.Email != nil {
+					text += "\n" + d.Email.Text
+				}
+				out = append(out, text)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }

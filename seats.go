@@ -382,8 +382,9 @@ type SeatBalance struct {
 	CustomerAliases  []string `json:"customerAliases"`
 	// Total is the sum of Balances.
 	Total int64 `json:"total"`
-	// ChangeTimestamp is the timestamp of the latest counted event; nil
-	// when no event counts.
+	// ChangeTimestamp is the timestamp of the latest counted event, or the
+	// customer's creation when no event counts. Always set (a pointer for
+	// compatibility).
 	ChangeTimestamp *time.Time        `json:"changeTimestamp,omitempty"`
 	Balances        []SeatTypeBalance `json:"balances"`
 }
@@ -598,6 +599,10 @@ func (s *Service) seatBalance(ctx context.Context, tx Tx, c *Customer, asOf time
 		if b.ChangeTimestamp == nil || ts.After(*b.ChangeTimestamp) {
 			b.ChangeTimestamp = &ts
 		}
+	}
+	if b.ChangeTimestamp == nil { // no seat events: the customer's creation
+		created := c.CreatedAt
+		b.ChangeTimestamp = &created
 	}
 	b.CustomerAliases = slices.Clip(append([]string{}, b.CustomerAliases...))
 	return b, nil

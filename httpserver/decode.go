@@ -46,6 +46,7 @@ func decodeJSON(body []byte, dst any) error {
 		// is a bug of the walk, not of the request.
 		return fmt.Errorf("httpserver: decoding a checked body into %T: %w", dst, err)
 	}
+	emptyNullLists(body, dst)
 	return nil
 }
 

@@ -165,14 +165,14 @@ func (s *Server) writeResult(g *gin.Context, status int, result any) {
 			s.writeError(g, err)
 			return
 		}
-		g.Data(status, jsonContentType, b) // written (copied) before returning
+		g.Data(status, jsonContentType, s.upstreamNames(b)) // written (copied) before returning
 		if cap(b) <= maxPooledAnswer {
 			*buf = b
 			answerBuffers.Put(buf)
 		}
 		return
 	}
-	b, err := json.Marshal(result)
+	b, err := s.encodeResult(result)
 	if err != nil {
 		s.writeError(g, err)
 		return

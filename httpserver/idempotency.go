@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"sync"
 	"unicode"
@@ -92,7 +91,7 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 		Key:         key,
 		Fingerprint: requestFingerprint(rt.method, path, c.body),
 		Render: func(result any) (int, []byte, error) {
-			b, err := json.Marshal(result)
+			b, err := s.encodeResult(result)
 			return rt.status, b, err
 		},
 	}

@@ -168,16 +168,19 @@ func (s *Server) recovered(g *gin.Context) {
 	g.Next()
 }
 
-// checkVersion refuses any Service-Version other than billing.APIVersion;
+// checkVersion refuses any Service-Version (or Sequence-Version) other than billing.APIVersion;
 // no header means that version.
 func (s *Server) checkVersion(g *gin.Context) {
-	if v := g.GetHeader("Service-Version"); v != "" && v != billing.APIVersion {
-		s.refuse(g, &billing.Error{
-			Code:    billing.CodeUnsupportedVersion,
-			Field:   "Service-Version",
-			Message: "unsupported Service-Version; the only version is " + billing.APIVersion,
-		})
-		return
+	// Sequence-Version is the upstream API's name of the same header.
+	for _, h := range [...]string{"Service-Version", "Sequence-Version"} {
+		if v := g.GetHeader(h); v != "" && v != billing.APIVersion {
+			s.refuse(g, &billing.Error{
+				Code:    billing.CodeUnsupportedVersion,
+				Field:   h,
+				Message: "unsupported " + h + "; the only version is " + billing.APIVersion,
+			})
+			return
+		}
 	}
 	g.Next()
 }

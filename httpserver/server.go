@@ -64,6 +64,13 @@ type Config struct {
 	// answers first, in plain text.
 	MaxHeaderBytes int
 
+	// UpstreamFieldNames adds sequenceAccountId, with the value of
+	// serviceAccountId, beside every serviceAccountId of the answers, for
+	// typed clients generated from the upstream API's document that
+	// require it. Defaults to false: the answers carry serviceAccountId
+	// only.
+	UpstreamFieldNames bool
+
 	// DisableMetrics turns off GET /metrics. Defaults to false: metrics are
 	// served.
 	DisableMetrics bool

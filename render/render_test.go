@@ -315,7 +315,8 @@ func TestDraftFilenameAndHTML(t *testing.T) {
 	if _, err := e.svc.PutMerchantLogo(e.ctx, e.acct, logoPNG(t, color.RGBA{0, 120, 0, 255})); err != nil {
 		t.Fatalf("PutMerchantLogo: %v", err)
 	}
-	inv := e.invoice(billing.CurrencyEUR, billing.InvoiceUpdateParams{Memo: "<script>alert(1)</script>"})
+	inv := e.invoice(billing.CurrencyEUR, billing.InvoiceUpdateParams{Memo: "<script>alert(1)</script>",
+		CustomerShippingAddress: &billing.Address{Line1: "Lagerweg 1", Town: "Hamburg", Postcode: "20095", Country: "DE"}})
 	e.line(inv.ID, "", "Beratung & Design", "2", "150", "0.19")
 	d, err := e.svc.PrintableInvoice(e.ctx, e.acct, inv.ID)
 	if err != nil {
@@ -329,7 +330,8 @@ func TestDraftFilenameAndHTML(t *testing.T) {
 		t.Fatalf("render.HTML: %v", err)
 	}
 	page := string(h)
-	for _, want := range []string{"Ωmega ΑΕ", "DRAFT", "Beratung &amp; Design", "€300.00", "19%", "data:image/png;base64,", "&lt;script&gt;"} {
+	for _, want := range []string{"Ωmega ΑΕ", "DRAFT", "Beratung &amp; Design", "€300.00", "19%", "data:image/png;base64,", "&lt;script&gt;",
+		"Ship to", "Lagerweg 1"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the HTML lacks %q", want)
 		}

@@ -1,5 +1,5 @@
 // Command billingbench measures billingd against the performance targets of
-// the design (operations.md, P1-P7) and prints one table.
+// the design (operations.md, P1-P7; P8 on PostgreSQL) and prints one table.
 //
 // Everything runs in this process on loopback: the billingd server
 // (httpserver.New over a bbolt file in a temporary directory, rate limiting
@@ -67,6 +67,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer os.RemoveAll(dir)
+	if cfg.store != "" {
+		pgBase = cfg.store
+		defer func() { pgBase = "" }()
+	}
 	b := &bench{cfg: cfg, dir: dir, log: stderr}
 	defer b.close()
 	var rows []row
@@ -97,6 +101,8 @@ type config struct {
 	dir  string   // parent of the temporary directory
 	// cpuProfile is where to write a CPU profile of the whole run.
 	cpuProfile string
+	// store is -store: a PostgreSQL URL, or "" for bbolt files.
+	store string
 }
 
 // selected reports whether the measure id is to run.
@@ -147,9 +153,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	name := fs.String("scale", "quick", "`scale` of the run: quick (about a minute), full (the targets' sizes) or tiny (smoke test)")
-	only := fs.String("only", "", "comma-separated `measures` to run (P1-P7); default all")
+	only := fs.String("only", "", "comma-separated `measures` to run (P1-P8); default all")
 	dir := fs.String("dir", "", "`directory` for the temporary databases (default the system's)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
+	store := fs.String("store", "", "run on PostgreSQL: a postgres:// `URL` of a database the run may create schemas in (one per server, dropped at the end); default bbolt files")
 	var o scale
 	fs.IntVar(&o.conns, "conns", 0, "concurrent connections of P1 and P3 (default: the scale's, 64 for quick and full)")
 	fs.IntVar(&o.requests, "requests", 0, "requests per side of P1 and P3 (default: the scale's)")
@@ -179,12 +186,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	override(&sc.others, o.others)
 	override(&sc.runs, o.runs)
 	override(&sc.schedules, o.schedules)
-	cfg := &config{scale: sc, dir: *dir, cpuProfile: *cpuProfile}
+	cfg := &config{scale: sc, dir: *dir, cpuProfile: *cpuProfile, store: *store}
 	if *only != "" {
 		for id := range strings.SplitSeq(strings.ToUpper(*only), ",") {
 			id = strings.TrimSpace(id)
 			if !slices.ContainsFunc(measures, func(m measure) bool { return m.id == id }) {
-				return nil, fmt.Errorf("-only: unknown measure %q (want P1 to P7)", id)
+				return nil, fmt.Errorf("-only: unknown measure %q (want P1 to P8)", id)
 			}
 			cfg.only = append(cfg.only, id)
 		}
@@ -227,6 +234,7 @@ var measures = []measure{
 	{"P5", "calculate SUM among 10x other events", measureP5},
 	{"P6", "RunBilling", measureP6},
 	{"P7", "ingestion memory and disk", measureP7},
+	{"P8", "batch ingestion on PostgreSQL", measureP8},
 }
 
 // row is one line of the table. A ratio target is met when ratio >= min

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/billingd/billing/storage/pgstore/pgtest"
 )
 
 // TestSmoke runs every measure at the tiny scale and checks that the table
@@ -68,4 +70,25 @@ func lineOf(s, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// TestPostgres runs the measures at the tiny scale on PostgreSQL
+// (BILLINGD_TEST_POSTGRES). Not parallel: -store sets the run's store for
+// the whole package.
+func TestPostgres(t *testing.T) {
+	pgtest.Require(t)
+	var stdout, stderr bytes.Buffer
+	status := run(context.Background(), []string{"-scale", "tiny", "-only", "P1,P2,P8", "-store", pgtest.ConnString(), "-dir", t.TempDir()}, &stdout, &stderr)
+	out := stdout.String()
+	if status != 0 && status != 1 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", status, out, stderr.String())
+	}
+	for _, id := range []string{"P1", "P2", "P8"} {
+		if line := lineOf(out, id+" "); !strings.Contains(line, "PASS") && !strings.Contains(line, "FAIL") {
+			t.Errorf("%s has no result: %q\n%s", id, line, out)
+		}
+	}
+	if !strings.Contains(lineOf(out, "P8 "), "pgx CopyFrom") {
+		t.Errorf("P8 is not measured against CopyFrom:\n%s", out)
+	}
 }

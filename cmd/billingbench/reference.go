@@ -80,7 +80,7 @@ func buildReference(ctx context.Context, b *bench) (*refData, error) {
 		return nil, fmt.Errorf("ingested %d of %d batches", got.requests, requests)
 	}
 	ref.ingestRate = float64(ref.events) / got.elapsed.Seconds()
-	if ref.fileSize, err = fileSize(ref.path); err != nil {
+	if ref.fileSize, err = storeSize(ctx, ref.path); err != nil {
 		ref.close()
 		return nil, err
 	}

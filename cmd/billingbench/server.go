@@ -34,6 +34,9 @@ func (b *bench) close() {
 	if b.ref != nil {
 		b.ref.close()
 	}
+	if err := dropSchemas(); err != nil {
+		fmt.Fprintln(b.log, "billingbench: dropping the run's PostgreSQL schemas:", err)
+	}
 }
 
 // path returns a new database path in the run's directory.
@@ -51,7 +54,7 @@ func (b *bench) progress(format string, args ...any) {
 // as cmd/billingd's serve wires them (its http.Server timeouts included),
 // on a loopback port, with rate limiting off and a discarding logger.
 type server struct {
-	store *boltstore.Store
+	store billing.Store
 	svc   *billing.Service
 	http  *http.Server
 	url   string
@@ -72,7 +75,7 @@ func startServer(ctx context.Context, path string, opts *boltstore.Options) (*se
 // startServerAs is startServer with the account and auth of a read-only
 // server.
 func startServerAs(ctx context.Context, path string, opts *boltstore.Options, account, auth string) (*server, error) {
-	st, err := boltstore.Open(path, opts)
+	st, err := openStore(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}

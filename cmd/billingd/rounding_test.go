@@ -2,9 +2,9 @@ package main
 
 import (
 	"io"
-	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/billingd/billing"
 )
@@ -26,6 +26,12 @@ func TestServeRoundingFlag(t *testing.T) {
 	if cfg, err := c.parseServe([]string{"--rounding", "half-up"}); err != nil || cfg.rounding != billing.RoundHalfUp {
 		t.Errorf("the flag does not win over the environment: %v, %v", cfg, err)
 	}
+	if cfg, err := c.parseServe([]string{"--late-usage-window", "72h"}); err != nil || cfg.lateUsageWindow != 72*time.Hour {
+		t.Errorf("--late-usage-window 72h: %v, %v", cfg, err)
+	}
+	if _, err := c.parseServe([]string{"--late-usage-window", "0s"}); err == nil {
+		t.Error("--late-usage-window 0s was accepted")
+	}
 	code, _, stderr := runCLI(t, nil, "serve", "--rounding", "bankers", "--db", tempDB(t))
 	if code != exitUsage || !strings.Contains(stderr, "--rounding") {
 		t.Errorf("--rounding bankers: exit %d, %q", code, stderr)
@@ -43,19 +49,11 @@ func TestServeRoundsHalfEven(t *testing.T) {
 	auth := out.waitFor(t, bootstrapRE)[4]
 	post := func(path, body string) string {
 		t.Helper()
-		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", auth)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		code, b := request(url, auth, "POST", path, body)
+		if code != 201 {
+			t.Fatalf("POST %s: %d %s", path, code, b)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 201 {
-			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
-		}
-		return string(b)
+		return b
 	}
 	id := func(body string) string { return strings.Split(strings.Split(body, `"id":"`)[1], `"`)[0] }
 	customer := id(post("/customers", `{"legalName":"Initech"}`))

@@ -48,9 +48,11 @@ type serveConfig struct {
 	logFormat       string
 	logLevel        slog.Level
 	metrics         bool
+	upstreamNames   bool // sequenceAccountId beside serviceAccountId
 	shutdownTimeout time.Duration
 	billingInterval time.Duration // 0: the billing engine never runs in the background
 	rounding        billing.Rounding
+	lateUsageWindow time.Duration
 
 	// Notifications (notifications.md).
 	webhookAllowPrivate bool
@@ -75,8 +77,10 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&level, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
+	fs.BoolVar(&cfg.upstreamNames, "upstream-field-names", false, "add sequenceAccountId beside every serviceAccountId in answers (for clients generated from the upstream API's document)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
+	fs.DurationVar(&cfg.lateUsageWindow, "late-usage-window", 31*24*time.Hour, "how long after a billing date usage that changes after the invoice was finalized is still corrected (an adjustment invoice or a credit note in the next run)")
 	fs.StringVar(&rounding, "rounding", "half-up", "rounding `mode` of money amounts: half-up (ties away from zero) or half-even (ties to the even digit); a document keeps the mode it was created with")
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "allow http:// webhook URLs and webhooks to loopback, private, link-local and CGNAT addresses (self-hosted setups, tests)")
 	fs.StringVar(&cfg.smtpAddr, "smtp-addr", "", "SMTP server `host:port` for e-mail notifications (STARTTLS when offered); empty: e-mail deliveries fail with \"email delivery is not configured\"")
@@ -111,6 +115,8 @@ func (cfg *serveConfig) validate(level string) error {
 		return usagef("--max-body must be more than 0, got %d", cfg.maxBody)
 	case cfg.shutdownTimeout <= 0:
 		return usagef("--shutdown-timeout must be more than 0, got %v", cfg.shutdownTimeout)
+	case cfg.lateUsageWindow <= 0:
+		return usagef("--late-usage-window must be more than 0, got %v", cfg.lateUsageWindow)
 	case cfg.billingInterval < 0:
 		return usagef("--billing-interval must be 0 (off) or more, got %v", cfg.billingInterval)
 	case cfg.addr == "" || cfg.db == "":
@@ -153,6 +159,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	defer st.Close() // for the early returns; the shutdown closes it first
 	svc, err := billing.New(st, &billing.Config{
 		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, KeyCacheTTL: keyCacheTTL(cfg.db),
+		LateUsageWindow: cfg.lateUsageWindow,
 	})
 	if err != nil {
 		return err
@@ -255,6 +262,8 @@ func (r *runner) apiServer() *http.Server {
 		RateLimit:      r.cfg.rateLimit, // 0 is off, in httpserver too
 		MaxHeaderBytes: maxHeaderBytes,
 		DisableMetrics: !r.cfg.metrics,
+
+		UpstreamFieldNames: r.cfg.upstreamNames,
 	})
 	return &http.Server{
 		Handler:           handler,

@@ -50,10 +50,7 @@ func (p panicked) Error() string { return fmt.Sprintf("panic: %v", p.v) }
 // group, the others run again without it, and it then runs alone; so, as
 // the port says, fn may run more than once.
 func (s *Store) Batch(ctx context.Context, fn func(billing.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.enter(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return err
 	}
 	defer s.running.Done()

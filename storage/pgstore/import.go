@@ -14,7 +14,7 @@ const importChunk = 10000
 // Tables returns the names of the tables that hold at least one key, in
 // byte order.
 func (s *Store) Tables(ctx context.Context) ([]billing.Table, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer s.running.Done()
@@ -38,7 +38,7 @@ func (s *Store) Tables(ctx context.Context) ([]billing.Table, error) {
 // whole import, which then leaves nothing behind). It is meant for filling
 // an empty database (billingd migrate-store), not for live traffic.
 func (s *Store) Import(ctx context.Context, fn func(put func(table billing.Table, key, value []byte) error) error) error {
-	if err := s.enter(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return err
 	}
 	defer s.running.Done()

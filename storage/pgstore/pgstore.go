@@ -214,7 +214,7 @@ func (s *Store) Close() error {
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.enter(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return err
 	}
 	defer s.running.Done()
@@ -225,8 +225,12 @@ func (s *Store) Ping(ctx context.Context) error {
 // after a serialization failure or a deadlock since Open.
 func (s *Store) Retries() int64 { return s.retried.Load() }
 
-// enter registers a running transaction, or fails once the store is closed.
-func (s *Store) enter() error {
+// enter registers a running transaction, or fails when ctx is done or the
+// store is closed.
+func (s *Store) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
@@ -244,10 +248,7 @@ var (
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot,
 // never a serialization failure.
 func (s *Store) View(ctx context.Context, fn func(billing.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.enter(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return err
 	}
 	defer s.running.Done()
@@ -258,10 +259,7 @@ func (s *Store) View(ctx context.Context, fn func(billing.Tx) error) error {
 // Update runs fn in a SERIALIZABLE transaction and commits it; fn runs
 // again when the transaction fails to serialize.
 func (s *Store) Update(ctx context.Context, fn func(billing.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.enter(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return err
 	}
 	defer s.running.Done()

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/storage/boltstore"
+	"github.com/billingd/billing/storage/pgstore"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgBase is -store: the PostgreSQL database the run's servers use instead
+// of bbolt files, each in a schema of its own named after its file ("" on
+// bbolt). Set once by run before any measure.
+var pgBase string
+
+// pgSchemas are the schemas the run created, dropped by dropSchemas.
+var pgSchemas struct {
+	sync.Mutex
+	names []string
+}
+
+// schemaOf is the schema standing for the database file path.
+func schemaOf(path string) string {
+	name := strings.TrimSuffix(filepath.Base(path), ".db")
+	name = strings.NewReplacer("-", "_", ".", "_").Replace(name)
+	return fmt.Sprintf("billingbench_%s_%s", filepath.Base(filepath.Dir(path))[len("billingbench-"):], name)
+}
+
+// openStore opens the database of path: the bbolt file, or its schema on
+// PostgreSQL under -store (opts then only says whether the server is a
+// read-only one).
+func openStore(ctx context.Context, path string, opts *boltstore.Options) (billing.Store, error) {
+	if pgBase == "" {
+		return boltstore.Open(path, opts)
+	}
+	schema := strings.ToLower(schemaOf(path))
+	pgSchemas.Lock()
+	pgSchemas.names = append(pgSchemas.names, schema)
+	pgSchemas.Unlock()
+	return pgstore.Open(ctx, pgBase, &pgstore.Options{Schema: schema, MaxConns: 32})
+}
+
+// dropSchemas drops the schemas of the run.
+func dropSchemas() error {
+	if pgBase == "" {
+		return nil
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgBase)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	pgSchemas.Lock()
+	defer pgSchemas.Unlock()
+	for _, s := range pgSchemas.names {
+		if _, err := conn.Exec(ctx, `drop schema if exists `+pgx.Identifier{s}.Sanitize()+` cascade`); err != nil {
+			return err
+		}
+	}
+	pgSchemas.names = nil
+	return nil
+}
+
+// storeSize is the size of path's database: the file, or on PostgreSQL
+// the billing table with its index and TOAST data.
+func storeSize(ctx context.Context, path string) (int64, error) {
+	if pgBase == "" {
+		return fileSize(path)
+	}
+	conn, err := pgx.Connect(ctx, pgBase)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, `select pg_total_relation_size($1::regclass)`,
+		pgx.Identifier{strings.ToLower(schemaOf(path)), "billing_kv"}.Sanitize()).Scan(&n)
+	return n, err
+}
+
+// measureP8: POST /usage-events/batch with 1,000 events per request on
+// PostgreSQL, against pgx CopyFrom of the same stored rows into an
+// identical table, 1,000 rows per transaction. Best of 2 rounds each.
+func measureP8(ctx context.Context, b *bench) ([]row, error) {
+	name := fmt.Sprintf("POST /usage-events/batch on PostgreSQL, %d/request", batchSize)
+	if pgBase == "" {
+		return []row{{id: "P8", name: name, notAvailable: true, note: "needs -store postgres://..."}}, nil
+	}
+	bodies := make([][]byte, b.cfg.batchEvents/batchSize)
+	at := spread(b.cfg.batchEvents)
+	for i := range bodies {
+		bodies[i] = appendBatchJSON(nil, alias(i%16), refType, i*batchSize, batchSize, at)
+	}
+	var best, ceiling float64
+	for range 2 {
+		got, ceil, err := p8Round(ctx, b, bodies)
+		if err != nil {
+			return nil, err
+		}
+		best, ceiling = max(best, got), max(ceiling, ceil)
+	}
+	return []row{{id: "P8", name: fmt.Sprintf("%s, %d conns", name, b.cfg.batchConns),
+		value: best, unit: "events/s", ceiling: ceiling, ceilingName: "pgx CopyFrom",
+		atLeast: true, target: 0.5, note: "best of 2 rounds of (billingd, then CopyFrom of its stored usage_events rows)"}}, nil
+}
+
+// p8Round ingests bodies into a fresh billingd on PostgreSQL, then copies
+// the rows it stored into a fresh identical table; it returns both rates
+// in events per second.
+func p8Round(ctx context.Context, b *bench, bodies [][]byte) (got, ceiling float64, err error) {
+	srv, err := startServer(ctx, b.path("p8"), nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err := ingestBatches(ctx, b, srv, bodies)
+	if err != nil {
+		return 0, 0, err
+	}
+	var rows [][]any
+	err = srv.store.View(ctx, func(tx billing.Tx) error {
+		return tx.Scan(ctx, billing.Table(eventsBucket), billing.Range{}, func(k, v []byte) error {
+			rows = append(rows, []any{string(eventsBucket), append([]byte(nil), k...), append([]byte(nil), v...)})
+			return nil
+		})
+	})
+	if err = errors.Join(err, srv.stop()); err != nil {
+		return 0, 0, err
+	}
+	if len(rows) != res.requests*batchSize {
+		return 0, 0, fmt.Errorf("billingd stored %d events, want %d", len(rows), res.requests*batchSize)
+	}
+	d, err := copyCeiling(ctx, b.path("p8-ceiling"), rows)
+	if err != nil {
+		return 0, 0, err
+	}
+	return res.perSecond(batchSize), float64(len(rows)) / d.Seconds(), nil
+}
+
+// copyCeiling creates billingd's table in a fresh schema (by opening a
+// store there) and copies rows into it with COPY, batchSize rows per
+// transaction, one after the other.
+func copyCeiling(ctx context.Context, path string, rows [][]any) (time.Duration, error) {
+	st, err := openStore(ctx, path, nil) // creates the identical, empty table
+	if err != nil {
+		return 0, err
+	}
+	st.Close()
+	cfg, err := pgxpool.ParseConfig(pgBase)
+	if err != nil {
+		return 0, err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = strings.ToLower(schemaOf(path))
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	start := time.Now()
+	for i := 0; i < len(rows); i += batchSize {
+		chunk := rows[i:min(i+batchSize, len(rows))]
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := tx.CopyFrom(ctx, pgx.Identifier{"billing_kv"}, []string{"tbl", "k", "v"}, pgx.CopyFromRows(chunk))
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
