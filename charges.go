@@ -575,6 +575,21 @@ func (s *Service) engineLines(lc *lineContext, charges []charge, qs []chargeQuan
 	return s.applyAdjustments(lc, lines)
 }
 
+// span returns the smallest range holding r (nil: none) and period p.
+func (r *DateRange) span(p billingPeriod) *DateRange {
+	if r == nil {
+		return &DateRange{Start: p.Start, EndInclusive: p.EndInclusive()}
+	}
+	out := *r
+	if p.Start.Before(out.Start) {
+		out.Start = p.Start
+	}
+	if e := p.EndInclusive(); e.After(out.EndInclusive) {
+		out.EndInclusive = e
+	}
+	return &out
+}
+
 // invoicePeriod is the billing period of an invoice: the span of its
 // in-advance charges' periods if it has any, else of its in-arrears ones.
 func invoicePeriod(charges []charge) *DateRange {
@@ -584,16 +599,7 @@ func invoicePeriod(charges []charge) *DateRange {
 			if (ch.Price.BillingType != BillingTypeInArrears || oneTime(ch.Price)) != advance {
 				continue
 			}
-			if r == nil {
-				r = &DateRange{Start: ch.Period.Start, EndInclusive: ch.Period.EndInclusive()}
-				continue
-			}
-			if ch.Period.Start.Before(r.Start) {
-				r.Start = ch.Period.Start
-			}
-			if e := ch.Period.EndInclusive(); e.After(r.EndInclusive) {
-				r.EndInclusive = e
-			}
+			r = r.span(ch.Period)
 		}
 		if r != nil {
 			return r

@@ -239,16 +239,7 @@ func invoicePeriodOf(orig *Invoice, lines []correctionLine) *DateRange {
 	}
 	var r *DateRange
 	for _, l := range lines {
-		if r == nil {
-			r = &DateRange{Start: l.period.Start, EndInclusive: l.period.EndInclusive()}
-			continue
-		}
-		if l.period.Start.Before(r.Start) {
-			r.Start = l.period.Start
-		}
-		if e := l.period.EndInclusive(); e.After(r.EndInclusive) {
-			r.EndInclusive = e
-		}
+		r = r.span(l.period)
 	}
 	return r
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -50,19 +49,11 @@ func TestServeRoundsHalfEven(t *testing.T) {
 	auth := out.waitFor(t, bootstrapRE)[4]
 	post := func(path, body string) string {
 		t.Helper()
-		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", auth)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		code, b := request(url, auth, "POST", path, body)
+		if code != 201 {
+			t.Fatalf("POST %s: %d %s", path, code, b)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 201 {
-			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
-		}
-		return string(b)
+		return b
 	}
 	id := func(body string) string { return strings.Split(strings.Split(body, `"id":"`)[1], `"`)[0] }
 	customer := id(post("/customers", `{"legalName":"Initech"}`))
