@@ -452,8 +452,26 @@ func (w *pdfWriter) mark() {
 func (w *pdfWriter) footer(n, m int) {
 	y := pageH - 44
 	w.rule(marginX, y, contentW, w.v.Colour, 0.75)
-	w.lines(marginX, y+6, contentW*0.7, gopdf.Left, w.wrap(contentW*0.7, textLine{stFooter, w.v.Footer}))
+	w.lines(marginX, y+6, contentW*0.7, gopdf.Left, []textLine{{stFooter, w.footerText(contentW * 0.7)}})
 	w.lines(marginX+contentW*0.7, y+6, contentW*0.3, gopdf.Right, []textLine{{stFooter, fmt.Sprintf("Page %d of %d", n, m)}})
+}
+
+// footerText is the footer's merchant and document on one line of width:
+// the merchant's name is shortened (with an ellipsis) to leave room for the
+// document's title and number.
+func (w *pdfWriter) footerText(width float64) string {
+	w.setFont(stFooter)
+	doc := w.v.Title + " " + numberOrDraft(w.v.Number)
+	name := w.v.Merchant.Name
+	if name == "" || w.measure(name+" · "+doc) <= width {
+		return strings.TrimPrefix(name+" · "+doc, " · ")
+	}
+	room := width - w.measure("… · "+doc)
+	r := []rune(name)
+	for len(r) > 0 && w.measure(string(r)) > room {
+		r = r[:len(r)-1]
+	}
+	return strings.TrimSpace(string(r)) + "… · " + doc
 }
 
 // logoSize is the printed size of the logo: at most 150×48 points, its
