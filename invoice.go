@@ -320,6 +320,15 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 // at once), an unknown customer or billing schedule included, and
 // invalid_state for an archived customer.
 func (s *Service) CreateInvoice(ctx context.Context, account string, p InvoiceParams) (*Invoice, error) {
+	inv, err := s.createInvoice(ctx, account, p)
+	if err == nil && s.observer.InvoicesCreated != nil {
+		s.observer.InvoicesCreated("api", 1)
+	}
+	return inv, err
+}
+
+// createInvoice is CreateInvoice without the Observer.
+func (s *Service) createInvoice(ctx context.Context, account string, p InvoiceParams) (*Invoice, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*Invoice, error) {
 		r, err := s.newInvoice(ctx, tx, account, p, now)
@@ -433,6 +442,9 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 		if r.CalculatedAt != nil {
 			return struct{}{}, Errorf(CodeInvalidState, "the invoice was computed by the billing engine; void it instead of deleting it")
 		}
+		if err := s.revokePrepaidGrants(ctx, tx, account, id, s.clock()); err != nil {
+			return struct{}{}, err
+		}
 		for _, t := range []Table{tableInvoiceLines, tableInvoiceGroups} {
 			if err := deleteUnder(ctx, tx, t, prefix(account, id)); err != nil {
 				return struct{}{}, err
@@ -479,7 +491,8 @@ func (s *Service) DraftInvoice(ctx context.Context, account, id string) (*Invoic
 // due date (issue date + the schedule's defaultDueDateDays, else 30 days,
 // unless set) and the accounting date (the issue date unless set), copies the
 // merchant details, writes the journal and emits INVOICE_UPDATED, all in one
-// transaction. Returns not_found, and invalid_state for any other status.
+// transaction. Returns not_found, and invalid_state for any other status
+// or when the invoice's grossTotal is negative (checkNotNegative).
 func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Invoice, error) {
 	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
 		if !r.Status.editable() {
@@ -494,6 +507,9 @@ func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Inv
 // engine, and manual ones through ApplyCredits, are paid with the
 // customer's CASH credit on the way (creditdraw.go).
 func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r *invoiceRecord, now time.Time) error {
+	if err := checkNotNegative("an invoice", r.GrossTotal); err != nil {
+		return err
+	}
 	number, err := nextNumber(ctx, tx, account, invoiceKind.number)
 	if err != nil {
 		return err
@@ -535,11 +551,14 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if err := s.freezeRendering(ctx, tx, account, r.ID, r.CustomerTaxStatus, now); err != nil {
 		return err
 	}
-	lines, err := s.invoiceJournal(ctx, tx, account, r, applied)
+	lines, prepaid, err := s.invoiceJournal(ctx, tx, account, r, applied)
 	if err != nil {
 		return err
 	}
-	return s.writeJournal(ctx, tx, account, JournalSourceInvoice, r.ID, r.Currency, now, lines...)
+	if err := s.writeJournal(ctx, tx, account, JournalSourceInvoice, r.ID, r.Currency, now, lines...); err != nil {
+		return err
+	}
+	return s.fundPrepaidGrants(ctx, tx, account, r.ID, prepaid, now)
 }
 
 // dueDays returns the schedule's defaultDueDateDays, or 30.
@@ -695,6 +714,9 @@ func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice
 			if cn.Status.finalized() {
 				return Errorf(CodeInvalidState, "the invoice has FINAL or SENT credit notes; void them first")
 			}
+		}
+		if err := s.revokePrepaidGrants(ctx, tx, account, r.ID, now); err != nil {
+			return err
 		}
 		wasFinal := r.Status.finalized()
 		r.Status = StatusVoided
