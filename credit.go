@@ -362,9 +362,9 @@ func (s *Service) insertGrant(ctx context.Context, tx Tx, g *grantRecord, reason
 }
 
 // createPrepaymentInvoice creates the DRAFT invoice of a grant's cost: one
-// PREPAYMENT line linked to the grant, taxed at tr (0 without one). The
-// grant's basis is the cost: finalizing that invoice credits it to deferred
-// revenue.
+// PREPAYMENT line linked to the grant, taxed at tr (0 without one).
+// Finalizing that invoice credits the cost to deferred revenue and makes it
+// the grant's basis (fundPrepaidGrants).
 func (s *Service) createPrepaymentInvoice(ctx context.Context, tx Tx, account string, g *grantRecord, tr *TaxRate) error {
 	cost := *g.CostOfCredit
 	tax := DecimalFromInt(0)
@@ -380,7 +380,7 @@ func (s *Service) createPrepaymentInvoice(ctx context.Context, tx Tx, account st
 	if err != nil {
 		return err
 	}
-	g.InvoiceID, g.Basis = inv.ID, cost
+	g.InvoiceID = inv.ID
 	return nil
 }
 

@@ -779,6 +779,15 @@ func TestUsageCreditDrawdown(t *testing.T) {
 		paid := grant(f.customer, "Paid", "60", func(p *billing.CreditGrantParams) {
 			p.Currency, p.CostOfCredit, p.CreateInvoice = billing.CurrencyUSD, dp("12.00"), true
 		})
+		// The invoice selling the paid grant credits its cost to deferred
+		// revenue when finalized.
+		_, err := f.svc.FinalizeInvoice(f.ctx, f.account, paid.InvoiceID)
+		f.must(err)
+		sold, err := f.svc.ListJournalEntries(f.ctx, f.account, billing.JournalFilter{SourceID: paid.InvoiceID}, billing.ListParams{})
+		f.must(err)
+		if len(sold.Items) != 2 || sold.Items[1].Account != billing.LedgerDeferredRevenue || sold.Items[1].Credit.String() != "12.00" {
+			t.Errorf("journal of the invoice selling the grant %+v", sold.Items)
+		}
 		f.events(f.customer, "call", ts("2024-01-10T00:00:00Z"), 150)
 		f.schedule(f.customer, "2024-01-01", func(p *billing.BillingScheduleParams) { p.AutoIssueInvoices = &yes }, phase("2024-01-01", pr))
 		run, err := f.svc.RunBilling(f.ctx, f.clock.Now())
@@ -805,8 +814,9 @@ func TestUsageCreditDrawdown(t *testing.T) {
 			entries.Items[1].Account != billing.LedgerRevenue || entries.Items[1].Credit.String() != "12.00" {
 			t.Errorf("journal of the paid grant %+v", entries.Items)
 		}
-		if paid.InvoiceID == "" {
-			t.Errorf("no invoice for the grant's cost")
+		// The credit is used: the invoice that sold it can no longer be voided.
+		if _, err := f.svc.VoidInvoice(f.ctx, f.account, paid.InvoiceID); billing.CodeOf(err) != billing.CodeInvalidState {
+			t.Errorf("void of the invoice selling a used grant: %v", err)
 		}
 	})
 	t.Run("DraftFinalized", func(t *testing.T) {
@@ -829,4 +839,44 @@ func TestUsageCreditDrawdown(t *testing.T) {
 			t.Errorf("finalized %s: %s", inv.NetTotal, got)
 		}
 	})
+}
+
+// TestPrepaidGrantInvoice: createInvoice makes a DRAFT invoice for the
+// cost with a PREPAYMENT line at the grant's tax rate; voiding or deleting
+// that invoice before the credit is used voids the grant, and the books
+// balance.
+func TestPrepaidGrantInvoice(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	vat, err := e.svc.CreateTaxRate(e.ctx, e.acct, billing.CreateTaxRateParams{Name: "VAT", Amount: dec("0.2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buy := func() *billing.CreditGrant {
+		p := cashGrant("Bought", "100.00")
+		p.CostOfCredit, p.CreateInvoice, p.TaxRateID = dec("90.00"), true, vat.ID
+		return e.grant(p)
+	}
+	g := buy()
+	lines := allInvoiceLines(t, e, g.InvoiceID)
+	inv := e.getInvoice(g.InvoiceID)
+	if len(lines) != 1 || lines[0].RevenueClassification != billing.RevenueClassificationPrepayment || lines[0].CreditGrantID != g.ID ||
+		inv.Status != billing.StatusDraft || inv.GrossTotal.String() != "108.00" || inv.Currency != billing.CurrencyUSD {
+		t.Fatalf("invoice %s %s, lines %+v", inv.Status, inv.GrossTotal, lines)
+	}
+	e.finalize(g.InvoiceID)
+	if _, err := e.svc.VoidInvoice(e.ctx, e.acct, g.InvoiceID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.getGrant(g.ID); got.Status != billing.CreditGrantVoided || got.CurrentBalance.String() != "0.00" {
+		t.Errorf("grant of a voided purchase: %s %s", got.Status, got.CurrentBalance)
+	}
+	d := buy()
+	if err := e.svc.DeleteInvoice(e.ctx, e.acct, d.InvoiceID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.getGrant(d.ID); got.Status != billing.CreditGrantVoided {
+		t.Errorf("grant of a deleted purchase: %s", got.Status)
+	}
+	e.checkCreditInvariants(t)
 }

@@ -180,16 +180,19 @@ func (s *Service) drawCash(ctx context.Context, tx Tx, account string, r *invoic
 // whose gross total applied was paid with CASH credit (its BURNDOWN lines):
 // receivables are debited the charges before credit (the consumption
 // credits them back), PREPAYMENT lines are deferred revenue, the rest
-// revenue.
-func (s *Service) invoiceJournal(ctx context.Context, tx Tx, account string, r *invoiceRecord, applied Decimal) ([]ledgerLine, error) {
+// revenue. It also returns the PREPAYMENT lines, whose grants the
+// finalization funds.
+func (s *Service) invoiceJournal(ctx context.Context, tx Tx, account string, r *invoiceRecord, applied Decimal) ([]ledgerLine, []InvoiceLineItem, error) {
 	prepaid := r.Currency.Zero()
 	lines, err := s.listInvoiceLinesTx(ctx, tx, account, r.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var prepayments []InvoiceLineItem
 	for _, l := range lines {
 		if l.RevenueClassification == RevenueClassificationPrepayment {
 			prepaid = prepaid.Add(l.NetTotal)
+			prepayments = append(prepayments, l)
 		}
 	}
 	return []ledgerLine{
@@ -197,7 +200,80 @@ func (s *Service) invoiceJournal(ctx context.Context, tx Tx, account string, r *
 		{LedgerRevenue, r.NetTotal.Add(applied).Sub(prepaid), false},
 		{LedgerDeferredRevenue, prepaid, false},
 		{LedgerTaxPayable, r.TotalTax, false},
-	}, nil
+	}, prepayments, nil
+}
+
+// prepaidGrant returns the grant a PREPAYMENT line of invoice invID sells
+// (the grant created with that invoice), nil when the line sells none.
+func prepaidGrant(ctx context.Context, tx Tx, account, invID string, l *InvoiceLineItem) (*grantRecord, error) {
+	if l.RevenueClassification != RevenueClassificationPrepayment || l.CreditGrantID == "" {
+		return nil, nil
+	}
+	g, err := loadGrant(ctx, tx, account, l.CreditGrantID)
+	if CodeOf(err) == CodeNotFound || (err == nil && g.InvoiceID != invID) {
+		return nil, nil
+	}
+	return g, err
+}
+
+// fundPrepaidGrants, in the finalization of the invoice that sells grants
+// (createInvoice), adds each PREPAYMENT line's net to its grant's basis:
+// the deferred revenue the invoice's journal just credited, released as
+// the credit is consumed. A grant already closed releases it to breakage
+// income at once.
+func (s *Service) fundPrepaidGrants(ctx context.Context, tx Tx, account, invID string, lines []InvoiceLineItem, now time.Time) error {
+	for i := range lines {
+		g, err := prepaidGrant(ctx, tx, account, invID, &lines[i])
+		if err != nil || g == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		net := lines[i].NetTotal
+		g.Basis = g.Basis.Add(net)
+		if g.Status == CreditGrantExpired || g.Status == CreditGrantVoided {
+			err := s.writeJournal(ctx, tx, account, JournalSourceCreditGrant, g.ID, g.basisCurrency(), now,
+				ledgerLine{LedgerDeferredRevenue, net, true}, ledgerLine{LedgerBreakageIncome, net, false})
+			if err != nil {
+				return err
+			}
+		} else {
+			g.DeferredLeft = g.DeferredLeft.Add(net)
+		}
+		if err := putRecord(ctx, tx, tableCreditGrants, key(account, g.ID), g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// revokePrepaidGrants, when the invoice that sells grants is voided or
+// deleted, voids those grants: the credit was not bought after all. Refused
+// (invalid_state) when any of it was used, expired or voided.
+func (s *Service) revokePrepaidGrants(ctx context.Context, tx Tx, account, invID string, now time.Time) error {
+	lines, err := s.listInvoiceLinesTx(ctx, tx, account, invID)
+	if err != nil {
+		return err
+	}
+	for i := range lines {
+		g, err := prepaidGrant(ctx, tx, account, invID, &lines[i])
+		if err != nil || g == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if g.Status != CreditGrantActive || g.CurrentBalance.Cmp(g.OriginalAmount) != 0 {
+			return Errorf(CodeInvalidState, "the invoice sells credit grant %s, which was already used, expired or voided (%s %s left of %s)",
+				g.ID, g.Status, g.CurrentBalance, g.OriginalAmount)
+		}
+		// The invoice's reversed journal takes the deferred revenue back.
+		if err := s.closeGrant(ctx, tx, g, CreditTxVoid, DateOf(now), "its invoice was voided", false, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // creditBalancesText is the human-readable credit a customer has left on

@@ -433,6 +433,9 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 		if r.CalculatedAt != nil {
 			return struct{}{}, Errorf(CodeInvalidState, "the invoice was computed by the billing engine; void it instead of deleting it")
 		}
+		if err := s.revokePrepaidGrants(ctx, tx, account, id, s.clock()); err != nil {
+			return struct{}{}, err
+		}
 		for _, t := range []Table{tableInvoiceLines, tableInvoiceGroups} {
 			if err := deleteUnder(ctx, tx, t, prefix(account, id)); err != nil {
 				return struct{}{}, err
@@ -535,11 +538,14 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if err := s.freezeRendering(ctx, tx, account, r.ID, r.CustomerTaxStatus, now); err != nil {
 		return err
 	}
-	lines, err := s.invoiceJournal(ctx, tx, account, r, applied)
+	lines, prepaid, err := s.invoiceJournal(ctx, tx, account, r, applied)
 	if err != nil {
 		return err
 	}
-	return s.writeJournal(ctx, tx, account, JournalSourceInvoice, r.ID, r.Currency, now, lines...)
+	if err := s.writeJournal(ctx, tx, account, JournalSourceInvoice, r.ID, r.Currency, now, lines...); err != nil {
+		return err
+	}
+	return s.fundPrepaidGrants(ctx, tx, account, r.ID, prepaid, now)
 }
 
 // dueDays returns the schedule's defaultDueDateDays, or 30.
@@ -695,6 +701,9 @@ func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice
 			if cn.Status.finalized() {
 				return Errorf(CodeInvalidState, "the invoice has FINAL or SENT credit notes; void them first")
 			}
+		}
+		if err := s.revokePrepaidGrants(ctx, tx, account, r.ID, now); err != nil {
+			return err
 		}
 		wasFinal := r.Status.finalized()
 		r.Status = StatusVoided
