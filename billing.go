@@ -103,6 +103,11 @@ type Config struct {
 	// for zero or negative values).
 	MaxCatchUpInvoices int
 
+	// Observer receives billing runs, invoices created, usage events
+	// ingested and notification delivery attempts, for metrics. Defaults
+	// to none.
+	Observer Observer
+
 	// WebhookAllowPrivate allows insecure webhook targets: http:// recipient
 	// URLs, and (for a Dispatcher of this Service) connections to loopback,
 	// private, link-local, CGNAT and cloud-metadata addresses. For
@@ -161,8 +166,8 @@ type Service struct {
 	custom   map[string]CustomAggregation
 	grace    time.Duration
 	late     time.Duration // LateUsageWindow
-
-	catchUp int // Config.MaxCatchUpInvoices
+	catchUp  int           // Config.MaxCatchUpInvoices
+	observer Observer
 
 	webhookAllowPrivate bool
 
@@ -209,6 +214,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 		return nil, fmt.Errorf("billing: BillingGrace %v is negative", c.BillingGrace)
 	}
 	s.grace = c.BillingGrace
+	s.observer = c.Observer
 	s.catchUp = c.MaxCatchUpInvoices
 	if s.catchUp <= 0 {
 		s.catchUp = 36
