@@ -498,7 +498,8 @@ func (s *Service) DraftCreditNote(ctx context.Context, account, id string) (*Cre
 // status, for a credit note without lines, when its invoice is VOIDED, when
 // the invoice's FINAL and SENT credit notes, this one included, would exceed
 // its gross total (less its payments, for those that are not credit), or
-// when a grant is asked of a gross total that is not positive. A refused
+// when a grant is asked of a gross total that is not positive, or when its
+// gross total is negative (checkNotNegative). A refused
 // finalization burns no number.
 func (s *Service) FinalizeCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
 	return s.creditNoteOp(ctx, account, id, NotificationCreditNoteUpdated, func(tx Tx, cn *CreditNote, now time.Time) (bool, error) {
@@ -519,6 +520,9 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	}
 	if n == 0 {
 		return Errorf(CodeInvalidState, "a credit note needs at least one line item to be finalized")
+	}
+	if err := checkNotNegative("a credit note", cn.GrossTotal); err != nil {
+		return err
 	}
 	var inv *invoiceRecord
 	if cn.InvoiceID != "" {

@@ -88,6 +88,19 @@ func computeLine(l *LineItem, cur Currency, mode Rounding) {
 	l.Totals = Totals{NetTotal: net, TotalTax: tax, GrossTotal: net.Add(tax)}
 }
 
+// checkNotNegative is the rule for negative amounts: a line may be
+// negative (a discount, a correction, negative usage: an adjustment of the
+// document), but a document whose gross total is negative cannot be
+// finalized, so no FINAL or SENT document ever asks for a negative amount.
+// Money goes back to a customer through a credit note of a positive total
+// against the invoice. what is "an invoice" or "a credit note".
+func checkNotNegative(what string, gross Decimal) error {
+	if gross.Sign() < 0 {
+		return Errorf(CodeInvalidState, "%s whose grossTotal is negative (%s) cannot be finalized: negative lines are adjustments of a positive total; to give money back, create a credit note", what, gross)
+	}
+	return nil
+}
+
 // checkTotalsFit refuses totals that could not be stored and rendered
 // again: a money amount has at most 20 digits before the decimal point,
 // like every decimal a client can send. Only a total that grows counts

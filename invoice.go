@@ -320,6 +320,15 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 // at once), an unknown customer or billing schedule included, and
 // invalid_state for an archived customer.
 func (s *Service) CreateInvoice(ctx context.Context, account string, p InvoiceParams) (*Invoice, error) {
+	inv, err := s.createInvoice(ctx, account, p)
+	if err == nil && s.observer.InvoicesCreated != nil {
+		s.observer.InvoicesCreated("api", 1)
+	}
+	return inv, err
+}
+
+// createInvoice is CreateInvoice without the Observer.
+func (s *Service) createInvoice(ctx context.Context, account string, p InvoiceParams) (*Invoice, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*Invoice, error) {
 		r, err := s.newInvoice(ctx, tx, account, p, now)
@@ -482,7 +491,8 @@ func (s *Service) DraftInvoice(ctx context.Context, account, id string) (*Invoic
 // due date (issue date + the schedule's defaultDueDateDays, else 30 days,
 // unless set) and the accounting date (the issue date unless set), copies the
 // merchant details, writes the journal and emits INVOICE_UPDATED, all in one
-// transaction. Returns not_found, and invalid_state for any other status.
+// transaction. Returns not_found, and invalid_state for any other status
+// or when the invoice's grossTotal is negative (checkNotNegative).
 func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Invoice, error) {
 	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
 		if !r.Status.editable() {
@@ -497,6 +507,9 @@ func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Inv
 // engine, and manual ones through ApplyCredits, are paid with the
 // customer's CASH credit on the way (creditdraw.go).
 func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r *invoiceRecord, now time.Time) error {
+	if err := checkNotNegative("an invoice", r.GrossTotal); err != nil {
+		return err
+	}
 	number, err := nextNumber(ctx, tx, account, invoiceKind.number)
 	if err != nil {
 		return err
