@@ -19,8 +19,6 @@ package billing
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,6 +103,11 @@ type Config struct {
 	// for zero or negative values).
 	MaxCatchUpInvoices int
 
+	// Observer receives billing runs, invoices created, usage events
+	// ingested and notification delivery attempts, for metrics. Defaults
+	// to none.
+	Observer Observer
+
 	// WebhookAllowPrivate allows insecure webhook targets: http:// recipient
 	// URLs, and (for a Dispatcher of this Service) connections to loopback,
 	// private, link-local, CGNAT and cloud-metadata addresses. For
@@ -163,8 +166,8 @@ type Service struct {
 	custom   map[string]CustomAggregation
 	grace    time.Duration
 	late     time.Duration // LateUsageWindow
-
-	catchUp int // Config.MaxCatchUpInvoices
+	catchUp  int           // Config.MaxCatchUpInvoices
+	observer Observer
 
 	webhookAllowPrivate bool
 
@@ -176,6 +179,9 @@ type Service struct {
 // New returns a Service over store. It validates cfg (nil means all
 // defaults) and prepares the store: the first call on an empty store writes
 // the store's cursor-signing key.
+//
+// Long on purpose: every Config field is checked or defaulted here, so New
+// is the one place that says what an unset field means.
 func New(store Store, cfg *Config) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("billing: New needs a Store")
@@ -211,6 +217,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 		return nil, fmt.Errorf("billing: BillingGrace %v is negative", c.BillingGrace)
 	}
 	s.grace = c.BillingGrace
+	s.observer = c.Observer
 	s.catchUp = c.MaxCatchUpInvoices
 	if s.catchUp <= 0 {
 		s.catchUp = 36
@@ -390,7 +397,10 @@ type IdempotencyRecord struct {
 // HTTP layer) sets Key, Fingerprint and Render; the operation sets Status and
 // Body to the stored response, which the caller then sends as it is.
 type IdempotencyRequest struct {
-	Key         string
+	Key string
+	// Fingerprint identifies the request (httpserver: a hash of its method,
+	// path and body), stored with the response so the caller can refuse the
+	// key when it comes back with another request.
 	Fingerprint string
 	// Render turns the operation's result into the response to store.
 	Render func(result any) (status int, body []byte, err error)
@@ -399,18 +409,6 @@ type IdempotencyRequest struct {
 	Status int
 	Body   []byte
 	Stored bool
-}
-
-// RequestFingerprint returns the fingerprint of a request for idempotency:
-// the hex SHA-256 of its method, path and raw body bytes.
-func RequestFingerprint(method, path string, body []byte) string {
-	h := sha256.New()
-	h.Write([]byte(method))
-	h.Write([]byte{0})
-	h.Write([]byte(path))
-	h.Write([]byte{0})
-	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 type idempotencyKey struct{}

@@ -2,6 +2,7 @@ package billing_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,35 @@ func TestRunBillingCatchUpIsBounded(t *testing.T) {
 	}
 	if n := f.wantOnce(sc.ID); n != 60 {
 		t.Errorf("%d charges, want 60 (2020-01 .. 2024-12)", n)
+	}
+}
+
+// TestBillingFailureNamesScheduleAndPrice: a charge the engine cannot bill
+// is reported with the schedule, the account, the price and a reason a
+// person can act on, and is readable on the schedule (lastBillingError).
+func TestBillingFailureNamesScheduleAndPrice(t *testing.T) {
+	t.Parallel()
+	f := newSched(t)
+	huge := f.price("Huge calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
+		billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("99999999999999999999"), UsageMetricID: f.metric("api_call")})
+	f.events(f.customer, "api_call", ts("2024-01-10T00:00:00Z"), 10)
+	sc := f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", huge))
+
+	run := f.run("2024-02-02T00:00:00Z")
+	if len(run.Failures) != 1 {
+		t.Fatalf("failures %+v, want one", run.Failures)
+	}
+	got := run.Failures[0]
+	if got.BillingScheduleID != sc.ID || got.ServiceAccountID != f.account || got.PriceID != huge || got.Code == "" {
+		t.Errorf("failure %+v: want the schedule, account, price and a code", got)
+	}
+	if !strings.Contains(got.Error, `"Huge calls"`) || !strings.Contains(got.Error, "digits") {
+		t.Errorf("error %q does not name the price and the reason", got.Error)
+	}
+	t.Logf("failure: %+v", got)
+	stored, err := f.svc.GetBillingSchedule(f.ctx, f.account, sc.ID)
+	f.must(err)
+	if stored.LastBillingError != got.Error {
+		t.Errorf("lastBillingError %q, want %q", stored.LastBillingError, got.Error)
 	}
 }

@@ -227,6 +227,10 @@ func checkCreditAmount(v *validator, field string, amount *Decimal, typ CreditTy
 
 // checkGrantParams validates p inside tx and returns the grant's type, the
 // customer, and the tax rate (nil without one).
+//
+// Long on purpose: the field checks of a grant depend on its type and on
+// records read in the same transaction; they are listed in the order of the
+// fields.
 func (s *Service) checkGrantParams(ctx context.Context, tx Tx, account string, p *CreditGrantParams) (CreditType, *Customer, *TaxRate, error) {
 	var v validator
 	typ := s.checkGrantFields(&v, p)

@@ -88,6 +88,19 @@ func computeLine(l *LineItem, cur Currency, mode Rounding) {
 	l.Totals = Totals{NetTotal: net, TotalTax: tax, GrossTotal: net.Add(tax)}
 }
 
+// checkNotNegative is the rule for negative amounts: a line may be
+// negative (a discount, a correction, negative usage: an adjustment of the
+// document), but a document whose gross total is negative cannot be
+// finalized, so no FINAL or SENT document ever asks for a negative amount.
+// Money goes back to a customer through a credit note of a positive total
+// against the invoice. what is "an invoice" or "a credit note".
+func checkNotNegative(what string, gross Decimal) error {
+	if gross.Sign() < 0 {
+		return Errorf(CodeInvalidState, "%s whose grossTotal is negative (%s) cannot be finalized: negative lines are adjustments of a positive total; to give money back, create a credit note", what, gross)
+	}
+	return nil
+}
+
 // checkTotalsFit refuses totals that could not be stored and rendered
 // again: a money amount has at most 20 digits before the decimal point,
 // like every decimal a client can send. Only a total that grows counts
@@ -353,39 +366,9 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 		v.add("externalIds", "externalIds is required (it may be [])")
 	}
 	s.checkKeyValues(v, "externalIds", in.ExternalIDs)
-	switch in.RateDisplay {
-	case "", RateDisplayAbsolute, RateDisplayPercentage:
-	default:
-		v.add("rateDisplay", "rateDisplay must be ABSOLUTE or PERCENTAGE")
-	}
-	allowed := in.allowedRRM
-	if allowed == nil {
-		allowed = []RevenueRecognitionMethod{RevenueRecognitionStraightLine, RevenueRecognitionUsage, RevenueRecognitionMilestone, RevenueRecognitionPointInTime}
-	}
-	if in.RevenueRecognitionMethod != "" && !slices.Contains(allowed, in.RevenueRecognitionMethod) {
-		v.add("revenueRecognitionMethod", "revenueRecognitionMethod must be one of %v", allowed)
-	}
-	switch in.RevenueClassification {
-	case "", RevenueClassificationPrepayment, RevenueClassificationEarned, RevenueClassificationBurndown:
-	default:
-		v.add("revenueClassification", "revenueClassification must be PREPAYMENT, EARNED or BURNDOWN")
-	}
-	refs := []struct {
-		field, id string
-		table     Table
-		k         []byte
-	}{
-		{"groupId", in.GroupID, groups, key(account, docID, in.GroupID)},
-		{"productId", in.ProductID, tableProducts, key(account, in.ProductID)},
-		{"priceId", in.PriceID, tablePrices, key(account, in.PriceID)},
-	}
-	for _, r := range refs {
-		if r.id == "" {
-			continue
-		}
-		if err := s.checkRef(ctx, tx, v, r.table, r.k, r.field); err != nil {
-			return LineItem{}, err
-		}
+	checkLineKinds(v, in)
+	if err := s.checkLineRefs(ctx, tx, v, groups, account, docID, in); err != nil {
+		return LineItem{}, err
 	}
 	l := LineItem{
 		GroupID: in.GroupID, Title: in.Title, Description: in.Description,
@@ -408,6 +391,52 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 		}
 	}
 	return l, nil
+}
+
+// checkLineKinds validates the enumerated fields of a line: rateDisplay,
+// revenueRecognitionMethod (limited to in.allowedRRM when set) and
+// revenueClassification.
+func checkLineKinds(v *validator, in lineInput) {
+	switch in.RateDisplay {
+	case "", RateDisplayAbsolute, RateDisplayPercentage:
+	default:
+		v.add("rateDisplay", "rateDisplay must be ABSOLUTE or PERCENTAGE")
+	}
+	allowed := in.allowedRRM
+	if allowed == nil {
+		allowed = []RevenueRecognitionMethod{RevenueRecognitionStraightLine, RevenueRecognitionUsage, RevenueRecognitionMilestone, RevenueRecognitionPointInTime}
+	}
+	if in.RevenueRecognitionMethod != "" && !slices.Contains(allowed, in.RevenueRecognitionMethod) {
+		v.add("revenueRecognitionMethod", "revenueRecognitionMethod must be one of %v", allowed)
+	}
+	switch in.RevenueClassification {
+	case "", RevenueClassificationPrepayment, RevenueClassificationEarned, RevenueClassificationBurndown:
+	default:
+		v.add("revenueClassification", "revenueClassification must be PREPAYMENT, EARNED or BURNDOWN")
+	}
+}
+
+// checkLineRefs checks the references of a line: its group (of the same
+// document), product and price (of the account).
+func (s *Service) checkLineRefs(ctx context.Context, tx Tx, v *validator, groups Table, account, docID string, in lineInput) error {
+	refs := []struct {
+		field, id string
+		table     Table
+		k         []byte
+	}{
+		{"groupId", in.GroupID, groups, key(account, docID, in.GroupID)},
+		{"productId", in.ProductID, tableProducts, key(account, in.ProductID)},
+		{"priceId", in.PriceID, tablePrices, key(account, in.PriceID)},
+	}
+	for _, r := range refs {
+		if r.id == "" {
+			continue
+		}
+		if err := s.checkRef(ctx, tx, v, r.table, r.k, r.field); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkRef records a validation error on field when k names no record of

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -44,7 +46,59 @@ type BillingRun struct {
 // the next run, and the error is on the schedule's lastBillingError.
 type BillingFailure struct {
 	BillingScheduleID string `json:"billingScheduleId"`
-	Error             string `json:"error"`
+	ServiceAccountID  string `json:"serviceAccountId"`
+	CustomerID        string `json:"customerId,omitempty"`
+	// PriceID is the price whose charge could not be billed, when the
+	// failure is about one price.
+	PriceID string `json:"priceId,omitempty"`
+	// Code classifies the failure: the error code (invalid_state,
+	// validation_failed, not_found, ...; internal for a bug or a storage
+	// failure).
+	Code Code `json:"code"`
+	// Error says what went wrong, naming the price, in words a person can
+	// act on; it is also the schedule's lastBillingError.
+	Error string `json:"error"`
+}
+
+// priceFailure is a failure to bill the charges of one price.
+type priceFailure struct {
+	price *Price
+	err   error
+}
+
+func (e *priceFailure) Error() string { return describeFailure(e.price, e.err.Error()) }
+func (e *priceFailure) Unwrap() error { return e.err }
+
+// blamePrice ties a failure to bill a date to its price: the price of the
+// line the error's field names (lineItems[i]...), else the only price of
+// the date's charges. Other errors are returned as they are.
+func blamePrice(err error, todo []charge, lines []InvoiceLineItemParams) error {
+	if err == nil || CodeOf(err) == CodeInternal || CodeOf(err) == CodeUnavailable {
+		return err
+	}
+	var price *Price
+	if es := Errors(err); len(es) > 0 && strings.HasPrefix(es[0].Field, "lineItems[") {
+		var i int
+		if _, serr := fmt.Sscanf(es[0].Field, "lineItems[%d]", &i); serr == nil && i >= 0 && i < len(lines) {
+			for _, ch := range todo {
+				if ch.Price != nil && ch.Price.ID == lines[i].PriceID {
+					price = ch.Price
+				}
+			}
+		}
+	}
+	if price == nil {
+		for _, ch := range todo {
+			if price != nil && ch.Price.ID != price.ID {
+				return err // several prices, none named
+			}
+			price = ch.Price
+		}
+	}
+	if price == nil {
+		return err
+	}
+	return &priceFailure{price: price, err: err}
 }
 
 // LateUsage is usage of a period that changed after the invoice carrying it
@@ -101,7 +155,10 @@ type watchedCharge struct {
 // is returned only when the store fails, and the work committed before it
 // stays.
 func (s *Service) RunBilling(ctx context.Context, asOf time.Time) (*BillingRun, error) {
-	return s.runBilling(ctx, "", NormalizeTime(asOf))
+	start := time.Now() // a duration for Config.Observer, not a stamp
+	run, err := s.runBilling(ctx, "", NormalizeTime(asOf))
+	s.observeRun(ctx, run, start)
+	return run, err
 }
 
 // RunAccountBilling is RunBilling for one account (POST /billing-runs).
@@ -115,8 +172,14 @@ func (s *Service) RunAccountBilling(ctx context.Context, account string, asOf *t
 		if at.After(now) {
 			return nil, FieldError("asOf", "asOf must not be later than now; use the upcoming-invoice endpoint for previews")
 		}
+		if !TimeInBounds(at) {
+			return nil, FieldError("asOf", "asOf %s", boundsMessage)
+		}
 	}
-	return s.runBilling(ctx, account, at)
+	start := time.Now() // a duration for Config.Observer, not a stamp
+	run, err := s.runBilling(ctx, account, at)
+	s.observeRun(ctx, run, start)
+	return run, err
 }
 
 // runBilling visits the runnable schedules of account (all accounts when
@@ -243,19 +306,23 @@ func (r *BillingRun) merge(o *BillingRun) {
 
 // recordBillingError stores why the schedule under k could not be billed.
 func (s *Service) recordBillingError(ctx context.Context, k []byte, failure error, run *BillingRun) error {
-	msg := "internal error"
+	f := BillingFailure{Code: CodeOf(failure), Error: "internal error: the cause is in the server's log"}
 	if es := Errors(failure); len(es) > 0 && es[0].Code != CodeInternal {
-		msg = es[0].Message
+		f.Error = es[0].Message
 	} else {
 		s.log.Error("billing engine: schedule failed", "schedule", string(k), "error", failure)
 	}
-	var id string
+	var pf *priceFailure
+	if errors.As(failure, &pf) {
+		f.PriceID, f.Error = pf.price.ID, describeFailure(pf.price, f.Error)
+	}
+	msg := f.Error
 	err := s.store.Update(ctx, func(tx Tx) error {
 		sc, err := getRecord[BillingSchedule](ctx, tx, tableBillingSchedules, k)
 		if err != nil {
 			return err
 		}
-		id = sc.ID
+		f.BillingScheduleID, f.ServiceAccountID, f.CustomerID = sc.ID, sc.ServiceAccountID, sc.CustomerID
 		if sc.LastBillingError == msg {
 			return nil
 		}
@@ -265,7 +332,7 @@ func (s *Service) recordBillingError(ctx context.Context, k []byte, failure erro
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return internal(err)
 	}
-	run.Failures = append(run.Failures, BillingFailure{BillingScheduleID: id, Error: msg})
+	run.Failures = append(run.Failures, f)
 	return nil
 }
 
@@ -426,7 +493,7 @@ func (s *Service) planDate(ctx context.Context, tx Tx, lc *lineContext, group []
 	}
 	p, lines, qs, err := s.invoiceFor(ctx, tx, lc, todo)
 	if err != nil {
-		return nil, err
+		return nil, blamePrice(err, todo, nil)
 	}
 	return &dateInvoice{date: date, todo: todo, params: p, lines: lines, qs: qs}, nil
 }
@@ -445,7 +512,7 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 	if len(plan.lines) > 0 {
 		inv, err := s.createInvoiceTx(ctx, tx, sc.ServiceAccountID, plan.params, plan.lines, now)
 		if err != nil {
-			return false, err
+			return false, blamePrice(err, plan.todo, plan.lines)
 		}
 		w.InvoiceID = inv.ID
 		if err := s.emitInvoice(ctx, tx, sc, inv.ID, NotificationInvoiceCreated); err != nil {

@@ -33,6 +33,7 @@ func TestUpcomingInvoiceIsTheInvoiceTheRunCreates(t *testing.T) {
 		cases, _ = strconv.Atoi(s)
 	}
 	t.Logf("BILLING_PROPERTY_SEED=%d", seed)
+	compared := 0
 	for i := range cases {
 		r := rand.New(rand.NewPCG(seed, uint64(i)))
 		mode := billing.RoundHalfUp
@@ -41,7 +42,11 @@ func TestUpcomingInvoiceIsTheInvoiceTheRunCreates(t *testing.T) {
 		}
 		f := newSched(t, billingtest.WithConfig(billing.Config{Rounding: mode}))
 		desc := randomSchedule(f, r)
-		checkUpcomingMatchesRun(t, f, desc, fmt.Sprintf("seed %d case %d (%s, %s)", seed, i, mode, desc.cur))
+		compared += checkUpcomingMatchesRun(t, f, desc, fmt.Sprintf("seed %d case %d (%s, %s)", seed, i, mode, desc.cur))
+	}
+	t.Logf("%d upcoming invoices compared with the invoices the runs created", compared)
+	if compared < cases {
+		t.Errorf("only %d invoices compared over %d schedules: the generator no longer makes billable schedules", compared, cases)
 	}
 }
 
@@ -72,6 +77,9 @@ func tenTo(n int) int {
 
 // randomSchedule creates prices, usage, seats and an active schedule with
 // random phases, discounts and minimums for a new customer of f.
+//
+// Long on purpose: the generator draws every part of a schedule in the
+// order they depend on each other; a reader checks its ranges in one place.
 func randomSchedule(f *sched, r *rand.Rand) randomCase {
 	f.tb.Helper()
 	cur := billing.CurrencyUSD
@@ -188,7 +196,7 @@ func randomSchedule(f *sched, r *rand.Rand) randomCase {
 // checkUpcomingMatchesRun walks a year: at each step it takes the upcoming
 // invoice, runs the engine once its billing date is due, and compares it
 // with the first invoice that run created.
-func checkUpcomingMatchesRun(t *testing.T, f *sched, c randomCase, name string) {
+func checkUpcomingMatchesRun(t *testing.T, f *sched, c randomCase, name string) int {
 	t.Helper()
 	asOf := c.start.Add(-48 * time.Hour)
 	end := c.start.AddDate(1, 0, 0)
@@ -196,7 +204,7 @@ func checkUpcomingMatchesRun(t *testing.T, f *sched, c randomCase, name string) 
 	for asOf.Before(end) {
 		up, err := f.svc.PreviewInvoice(f.ctx, f.account, c.id, asOf)
 		if billing.CodeOf(err) == billing.CodeNotFound {
-			return
+			return seen
 		}
 		if err != nil {
 			t.Fatalf("%s: preview at %s: %v", name, asOf, err)
@@ -221,12 +229,10 @@ func checkUpcomingMatchesRun(t *testing.T, f *sched, c randomCase, name string) 
 		if got, want := renderInvoice(inv, lines.Items), renderInvoice(up.Invoice, up.LineItems); got != want {
 			t.Fatalf("%s: billing date %s: the run created\n%s\nthe upcoming invoice was\n%s", name, up.BillingDate, got, want)
 		}
-		seen += len(run.InvoiceIDs)
+		seen++
 		asOf = asOf.Add(time.Duration(1+int(asOf.Unix()%5)) * 24 * time.Hour)
 	}
-	if seen == 0 {
-		t.Logf("%s: no invoice in a year", name)
-	}
+	return seen
 }
 
 // renderInvoice renders what the preview and the run must agree on.

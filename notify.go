@@ -229,6 +229,16 @@ func NotificationTypes() []NotificationType {
 // Valid reports whether t is one of the notification types.
 func (t NotificationType) Valid() bool { return slices.Contains(NotificationTypes(), t) }
 
+// notificationTypeList is the valid notification types for messages:
+// "INVOICE_CREATED, INVOICE_ISSUED, ...".
+func notificationTypeList() string {
+	names := make([]string, 0, len(NotificationTypes()))
+	for _, t := range NotificationTypes() {
+		names = append(names, string(t))
+	}
+	return strings.Join(names, ", ")
+}
+
 // NotificationPolicy says where the notifications of an account go: to the
 // webhook URLs or e-mail addresses of Recipients, for the types listed in
 // NotificationTypes (every type when it is empty).
@@ -351,7 +361,7 @@ func (s *Service) getPolicy(ctx context.Context, tx Tx, account, id string) (*po
 // or cursor.
 func (s *Service) ListNotificationPolicies(ctx context.Context, account string, f NotificationPolicyFilter, p ListParams) (Page[NotificationPolicy], error) {
 	if f.NotificationType != "" && !f.NotificationType.Valid() {
-		return Page[NotificationPolicy]{}, FieldError("notificationType", "notificationType must be one of the notification types")
+		return Page[NotificationPolicy]{}, FieldError("notificationType", "notificationType must be one of %s", notificationTypeList())
 	}
 	q := listQuery[NotificationPolicy]{
 		name: "notification_policies", filter: string(f.NotificationType),
@@ -444,7 +454,7 @@ func (s *Service) AddNotificationPolicyTypes(ctx context.Context, account, id st
 // it would silently make the policy cover every type).
 func (s *Service) RemoveNotificationPolicyType(ctx context.Context, account, id string, typ NotificationType) (*NotificationPolicy, error) {
 	if !typ.Valid() {
-		return nil, FieldError("type", "%q is not a notification type", typ)
+		return nil, FieldError("type", "%q is not a notification type; the types are %s", typ, notificationTypeList())
 	}
 	return s.updatePolicy(ctx, account, id, func(rec *policyRecord, _ time.Time) error {
 		types := rec.NotificationTypes
@@ -550,7 +560,7 @@ func (s *Service) checkWebhookURL(u string) string {
 func checkTypes(v *validator, field string, types []NotificationType) {
 	for i, t := range types {
 		if !t.Valid() {
-			v.add(fmt.Sprintf("%s[%d]", field, i), "%q is not a notification type", t)
+			v.add(fmt.Sprintf("%s[%d]", field, i), "%q is not a notification type; the types are %s", t, notificationTypeList())
 		}
 	}
 }

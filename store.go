@@ -143,7 +143,8 @@ var (
 )
 
 // PrefixEnd returns the smallest key greater than every key that starts with
-// prefix, for use as a Range End; nil when no such key exists.
+// prefix, for use as a Range End; nil when no such key exists. It is part of
+// the port: Store implementations bound a scan of Range.Prefix with it.
 func PrefixEnd(prefix []byte) []byte {
 	end := append([]byte(nil), prefix...)
 	for i := len(end) - 1; i >= 0; i-- {

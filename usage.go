@@ -296,6 +296,7 @@ func (s *Service) CreateUsageEvent(ctx context.Context, account string, p UsageE
 	})
 	if err == nil {
 		s.nums.Learn(account, w.learnedAcct, w.learnedSeries)
+		s.observeIngested(len(w.events))
 	}
 	return out, err
 }
@@ -336,6 +337,7 @@ func (s *Service) CreateUsageEventBatch(ctx context.Context, account string, p U
 	})
 	if err == nil {
 		s.nums.Learn(account, w.learnedAcct, w.learnedSeries)
+		s.observeIngested(len(w.events))
 	}
 	return out, err
 }

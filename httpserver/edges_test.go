@@ -207,3 +207,77 @@ func TestDateBounds(t *testing.T) {
 	r = e.post("/billing-runs", `{"asOf":"1999-01-01T00:00:00Z"}`)
 	wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "asOf")
 }
+
+// TestErrorsNameTheirField: every validation error names its field and
+// reads as a sentence about it; an unknown enum value lists the valid ones.
+func TestErrorsNameTheirField(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1})
+	f := buildFixtures(t, e, e.auth, "m")
+	r := e.post("/notifications/policies", `{"name":"ops","channel":"WEBHOOK","recipients":["https://hooks.example.com/x"],"notificationTypes":["INVOICE_SENT"]}`)
+	errs := wantError(t, r, http.StatusBadRequest, billing.CodeValidationFailed, "notificationTypes[0]")
+	if !strings.Contains(errs[0].Message, string(billing.NotificationInvoiceCreated)) {
+		t.Errorf("message %q does not list the valid types", errs[0].Message)
+	}
+	// quantity × rate beyond 20 integer digits: the line's fields, not a
+	// bare "has more than 20 digits".
+	inv := f.ids["invoices"]
+	r = e.post("/invoices/"+inv+"/line-items", lineBody("Big", "9999999999", "9999999999.99", "0.2", ""))
+	errs = wantErrorAnyField(t, r)
+	for _, er := range errs {
+		if er.Field == "" || !strings.Contains(er.Message, "digits") {
+			t.Errorf("error %+v names no field or does not say what is wrong", er)
+		}
+	}
+}
+
+// TestNegativeInvoiceIsNotFinalized: negative lines are adjustments; an
+// invoice whose gross total is negative is refused at finalize and send
+// (409 invalid_state) and stays a DRAFT without a number.
+func TestNegativeInvoiceIsNotFinalized(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1})
+	f := buildFixtures(t, e, e.auth, "n")
+	create := func() string {
+		r := e.post("/invoices", `{"currency":"GBP","customerId":"`+f.ids["customers"]+`"}`)
+		wantStatus(t, r, http.StatusCreated)
+		return decode[billing.Invoice](t, r).ID
+	}
+	neg := create()
+	wantStatus(t, e.post("/invoices/"+neg+"/line-items", lineBody("Refund", "-3", "9.99", "0.2", "")), http.StatusCreated)
+	for _, op := range []string{"finalize", "send"} {
+		errs := wantError(t, e.post("/invoices/"+neg+"/"+op, ""), http.StatusConflict, billing.CodeInvalidState)
+		if !strings.Contains(errs[0].Message, "credit note") {
+			t.Errorf("%s: message %q does not say what to do", op, errs[0].Message)
+		}
+	}
+	if inv := decode[billing.Invoice](t, e.get("/invoices/"+neg)); inv.Status != billing.StatusDraft || inv.InvoiceNumber != "" {
+		t.Errorf("refused invoice: %s %q", inv.Status, inv.InvoiceNumber)
+	}
+	adjusted := create()
+	wantStatus(t, e.post("/invoices/"+adjusted+"/line-items", lineBody("Plan", "1", "50", "0.2", "")), http.StatusCreated)
+	wantStatus(t, e.post("/invoices/"+adjusted+"/line-items", lineBody("Goodwill", "-1", "10", "0.2", "")), http.StatusCreated)
+	r := e.post("/invoices/"+adjusted+"/finalize", "")
+	wantStatus(t, r, http.StatusOK)
+	if got := decode[billing.Invoice](t, r).GrossTotal.String(); got != "48.00" {
+		t.Errorf("grossTotal %s, want 48.00", got)
+	}
+}
+
+// TestAuthAndRateLimitMetrics: refused credentials and rate-limited
+// requests are counted on /metrics.
+func TestAuthAndRateLimitMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: 0.001, RateBurst: 1})
+	e.do(req{method: "GET", path: "/usage-metrics", auth: "Basic eDp5"})
+	e.do(req{method: "GET", path: "/usage-metrics", auth: "-"})
+	e.get("/usage-metrics")
+	e.get("/usage-metrics") // over the burst of 1
+	r := e.do(req{method: "GET", path: "/metrics", auth: "-"})
+	wantStatus(t, r, http.StatusOK)
+	for _, want := range []string{"billingd_auth_failures_total 2\n", "billingd_rate_limited_requests_total 1\n"} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package httpserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"sync"
 	"unicode"
@@ -87,7 +89,7 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 	}
 	req := &billing.IdempotencyRequest{
 		Key:         key,
-		Fingerprint: billing.RequestFingerprint(rt.method, path, c.body),
+		Fingerprint: requestFingerprint(rt.method, path, c.body),
 		Render: func(result any) (int, []byte, error) {
 			b, err := s.encodeResult(result)
 			return rt.status, b, err
@@ -181,4 +183,16 @@ func (s *Server) store(ctx context.Context, account string, req *billing.Idempot
 		s.log.WarnContext(ctx, "storing an idempotent response failed", "err", err)
 	}
 	return err
+}
+
+// requestFingerprint returns the fingerprint of a request for idempotency:
+// the hex SHA-256 of its method, path and raw body bytes.
+func requestFingerprint(method, path string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write([]byte(path))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
 }

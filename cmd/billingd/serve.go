@@ -13,8 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/httpserver"
+	"github.com/billingd/billing/prommetrics"
 	"github.com/billingd/billing/render"
 	"github.com/billingd/billing/smtp"
 	"github.com/billingd/billing/webhook"
@@ -48,7 +53,8 @@ type serveConfig struct {
 	logFormat       string
 	logLevel        slog.Level
 	metrics         bool
-	upstreamNames   bool // sequenceAccountId beside serviceAccountId
+	metricsAddr     string // "": /metrics on the API's address
+	upstreamNames   bool   // sequenceAccountId beside serviceAccountId
 	shutdownTimeout time.Duration
 	billingInterval time.Duration // 0: the billing engine never runs in the background
 	rounding        billing.Rounding
@@ -76,7 +82,8 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.BoolVar(&cfg.noBootstrap, "no-bootstrap", false, "do not create the default account and key on an empty database")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&level, "log-level", "info", "log `level`: debug, info, warn or error")
-	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics")
+	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics (without credentials); --metrics=false turns them off")
+	fs.StringVar(&cfg.metricsAddr, "metrics-addr", "", "serve GET /metrics on this `address` instead of the API's (for example 127.0.0.1:9090)")
 	fs.BoolVar(&cfg.upstreamNames, "upstream-field-names", false, "add sequenceAccountId beside every serviceAccountId in answers (for clients generated from the upstream API's document)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
@@ -157,13 +164,17 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close() // for the early returns; the shutdown closes it first
-	svc, err := billing.New(st, &billing.Config{
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := prommetrics.New(reg)
+	svc, err := billing.New(m.Store(st), &billing.Config{
 		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, KeyCacheTTL: keyCacheTTL(cfg.db),
-		LateUsageWindow: cfg.lateUsageWindow,
+		LateUsageWindow: cfg.lateUsageWindow, Observer: m.Observer(),
 	})
 	if err != nil {
 		return err
 	}
+	m.WatchOutbox(svc)
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
@@ -180,7 +191,13 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	r := &runner{cfg: cfg, log: log, store: st, svc: svc, mailer: mailer}
+	r := &runner{cfg: cfg, log: log, store: st, svc: svc, mailer: mailer, registry: reg}
+	if cfg.metrics && cfg.metricsAddr != "" {
+		if r.metricsLn, err = net.Listen("tcp", cfg.metricsAddr); err != nil {
+			return fmt.Errorf("listening on %s (--metrics-addr): %w", cfg.metricsAddr, err)
+		}
+		defer r.metricsLn.Close()
+	}
 	return r.run(ctx, ln, adminLn)
 }
 
@@ -193,6 +210,9 @@ type runner struct {
 	svc   *billing.Service
 
 	mailer billing.Mailer // nil without --smtp-addr
+
+	registry  *prometheus.Registry // every metric: HTTP, the Service's, Go runtime
+	metricsLn net.Listener         // --metrics-addr; nil: /metrics is on the API
 }
 
 // run serves on ln and adminLn until ctx is done or a server fails, then
@@ -214,10 +234,18 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: render.Renderer{}, Retention: r.cfg.deliveryRetention, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })
-	failed := make(chan error, 2)
+	failed := make(chan error, 3)
 	go func() { failed <- serveUntilClosed(api, ln) }()
 	if adminLn != nil {
 		go func() { failed <- serveUntilClosed(adm, adminLn) }()
+	}
+	servers := []*http.Server{api, adm}
+	if r.metricsLn != nil {
+		ms := &http.Server{Handler: promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: readHeaderTimeout,
+			ErrorLog: slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)}
+		servers = append(servers, ms)
+		go func() { failed <- serveUntilClosed(ms, r.metricsLn) }()
+		r.log.Info("serving metrics", "addr", r.metricsLn.Addr().String())
 	}
 	r.log.Info("listening", "addr", ln.Addr().String(), "db", dbName(r.cfg.db), "adminSocket", r.cfg.adminSocket)
 
@@ -228,7 +256,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	case runErr = <-failed:
 		r.log.Error("server failed, shutting down", "err", runErr)
 	}
-	err := r.shutdown(api, adm)
+	err := r.shutdown(servers...)
 	if adminLn != nil {
 		if rerr := os.Remove(r.cfg.adminSocket); rerr != nil {
 			r.log.Warn("removing the admin socket", "err", rerr)
@@ -261,7 +289,8 @@ func (r *runner) apiServer() *http.Server {
 		MaxBodyBytes:   r.cfg.maxBody,
 		RateLimit:      r.cfg.rateLimit, // 0 is off, in httpserver too
 		MaxHeaderBytes: maxHeaderBytes,
-		DisableMetrics: !r.cfg.metrics,
+		DisableMetrics: !r.cfg.metrics || r.metricsLn != nil,
+		Registry:       r.registry,
 
 		UpstreamFieldNames: r.cfg.upstreamNames,
 	})

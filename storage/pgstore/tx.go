@@ -33,6 +33,31 @@ type tx struct {
 	// reads, and before commit.
 	pending map[billing.Table]*putBuffer
 	npend   int
+	// seen holds what this transaction knows of single keys: values it
+	// read or wrote, and missing for keys it found absent or deleted. A
+	// SERIALIZABLE transaction reads the same value twice unless it wrote
+	// it itself, so a known key costs no round trip.
+	seen map[string][]byte
+}
+
+// missing marks a key known to be absent in seen.
+var missing = []byte("\x00pgstore: missing")
+
+// seenKey is the key of seen: table names contain no 0x00 byte.
+func seenKey(table billing.Table, key []byte) string {
+	return string(table) + "\x00" + string(key)
+}
+
+// remember records what the transaction knows of key (value nil: nothing).
+func (t *tx) remember(table billing.Table, key, value []byte) {
+	if t.seen == nil {
+		t.seen = make(map[string][]byte)
+	}
+	if value == nil {
+		delete(t.seen, seenKey(table, key))
+		return
+	}
+	t.seen[seenKey(table, key)] = value
 }
 
 // putBuffer holds a table's unsent Puts; a key put twice keeps its last
@@ -97,12 +122,22 @@ func (t *tx) read(ctx context.Context, write bool) error {
 
 // Get returns the value under key.
 func (t *tx) Get(ctx context.Context, table billing.Table, key []byte) ([]byte, error) {
-	if err := t.read(ctx, false); err != nil {
+	if err := t.check(ctx, false); err != nil {
+		return nil, err
+	}
+	if v, ok := t.seen[seenKey(table, key)]; ok {
+		if len(v) > 0 && &v[0] == &missing[0] {
+			return nil, billing.ErrNotFound
+		}
+		return append(make([]byte, 0, len(v)), v...), nil
+	}
+	if err := t.flush(ctx); err != nil {
 		return nil, err
 	}
 	var v []byte
 	err := t.ptx.QueryRow(ctx, `select v from billing_kv where tbl = $1 and k = $2`, string(table), key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
+		t.remember(table, key, missing)
 		return nil, billing.ErrNotFound
 	}
 	if err != nil {
@@ -111,6 +146,7 @@ func (t *tx) Get(ctx context.Context, table billing.Table, key []byte) ([]byte, 
 	if v == nil {
 		v = []byte{}
 	}
+	t.remember(table, key, append(make([]byte, 0, len(v)), v...))
 	return v, nil
 }
 
@@ -131,12 +167,14 @@ func (t *tx) Put(ctx context.Context, table billing.Table, key, value []byte) er
 	v := append(make([]byte, 0, len(value)), value...)
 	if i, ok := b.index[string(key)]; ok {
 		b.vals[i] = v
+		t.remember(table, key, v)
 		return nil
 	}
 	b.index[string(key)] = len(b.keys)
 	b.keys = append(b.keys, append([]byte(nil), key...))
 	b.vals = append(b.vals, v)
 	t.npend++
+	t.remember(table, key, v)
 	return nil
 }
 
@@ -152,8 +190,10 @@ func (t *tx) Insert(ctx context.Context, table billing.Table, key, value []byte)
 		return t.fail(err)
 	}
 	if tag.RowsAffected() == 0 {
+		t.remember(table, key, nil) // exists, value unknown
 		return billing.ErrConflict
 	}
+	t.remember(table, key, append(make([]byte, 0, len(value)), value...))
 	return nil
 }
 
@@ -174,6 +214,7 @@ func (t *tx) Delete(ctx context.Context, table billing.Table, key []byte) error 
 	if err != nil {
 		return t.fail(err)
 	}
+	t.remember(table, key, missing)
 	if tag.RowsAffected() == 0 {
 		return billing.ErrNotFound
 	}

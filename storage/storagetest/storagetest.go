@@ -197,6 +197,18 @@ func testPutGet(t *testing.T, s billing.Store) {
 func testEmptyValue(t *testing.T, s billing.Store) {
 	put(t, s, tableA, "empty", "")
 	wantValue(t, s, tableA, "empty", "")
+	update(t, s, func(ctx context.Context, tx billing.Tx) error {
+		if err := tx.Put(ctx, tableA, []byte("empty too"), nil); err != nil {
+			return err
+		}
+		for _, k := range []string{"empty", "empty too"} {
+			if v, err := tx.Get(ctx, tableA, []byte(k)); err != nil || v == nil || len(v) != 0 {
+				return fmt.Errorf("Get %q in the writing transaction = %q, %v; want an empty value", k, v, err)
+			}
+		}
+		return nil
+	})
+	wantValue(t, s, tableA, "empty too", "")
 }
 
 func testGetMissing(t *testing.T, s billing.Store) {
