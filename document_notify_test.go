@@ -50,6 +50,8 @@ func recordAll(t *testing.T, svc *billing.Service, account string) func() []stri
 // the notifications each one records (notifications.md, "When
 // notifications are emitted"): exactly one per operation, none for op 11 or
 // a refused operation, and the send e-mails to customerEmails.
+//
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestDocumentNotifications(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
