@@ -57,7 +57,7 @@ type PrintableDocument struct {
 	CustomerTaxStatus TaxStatus
 	// TemplateVersion is the layout version to draw with.
 	TemplateVersion int
-	// Date stamps the PDF's creation and modification dates: the
+	// Date is the PDF's creation date (it has no modification date): the
 	// finalization time of an issued document, the last change of a draft.
 	Date time.Time
 }

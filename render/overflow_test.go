@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/billingd/billing"
 	"github.com/billingd/billing/render"
 )
 
@@ -26,8 +27,9 @@ func longText(n int) string {
 }
 
 // TestLongTextStaysOnThePage: fields at the Service's default length
-// limit (1,000 characters), and a word longer than any column, wrap inside
-// their columns: every word pdftotext finds lies within the page's margins.
+// limit (1,000 characters), a word longer than any column, and pages of
+// custom fields wrap inside their columns and run on to the next pages:
+// every word pdftotext finds lies within the page's margins.
 func TestLongTextStaysOnThePage(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("pdftotext"); err != nil {
@@ -42,6 +44,10 @@ func TestLongTextStaysOnThePage(t *testing.T) {
 	d.InvoiceLines[0].Description = longText(1000)
 	d.InvoiceGroups[0].Title = longText(1000)
 	d.Merchant.LegalCompanyName = longText(300)
+	d.Merchant.CustomFields = nil
+	for i := range 40 { // several pages of custom fields: they run on
+		d.Merchant.CustomFields = append(d.Merchant.CustomFields, billing.KeyValue{Key: strconv.Itoa(i), Value: longText(1000)})
+	}
 	pdf, err := render.PDF(d)
 	if err != nil {
 		t.Fatal(err)

@@ -166,16 +166,16 @@ func (w *pdfWriter) blocks() []*block {
 	}
 	out = append(out, w.totalsBlock())
 	for _, n := range v.Notes {
-		out = append(out, w.paragraph("", n))
+		out = append(out, w.textBlocks(nil, w.wrap(contentW, textLine{stBody, n}))...)
 	}
 	if v.Memo != "" {
-		out = append(out, w.paragraph("Memo", v.Memo))
+		out = append(out, w.textBlocks(w.heading("Memo"), w.wrap(contentW, textLine{stBody, v.Memo}))...)
 	}
 	for _, p := range v.Payment {
-		out = append(out, w.factList(p.Heading, p.Rows))
+		out = append(out, w.factList(p.Heading, p.Rows)...)
 	}
 	if len(v.Custom) > 0 {
-		out = append(out, w.factList("Details", v.Custom))
+		out = append(out, w.factList("Details", v.Custom)...)
 	}
 	return out
 }
@@ -385,23 +385,38 @@ func (w *pdfWriter) totalsBlock() *block {
 	}}
 }
 
-// paragraph is a heading (may be empty) over wrapped text.
-func (w *pdfWriter) paragraph(heading, text string) *block {
-	var lines []textLine
-	if heading != "" {
-		lines = append(lines, textLine{w.accent, strings.ToUpper(heading)})
-	}
-	lines = append(lines, w.wrap(contentW, textLine{stBody, text})...)
-	return &block{h: height(lines) + 10, draw: func(y float64) { w.lines(marginX, y, contentW, gopdf.Left, lines) }}
+// heading is a section heading in the merchant's colour.
+func (w *pdfWriter) heading(text string) []textLine {
+	return []textLine{{w.accent, strings.ToUpper(text)}}
 }
 
 // factList is a heading over "label: value" rows.
-func (w *pdfWriter) factList(heading string, fs []fact) *block {
-	lines := []textLine{{w.accent, strings.ToUpper(heading)}}
+func (w *pdfWriter) factList(heading string, fs []fact) []*block {
+	var lines []textLine
 	for _, f := range fs {
 		lines = append(lines, w.wrap(contentW, textLine{stBody, f.Label + ": " + f.Value})...)
 	}
-	return &block{h: height(lines) + 10, draw: func(y float64) { w.lines(marginX, y, contentW, gopdf.Left, lines) }}
+	return w.textBlocks(w.heading(heading), lines)
+}
+
+// textBlocks sets a heading and its text lines at full width, one block
+// per line so that text of any length runs on to the next page; the
+// heading stays with the first line, and the last line carries the space
+// after the section.
+func (w *pdfWriter) textBlocks(head, lines []textLine) []*block {
+	var out []*block
+	for i := range lines {
+		set := lines[i : i+1]
+		if i == 0 {
+			set = append(append([]textLine{}, head...), set...)
+		}
+		h := height(set)
+		if i == len(lines)-1 {
+			h += 10
+		}
+		out = append(out, &block{h: h, draw: func(y float64) { w.lines(marginX, y, contentW, gopdf.Left, set) }})
+	}
+	return out
 }
 
 // factRow is a label and a value set side by side, each wrapped.
