@@ -298,7 +298,7 @@ func TestMerchantUpdatedIsEmitted(t *testing.T) {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestWebhookDocumentsEndToEnd: document operations reach a receiver once
-// each, in order of the design's emission table; op 11 (mark-as-sent)
+// each, in order of emission; op 11 (mark-as-sent)
 // sends nothing, and neither does a refused operation.
 func TestWebhookDocumentsEndToEnd(t *testing.T) {
 	t.Parallel()
