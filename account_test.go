@@ -9,6 +9,8 @@ import (
 	"github.com/billingd/billing/billingtest"
 )
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestAPIKeys(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {

@@ -14,6 +14,8 @@ import (
 // lets through what the store would refuse: a wrong secret with the cache
 // warm, a key revoked after it was cached, or a key revoked while
 // authentications race with the revocation.
+//
+// Long on purpose: short subtests of one rule group that share the group's set-up.
 func TestAuthenticateCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -182,6 +182,9 @@ type Service struct {
 // New returns a Service over store. It validates cfg (nil means all
 // defaults) and prepares the store: the first call on an empty store writes
 // the store's cursor-signing key.
+//
+// Long on purpose: every Config field is checked or defaulted here, so New
+// is the one place that says what an unset field means.
 func New(store Store, cfg *Config) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("billing: New needs a Store")

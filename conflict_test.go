@@ -17,6 +17,8 @@ import (
 // to serialize and are run again by the store; none of that may reach a
 // caller: the numbers are gapless, each alias has exactly one winner and
 // every loser gets conflict, and no other error surfaces.
+//
+// Long on purpose: the set-up, the concurrent run and the checks of its outcome belong together.
 func TestConcurrentWritesThroughTheService(t *testing.T) {
 	t.Parallel()
 	var store billing.Store

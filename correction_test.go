@@ -78,6 +78,8 @@ func (f *lateFixture) wantJournalBalances(id string) {
 	}
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the
+// state the previous steps left, so pieces would repeat the set-up.
 func TestLateUsageIsCorrectedOnce(t *testing.T) {
 	t.Parallel()
 	t.Run("PositiveDifferenceMakesAnAdjustmentInvoice", func(t *testing.T) {

@@ -227,43 +227,13 @@ func checkCreditAmount(v *validator, field string, amount *Decimal, typ CreditTy
 
 // checkGrantParams validates p inside tx and returns the grant's type, the
 // customer, and the tax rate (nil without one).
+//
+// Long on purpose: the field checks of a grant depend on its type and on
+// records read in the same transaction; they are listed in the order of the
+// fields.
 func (s *Service) checkGrantParams(ctx context.Context, tx Tx, account string, p *CreditGrantParams) (CreditType, *Customer, *TaxRate, error) {
 	var v validator
-	s.checkString(&v, "name", p.Name, true)
-	var typ CreditType
-	switch p.CreditUnitType {
-	case CreditUnitCurrency:
-		typ = CreditCash
-		checkCurrency(&v, p.Currency)
-		v.check(p.MetricID == "", "metricId", "metricId is only for METRIC credit")
-	case CreditUnitMetric:
-		typ = CreditUsage
-		v.check(p.MetricID != "", "metricId", "metricId is required for METRIC credit")
-		if p.Currency != "" || p.CostOfCredit != nil {
-			checkCurrency(&v, p.Currency)
-		}
-	case "":
-		v.add("creditUnitType", "creditUnitType is required")
-	default:
-		v.add("creditUnitType", "creditUnitType must be CURRENCY or METRIC")
-	}
-	checkCreditAmount(&v, "amount", p.Amount, typ, p.Currency)
-	if c := p.CostOfCredit; c != nil {
-		switch {
-		case c.Sign() < 0:
-			v.add("costOfCredit", "costOfCredit must not be negative")
-		case p.Currency.Valid() && p.Currency.Round(*c, RoundHalfUp).Cmp(*c) != 0:
-			v.add("costOfCredit", "costOfCredit has more than the %d decimal places of %s", p.Currency.MinorUnits(), p.Currency)
-		}
-	}
-	v.check(!p.CreateInvoice || (p.CostOfCredit != nil && p.CostOfCredit.Sign() > 0), "createInvoice",
-		"createInvoice needs a positive costOfCredit")
-	v.check(p.TaxRateID == "" || p.CostOfCredit != nil, "taxRateId", "taxRateId is the tax of costOfCredit; give costOfCredit too")
-	checkDate(&v, "effectiveDate", p.EffectiveDate)
-	checkDate(&v, "expiryDate", p.ExpiryDate)
-	if p.EffectiveDate != nil && p.ExpiryDate != nil {
-		v.check(!p.ExpiryDate.Before(*p.EffectiveDate), "expiryDate", "expiryDate must not be before effectiveDate")
-	}
+	typ := s.checkGrantFields(&v, p)
 	v.check(p.CustomerID != "", "customerId", "customerId is required")
 	var c *Customer
 	var err error
@@ -294,6 +264,47 @@ func (s *Service) checkGrantParams(ctx context.Context, tx Tx, account string, p
 		return "", nil, nil, Errorf(CodeInvalidState, "the customer is archived; archived customers get no new invoices")
 	}
 	return typ, c, tr, nil
+}
+
+// checkGrantFields validates the fields of p that need no store, and
+// returns the grant's type ("" when creditUnitType is invalid).
+func (s *Service) checkGrantFields(v *validator, p *CreditGrantParams) CreditType {
+	s.checkString(v, "name", p.Name, true)
+	var typ CreditType
+	switch p.CreditUnitType {
+	case CreditUnitCurrency:
+		typ = CreditCash
+		checkCurrency(v, p.Currency)
+		v.check(p.MetricID == "", "metricId", "metricId is only for METRIC credit")
+	case CreditUnitMetric:
+		typ = CreditUsage
+		v.check(p.MetricID != "", "metricId", "metricId is required for METRIC credit")
+		if p.Currency != "" || p.CostOfCredit != nil {
+			checkCurrency(v, p.Currency)
+		}
+	case "":
+		v.add("creditUnitType", "creditUnitType is required")
+	default:
+		v.add("creditUnitType", "creditUnitType must be CURRENCY or METRIC")
+	}
+	checkCreditAmount(v, "amount", p.Amount, typ, p.Currency)
+	if c := p.CostOfCredit; c != nil {
+		switch {
+		case c.Sign() < 0:
+			v.add("costOfCredit", "costOfCredit must not be negative")
+		case p.Currency.Valid() && p.Currency.Round(*c, RoundHalfUp).Cmp(*c) != 0:
+			v.add("costOfCredit", "costOfCredit has more than the %d decimal places of %s", p.Currency.MinorUnits(), p.Currency)
+		}
+	}
+	v.check(!p.CreateInvoice || (p.CostOfCredit != nil && p.CostOfCredit.Sign() > 0), "createInvoice",
+		"createInvoice needs a positive costOfCredit")
+	v.check(p.TaxRateID == "" || p.CostOfCredit != nil, "taxRateId", "taxRateId is the tax of costOfCredit; give costOfCredit too")
+	checkDate(v, "effectiveDate", p.EffectiveDate)
+	checkDate(v, "expiryDate", p.ExpiryDate)
+	if p.EffectiveDate != nil && p.ExpiryDate != nil {
+		v.check(!p.ExpiryDate.Before(*p.EffectiveDate), "expiryDate", "expiryDate must not be before effectiveDate")
+	}
+	return typ
 }
 
 // CreateCreditGrant grants credit to a customer: the grant, its GRANT

@@ -12,6 +12,9 @@ import (
 // Prepaid credit: grant a customer 100.00 USD, then finalize an invoice of
 // 60.00 with the credit applied. The invoice gets a line for the credit
 // used (BURNDOWN, with the grant's id) and nothing is due; 40.00 is left.
+//
+// Long on purpose: a godoc example is self-contained, so that it can be
+// copied as is.
 func ExampleService_ApplyCredits() {
 	ctx := context.Background()
 	store := memstore.New()

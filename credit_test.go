@@ -154,6 +154,7 @@ func (e *docEnv) checkCreditInvariants(t *testing.T) {
 	}
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestCreditGrantValidation(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
@@ -224,6 +225,9 @@ func TestCreditGrantValidation(t *testing.T) {
 // TestCreditDrawdown checks the order grants are applied in, the lines,
 // the amounts, the ledger, creditBalances and the journal of one engine
 // invoice.
+//
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestCreditDrawdown(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
@@ -308,6 +312,8 @@ func TestCreditDrawdown(t *testing.T) {
 // TestCreditGrantStateTable runs every grant operation in every grant
 // status: allowed ones end in the right status with the right ledger,
 // refused ones answer invalid_state and change nothing.
+//
+// Long on purpose: a state table: one row per operation, read as one table against every state.
 func TestCreditGrantStateTable(t *testing.T) {
 	t.Parallel()
 	states := []billing.CreditGrantStatus{billing.CreditGrantActive, billing.CreditGrantDepleted, billing.CreditGrantExpired, billing.CreditGrantVoided}
@@ -411,6 +417,8 @@ func contains[T comparable](s []T, v T) bool {
 // negative, that a grant's transactions sum to its balance, that an
 // invoice never consumes more than it was due, and that the journal
 // balances. CREDIT_SEED replays a run.
+//
+// Long on purpose: a property test: the generator, the model and the checks read together.
 func TestCreditProperty(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
@@ -508,6 +516,9 @@ func TestCreditProperty(t *testing.T) {
 // grant: every unit is consumed once, whoever wins. On bbolt, or on
 // PostgreSQL under BILLINGD_TEST_POSTGRES (where a transaction function may
 // run again after a serialization failure).
+//
+// Long on purpose: the set-up, the concurrent run and the checks of its
+// outcome belong together.
 func TestCreditConcurrentConsumption(t *testing.T) {
 	t.Parallel()
 	for round := range 3 {
@@ -583,6 +594,9 @@ func TestCreditConcurrentConsumption(t *testing.T) {
 // generateCashCreditGrant ENABLED through every path: one grant of its
 // gross total, linked both ways, the invoice's amount due unchanged, and
 // the grant pays the next engine invoice.
+//
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestCreditNoteGeneratesGrantOnce(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
@@ -740,6 +754,9 @@ func TestCreditNotifications(t *testing.T) {
 // prices on its metric before the price applies (the tiers see the
 // reduced quantity), when the engine invoice is finalized: at once for an
 // auto-issued invoice, at FinalizeInvoice for a draft.
+//
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestUsageCreditDrawdown(t *testing.T) {
 	t.Parallel()
 	f := newSched(t)

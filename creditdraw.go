@@ -203,17 +203,26 @@ func (s *Service) invoiceJournal(ctx context.Context, tx Tx, account string, r *
 	}, prepayments, nil
 }
 
-// prepaidGrant returns the grant a PREPAYMENT line of invoice invID sells
-// (the grant created with that invoice), nil when the line sells none.
-func prepaidGrant(ctx context.Context, tx Tx, account, invID string, l *InvoiceLineItem) (*grantRecord, error) {
-	if l.RevenueClassification != RevenueClassificationPrepayment || l.CreditGrantID == "" {
-		return nil, nil
+// eachPrepaidGrant calls fn with every grant invoice invID sells (a
+// PREPAYMENT line naming the grant created with that invoice) and its line.
+func eachPrepaidGrant(ctx context.Context, tx Tx, account, invID string, lines []InvoiceLineItem, fn func(g *grantRecord, l *InvoiceLineItem) error) error {
+	for i := range lines {
+		l := &lines[i]
+		if l.RevenueClassification != RevenueClassificationPrepayment || l.CreditGrantID == "" {
+			continue
+		}
+		g, err := loadGrant(ctx, tx, account, l.CreditGrantID)
+		switch {
+		case CodeOf(err) == CodeNotFound || (err == nil && g.InvoiceID != invID):
+			continue
+		case err != nil:
+			return err
+		}
+		if err := fn(g, l); err != nil {
+			return err
+		}
 	}
-	g, err := loadGrant(ctx, tx, account, l.CreditGrantID)
-	if CodeOf(err) == CodeNotFound || (err == nil && g.InvoiceID != invID) {
-		return nil, nil
-	}
-	return g, err
+	return nil
 }
 
 // fundPrepaidGrants, in the finalization of the invoice that sells grants
@@ -222,15 +231,8 @@ func prepaidGrant(ctx context.Context, tx Tx, account, invID string, l *InvoiceL
 // the credit is consumed. A grant already closed releases it to breakage
 // income at once.
 func (s *Service) fundPrepaidGrants(ctx context.Context, tx Tx, account, invID string, lines []InvoiceLineItem, now time.Time) error {
-	for i := range lines {
-		g, err := prepaidGrant(ctx, tx, account, invID, &lines[i])
-		if err != nil || g == nil {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		net := lines[i].NetTotal
+	return eachPrepaidGrant(ctx, tx, account, invID, lines, func(g *grantRecord, l *InvoiceLineItem) error {
+		net := l.NetTotal
 		g.Basis = g.Basis.Add(net)
 		if g.Status == CreditGrantExpired || g.Status == CreditGrantVoided {
 			err := s.writeJournal(ctx, tx, account, JournalSourceCreditGrant, g.ID, g.basisCurrency(), now,
@@ -241,11 +243,8 @@ func (s *Service) fundPrepaidGrants(ctx context.Context, tx Tx, account, invID s
 		} else {
 			g.DeferredLeft = g.DeferredLeft.Add(net)
 		}
-		if err := putRecord(ctx, tx, tableCreditGrants, key(account, g.ID), g); err != nil {
-			return err
-		}
-	}
-	return nil
+		return putRecord(ctx, tx, tableCreditGrants, key(account, g.ID), g)
+	})
 }
 
 // revokePrepaidGrants, when the invoice that sells grants is voided or
@@ -256,24 +255,14 @@ func (s *Service) revokePrepaidGrants(ctx context.Context, tx Tx, account, invID
 	if err != nil {
 		return err
 	}
-	for i := range lines {
-		g, err := prepaidGrant(ctx, tx, account, invID, &lines[i])
-		if err != nil || g == nil {
-			if err != nil {
-				return err
-			}
-			continue
-		}
+	return eachPrepaidGrant(ctx, tx, account, invID, lines, func(g *grantRecord, _ *InvoiceLineItem) error {
 		if g.Status != CreditGrantActive || g.CurrentBalance.Cmp(g.OriginalAmount) != 0 {
 			return Errorf(CodeInvalidState, "the invoice sells credit grant %s, which was already used, expired or voided (%s %s left of %s)",
 				g.ID, g.Status, g.CurrentBalance, g.OriginalAmount)
 		}
 		// The invoice's reversed journal takes the deferred revenue back.
-		if err := s.closeGrant(ctx, tx, g, CreditTxVoid, DateOf(now), "its invoice was voided", false, now); err != nil {
-			return err
-		}
-	}
-	return nil
+		return s.closeGrant(ctx, tx, g, CreditTxVoid, DateOf(now), "its invoice was voided", false, now)
+	})
 }
 
 // creditBalancesText is the human-readable credit a customer has left on

@@ -27,31 +27,61 @@ type CreditNoteSettings struct {
 // CreditNote reduces what a customer owes, usually against an invoice.
 // Every field the specification marks "always" is present in its JSON.
 type CreditNote struct {
-	ID                       string         `json:"id"`
-	ServiceAccountID         string         `json:"serviceAccountId"`
-	Status                   DocumentStatus `json:"status"`
-	Currency                 Currency       `json:"currency"`
-	CustomerID               string         `json:"customerId"`
-	CustomerEmails           []string       `json:"customerEmails"`
-	CustomerLegalCompanyName string         `json:"customerLegalCompanyName,omitempty"`
-	CustomerBillingAddress   Address        `json:"customerBillingAddress"`
-	CustomerShippingAddress  Address        `json:"customerShippingAddress"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the credit note.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// Status is IN_PROGRESS or DRAFT while editable, then FINAL, SENT or VOIDED.
+	Status DocumentStatus `json:"status"`
+	// Currency of every amount; the credited invoice's when there is one.
+	Currency Currency `json:"currency"`
+	// CustomerID is the customer credited; the credited invoice's when there is
+	// one.
+	CustomerID string `json:"customerId"`
+	// CustomerEmails receive the credit note on send: from the invoice, else the
+	// customer's billing contacts, unless given; always present.
+	CustomerEmails []string `json:"customerEmails"`
+	// CustomerLegalCompanyName is printed: from the invoice or customer unless
+	// given.
+	CustomerLegalCompanyName string `json:"customerLegalCompanyName,omitempty"`
+	// CustomerBillingAddress is printed: from the invoice or customer unless
+	// given.
+	CustomerBillingAddress Address `json:"customerBillingAddress"`
+	// CustomerShippingAddress: as CustomerBillingAddress.
+	CustomerShippingAddress Address `json:"customerShippingAddress"`
 	Totals
-	Metadata            []KeyValue         `json:"metadata"`
-	LinkedServices      []LinkedService    `json:"linkedServices"`
-	Settings            CreditNoteSettings `json:"settings"`
-	InvoiceID           string             `json:"invoiceId,omitempty"`
-	InvoiceNumber       string             `json:"invoiceNumber,omitempty"`
-	BillingScheduleID   string             `json:"billingScheduleId,omitempty"`
-	IssueDate           Date               `json:"issueDate,omitzero"`
-	BillingPeriodStart  *time.Time         `json:"billingPeriodStart,omitempty"`
-	BillingPeriodEnd    *time.Time         `json:"billingPeriodEnd,omitempty"`
-	CreditNoteNumber    string             `json:"creditNoteNumber,omitempty"`
-	PurchaseOrderNumber string             `json:"purchaseOrderNumber,omitempty"`
-	Memo                string             `json:"memo,omitempty"`
-	CustomerTaxID       string             `json:"customerTaxId,omitempty"`
-	MerchantDetails     *MerchantDetails   `json:"merchantDetails,omitempty"`
-	AccountingDate      Date               `json:"accountingDate,omitzero"`
+	// Metadata is free key-value data of the caller; always present.
+	Metadata []KeyValue `json:"metadata"`
+	// LinkedServices are records in external systems; always [] (billingd syncs
+	// with none).
+	LinkedServices []LinkedService `json:"linkedServices"`
+	// Settings are stored and echoed; GenerateCashCreditGrant is ENABLED by
+	// default.
+	Settings CreditNoteSettings `json:"settings"`
+	// InvoiceID is the invoice credited; empty for a standalone credit note.
+	InvoiceID string `json:"invoiceId,omitempty"`
+	// InvoiceNumber is the credited invoice's number, copied at creation.
+	InvoiceNumber string `json:"invoiceNumber,omitempty"`
+	// BillingScheduleID is copied from the credited invoice.
+	BillingScheduleID string `json:"billingScheduleId,omitempty"`
+	// IssueDate is set at finalization; zero, and absent in JSON, before.
+	IssueDate Date `json:"issueDate,omitzero"`
+	// BillingPeriodStart is the start of the credited period (from the invoice's
+	// billing period unless given); nil when none.
+	BillingPeriodStart *time.Time `json:"billingPeriodStart,omitempty"`
+	// BillingPeriodEnd is the end of the credited period, exclusive (the day after
+	// the invoice's inclusive end, at 00:00Z); nil when none.
+	BillingPeriodEnd *time.Time `json:"billingPeriodEnd,omitempty"`
+	// CreditNoteNumber (CN00001, ...) is assigned at finalization, gapless per
+	// account; empty before.
+	CreditNoteNumber    string `json:"creditNoteNumber,omitempty"`
+	PurchaseOrderNumber string `json:"purchaseOrderNumber,omitempty"`
+	Memo                string `json:"memo,omitempty"`
+	// CustomerTaxID is printed: from the invoice or customer unless given.
+	CustomerTaxID string `json:"customerTaxId,omitempty"`
+	// MerchantDetails as they were at finalization; nil before.
+	MerchantDetails *MerchantDetails `json:"merchantDetails,omitempty"`
+	// AccountingDate is the booking date: the issue date unless set.
+	AccountingDate Date `json:"accountingDate,omitzero"`
 	// CreditGrantID is the CASH credit grant the credit note created when
 	// finalized (settings.generateCashCreditGrant ENABLED).
 	CreditGrantID string    `json:"creditGrantId,omitempty"`
@@ -62,15 +92,18 @@ type CreditNote struct {
 // CreditNoteLineItem is a line of a credit note.
 type CreditNoteLineItem struct {
 	LineItem
+	// CreditNoteID is the credit note the line belongs to.
 	CreditNoteID string `json:"creditNoteId"`
 	// LineItemID is the line of the credited invoice this line relates to.
-	LineItemID    string     `json:"lineItemId,omitempty"`
+	LineItemID string `json:"lineItemId,omitempty"`
+	// ServicePeriod is the credited period (inclusive dates); nil when not given.
 	ServicePeriod *DateRange `json:"servicePeriod,omitempty"`
 }
 
 // CreditNoteLineItemGroup groups lines of a credit note under a title.
 type CreditNoteLineItemGroup struct {
 	LineItemGroup
+	// CreditNoteID is the credit note the group belongs to.
 	CreditNoteID string `json:"creditNoteId"`
 	// LineItemGroupID is the group of the credited invoice it mirrors.
 	LineItemGroupID string `json:"lineItemGroupId,omitempty"`
@@ -82,39 +115,65 @@ type CreditNoteLineItemGroup struct {
 // same customer and currency; missing customer fields and the billing period
 // come from it, otherwise from the customer.
 type CreditNoteParams struct {
-	Currency                 Currency       `json:"currency"`
-	CustomerID               string         `json:"customerId"`
-	InvoiceID                string         `json:"invoiceId"`
-	Status                   DocumentStatus `json:"status"`
-	BillingPeriodStart       *time.Time     `json:"billingPeriodStart"`
-	BillingPeriodEnd         *time.Time     `json:"billingPeriodEnd"`
-	PurchaseOrderNumber      string         `json:"purchaseOrderNumber"`
-	CustomerEmails           []string       `json:"customerEmails"`
-	CustomerLegalCompanyName string         `json:"customerLegalCompanyName"`
-	CustomerBillingAddress   *Address       `json:"customerBillingAddress"`
-	CustomerShippingAddress  *Address       `json:"customerShippingAddress"`
-	Memo                     string         `json:"memo"`
-	Metadata                 []KeyValue     `json:"metadata"`
-	CustomerTaxID            string         `json:"customerTaxId"`
-	AccountingDate           *Date          `json:"accountingDate"`
+	// Currency is required; with InvoiceID it must be the invoice's.
+	Currency Currency `json:"currency"`
+	// CustomerID is required; with InvoiceID it must be the invoice's.
+	CustomerID string `json:"customerId"`
+	// InvoiceID names a FINAL or SENT invoice to credit; empty for a standalone
+	// credit note.
+	InvoiceID string `json:"invoiceId"`
+	// Status may be DRAFT (the default) or IN_PROGRESS.
+	Status DocumentStatus `json:"status"`
+	// BillingPeriodStart: nil takes the invoice's.
+	BillingPeriodStart *time.Time `json:"billingPeriodStart"`
+	// BillingPeriodEnd (exclusive): nil takes the invoice's.
+	BillingPeriodEnd    *time.Time `json:"billingPeriodEnd"`
+	PurchaseOrderNumber string     `json:"purchaseOrderNumber"`
+	// CustomerEmails: nil takes the invoice's, else the customer's billing
+	// contacts.
+	CustomerEmails []string `json:"customerEmails"`
+	// CustomerLegalCompanyName: empty takes the invoice's or customer's.
+	CustomerLegalCompanyName string `json:"customerLegalCompanyName"`
+	// CustomerBillingAddress: nil takes the invoice's or customer's.
+	CustomerBillingAddress *Address `json:"customerBillingAddress"`
+	// CustomerShippingAddress: nil takes the invoice's or customer's.
+	CustomerShippingAddress *Address   `json:"customerShippingAddress"`
+	Memo                    string     `json:"memo"`
+	Metadata                []KeyValue `json:"metadata"`
+	// CustomerTaxID: empty takes the invoice's or customer's.
+	CustomerTaxID string `json:"customerTaxId"`
+	// AccountingDate: nil means the issue date.
+	AccountingDate *Date `json:"accountingDate"`
 }
 
 // CreditNoteUpdateParams are the fields op 10 may change; absent fields are
 // kept, null clears a field (settings cannot be cleared; customerEmails and
 // metadata become []).
 type CreditNoteUpdateParams struct {
-	BillingPeriodStart       Optional[time.Time]          `json:"billingPeriodStart,omitzero"`
-	BillingPeriodEnd         Optional[time.Time]          `json:"billingPeriodEnd,omitzero"`
-	PurchaseOrderNumber      Optional[string]             `json:"purchaseOrderNumber,omitzero"`
-	CustomerEmails           Optional[[]string]           `json:"customerEmails,omitzero"`
-	CustomerLegalCompanyName Optional[string]             `json:"customerLegalCompanyName,omitzero"`
-	CustomerBillingAddress   Optional[Address]            `json:"customerBillingAddress,omitzero"`
-	CustomerShippingAddress  Optional[Address]            `json:"customerShippingAddress,omitzero"`
-	Memo                     Optional[string]             `json:"memo,omitzero"`
-	Metadata                 Optional[[]KeyValue]         `json:"metadata,omitzero"`
-	CustomerTaxID            Optional[string]             `json:"customerTaxId,omitzero"`
-	Settings                 Optional[CreditNoteSettings] `json:"settings,omitzero"`
-	AccountingDate           Optional[Date]               `json:"accountingDate,omitzero"`
+	// BillingPeriodStart: absent keeps it, null clears it.
+	BillingPeriodStart Optional[time.Time] `json:"billingPeriodStart,omitzero"`
+	// BillingPeriodEnd: absent keeps it, null clears it.
+	BillingPeriodEnd Optional[time.Time] `json:"billingPeriodEnd,omitzero"`
+	// PurchaseOrderNumber: absent keeps it, null clears it.
+	PurchaseOrderNumber Optional[string] `json:"purchaseOrderNumber,omitzero"`
+	// CustomerEmails: absent keeps them, null clears them ([]).
+	CustomerEmails Optional[[]string] `json:"customerEmails,omitzero"`
+	// CustomerLegalCompanyName: absent keeps it, null clears it.
+	CustomerLegalCompanyName Optional[string] `json:"customerLegalCompanyName,omitzero"`
+	// CustomerBillingAddress: absent keeps it, null clears it.
+	CustomerBillingAddress Optional[Address] `json:"customerBillingAddress,omitzero"`
+	// CustomerShippingAddress: absent keeps it, null clears it.
+	CustomerShippingAddress Optional[Address] `json:"customerShippingAddress,omitzero"`
+	// Memo: absent keeps it, null clears it.
+	Memo Optional[string] `json:"memo,omitzero"`
+	// Metadata: absent keeps it, null clears it to [].
+	Metadata Optional[[]KeyValue] `json:"metadata,omitzero"`
+	// CustomerTaxID: absent keeps it, null clears it.
+	CustomerTaxID Optional[string] `json:"customerTaxId,omitzero"`
+	// Settings: absent keeps them; null is refused.
+	Settings Optional[CreditNoteSettings] `json:"settings,omitzero"`
+	// AccountingDate: absent keeps it, null clears it.
+	AccountingDate Optional[Date] `json:"accountingDate,omitzero"`
 }
 
 // CreditNoteLineItemParams are the fields of a credit note line (op 14, a
@@ -123,17 +182,27 @@ type CreditNoteUpdateParams struct {
 // required. RevenueRecognitionMethod accepts STRAIGHT_LINE and
 // POINT_IN_TIME only.
 type CreditNoteLineItemParams struct {
-	Title                    string                   `json:"title"`
-	Description              string                   `json:"description"`
-	Quantity                 *Decimal                 `json:"quantity"`
-	Rate                     *Decimal                 `json:"rate"`
-	TaxRate                  *Decimal                 `json:"taxRate"`
-	ExternalIDs              []KeyValue               `json:"externalIds"`
-	RateDisplay              RateDisplay              `json:"rateDisplay"`
-	ServicePeriod            *DateRange               `json:"servicePeriod"`
+	// Title is required.
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	// Quantity is required; exact.
+	Quantity *Decimal `json:"quantity"`
+	// Rate is required: the credit per unit in the credit note's currency.
+	Rate *Decimal `json:"rate"`
+	// TaxRate is required: a fraction from 0 to 1.
+	TaxRate *Decimal `json:"taxRate"`
+	// ExternalIDs are required (they may be []).
+	ExternalIDs []KeyValue `json:"externalIds"`
+	// RateDisplay defaults to ABSOLUTE.
+	RateDisplay RateDisplay `json:"rateDisplay"`
+	// ServicePeriod is optional; both dates are then required.
+	ServicePeriod *DateRange `json:"servicePeriod"`
+	// RevenueRecognitionMethod accepts only STRAIGHT_LINE and POINT_IN_TIME on
+	// credit notes.
 	RevenueRecognitionMethod RevenueRecognitionMethod `json:"revenueRecognitionMethod"`
 	RevenueClassification    RevenueClassification    `json:"revenueClassification"`
-	ProductID                string                   `json:"productId"`
+	// ProductID must name a product of the account; optional.
+	ProductID string `json:"productId"`
 }
 
 // CreateCreditNoteLineItemParams are the body of op 13: the line's fields
@@ -141,9 +210,12 @@ type CreditNoteLineItemParams struct {
 // GroupID (a group of the same credit note) and LineItemID (a line of the
 // credited invoice).
 type CreateCreditNoteLineItemParams struct {
+	// CreditNoteID is required and must be the credit note of the path.
 	CreditNoteID string `json:"creditNoteId"`
-	GroupID      string `json:"groupId"`
-	LineItemID   string `json:"lineItemId"`
+	// GroupID must name a group of the same credit note; kept on update.
+	GroupID string `json:"groupId"`
+	// LineItemID must name a line of the credited invoice; kept on update.
+	LineItemID string `json:"lineItemId"`
 	CreditNoteLineItemParams
 }
 
@@ -151,17 +223,22 @@ type CreateCreditNoteLineItemParams struct {
 // group (create, and update as a full replace). Title is required;
 // LineItemGroupID, when given, must name a group of the credited invoice.
 type CreditNoteLineItemGroupParams struct {
-	Title           string `json:"title"`
-	Description     string `json:"description"`
+	// Title is required.
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	// LineItemGroupID, when given, must name a group of the credited invoice.
 	LineItemGroupID string `json:"lineItemGroupId"`
 }
 
 // CreditNoteFilter selects credit notes in ListCreditNotes. Empty fields
 // match all.
 type CreditNoteFilter struct {
+	// CustomerID keeps one customer's credit notes; empty keeps all.
 	CustomerID string
-	InvoiceID  string
-	Status     DocumentStatus
+	// InvoiceID keeps the credit notes of one invoice; empty keeps all.
+	InvoiceID string
+	// Status keeps the credit notes in one status; empty keeps all.
+	Status DocumentStatus
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder
 }
@@ -216,6 +293,10 @@ func (s *Service) CreateCreditNote(ctx context.Context, account string, p Credit
 // createCreditNoteTx validates p and stores the new credit note inside tx
 // (the billing engine's corrections use it too). Emits nothing: callers
 // emit.
+//
+// Long on purpose: the checks of op 9 against the credited invoice and the
+// customer run in the transaction of the insert, in the order the errors are
+// reported.
 func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string, p CreditNoteParams, now time.Time) (*CreditNote, error) {
 	var v validator
 	checkCurrency(&v, p.Currency)
@@ -513,6 +594,9 @@ func (s *Service) FinalizeCreditNote(ctx context.Context, account, id string) (*
 // finalizeCreditNote is the one finalization of a credit note (finalize,
 // send, mark-as-sent): the guards first, then the number, so a refusal
 // writes nothing.
+//
+// Long on purpose: the guards, the numbering, the journal and the crediting of
+// the invoice must happen in one transaction and in this order.
 func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string, cn *CreditNote, now time.Time) error {
 	n, err := countLines(ctx, tx, tableCreditNoteLines, account, cn.ID)
 	if err != nil {

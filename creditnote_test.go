@@ -85,6 +85,7 @@ var creditNoteLines = docLines{
 	},
 }
 
+// Long on purpose: a state table: one row per operation, read as one table against every state.
 func TestCreditNoteStateTable(t *testing.T) {
 	t.Parallel()
 	type check = func(t *testing.T, e *docEnv, before, after creditedDoc)
@@ -162,6 +163,7 @@ func TestCreditNoteStateTable(t *testing.T) {
 	}.run(t)
 }
 
+// Long on purpose: short subtests of one rule group that share the group's set-up.
 func TestCreditingGuard(t *testing.T) {
 	t.Parallel()
 	t.Run("ErrOverCrediting", func(t *testing.T) {

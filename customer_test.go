@@ -64,6 +64,8 @@ func TestCreateCustomerValidation(t *testing.T) {
 	}
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestCustomerLifecycle(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, clock *billingtest.Clock) {

@@ -366,39 +366,9 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 		v.add("externalIds", "externalIds is required (it may be [])")
 	}
 	s.checkKeyValues(v, "externalIds", in.ExternalIDs)
-	switch in.RateDisplay {
-	case "", RateDisplayAbsolute, RateDisplayPercentage:
-	default:
-		v.add("rateDisplay", "rateDisplay must be ABSOLUTE or PERCENTAGE")
-	}
-	allowed := in.allowedRRM
-	if allowed == nil {
-		allowed = []RevenueRecognitionMethod{RevenueRecognitionStraightLine, RevenueRecognitionUsage, RevenueRecognitionMilestone, RevenueRecognitionPointInTime}
-	}
-	if in.RevenueRecognitionMethod != "" && !slices.Contains(allowed, in.RevenueRecognitionMethod) {
-		v.add("revenueRecognitionMethod", "revenueRecognitionMethod must be one of %v", allowed)
-	}
-	switch in.RevenueClassification {
-	case "", RevenueClassificationPrepayment, RevenueClassificationEarned, RevenueClassificationBurndown:
-	default:
-		v.add("revenueClassification", "revenueClassification must be PREPAYMENT, EARNED or BURNDOWN")
-	}
-	refs := []struct {
-		field, id string
-		table     Table
-		k         []byte
-	}{
-		{"groupId", in.GroupID, groups, key(account, docID, in.GroupID)},
-		{"productId", in.ProductID, tableProducts, key(account, in.ProductID)},
-		{"priceId", in.PriceID, tablePrices, key(account, in.PriceID)},
-	}
-	for _, r := range refs {
-		if r.id == "" {
-			continue
-		}
-		if err := s.checkRef(ctx, tx, v, r.table, r.k, r.field); err != nil {
-			return LineItem{}, err
-		}
+	checkLineKinds(v, in)
+	if err := s.checkLineRefs(ctx, tx, v, groups, account, docID, in); err != nil {
+		return LineItem{}, err
 	}
 	l := LineItem{
 		GroupID: in.GroupID, Title: in.Title, Description: in.Description,
@@ -421,6 +391,52 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 		}
 	}
 	return l, nil
+}
+
+// checkLineKinds validates the enumerated fields of a line: rateDisplay,
+// revenueRecognitionMethod (limited to in.allowedRRM when set) and
+// revenueClassification.
+func checkLineKinds(v *validator, in lineInput) {
+	switch in.RateDisplay {
+	case "", RateDisplayAbsolute, RateDisplayPercentage:
+	default:
+		v.add("rateDisplay", "rateDisplay must be ABSOLUTE or PERCENTAGE")
+	}
+	allowed := in.allowedRRM
+	if allowed == nil {
+		allowed = []RevenueRecognitionMethod{RevenueRecognitionStraightLine, RevenueRecognitionUsage, RevenueRecognitionMilestone, RevenueRecognitionPointInTime}
+	}
+	if in.RevenueRecognitionMethod != "" && !slices.Contains(allowed, in.RevenueRecognitionMethod) {
+		v.add("revenueRecognitionMethod", "revenueRecognitionMethod must be one of %v", allowed)
+	}
+	switch in.RevenueClassification {
+	case "", RevenueClassificationPrepayment, RevenueClassificationEarned, RevenueClassificationBurndown:
+	default:
+		v.add("revenueClassification", "revenueClassification must be PREPAYMENT, EARNED or BURNDOWN")
+	}
+}
+
+// checkLineRefs checks the references of a line: its group (of the same
+// document), product and price (of the account).
+func (s *Service) checkLineRefs(ctx context.Context, tx Tx, v *validator, groups Table, account, docID string, in lineInput) error {
+	refs := []struct {
+		field, id string
+		table     Table
+		k         []byte
+	}{
+		{"groupId", in.GroupID, groups, key(account, docID, in.GroupID)},
+		{"productId", in.ProductID, tableProducts, key(account, in.ProductID)},
+		{"priceId", in.PriceID, tablePrices, key(account, in.PriceID)},
+	}
+	for _, r := range refs {
+		if r.id == "" {
+			continue
+		}
+		if err := s.checkRef(ctx, tx, v, r.table, r.k, r.field); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkRef records a validation error on field when k names no record of

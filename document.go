@@ -90,31 +90,43 @@ const (
 
 // LinkedService links a document to its copy in an external system.
 type LinkedService struct {
-	ExternalID      string     `json:"externalId"`
-	ExternalService string     `json:"externalService"`
-	SyncTime        *time.Time `json:"syncTime,omitempty"`
-	ExternalURL     string     `json:"externalUrl,omitempty"`
+	// ExternalID is the record's id in the external system.
+	ExternalID string `json:"externalId"`
+	// ExternalService names the external system.
+	ExternalService string `json:"externalService"`
+	// SyncTime is when the record was last synchronised; nil before.
+	SyncTime *time.Time `json:"syncTime,omitempty"`
+	// ExternalURL links to the record in the external system; empty when unknown.
+	ExternalURL string `json:"externalUrl,omitempty"`
 }
 
 // DateRange is an inclusive range of calendar dates {start, endInclusive}:
 // an invoice's billing period, a credit note line's service period.
 type DateRange struct {
-	Start        Date `json:"start"`
+	// Start is the first day of the range.
+	Start Date `json:"start"`
+	// EndInclusive is the last day of the range, included.
 	EndInclusive Date `json:"endInclusive"`
 }
 
 // ServicePeriod is an invoice line's service period {startDate, endDate},
 // both days included.
 type ServicePeriod struct {
+	// StartDate is the first day of the period.
 	StartDate Date `json:"startDate"`
-	EndDate   Date `json:"endDate"`
+	// EndDate is the last day of the period, included.
+	EndDate Date `json:"endDate"`
 }
 
 // Totals are the money totals of a line, a group or a document, in the
 // document's currency with exactly its minor-unit digits.
 type Totals struct {
-	NetTotal   Decimal `json:"netTotal"`
-	TotalTax   Decimal `json:"totalTax"`
+	// NetTotal is before tax: for a line round(quantity × rate) in the currency's
+	// minor units, for a group or document the sum of its lines.
+	NetTotal Decimal `json:"netTotal"`
+	// TotalTax: for a line round(NetTotal × taxRate), else the sum of the lines'.
+	TotalTax Decimal `json:"totalTax"`
+	// GrossTotal is NetTotal + TotalTax.
 	GrossTotal Decimal `json:"grossTotal"`
 }
 
@@ -122,21 +134,39 @@ type Totals struct {
 // Index is assigned in creation order from 0 per document; the totals are
 // computed, never given.
 type LineItem struct {
-	ID          string  `json:"id"`
-	GroupID     string  `json:"groupId,omitempty"`
-	Title       string  `json:"title"`
-	Description string  `json:"description,omitempty"`
-	Quantity    Decimal `json:"quantity"`
-	Rate        Decimal `json:"rate"`
-	TaxRate     Decimal `json:"taxRate"`
-	Index       int     `json:"index"`
+	ID string `json:"id"`
+	// GroupID is the line's group in the same document; empty for none.
+	GroupID     string `json:"groupId,omitempty"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+	// Quantity is exact (any scale, any sign).
+	Quantity Decimal `json:"quantity"`
+	// Rate is the amount per unit in the document's currency, exact; the totals
+	// are rounded, not the rate.
+	Rate Decimal `json:"rate"`
+	// TaxRate is a fraction from 0 to 1 ("0.2" is 20%).
+	TaxRate Decimal `json:"taxRate"`
+	// Index is the line's position in its document, from 0 in creation order; kept
+	// on update.
+	Index int `json:"index"`
 	Totals
-	PriceID                  string                   `json:"priceId,omitempty"`
-	ProductID                string                   `json:"productId,omitempty"`
-	RateDisplay              RateDisplay              `json:"rateDisplay"`
-	ExternalIDs              []KeyValue               `json:"externalIds"`
+	// PriceID is the price the line bills; empty for lines made by hand without
+	// one.
+	PriceID string `json:"priceId,omitempty"`
+	// ProductID is the product the line is for; empty when not given.
+	ProductID string `json:"productId,omitempty"`
+	// RateDisplay says how Rate is shown (ABSOLUTE or PERCENTAGE); it does not
+	// change the arithmetic.
+	RateDisplay RateDisplay `json:"rateDisplay"`
+	// ExternalIDs are the line's ids in other systems; always present, [] when
+	// none.
+	ExternalIDs []KeyValue `json:"externalIds"`
+	// RevenueRecognitionMethod is stored and echoed for revenue reporting; empty
+	// when not given.
 	RevenueRecognitionMethod RevenueRecognitionMethod `json:"revenueRecognitionMethod,omitempty"`
-	RevenueClassification    RevenueClassification    `json:"revenueClassification,omitempty"`
+	// RevenueClassification is stored and echoed for revenue reporting; empty when
+	// not given.
+	RevenueClassification RevenueClassification `json:"revenueClassification,omitempty"`
 }
 
 // LineItemGroup holds the fields invoice and credit note line item groups
@@ -145,7 +175,8 @@ type LineItemGroup struct {
 	ID          string `json:"id"`
 	Title       string `json:"title"`
 	Description string `json:"description,omitempty"`
-	Index       int    `json:"index"`
+	// Index is the group's position in its document, from 0 in creation order.
+	Index int `json:"index"`
 	Totals
 }
 

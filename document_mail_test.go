@@ -16,6 +16,9 @@ import (
 // the customer a short message (text and HTML) with the PDF attached under
 // the document's number, through a real SMTP server on loopback; no JSON
 // goes to the customer.
+//
+// Long on purpose: one real SMTP server, both documents sent through it and
+// each message read in order.
 func TestDocumentEmailOverSMTP(t *testing.T) {
 	t.Parallel()
 	e, srv, mailer := newMailEnv(t)

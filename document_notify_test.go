@@ -49,6 +49,8 @@ func recordAll(t *testing.T, svc *billing.Service, account string) func() []stri
 // TestDocumentNotifications runs every document operation once and checks
 // the notifications each one records (docs/concepts.md, "Notifications"): exactly one per operation, none for op 11 or
 // a refused operation, and the send e-mails to customerEmails.
+//
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestDocumentNotifications(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)

@@ -346,6 +346,8 @@ func TestInvoiceAlwaysFields(t *testing.T) {
 // TestJournalBalances runs documents and payments through their life and
 // checks that, for every source, the debits equal the credits, and that a
 // voided document's entries cancel out.
+//
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestJournalBalances(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)

@@ -77,6 +77,9 @@ func tenTo(n int) int {
 
 // randomSchedule creates prices, usage, seats and an active schedule with
 // random phases, discounts and minimums for a new customer of f.
+//
+// Long on purpose: the generator draws every part of a schedule in the
+// order they depend on each other; a reader checks its ranges in one place.
 func randomSchedule(f *sched, r *rand.Rand) randomCase {
 	f.tb.Helper()
 	cur := billing.CurrencyUSD

@@ -220,6 +220,8 @@ func TestPreviewInvoiceIsDeterministicAndStoresNothing(t *testing.T) {
 	}
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestRunBillingLifecycle(t *testing.T) {
 	t.Parallel()
 	t.Run("AutoIssueAndCompleted", func(t *testing.T) {

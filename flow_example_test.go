@@ -18,6 +18,8 @@ import (
 // advance from 15 July, activated at once. One run of the engine on 2
 // September bills every period that has started (catch-up): a prorated
 // first period, then the full months. Running it again bills nothing twice.
+//
+// Long on purpose: a godoc example is self-contained, so that it can be copied as is.
 func ExampleService_RunBilling() {
 	ctx := context.Background()
 	store := memstore.New()

@@ -19,17 +19,31 @@ type RenderSettings struct {
 // "always" is present in its JSON: empty lists as [], unknown addresses with
 // empty strings, totals "0.00" while it has no lines.
 type Invoice struct {
-	ID                       string         `json:"id"`
-	ServiceAccountID         string         `json:"serviceAccountId"`
-	Status                   DocumentStatus `json:"status"`
-	Currency                 Currency       `json:"currency"`
-	CustomerID               string         `json:"customerId"`
-	CustomerEmails           []string       `json:"customerEmails"`
-	CustomerLegalCompanyName string         `json:"customerLegalCompanyName,omitempty"`
-	CustomerBillingAddress   Address        `json:"customerBillingAddress"`
-	CustomerShippingAddress  Address        `json:"customerShippingAddress"`
-	CustomerTaxID            string         `json:"customerTaxId,omitempty"`
-	CustomerTaxStatus        TaxStatus      `json:"customerTaxStatus,omitempty"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the invoice.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// Status is IN_PROGRESS or DRAFT while editable, then FINAL, SENT or VOIDED.
+	Status DocumentStatus `json:"status"`
+	// Currency of every amount of the invoice and its lines; fixed at creation.
+	Currency Currency `json:"currency"`
+	// CustomerID is the customer billed; fixed at creation.
+	CustomerID string `json:"customerId"`
+	// CustomerEmails are the addresses the invoice is e-mailed to on send: the
+	// customer's billing contacts unless given; always present, [] when none.
+	CustomerEmails []string `json:"customerEmails"`
+	// CustomerLegalCompanyName is printed on the invoice: the customer's legal
+	// name unless given.
+	CustomerLegalCompanyName string `json:"customerLegalCompanyName,omitempty"`
+	// CustomerBillingAddress is printed on the invoice: the customer's address
+	// unless given; empty strings where unknown.
+	CustomerBillingAddress Address `json:"customerBillingAddress"`
+	// CustomerShippingAddress: as CustomerBillingAddress.
+	CustomerShippingAddress Address `json:"customerShippingAddress"`
+	// CustomerTaxID is printed on the invoice: the customer's tax id unless given.
+	CustomerTaxID string `json:"customerTaxId,omitempty"`
+	// CustomerTaxStatus is the customer's tax status, copied with the other
+	// customer fields; empty on invoices stored before it was recorded.
+	CustomerTaxStatus TaxStatus `json:"customerTaxStatus,omitempty"`
 	Totals
 	// AmountPaid is the sum of the invoice's payments.
 	AmountPaid Decimal `json:"amountPaid"`
@@ -37,32 +51,62 @@ type Invoice struct {
 	AmountCredited Decimal `json:"amountCredited"`
 	// AmountDue is grossTotal − amountCredited − amountPaid, never below
 	// zero.
-	AmountDue           Decimal          `json:"amountDue"`
-	Metadata            []KeyValue       `json:"metadata"`
-	PaymentStatus       PaymentStatus    `json:"paymentStatus"`
-	CreatedAt           time.Time        `json:"createdAt"`
-	UpdatedAt           time.Time        `json:"updatedAt"`
-	CreditNoteIDs       []string         `json:"creditNoteIds"`
-	LinkedServices      []LinkedService  `json:"linkedServices"`
-	AccountingDate      Date             `json:"accountingDate"`
-	RenderSettings      RenderSettings   `json:"renderSettings"`
-	IsCustomerArchived  bool             `json:"isCustomerArchived"`
-	InvoiceNumber       string           `json:"invoiceNumber,omitempty"`
-	DueDate             Date             `json:"dueDate,omitzero"`
-	IssueDate           Date             `json:"issueDate,omitzero"`
-	PurchaseOrderNumber string           `json:"purchaseOrderNumber,omitempty"`
-	Reference           string           `json:"reference,omitempty"`
-	Memo                string           `json:"memo,omitempty"`
-	PaymentOptions      []PaymentOption  `json:"paymentOptions,omitempty"`
-	BillingPeriod       *DateRange       `json:"billingPeriod,omitempty"`
-	BillingScheduleID   string           `json:"billingScheduleId,omitempty"`
-	MerchantDetails     *MerchantDetails `json:"merchantDetails,omitempty"`
+	AmountDue Decimal `json:"amountDue"`
+	// Metadata is free key-value data of the caller; always present, [] when none.
+	Metadata []KeyValue `json:"metadata"`
+	// PaymentStatus is derived from AmountDue (UNPAID, PARTIALLY_PAID, PAID)
+	// unless set to UNCOLLECTIBLE with SetPaymentStatus.
+	PaymentStatus PaymentStatus `json:"paymentStatus"`
+	CreatedAt     time.Time     `json:"createdAt"`
+	UpdatedAt     time.Time     `json:"updatedAt"`
+	// CreditNoteIDs are the credit notes created against the invoice, oldest
+	// first; always present.
+	CreditNoteIDs []string `json:"creditNoteIds"`
+	// LinkedServices are the invoice's records in external systems; always
+	// present, [] (billingd syncs with none).
+	LinkedServices []LinkedService `json:"linkedServices"`
+	// AccountingDate is the date the invoice is booked on: its creation date until
+	// finalization, then the issue date, unless set.
+	AccountingDate Date `json:"accountingDate"`
+	// RenderSettings say how the invoice is rendered for the customer.
+	RenderSettings RenderSettings `json:"renderSettings"`
+	// IsCustomerArchived is set on every invoice of a customer when the customer
+	// is archived; display only.
+	IsCustomerArchived bool `json:"isCustomerArchived"`
+	// InvoiceNumber (INV00001, ...) is assigned at finalization, gapless per
+	// account; empty before.
+	InvoiceNumber string `json:"invoiceNumber,omitempty"`
+	// DueDate is when payment is due: at finalization, unless set, the issue date
+	// plus the schedule's defaultDueDateDays (else 30 days).
+	DueDate Date `json:"dueDate,omitzero"`
+	// IssueDate is set at finalization (today, unless set); zero, and absent in
+	// JSON, before.
+	IssueDate           Date   `json:"issueDate,omitzero"`
+	PurchaseOrderNumber string `json:"purchaseOrderNumber,omitempty"`
+	Reference           string `json:"reference,omitempty"`
+	Memo                string `json:"memo,omitempty"`
+	// PaymentOptions are the ways the customer may pay, as printed.
+	PaymentOptions []PaymentOption `json:"paymentOptions,omitempty"`
+	// BillingPeriod is the period the invoice bills (inclusive dates); nil when
+	// not given. The engine sets it to the period of its in-advance charges, else
+	// of its in-arrears ones.
+	BillingPeriod *DateRange `json:"billingPeriod,omitempty"`
+	// BillingScheduleID is the schedule that created the invoice; empty for
+	// invoices made by hand.
+	BillingScheduleID string `json:"billingScheduleId,omitempty"`
+	// MerchantDetails are the account's merchant details as they were at
+	// finalization; nil before.
+	MerchantDetails *MerchantDetails `json:"merchantDetails,omitempty"`
 	// CreditBalances says, once the invoice is finalized, the credit its
 	// customer has left ("Remaining credit: 40.00 USD"); absent when the
 	// customer has no credit grants.
-	CreditBalances string     `json:"creditBalances,omitempty"`
-	DunningStatus  string     `json:"dunningStatus,omitempty"`
-	CalculatedAt   *time.Time `json:"calculatedAt,omitempty"`
+	CreditBalances string `json:"creditBalances,omitempty"`
+	// DunningStatus is stored and echoed for API compatibility; billingd does no
+	// dunning, so it is empty.
+	DunningStatus string `json:"dunningStatus,omitempty"`
+	// CalculatedAt is when the billing engine last computed the invoice; nil for
+	// invoices made by hand. Engine-created invoices cannot be deleted.
+	CalculatedAt *time.Time `json:"calculatedAt,omitempty"`
 }
 
 // invoiceRecord is an invoice as stored: the invoice and whether its
@@ -79,16 +123,25 @@ type invoiceRecord struct {
 // InvoiceLineItem is a line of an invoice.
 type InvoiceLineItem struct {
 	LineItem
-	InvoiceID          string         `json:"invoiceId"`
-	ServicePeriodStart *time.Time     `json:"servicePeriodStart,omitempty"`
-	ServicePeriodEnd   *time.Time     `json:"servicePeriodEnd,omitempty"`
-	ServicePeriod      *ServicePeriod `json:"servicePeriod,omitempty"`
-	CreditGrantID      string         `json:"creditGrantId,omitempty"`
+	// InvoiceID is the invoice the line belongs to.
+	InvoiceID string `json:"invoiceId"`
+	// ServicePeriodStart is the first instant of the period the line bills; nil
+	// when not given.
+	ServicePeriodStart *time.Time `json:"servicePeriodStart,omitempty"`
+	// ServicePeriodEnd is the end of that period (exclusive); nil when not given.
+	ServicePeriodEnd *time.Time `json:"servicePeriodEnd,omitempty"`
+	// ServicePeriod is the same period as calendar dates (the engine sets it); nil
+	// when not given.
+	ServicePeriod *ServicePeriod `json:"servicePeriod,omitempty"`
+	// CreditGrantID is the credit grant the line draws down or creates; empty for
+	// other lines.
+	CreditGrantID string `json:"creditGrantId,omitempty"`
 }
 
 // InvoiceLineItemGroup groups lines of an invoice under a title.
 type InvoiceLineItemGroup struct {
 	LineItemGroup
+	// InvoiceID is the invoice the group belongs to.
 	InvoiceID string `json:"invoiceId"`
 }
 
@@ -97,10 +150,14 @@ type InvoiceLineItemGroup struct {
 // IN_PROGRESS. Customer fields left out (emails, legal name, addresses, tax
 // id) are copied from the customer.
 type InvoiceParams struct {
-	Currency          Currency       `json:"currency"`
-	CustomerID        string         `json:"customerId"`
-	Status            DocumentStatus `json:"status"`
-	BillingScheduleID string         `json:"billingScheduleId"`
+	// Currency is required: an ISO 4217 code billingd supports.
+	Currency Currency `json:"currency"`
+	// CustomerID is required: a customer of the account that is not archived.
+	CustomerID string `json:"customerId"`
+	// Status may be DRAFT (the default) or IN_PROGRESS.
+	Status DocumentStatus `json:"status"`
+	// BillingScheduleID links the invoice to a schedule of the account; optional.
+	BillingScheduleID string `json:"billingScheduleId"`
 	InvoiceUpdateParams
 }
 
@@ -109,39 +166,63 @@ type InvoiceParams struct {
 // cleared, and cleared customer fields are copied from the customer again.
 // Currency, customer, status and schedule cannot change.
 type InvoiceUpdateParams struct {
-	PurchaseOrderNumber      string          `json:"purchaseOrderNumber"`
-	Reference                string          `json:"reference"`
-	Memo                     string          `json:"memo"`
-	CustomerEmails           []string        `json:"customerEmails"`
-	CustomerLegalCompanyName string          `json:"customerLegalCompanyName"`
-	CustomerBillingAddress   *Address        `json:"customerBillingAddress"`
-	CustomerShippingAddress  *Address        `json:"customerShippingAddress"`
-	CustomerTaxID            string          `json:"customerTaxId"`
-	DueDate                  *Date           `json:"dueDate"`
-	BillingPeriod            *DateRange      `json:"billingPeriod"`
-	Metadata                 []KeyValue      `json:"metadata"`
-	PaymentOptions           []PaymentOption `json:"paymentOptions"`
-	AccountingDate           *Date           `json:"accountingDate"`
+	PurchaseOrderNumber string `json:"purchaseOrderNumber"`
+	Reference           string `json:"reference"`
+	Memo                string `json:"memo"`
+	// CustomerEmails replace the invoice's; nil copies the customer's billing
+	// contacts again.
+	CustomerEmails []string `json:"customerEmails"`
+	// CustomerLegalCompanyName: empty copies the customer's legal name again.
+	CustomerLegalCompanyName string `json:"customerLegalCompanyName"`
+	// CustomerBillingAddress: nil copies the customer's address again.
+	CustomerBillingAddress *Address `json:"customerBillingAddress"`
+	// CustomerShippingAddress: nil copies the customer's address again.
+	CustomerShippingAddress *Address `json:"customerShippingAddress"`
+	// CustomerTaxID: empty copies the customer's tax id again.
+	CustomerTaxID string `json:"customerTaxId"`
+	// DueDate: nil leaves it to be set at finalization.
+	DueDate *Date `json:"dueDate"`
+	// BillingPeriod (inclusive dates): nil clears it.
+	BillingPeriod  *DateRange      `json:"billingPeriod"`
+	Metadata       []KeyValue      `json:"metadata"`
+	PaymentOptions []PaymentOption `json:"paymentOptions"`
+	// AccountingDate: nil keeps the default (creation date, then issue date).
+	AccountingDate *Date `json:"accountingDate"`
 }
 
 // InvoiceLineItemParams are the fields of an invoice line (create, and op 18
 // as a full replace). Title, Quantity, Rate, TaxRate and ExternalIDs (may be
 // empty, not nil) are required. RateDisplay defaults to ABSOLUTE.
 type InvoiceLineItemParams struct {
-	Title                    string                   `json:"title"`
-	Description              string                   `json:"description"`
-	Quantity                 *Decimal                 `json:"quantity"`
-	Rate                     *Decimal                 `json:"rate"`
-	TaxRate                  *Decimal                 `json:"taxRate"`
-	ServicePeriodStart       *time.Time               `json:"servicePeriodStart"`
-	ServicePeriodEnd         *time.Time               `json:"servicePeriodEnd"`
-	ServicePeriod            *ServicePeriod           `json:"servicePeriod"`
-	GroupID                  string                   `json:"groupId"`
-	PriceID                  string                   `json:"priceId"`
-	ProductID                string                   `json:"productId"`
-	RateDisplay              RateDisplay              `json:"rateDisplay"`
-	ExternalIDs              []KeyValue               `json:"externalIds"`
-	RevenueClassification    RevenueClassification    `json:"revenueClassification"`
+	// Title is required.
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	// Quantity is required; any sign, exact.
+	Quantity *Decimal `json:"quantity"`
+	// Rate is required: the price of one unit in the invoice's currency (any
+	// number of decimals; the line's totals are rounded).
+	Rate *Decimal `json:"rate"`
+	// TaxRate is required: a fraction from 0 to 1 ("0.2" is 20%).
+	TaxRate *Decimal `json:"taxRate"`
+	// ServicePeriodStart is optional; see InvoiceLineItem.
+	ServicePeriodStart *time.Time `json:"servicePeriodStart"`
+	// ServicePeriodEnd is optional and not before ServicePeriodStart.
+	ServicePeriodEnd *time.Time `json:"servicePeriodEnd"`
+	// ServicePeriod is optional; both its dates are then required.
+	ServicePeriod *ServicePeriod `json:"servicePeriod"`
+	// GroupID must name a group of the same invoice; empty for no group.
+	GroupID string `json:"groupId"`
+	// PriceID must name a price of the account; optional.
+	PriceID string `json:"priceId"`
+	// ProductID must name a product of the account; optional.
+	ProductID string `json:"productId"`
+	// RateDisplay says how Rate is shown; defaults to ABSOLUTE.
+	RateDisplay RateDisplay `json:"rateDisplay"`
+	// ExternalIDs are required on the API (they may be []): the line's ids in
+	// other systems.
+	ExternalIDs           []KeyValue            `json:"externalIds"`
+	RevenueClassification RevenueClassification `json:"revenueClassification"`
+	// CreditGrantID is set by billingd on credit lines; optional.
 	CreditGrantID            string                   `json:"creditGrantId"`
 	RevenueRecognitionMethod RevenueRecognitionMethod `json:"revenueRecognitionMethod"`
 }
@@ -149,6 +230,7 @@ type InvoiceLineItemParams struct {
 // InvoiceLineItemGroupParams are the fields of an invoice line item group
 // (create, and update as a full replace). Title is required.
 type InvoiceLineItemGroupParams struct {
+	// Title is required.
 	Title       string `json:"title"`
 	Description string `json:"description"`
 }
@@ -157,17 +239,25 @@ type InvoiceLineItemGroupParams struct {
 // absent fields are kept. PurchaseOrderNumber, Memo and Reference are
 // cleared by null; CustomerBillingAddress and DueDate cannot be null.
 type PatchSentInvoiceParams struct {
-	PurchaseOrderNumber    Optional[string]  `json:"purchaseOrderNumber,omitzero"`
+	// PurchaseOrderNumber: absent keeps it, null clears it.
+	PurchaseOrderNumber Optional[string] `json:"purchaseOrderNumber,omitzero"`
+	// CustomerBillingAddress: absent keeps it; null is refused.
 	CustomerBillingAddress Optional[Address] `json:"customerBillingAddress,omitzero"`
-	Memo                   Optional[string]  `json:"memo,omitzero"`
-	Reference              Optional[string]  `json:"reference,omitzero"`
-	DueDate                Optional[Date]    `json:"dueDate,omitzero"`
+	// Memo: absent keeps it, null clears it.
+	Memo Optional[string] `json:"memo,omitzero"`
+	// Reference: absent keeps it, null clears it.
+	Reference Optional[string] `json:"reference,omitzero"`
+	// DueDate: absent keeps it; null is refused.
+	DueDate Optional[Date] `json:"dueDate,omitzero"`
 }
 
 // InvoiceFilter selects invoices in ListInvoices. Empty fields match all.
 type InvoiceFilter struct {
-	CustomerID        string
-	Status            DocumentStatus
+	// CustomerID keeps one customer's invoices; empty keeps all.
+	CustomerID string
+	// Status keeps the invoices in one status; empty keeps all.
+	Status DocumentStatus
+	// BillingScheduleID keeps one schedule's invoices; empty keeps all.
 	BillingScheduleID string
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder

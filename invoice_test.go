@@ -69,6 +69,7 @@ var invoiceLines = docLines{
 	},
 }
 
+// Long on purpose: a state table: one row per operation, read as one table against every state.
 func TestInvoiceStateTable(t *testing.T) {
 	t.Parallel()
 	status := func(i *billing.Invoice) billing.DocumentStatus { return i.Status }
@@ -189,6 +190,7 @@ func TestInvoiceStateTable(t *testing.T) {
 	}.run(t)
 }
 
+// Long on purpose: short subtests of one rule group that share the group's set-up.
 func TestInvoiceRules(t *testing.T) {
 	t.Parallel()
 	t.Run("ErrEngineInvoiceNotDeletable", func(t *testing.T) {
@@ -318,6 +320,8 @@ func TestSendInvoiceConcurrently(t *testing.T) {
 
 // TestFinalizeNumbersConcurrently finalizes invoices and credit notes in
 // parallel: their numbers are unique and gapless per kind.
+//
+// Long on purpose: the set-up, the concurrent run and the checks of its outcome belong together.
 func TestFinalizeNumbersConcurrently(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t, billingtest.WithBolt())

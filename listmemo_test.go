@@ -13,6 +13,9 @@ import (
 // another Service on the same store (which this Service's memo never
 // heard of), and by the caller to the items it got all leave the next list
 // exact.
+//
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestListUsageMetricsMemo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -76,6 +76,7 @@ func (s *smtpServer) messages() []smtpMessage {
 	return append([]smtpMessage(nil), s.msgs...)
 }
 
+// Long on purpose: the SMTP dialogue of the test receiver, one case of a switch per command.
 func (s *smtpServer) session(c net.Conn) {
 	defer c.Close()
 	r := bufio.NewReader(c)

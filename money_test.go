@@ -276,6 +276,7 @@ func TestMoneyDocumentTotals(t *testing.T) {
 	}
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestDecimalArithmetic(t *testing.T) {
 	t.Parallel()
 	sum := Decimal{}

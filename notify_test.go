@@ -137,6 +137,8 @@ func (rc *receiver) got() []hit {
 // TestWebhookEndToEnd: every committed notification reaches a receiver
 // that fails the first attempts, signed, with one webhook-id per
 // notification on every retry; rolled-back changes send nothing.
+//
+// Long on purpose: a real receiver, dispatcher and Service wired together and observed in order.
 func TestWebhookEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
@@ -300,6 +302,8 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // TestWebhookDocumentsEndToEnd: document operations reach a receiver once
 // each, in order of emission; op 11 (mark-as-sent)
 // sends nothing, and neither does a refused operation.
+//
+// Long on purpose: a real receiver, dispatcher and Service wired together and observed in order.
 func TestWebhookDocumentsEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)

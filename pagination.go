@@ -74,6 +74,10 @@ type listQuery[T any] struct {
 // list is the one list path: every list of the product pages through it.
 // It makes one pass over the matching keys, counting them all for
 // TotalResultSize and keeping at most one page of items in memory.
+//
+// Long on purpose: the one list path keeps its scan, its cursor boundaries and
+// its page assembly together so that every list's paging rules can be read, and
+// checked, in one place.
 func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListParams) (Page[T], error) {
 	limit, cur, err := s.checkListParams(q, p)
 	if err != nil {

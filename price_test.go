@@ -34,6 +34,7 @@ func (c catalog) linear(name string) billing.CreatePriceParams {
 	}
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestCreatePriceValidation(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)

@@ -50,6 +50,7 @@ func renderCharge(c billing.Charge) string {
 	return c.Total.String() + " = " + strings.Join(parts, " + ")
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestPriceStructureCharge(t *testing.T) {
 	t.Parallel()
 	pct := true

@@ -87,105 +87,188 @@ func (n *Number) UnmarshalJSON(b []byte) error {
 
 // Discount is a discount of a phase.
 type Discount struct {
-	ID               string           `json:"id"`
-	Type             DiscountType     `json:"type"`
-	Amount           Number           `json:"amount"`
-	Message          string           `json:"message"`
-	SeparateLineItem bool             `json:"separateLineItem"`
-	RestrictToPrices []string         `json:"restrictToPrices"`
+	ID string `json:"id"`
+	// Type says how Amount reads: PERCENTAGE (a percent) or NOMINAL (money).
+	Type DiscountType `json:"type"`
+	// Amount is a percent from 0 to 100 for PERCENTAGE (15 is 15%), an amount in
+	// the schedule's currency for NOMINAL; exact, written as a JSON number.
+	Amount Number `json:"amount"`
+	// Message is the title of the discount's own invoice line.
+	Message string `json:"message"`
+	// SeparateLineItem puts a PERCENTAGE discount on a line of its own per
+	// discounted line; false folds it into the lines' rates. NOMINAL discounts are
+	// always a separate line.
+	SeparateLineItem bool `json:"separateLineItem"`
+	// RestrictToPrices are the ids of the phase's prices the discount applies to;
+	// empty means all of them.
+	RestrictToPrices []string `json:"restrictToPrices"`
+	// SeatDiscountType says which seats of a SEAT_BASED price the discount covers:
+	// only ALL_SEATS; empty when not given.
 	SeatDiscountType SeatDiscountType `json:"seatDiscountType,omitempty"`
 }
 
 // Minimum is a minimum commitment of a phase: an invoice whose net for the
 // restricted prices falls below Amount gets a top-up line.
 type Minimum struct {
-	ID                string    `json:"id"`
-	ServiceAccountID  string    `json:"serviceAccountId"`
-	BillingScheduleID string    `json:"billingScheduleId"`
-	PhaseID           string    `json:"phaseId"`
-	Amount            Number    `json:"amount"`
-	RestrictToPrices  []string  `json:"restrictToPrices"`
-	CreatedAt         time.Time `json:"createdAt"`
-	UpdatedAt         time.Time `json:"updatedAt"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the schedule.
+	ServiceAccountID  string `json:"serviceAccountId"`
+	BillingScheduleID string `json:"billingScheduleId"`
+	// PhaseID is the phase the minimum belongs to.
+	PhaseID string `json:"phaseId"`
+	// Amount is the least net, in the schedule's currency, the restricted lines of
+	// a billing date must reach (after discounts); the engine adds a "Minimum
+	// commitment" line for the difference.
+	Amount Number `json:"amount"`
+	// RestrictToPrices are the ids of the prices whose lines count towards the
+	// minimum; empty means all of the phase's prices.
+	RestrictToPrices []string  `json:"restrictToPrices"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
 }
 
 // PhasePriceMetadata is stored and echoed: whether a price counts in ARR.
 type PhasePriceMetadata struct {
-	PriceID        string `json:"priceId"`
+	// PriceID is the price of the phase the metadata is about.
+	PriceID string `json:"priceId"`
+	// ArrCalculation is stored and echoed for reporting; the engine does not read
+	// it.
 	ArrCalculation string `json:"arrCalculation"`
 }
 
 // Phase is one phase of a schedule: which prices bill from StartDate to
 // EndDate (inclusive; nil for the open-ended last phase).
 type Phase struct {
-	ID                   string               `json:"id"`
-	Name                 string               `json:"name"`
-	CreatedAt            time.Time            `json:"createdAt"`
-	BillingScheduleID    string               `json:"billingScheduleId"`
-	PriceIDs             []string             `json:"priceIds"`
-	StartDate            Date                 `json:"startDate"`
-	EndDate              *Date                `json:"endDate,omitempty"`
-	Discounts            []Discount           `json:"discounts"`
-	Minimums             []Minimum            `json:"minimums"`
+	ID string `json:"id"`
+	// Name is free text; empty when not given.
+	Name              string    `json:"name"`
+	CreatedAt         time.Time `json:"createdAt"`
+	BillingScheduleID string    `json:"billingScheduleId"`
+	// PriceIDs are the prices billed during the phase, all in the schedule's
+	// currency.
+	PriceIDs []string `json:"priceIds"`
+	// StartDate is the first day of the phase: the schedule's startDate for the
+	// first phase, the day after the previous phase's EndDate for the others.
+	StartDate Date `json:"startDate"`
+	// EndDate is the last day of the phase (inclusive); nil only on the last
+	// phase, which then runs until the schedule ends.
+	EndDate *Date `json:"endDate,omitempty"`
+	// Discounts are applied, in order, to the lines of every billing date in the
+	// phase.
+	Discounts []Discount `json:"discounts"`
+	// Minimums are checked on every billing date in the phase, after the
+	// discounts.
+	Minimums []Minimum `json:"minimums"`
+	// RecurrencePreference says whether the phase keeps the schedule's period
+	// anchor (CONTINUE_FROM_PREVIOUS_PHASE, the default) or starts new periods at
+	// its StartDate (RESET).
 	RecurrencePreference RecurrencePreference `json:"recurrencePreference"`
-	PhasePriceMetadata   []PhasePriceMetadata `json:"phasePriceMetadata"`
+	// PhasePriceMetadata is per-price metadata, stored and echoed.
+	PhasePriceMetadata []PhasePriceMetadata `json:"phasePriceMetadata"`
 }
 
 // ScheduleTaxRate maps a price of a schedule to a tax rate.
 type ScheduleTaxRate struct {
-	PriceID   string `json:"priceId"`
+	// PriceID is a price of the schedule.
+	PriceID string `json:"priceId"`
+	// TaxRateID is the tax rate every line of that price is taxed at (unless the
+	// customer is TAX_EXEMPT or REVERSE_CHARGED).
 	TaxRateID string `json:"taxRateId"`
 }
 
 // Asset is an attachment of a schedule (stored and echoed; none are created
 // by this service yet).
 type Asset struct {
-	ID            string    `json:"id"`
-	CreatedBy     string    `json:"createdBy"`
-	Type          string    `json:"type"`
-	Format        string    `json:"format"`
-	FileName      string    `json:"fileName"`
-	FileSizeBytes int64     `json:"fileSizeBytes"`
-	URL           string    `json:"url"`
-	CreatedAt     time.Time `json:"createdAt"`
+	ID string `json:"id"`
+	// CreatedBy is the id of the API key that uploaded the asset.
+	CreatedBy string `json:"createdBy"`
+	// Type is the kind of attachment, as given by its creator.
+	Type string `json:"type"`
+	// Format is the file format (for example PDF).
+	Format   string `json:"format"`
+	FileName string `json:"fileName"`
+	// FileSizeBytes is the size of the file in bytes.
+	FileSizeBytes int64 `json:"fileSizeBytes"`
+	// URL is where the file can be downloaded.
+	URL       string    `json:"url"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // Suspension is an interval in which a schedule was suspended: periods
 // that start on or after Start and before End (open while nil) are not
 // billed.
 type Suspension struct {
-	Start Date  `json:"start"`
-	End   *Date `json:"end,omitempty"`
+	// Start is the day the schedule was suspended.
+	Start Date `json:"start"`
+	// End is the day it was activated again; nil while it is still suspended.
+	// Periods that start in between are not billed.
+	End *Date `json:"end,omitempty"`
 }
 
 // BillingSchedule is a customer's subscription: which prices bill from
 // when, in phases. The billing engine turns it into invoices.
 type BillingSchedule struct {
-	ID                   string            `json:"id"`
-	ServiceAccountID     string            `json:"serviceAccountId"`
-	CustomerID           string            `json:"customerId"`
-	Status               ScheduleStatus    `json:"status"`
-	StartDate            Date              `json:"startDate"`
-	EndDate              *Date             `json:"endDate,omitempty"`
-	FirstBillingDate     *Date             `json:"firstBillingDate,omitempty"`
-	AutoIssueInvoices    bool              `json:"autoIssueInvoices"`
-	Prices               []Price           `json:"prices"`
-	CreatedAt            time.Time         `json:"createdAt"`
-	UpdatedAt            time.Time         `json:"updatedAt"`
-	Phases               []Phase           `json:"phases"`
-	RollUpBilling        bool              `json:"rollUpBilling"`
-	IntegrationIDs       []IntegrationID   `json:"integrationIds"`
-	AttachmentAssets     []Asset           `json:"attachmentAssets"`
-	TaxRates             []ScheduleTaxRate `json:"taxRates"`
-	PurchaseOrderNumber  string            `json:"purchaseOrderNumber,omitempty"`
-	Reference            string            `json:"reference,omitempty"`
-	Label                string            `json:"label,omitempty"`
-	Memo                 string            `json:"memo,omitempty"`
-	RecurrenceDayOfMonth int               `json:"recurrenceDayOfMonth"`
-	LastInvoiceID        string            `json:"lastInvoiceId,omitempty"`
-	ArchivedAt           *time.Time        `json:"archivedAt,omitempty"`
-	ContractID           string            `json:"contractId,omitempty"`
-	DefaultDueDateDays   int               `json:"defaultDueDateDays"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the schedule.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// CustomerID is the customer billed.
+	CustomerID string `json:"customerId"`
+	// Status is DRAFT until activated, then ACTIVE, SUSPENDED, CANCELLED or
+	// COMPLETED (set by the engine once the last period is invoiced).
+	Status ScheduleStatus `json:"status"`
+	// StartDate is the first day billed; it also anchors the periods unless
+	// RecurrenceDayOfMonth says otherwise.
+	StartDate Date `json:"startDate"`
+	// EndDate is the last day billed (inclusive); nil for a schedule without end.
+	// Cancel sets it.
+	EndDate *Date `json:"endDate,omitempty"`
+	// FirstBillingDate is the first billing date, set at activation; nil before.
+	FirstBillingDate *Date `json:"firstBillingDate,omitempty"`
+	// AutoIssueInvoices sends each invoice the engine creates at once (op 16);
+	// false leaves them DRAFT for review.
+	AutoIssueInvoices bool `json:"autoIssueInvoices"`
+	// Prices are the prices of every phase, embedded in answers; they are not
+	// stored with the schedule.
+	Prices    []Price   `json:"prices"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Phases are in order; they cover the schedule from StartDate without gaps.
+	Phases []Phase `json:"phases"`
+	// RollUpBilling is stored and echoed: the engine always puts everything due on
+	// one date on one invoice.
+	RollUpBilling bool `json:"rollUpBilling"`
+	// IntegrationIDs are ids of the schedule in other systems; always present, []
+	// when none.
+	IntegrationIDs []IntegrationID `json:"integrationIds"`
+	// AttachmentAssets are files attached to the schedule; always present, []
+	// (billingd does not store attachments yet).
+	AttachmentAssets []Asset `json:"attachmentAssets"`
+	// TaxRates map the schedule's prices to tax rates; a price without one is
+	// taxed at 0.
+	TaxRates []ScheduleTaxRate `json:"taxRates"`
+	// PurchaseOrderNumber is copied onto every invoice the engine creates.
+	PurchaseOrderNumber string `json:"purchaseOrderNumber,omitempty"`
+	// Reference is copied onto every invoice the engine creates.
+	Reference string `json:"reference,omitempty"`
+	// Label is free text for people; the engine does not read it.
+	Label string `json:"label,omitempty"`
+	// Memo is copied onto every invoice the engine creates.
+	Memo string `json:"memo,omitempty"`
+	// RecurrenceDayOfMonth is the day of the month (1-31) periods start on; in a
+	// shorter month, its last day. Defaults to StartDate's day.
+	RecurrenceDayOfMonth int `json:"recurrenceDayOfMonth"`
+	// LastInvoiceID is the newest invoice the engine created; empty before the
+	// first.
+	LastInvoiceID string `json:"lastInvoiceId,omitempty"`
+	// ArchivedAt is when the schedule was archived (no more billing, status
+	// unchanged); nil when it is not.
+	ArchivedAt *time.Time `json:"archivedAt,omitempty"`
+	// ContractID is stored and echoed for API compatibility; billingd has no
+	// contracts, so it is always empty.
+	ContractID string `json:"contractId,omitempty"`
+	// DefaultDueDateDays is the number of days after issue an invoice of the
+	// schedule is due (default 30).
+	DefaultDueDateDays int `json:"defaultDueDateDays"`
 	// LastBillingError is why the last engine run could not bill the
 	// schedule; cleared by the next successful run.
 	LastBillingError string `json:"lastBillingError,omitempty"`
@@ -195,30 +278,51 @@ type BillingSchedule struct {
 
 // DiscountParams are the fields of a new discount.
 type DiscountParams struct {
-	Type             DiscountType     `json:"type"`
-	Amount           *Number          `json:"amount"`
-	Message          string           `json:"message"`
-	SeparateLineItem bool             `json:"separateLineItem"`
-	RestrictToPrices []string         `json:"restrictToPrices"`
+	// Type is PERCENTAGE or NOMINAL (required).
+	Type DiscountType `json:"type"`
+	// Amount is required: a percent 0-100 for PERCENTAGE, an amount in the
+	// schedule's currency for NOMINAL; a JSON number or a decimal string, never
+	// read through float64.
+	Amount *Number `json:"amount"`
+	// Message is the title of the discount line.
+	Message string `json:"message"`
+	// SeparateLineItem: see Discount.SeparateLineItem.
+	SeparateLineItem bool `json:"separateLineItem"`
+	// RestrictToPrices must name prices of the phase; empty means all.
+	RestrictToPrices []string `json:"restrictToPrices"`
+	// SeatDiscountType is optional; only ALL_SEATS is accepted.
 	SeatDiscountType SeatDiscountType `json:"seatDiscountType"`
 }
 
 // MinimumParams are the fields of a new minimum.
 type MinimumParams struct {
-	Amount           *Number  `json:"amount"`
+	// Amount is required: money in the schedule's currency, a JSON number or a
+	// decimal string.
+	Amount *Number `json:"amount"`
+	// RestrictToPrices must name prices of the phase; empty means all.
 	RestrictToPrices []string `json:"restrictToPrices"`
 }
 
 // PhaseParams are the fields of a phase.
 type PhaseParams struct {
-	Name                 string               `json:"name"`
-	PriceIDs             []string             `json:"priceIds"`
-	StartDate            *Date                `json:"startDate"`
-	EndDate              *Date                `json:"endDate"`
-	Discounts            []DiscountParams     `json:"discounts"`
-	Minimums             []MinimumParams      `json:"minimums"`
+	// Name is optional free text.
+	Name string `json:"name"`
+	// PriceIDs are required: active prices of the account, all in one currency.
+	PriceIDs []string `json:"priceIds"`
+	// StartDate is required: the schedule's startDate for the first phase, the day
+	// after the previous phase's endDate for the others.
+	StartDate *Date `json:"startDate"`
+	// EndDate is the phase's last day (inclusive); only the last phase may leave
+	// it out.
+	EndDate *Date `json:"endDate"`
+	// Discounts of the phase, applied in order.
+	Discounts []DiscountParams `json:"discounts"`
+	// Minimums of the phase.
+	Minimums []MinimumParams `json:"minimums"`
+	// RecurrencePreference defaults to CONTINUE_FROM_PREVIOUS_PHASE.
 	RecurrencePreference RecurrencePreference `json:"recurrencePreference"`
-	PhasePriceMetadata   []PhasePriceMetadata `json:"phasePriceMetadata"`
+	// PhasePriceMetadata is stored and echoed.
+	PhasePriceMetadata []PhasePriceMetadata `json:"phasePriceMetadata"`
 }
 
 // BillingScheduleParams are the fields of a schedule, for create and for
@@ -226,32 +330,51 @@ type PhaseParams struct {
 // Phases are required. IsDraft defaults to true; false activates the
 // schedule (on create, and on update of a DRAFT).
 type BillingScheduleParams struct {
-	CustomerID           string            `json:"customerId"`
-	StartDate            *Date             `json:"startDate"`
-	EndDate              *Date             `json:"endDate"`
-	AutoIssueInvoices    *bool             `json:"autoIssueInvoices"`
-	Phases               []PhaseParams     `json:"phases"`
-	IsDraft              *bool             `json:"isDraft"`
-	RollUpBilling        bool              `json:"rollUpBilling"`
-	RecurrenceDayOfMonth *int              `json:"recurrenceDayOfMonth"`
-	PurchaseOrderNumber  string            `json:"purchaseOrderNumber"`
-	Reference            string            `json:"reference"`
-	Label                string            `json:"label"`
-	Memo                 string            `json:"memo"`
-	DefaultDueDateDays   *int              `json:"defaultDueDateDays"`
-	TaxRates             []ScheduleTaxRate `json:"taxRates"`
+	// CustomerID is required: a customer of the account.
+	CustomerID string `json:"customerId"`
+	// StartDate is required: the first day billed.
+	StartDate *Date `json:"startDate"`
+	// EndDate is the last day billed (inclusive); nil for no end.
+	EndDate *Date `json:"endDate"`
+	// AutoIssueInvoices is required (a pointer so that false and absent differ).
+	AutoIssueInvoices *bool `json:"autoIssueInvoices"`
+	// Phases are required, in order, at least one.
+	Phases []PhaseParams `json:"phases"`
+	// IsDraft defaults to true: the schedule is created DRAFT; false activates it
+	// at creation (the activation rules apply).
+	IsDraft *bool `json:"isDraft"`
+	// RollUpBilling is stored and echoed.
+	RollUpBilling bool `json:"rollUpBilling"`
+	// RecurrenceDayOfMonth (1-31) defaults to StartDate's day.
+	RecurrenceDayOfMonth *int `json:"recurrenceDayOfMonth"`
+	// PurchaseOrderNumber is copied onto the schedule's invoices.
+	PurchaseOrderNumber string `json:"purchaseOrderNumber"`
+	// Reference is copied onto the schedule's invoices.
+	Reference string `json:"reference"`
+	// Label is free text for people.
+	Label string `json:"label"`
+	// Memo is copied onto the schedule's invoices.
+	Memo string `json:"memo"`
+	// DefaultDueDateDays defaults to 30.
+	DefaultDueDateDays *int `json:"defaultDueDateDays"`
+	// TaxRates map prices of the phases to tax rates of the account.
+	TaxRates []ScheduleTaxRate `json:"taxRates"`
 }
 
 // CancelBillingScheduleParams are the fields of a cancellation. At is the
 // schedule's new inclusive end date; nil means today.
 type CancelBillingScheduleParams struct {
+	// At is the schedule's new last day (inclusive); nil means today. It may not
+	// be before the end of the last invoiced period.
 	At *Date `json:"at"`
 }
 
 // BillingScheduleFilter selects schedules in ListBillingSchedules.
 type BillingScheduleFilter struct {
+	// CustomerID keeps the schedules of one customer; empty keeps all.
 	CustomerID string
-	Status     ScheduleStatus
+	// Status keeps the schedules in one status; empty keeps all.
+	Status ScheduleStatus
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder
 }
@@ -316,6 +439,9 @@ func (s *Service) validateSchedule(p *BillingScheduleParams) error {
 
 // validatePhase checks phase i of p: its prices, dates, discounts and
 // minimums.
+//
+// Long on purpose: a list of independent field checks of one phase, each a few
+// lines, in the order of the phase's fields.
 func (s *Service) validatePhase(v *validator, p *BillingScheduleParams, i int) {
 	ph := &p.Phases[i]
 	field := fmt.Sprintf("phases[%d]", i)

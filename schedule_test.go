@@ -168,6 +168,7 @@ func wantLines(t *testing.T, got string, want ...string) {
 	}
 }
 
+// Long on purpose: short subtests of one rule group that share the group's set-up.
 func TestScheduleLines(t *testing.T) {
 	t.Parallel()
 	t.Run("MonthlyFixedInAdvanceOverAYear", func(t *testing.T) {

@@ -34,6 +34,8 @@ func seatEvent(tb testing.TB, svc *billing.Service, account, alias, seatType str
 	return e
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestSeatMetricLifecycle(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, clock *billingtest.Clock) {
@@ -149,6 +151,7 @@ func TestCreateSeatEvent(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestListSeatEventsFilters(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)

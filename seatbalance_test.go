@@ -32,6 +32,8 @@ func renderBalances(items []billing.SeatBalance) []string {
 	return out
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestSeatBalances(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, clock *billingtest.Clock) {

@@ -56,6 +56,7 @@ const (
 	evEuMixed = `{"region":"Eu","user":"bob"}`
 )
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestCalculateUsageAggregations(t *testing.T) {
 	t.Parallel()
 	type want struct {

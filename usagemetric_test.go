@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestCreateUsageMetricValidation(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)
@@ -79,6 +80,8 @@ func TestCreateUsageMetricValidation(t *testing.T) {
 	}
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestUsageMetricLifecycle(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, clock *billingtest.Clock) {

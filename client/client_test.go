@@ -14,6 +14,9 @@ import (
 // TestClientEndToEnd drives a real server (httptest, the real Service on
 // the test kit's store) through the generated client: a metric, a customer,
 // an invoice with a line, sent; and an error answer decoded.
+//
+// Long on purpose: one scenario walked in order; each step starts from the
+// state the previous steps left, so pieces would repeat the set-up.
 func TestClientEndToEnd(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)

@@ -147,6 +147,7 @@ func priceBody(name, currency, freq, product, metric string) string {
 		"structure":{"pricingType":"LINEAR","pricePerUnit":"0.01","usageMetricId":%q}}`, product, name, currency, freq, metric)
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestPricesOverHTTP(t *testing.T) {
 	t.Parallel()
 	onEveryStore(t, func(t *testing.T, e *env) {

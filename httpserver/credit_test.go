@@ -38,6 +38,9 @@ func (e *env) billingRun() []map[string]any {
 // TestCreditDrawdownOverHTTP is the end-to-end story: a grant of 100.00
 // USD, an engine invoice of 60.00 due 0.00 with a BURNDOWN line, 40.00
 // left, the next invoice of 60.00 due 20.00, nothing left.
+//
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestCreditDrawdownOverHTTP(t *testing.T) {
 	t.Parallel()
 	for _, st := range stores {

@@ -34,6 +34,8 @@ func cnLine(cn, title, quantity, rate, taxRate, extra string) string {
 	return lineBody(title, quantity, rate, taxRate, `"creditNoteId":"`+cn+`"`+moreMembers(extra))
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestCreditNoteLifecycleOverHTTP(t *testing.T) {
 	t.Parallel()
 	onEveryStore(t, func(t *testing.T, e *env) {

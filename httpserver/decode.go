@@ -100,6 +100,9 @@ func (w *walker) fail(path, msg string) {
 }
 
 // value checks the JSON value raw (valid JSON) against type t at path.
+//
+// Long on purpose: one case per JSON kind of the strict decoder's type switch;
+// each case is short and they only make sense side by side.
 func (w *walker) value(path string, raw []byte, t reflect.Type) {
 	if len(w.errs) >= maxDecodeErrors {
 		return

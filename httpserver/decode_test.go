@@ -54,6 +54,7 @@ type testBody struct {
 	hidden   string
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestDecodeJSON(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

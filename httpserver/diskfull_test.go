@@ -20,6 +20,9 @@ import (
 // freed it reopens it by itself; every acknowledged batch is then present
 // and the bbolt check is clean. It needs root (mount); otherwise it skips
 // and says why.
+//
+// Long on purpose: it fills a real tmpfs, then checks the answers while full and after space is
+// freed: one sequence on one disk.
 func TestFullDiskAnswers503AndRecovers(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {

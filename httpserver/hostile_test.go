@@ -76,6 +76,7 @@ func hostileAuth(e *env) []string {
 	}
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestHostileInputEveryRoute(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &Config{RateLimit: -1})
@@ -174,6 +175,9 @@ func TestHostileInputEveryRoute(t *testing.T) {
 // TestHostileCursors: a cursor that was tampered with, comes from another
 // list, or is combined with the other direction is refused with 400 naming
 // the parameter, on every list route.
+//
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestHostileCursors(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)

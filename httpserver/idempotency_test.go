@@ -87,6 +87,7 @@ func TestIdempotentReplay(t *testing.T) {
 	})
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestIdempotentErrorAnswers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)

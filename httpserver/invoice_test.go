@@ -128,6 +128,8 @@ func (e *env) sentInvoice(customer string) string {
 	return id
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestInvoiceLifecycleOverHTTP(t *testing.T) {
 	t.Parallel()
 	onEveryStore(t, func(t *testing.T, e *env) {
@@ -323,6 +325,7 @@ func TestInvoiceInvalidStateOverHTTP(t *testing.T) {
 	})
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestInvoiceBadRequestsOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := newCatalogEnv(t, 0)

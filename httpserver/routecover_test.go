@@ -145,6 +145,9 @@ const (
 // it queue deliveries), a SENT invoice, a DRAFT invoice with a line and a
 // group, a DRAFT credit note of the sent invoice with a line and a group,
 // and a DRAFT billing schedule.
+//
+// Long on purpose: it creates one fixture of every kind, in dependency order; the list is the
+// length.
 func buildFixtures(tb testing.TB, e *env, auth, tag string) fixtures {
 	tb.Helper()
 	f := fixtures{ids: map[string]string{}, values: map[string]string{}}

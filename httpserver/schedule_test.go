@@ -41,6 +41,8 @@ func scheduleBody(customer, price, extra string) string {
 		"minimums":[{"amount":"100"}]}]}`, customer, extra, price)
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestScheduleRoutes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil, billingtest.WithBolt())

@@ -26,6 +26,7 @@ var validQueries = map[string]string{
 	"GET /usage-metrics/:id/calculate": "customerAliases=acme&periodStart=2024-07-01&periodEnd=2024-07-31",
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestTenancyMatrix(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &Config{RateLimit: -1}, stores[1].opts...)

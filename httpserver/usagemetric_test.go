@@ -24,6 +24,8 @@ var stores = []struct {
 	{"boltstore", []billingtest.Option{billingtest.WithBolt()}},
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestUsageMetricLifecycle(t *testing.T) {
 	t.Parallel()
 	onEveryStore(t, func(t *testing.T, e *env) {
@@ -232,6 +234,8 @@ func splitComma(s string) []string {
 	return out
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestPagination(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil, billingtest.WithBolt())

@@ -14,6 +14,8 @@ import (
 // TestUsageMetricAppendJSON checks the hand-written encoder of usage
 // metrics and of pages (and Page's MarshalJSON) against encoding/json, byte for byte, on values that
 // exercise every escape, omitempty field and nil-versus-empty case.
+//
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestUsageMetricAppendJSON(t *testing.T) {
 	t.Parallel()
 	deleted := time.Date(2026, 3, 1, 12, 30, 0, 123456000, time.FixedZone("X", 5*3600+1800))
@@ -93,6 +95,9 @@ func TestUsageMetricAppendJSON(t *testing.T) {
 // TestAppendUsageMetricsJSON: the rendered page is byte for byte
 // json.Marshal of ListUsageMetrics' page, on every page of both orders,
 // with filters, before and after changes, and the same errors.
+//
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestAppendUsageMetricsJSON(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

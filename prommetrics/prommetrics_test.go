@@ -18,6 +18,9 @@ import (
 // TestMetricsOfAService: the documented metrics move with what the
 // Service does: usage ingested, invoices created by the API and the engine,
 // a billing run with one failure, store transactions, the outbox backlog.
+//
+// Long on purpose: one scenario walked in order; each metric is read after
+// the step that moves it.
 func TestMetricsOfAService(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -197,6 +197,10 @@ func (p *proxy) restore() { p.down.Store(false) }
 // (and no other 5xx) and /readyz 503; once it is back the same server
 // process answers again without a restart, and every write it acknowledged
 // is there.
+//
+// Long on purpose: one server process, its load, the outage and the
+// recovery are phases of one sequence that share the process and its
+// acknowledged writes.
 func TestPostgresOutageUnderLoad(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)

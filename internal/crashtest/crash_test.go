@@ -201,6 +201,9 @@ func pages(list func(billing.ListParams) (string, error)) error {
 // the workloads against it until killed, writing "ack <kind> <key>" to out
 // for every acknowledged write. A dispatcher sends the notifications of
 // every write to the webhook policy's receiver (the parent's).
+//
+// Long on purpose: the child process's whole life (open, serve, run the workloads, report) in one
+// place, so the crash test's child reads top to bottom.
 func runChild(db, receiverURL string, out io.Writer) error {
 	store, err := openStore(db)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 // covering every notification type whose receiver runs in the parent test
 // process, so every committed notification must reach it.
 
+// Long on purpose: it registers the document workloads of the crash test, one entry each.
 func init() {
 	workloads = append(workloads,
 		workload{

@@ -58,6 +58,8 @@ func buildBillingd(t *testing.T) string {
 	return bin
 }
 
+// Long on purpose: it starts a real server process, loads it and stops it; the phases share the
+// process and its counters.
 func TestShutdownUnderLoad(t *testing.T) {
 	t.Parallel()
 	bin := buildBillingd(t)

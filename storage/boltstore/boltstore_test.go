@@ -165,6 +165,8 @@ func TestWriteToMakesOpenableBackup(t *testing.T) {
 	}
 }
 
+// Long on purpose: one scenario walked in order; each step starts from the state the previous steps
+// left, so pieces would repeat the set-up.
 func TestCompactReclaimsSpace(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -308,6 +310,7 @@ func TestCommitFailureClosesAndReopens(t *testing.T) {
 	}
 }
 
+// Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func testCommitFailure(t *testing.T, size int, batch bool) {
 	path := filepath.Join(t.TempDir(), "billing.db")
 	seed, err := boltstore.Open(path, nil)
