@@ -38,6 +38,8 @@ type admin interface {
 	ListAccounts(ctx context.Context) ([]billing.Account, error)
 	// CreateKey creates an API key for an existing account.
 	CreateKey(ctx context.Context, accountID string) (*credential, error)
+	// ListKeys returns the API keys of an account (never their secrets).
+	ListKeys(ctx context.Context, accountID string) ([]billing.APIKey, error)
 	// RevokeKey revokes an API key; it stops working at once.
 	RevokeKey(ctx context.Context, keyID string) (*billing.APIKey, error)
 	// Backup writes a consistent copy of the database file to w.
@@ -83,6 +85,15 @@ func (a *localAdmin) CreateKey(ctx context.Context, accountID string) (*credenti
 		return nil, err
 	}
 	return newCredential(k), nil
+}
+
+// ListKeys returns the API keys of an account.
+func (a *localAdmin) ListKeys(ctx context.Context, accountID string) ([]billing.APIKey, error) {
+	keys, err := a.svc.ListAPIKeys(ctx, accountID)
+	if keys == nil {
+		keys = []billing.APIKey{} // a JSON array, never null
+	}
+	return keys, err
 }
 
 // RevokeKey revokes an API key.

@@ -227,6 +227,13 @@ func (s *socketAdmin) CreateKey(ctx context.Context, accountID string) (*credent
 	return &cred, err
 }
 
+// ListKeys lists the API keys of an account on the server.
+func (s *socketAdmin) ListKeys(ctx context.Context, accountID string) ([]billing.APIKey, error) {
+	var keys []billing.APIKey
+	err := s.call(ctx, http.MethodGet, "/keys?account="+url.QueryEscape(accountID), nil, &keys)
+	return keys, err
+}
+
 // RevokeKey revokes an API key on the server.
 func (s *socketAdmin) RevokeKey(ctx context.Context, keyID string) (*billing.APIKey, error) {
 	var key billing.APIKey

@@ -57,7 +57,11 @@ func newAdminHandler(a admin, db string, log *slog.Logger) http.Handler {
 	createJSON(mux, "POST /accounts", log, func(ctx context.Context, req struct {
 		Name string `json:"name"`
 	}) (*credential, error) {
-		return a.CreateAccount(ctx, req.Name)
+		cred, err := a.CreateAccount(ctx, req.Name)
+		if err == nil { // the running server logs its admin actions
+			log.InfoContext(ctx, "admin: account created", "account", cred.ServiceAccountID, "key", cred.KeyID)
+		}
+		return cred, err
 	})
 	mux.HandleFunc("GET /accounts", func(w http.ResponseWriter, r *http.Request) {
 		accounts, err := a.ListAccounts(r.Context())
@@ -66,10 +70,21 @@ func newAdminHandler(a admin, db string, log *slog.Logger) http.Handler {
 	createJSON(mux, "POST /keys", log, func(ctx context.Context, req struct {
 		ServiceAccountID string `json:"serviceAccountId"`
 	}) (*credential, error) {
-		return a.CreateKey(ctx, req.ServiceAccountID)
+		cred, err := a.CreateKey(ctx, req.ServiceAccountID)
+		if err == nil {
+			log.InfoContext(ctx, "admin: API key created", "account", cred.ServiceAccountID, "key", cred.KeyID)
+		}
+		return cred, err
+	})
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
+		keys, err := a.ListKeys(r.Context(), r.URL.Query().Get("account"))
+		writeAdminJSON(w, r, log, http.StatusOK, keys, err)
 	})
 	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
 		key, err := a.RevokeKey(r.Context(), r.PathValue("id"))
+		if err == nil {
+			log.InfoContext(r.Context(), "admin: API key revoked", "account", key.ServiceAccountID, "key", key.ID)
+		}
 		writeAdminJSON(w, r, log, http.StatusOK, key, err)
 	})
 	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +116,7 @@ func serveBackup(w http.ResponseWriter, r *http.Request, a admin, log *slog.Logg
 		w.Header().Set(backupErrorTrailer, err.Error())
 		return
 	}
-	log.Info("admin backup written", "bytes", n)
+	log.Info("admin: backup written", "bytes", n)
 }
 
 // decodeAdminJSON reads the request body into v with the API server's

@@ -103,10 +103,11 @@ type server struct {
 
 // startServer runs billingd serve on a free port over a new database and
 // waits until it listens.
-func startServer(tb testing.TB) *server {
+func startServer(tb testing.TB, extra ...string) *server {
 	tb.Helper()
 	s := &server{stderr: newLogBuffer(), exited: make(chan struct{}), db: tempDB(tb)}
-	s.cmd = exec.Command(billingdBinary(tb), "serve", "--addr", "127.0.0.1:0", "--db", s.db, "--rate-limit", "0")
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", s.db, "--rate-limit", "0"}, extra...)
+	s.cmd = exec.Command(billingdBinary(tb), args...)
 	s.cmd.Env = cleanEnv()
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {

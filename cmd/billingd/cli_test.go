@@ -36,7 +36,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"NoCommand", nil, nil, "no command"},
 		{"UnknownCommand", nil, []string{"frob"}, `unknown command "frob"`},
 		{"NoSubcommand", nil, []string{"accounts"}, "needs a subcommand"},
-		{"UnknownSubcommand", nil, []string{"keys", "list"}, `unknown command "keys list"`},
+		{"UnknownSubcommand", nil, []string{"keys", "lst"}, `unknown command "keys lst"`},
 		{"UnknownFlag", nil, []string{"accounts", "list", "--bogus"}, "flag provided but not defined: -bogus"},
 		{"BadFlagValue", nil, []string{"serve", "--max-body", "lots"}, "invalid value"},
 		{"MissingName", nil, []string{"accounts", "create"}, "needs --name"},
@@ -68,13 +68,13 @@ func TestUsageErrorsExit2(t *testing.T) {
 
 func TestHelpListsFlagsWithEnvironmentVariables(t *testing.T) {
 	t.Parallel()
-	code, _, stderr := runCLI(t, nil, "serve", "-h")
+	code, stdout, _ := runCLI(t, nil, "serve", "-h")
 	if code != exitOK {
 		t.Fatalf("exit %d, want 0", code)
 	}
 	for _, want := range []string{"--addr", "[$BILLINGD_ADDR]", "[$BILLINGD_RATE_LIMIT]", "[$BILLINGD_ADMIN_SOCKET]", "(default 127.0.0.1:8080)"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("serve -h does not show %q:\n%s", want, stderr)
+		if !strings.Contains(stdout, want) {
+			t.Errorf("serve -h does not show %q:\n%s", want, stdout)
 		}
 	}
 }
@@ -83,25 +83,33 @@ func TestEnvironmentSetsFlagsAndCommandLineWins(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	envDB, flagDB := filepath.Join(dir, "env.db"), filepath.Join(dir, "flag.db")
+	// One-off commands read BILLINGD_DB (and BILLINGD_ADMIN_SOCKET) only:
+	// BILLINGD_NAME and BILLINGD_JSON are not theirs.
 	env := map[string]string{"BILLINGD_DB": envDB, "BILLINGD_NAME": "from-env", "BILLINGD_JSON": "true"}
 
-	code, stdout, stderr := runCLI(t, env, "accounts", "create")
+	code, _, stderr := runCLI(t, env, "accounts", "create")
+	if code != exitUsage || !strings.Contains(stderr, "needs --name") {
+		t.Fatalf("BILLINGD_NAME was read: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, env, "accounts", "create", "--name", "env-db")
+	if code != exitOK || !strings.HasPrefix(stdout, "account id:") {
+		t.Fatalf("exit %d, BILLINGD_JSON read? %s %s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, env, "accounts", "create", "--db", flagDB, "--name", "from-flag", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var cred credential
 	if err := json.Unmarshal([]byte(stdout), &cred); err != nil {
-		t.Fatalf("BILLINGD_JSON=true did not give JSON: %v\n%s", err, stdout)
+		t.Fatalf("--json did not give JSON: %v\n%s", err, stdout)
 	}
-	code, stdout, stderr = runCLI(t, env, "accounts", "create", "--db", flagDB, "--name", "from-flag", "--json=false")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if !strings.HasPrefix(stdout, "account id:") {
-		t.Errorf("--json=false did not win over BILLINGD_JSON=true:\n%s", stdout)
-	}
-	assertAccountNames(t, envDB, "from-env")
+	assertAccountNames(t, envDB, "env-db")
 	assertAccountNames(t, flagDB, "from-flag")
+	// serve still reads every flag from the environment.
+	code, _, stderr = runCLI(t, map[string]string{"BILLINGD_LOG_FORMAT": "xml"}, "serve")
+	if code != exitUsage || !strings.Contains(stderr, "--log-format") {
+		t.Errorf("serve ignored BILLINGD_LOG_FORMAT: exit %d: %s", code, stderr)
+	}
 }
 
 // assertAccountNames checks the names of the accounts of the database at

@@ -85,6 +85,40 @@ func (c *cli) keysCreate(ctx context.Context, args []string) error {
 	})
 }
 
+// keysList lists the API keys of an account.
+func (c *cli) keysList(ctx context.Context, args []string) error {
+	var af adminFlags
+	fs := c.newFlagSet("keys list", "billingd keys list --account ID [--db PATH] [--json]")
+	af.register(fs)
+	account := fs.String("account", "", "`id` of the account (serviceAccountId, required)")
+	asJSON := fs.Bool("json", false, "print a JSON array")
+	if err := c.parseCommand(fs, "keys list", args); err != nil {
+		return err
+	}
+	if *account == "" {
+		return usagef("keys list needs --account")
+	}
+	return c.withAdmin(ctx, af, false, func(a admin) error {
+		keys, err := a.ListKeys(ctx, *account)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(c.stdout, keys)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "KEY ID\tCREATED\tREVOKED")
+		for _, k := range keys {
+			revoked := "-"
+			if k.RevokedAt != nil {
+				revoked = k.RevokedAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", k.ID, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
+		}
+		return tw.Flush()
+	})
+}
+
 // keysRevoke revokes an API key.
 func (c *cli) keysRevoke(ctx context.Context, args []string) error {
 	var af adminFlags

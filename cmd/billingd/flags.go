@@ -47,8 +47,20 @@ func printFlags(w io.Writer, fs *flag.FlagSet, synopsis string) {
 		if f.DefValue != "" && f.DefValue != "false" {
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}
-		fmt.Fprintf(w, " [$%s]\n", envName(f.Name))
+		if fromEnv(fs.Name(), f.Name) {
+			fmt.Fprintf(w, " [$%s]", envName(f.Name))
+		}
+		fmt.Fprintln(w)
 	})
+}
+
+// fromEnv reports whether flag of command reads its environment variable:
+// every flag of serve, and only --db and --admin-socket of the other
+// commands, so that a variable exported for serve's environment (or by
+// accident: BILLINGD_NAME, BILLINGD_JSON, BILLINGD_OUT) never changes what a
+// one-off command does.
+func fromEnv(command, flag string) bool {
+	return command == "serve" || flag == "db" || flag == "admin-socket"
 }
 
 // parseFlags parses args into fs, then sets every flag not given on the
@@ -57,6 +69,16 @@ func printFlags(w io.Writer, fs *flag.FlagSet, synopsis string) {
 // positional arguments are returned in order. Everything after "--" is
 // positional.
 func (c *cli) parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if isHelp(a) && a != "help" {
+			fs.SetOutput(c.stdout) // asked for: the usage is the answer, on stdout
+			fs.Usage()
+			return nil, flag.ErrHelp
+		}
+	}
 	var positional []string
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -85,6 +107,9 @@ func (c *cli) applyEnv(fs *flag.FlagSet) error {
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
+		if !fromEnv(fs.Name(), f.Name) {
+			return
+		}
 		v := c.getenv(envName(f.Name))
 		if given[f.Name] || v == "" || err != nil {
 			return

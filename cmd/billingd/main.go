@@ -31,6 +31,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/gin-gonic/gin"
@@ -110,7 +111,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		})
 	case "keys":
 		return c.subcommand(ctx, "keys", rest, map[string]func(context.Context, []string) error{
-			"create": c.keysCreate, "revoke": c.keysRevoke,
+			"create": c.keysCreate, "list": c.keysList, "revoke": c.keysRevoke,
 		})
 	case "backup":
 		return c.backup(ctx, rest)
@@ -133,6 +134,10 @@ func (c *cli) subcommand(ctx context.Context, group string, args []string, cmds 
 	if len(args) == 0 {
 		return usagef("%s needs a subcommand", group)
 	}
+	if isHelp(args[0]) {
+		c.printGroupUsage(c.stdout, group)
+		return nil
+	}
 	fn, ok := cmds[args[0]]
 	if !ok {
 		return usagef("unknown command %q", group+" "+args[0])
@@ -140,21 +145,47 @@ func (c *cli) subcommand(ctx context.Context, group string, args []string, cmds 
 	return fn(ctx, args[1:])
 }
 
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+// printGroupUsage writes the usage lines of the commands of group ("keys")
+// to w.
+func (c *cli) printGroupUsage(w io.Writer, group string) {
+	fmt.Fprintln(w, "Usage:")
+	for line := range strings.Lines(usageText) {
+		if strings.HasPrefix(line, "  billingd "+group+" ") {
+			fmt.Fprint(w, line)
+		}
+	}
+	fmt.Fprintf(w, "\nRun 'billingd %s SUBCOMMAND --help' for the flags of a subcommand.\n", group)
+}
+
 // printUsage writes the overview of the commands to w.
 func (c *cli) printUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage:
+	fmt.Fprint(w, usageText)
+}
+
+// usageText is the overview of the commands.
+const usageText = `Usage:
   billingd serve [--addr 127.0.0.1:8080] [--db ./billingd.db|postgres://...] [flags]
   billingd accounts create --name NAME [--db PATH|URL] [--json]
   billingd accounts list [--db PATH|URL] [--json]
   billingd keys create --account ID [--db PATH|URL] [--json]
+  billingd keys list --account ID [--db PATH|URL] [--json]
   billingd keys revoke KEY_ID [--db PATH|URL]
   billingd backup --out FILE [--db PATH]      (bbolt only; on PostgreSQL use pg_dump)
   billingd compact [--db PATH]                (bbolt only)
   billingd migrate-store --from FILE --to postgres://...
   billingd version
 
-Every flag can also be set by an environment variable: --addr is BILLINGD_ADDR,
---rate-limit is BILLINGD_RATE_LIMIT, and so on; the command line wins.
-Run 'billingd COMMAND -h' for the flags of a command.
-`)
-}
+Every flag of serve can also be set by an environment variable: --addr is
+BILLINGD_ADDR, --rate-limit is BILLINGD_RATE_LIMIT, and so on; the command line
+wins. The other commands read only BILLINGD_DB and BILLINGD_ADMIN_SOCKET.
+Run 'billingd COMMAND --help' for the flags of a command.
+`

@@ -80,9 +80,9 @@ func TestServeNotificationFlagErrors(t *testing.T) {
 			}
 		})
 	}
-	code, _, stderr := runCLI(t, nil, "serve", "-h")
+	code, stdout, _ := runCLI(t, nil, "serve", "-h")
 	for _, want := range []string{"[$BILLINGD_WEBHOOK_ALLOW_PRIVATE]", "[$BILLINGD_SMTP_ADDR]", "[$BILLINGD_SMTP_PASSWORD]", "(default 720h0m0s)"} {
-		if code != exitOK || !strings.Contains(stderr, want) {
+		if code != exitOK || !strings.Contains(stdout, want) {
 			t.Errorf("serve -h does not show %q", want)
 		}
 	}
