@@ -7,6 +7,9 @@
 // (package storage/boltstore); package storage/memstore keeps everything in
 // memory for tests and demos. Package httpserver serves the Service as the
 // REST API of the specification, and cmd/billingd is the standalone server.
+// The API is documented in docs/ (docs/api-guide.md lists the numbers by
+// which comments cite the specification's operations, "op 17") and
+// described in openapi/openapi.yaml.
 //
 // Every operation takes the account it acts for; records of one account are
 // invisible to every other. Errors are *Error values with stable codes
@@ -116,7 +119,7 @@ type Config struct {
 	WebhookAllowPrivate bool
 }
 
-// Limits are the size limits of conventions.md. A zero field takes the
+// Limits are the size limits of docs/api-guide.md. A zero field takes the
 // documented default.
 type Limits struct {
 	// MaxPageSize is the largest page a list returns. Defaults to 100.
