@@ -175,7 +175,7 @@ type watchedCharge struct {
 // RunBilling runs the billing engine over every account as of asOf: for
 // each schedule it bills, it creates the invoice of every billing date that
 // is due and not yet billed, recomputes its engine drafts, and records late
-// usage (schedules.md). First it expires the credit grants whose last day
+// usage (docs/concepts.md). First it expires the credit grants whose last day
 // is before asOf's date. Schedules are billed in batches, one transaction
 // each. A schedule that cannot be billed is skipped and reported; an error
 // is returned only when the store fails, and the work committed before it

@@ -54,7 +54,7 @@ type Tier struct {
 }
 
 // PriceStructure is how a price charges. PricingType says which of the other
-// fields apply (catalog.md, "Prices"); the others must be empty.
+// fields apply (docs/concepts.md, "Pricing structures"); the others must be empty.
 type PriceStructure struct {
 	// PricingType says which of the other fields apply (FIXED, LINEAR, PACKAGE,
 	// GRADUATED, VOLUME, SEAT_BASED, ...).
@@ -255,7 +255,7 @@ type Charge struct {
 }
 
 // Charge prices one period of p in cur, rounding each line with mode
-// (schedules.md, "Lines"). Usage of zero or less charges nothing, tier fees
+// (docs/concepts.md, "The billing engine"). Usage of zero or less charges nothing, tier fees
 // included; a SEAT_BASED price charges at least ContractedMinimumSeats.
 func (p PriceStructure) Charge(in ChargeInput, cur Currency, mode Rounding) Charge {
 	c := Charge{Total: cur.Zero(), Usage: in.Quantity}

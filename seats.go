@@ -12,7 +12,7 @@ import (
 )
 
 // maxFilterIDs bounds the customers named in one customerIds or
-// customerAliases filter (conventions.md, "Limits").
+// customerAliases filter (docs/api-guide.md, "Limits").
 const maxFilterIDs = 100
 
 // SeatMetric describes a seat type an account bills for.
