@@ -386,13 +386,21 @@ func (s *Service) Ping(ctx context.Context) error {
 // Idempotency-Key: a retry with the same key and the same request is
 // answered with Status and Body and changes nothing.
 type IdempotencyRecord struct {
-	Key         string    `json:"key"`
-	AccountID   string    `json:"serviceAccountId"`
-	Fingerprint string    `json:"fingerprint"`
-	Status      int       `json:"status"`
-	Body        []byte    `json:"body"`
-	CreatedAt   time.Time `json:"createdAt"`
-	ExpiresAt   time.Time `json:"expiresAt"`
+	// Key is the client's Idempotency-Key.
+	Key string `json:"key"`
+	// AccountID is the account that sent the key; keys are per account.
+	AccountID string `json:"serviceAccountId"`
+	// Fingerprint identifies the first request sent with the key; a later request
+	// with the key and another fingerprint is refused.
+	Fingerprint string `json:"fingerprint"`
+	// Status is the HTTP status of the stored answer.
+	Status int `json:"status"`
+	// Body is the stored answer, byte for byte as first sent.
+	Body      []byte    `json:"body"`
+	CreatedAt time.Time `json:"createdAt"`
+	// ExpiresAt is when the record may be swept: CreatedAt plus
+	// Config.IdempotencyTTL (at least 24 hours).
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // IdempotencyRequest asks a Service operation to store its response under
@@ -400,6 +408,7 @@ type IdempotencyRecord struct {
 // HTTP layer) sets Key, Fingerprint and Render; the operation sets Status and
 // Body to the stored response, which the caller then sends as it is.
 type IdempotencyRequest struct {
+	// Key is the request's Idempotency-Key.
 	Key string
 	// Fingerprint identifies the request (httpserver: a hash of its method,
 	// path and body), stored with the response so the caller can refuse the

@@ -36,13 +36,18 @@ const (
 // a person and never contains internals; Err, when set, carries the cause for
 // logs and errors.Is/As.
 type Error struct {
-	Code    Code
+	// Code is the stable string code clients branch on; the HTTP status follows
+	// from it.
+	Code Code
+	// Message is for people: what is wrong and, when there is one, with which
+	// field.
 	Message string
 	// Field is the JSON path of the offending field or query parameter
 	// (for example "customerBillingAddress.postcode" or "events[3].eventType"),
 	// empty when the error is not about one field.
 	Field string
-	Err   error
+	// Err is the cause, for logs; it never reaches an API client.
+	Err error
 }
 
 // Error implements error.

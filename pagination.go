@@ -13,8 +13,12 @@ import (
 // cursor After or before the cursor Before (at most one of the two).
 // A zero Limit means the default page size.
 type ListParams struct {
-	Limit  int
-	After  string
+	// Limit is the most items on the page; zero means the default page size.
+	Limit int
+	// After is the After cursor of the previous page: the page that follows it. At
+	// most one of After and Before.
+	After string
+	// Before is the Before cursor of a page: the page that precedes it.
 	Before string
 }
 

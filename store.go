@@ -104,9 +104,13 @@ type Table string
 // Prefix, is at least Start (when Start is set) and is less than End (when End
 // is set). Start and End are whole keys, including the prefix.
 type Range struct {
-	Prefix  []byte
-	Start   []byte
-	End     []byte
+	// Prefix: every key of the range starts with it (nil for the whole table).
+	Prefix []byte
+	// Start is the smallest key of the range, included; nil for no lower bound.
+	Start []byte
+	// End is the first key after the range, excluded; nil for no upper bound.
+	End []byte
+	// Reverse scans from the largest key down.
 	Reverse bool
 }
 

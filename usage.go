@@ -26,13 +26,23 @@ const (
 // UsageEvent is one measured occurrence of something a customer did, counted
 // by the usage metrics of its event type.
 type UsageEvent struct {
-	ID               string          `json:"id"`
-	ServiceAccountID string          `json:"serviceAccountId"`
-	CustomerEventID  string          `json:"customerEventId"`
-	CustomerAlias    string          `json:"customerAlias"`
-	EventType        string          `json:"eventType"`
-	EventTimestamp   time.Time       `json:"eventTimestamp"`
-	EventProperties  EventProperties `json:"eventProperties"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that sent the event.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// CustomerEventID is the caller's id of the event; a new event with the same
+	// id supersedes the old one. The event's own ID when not given.
+	CustomerEventID string `json:"customerEventId"`
+	// CustomerAlias names the customer by one of its aliases; it need not exist
+	// yet.
+	CustomerAlias string `json:"customerAlias"`
+	// EventType selects the usage metrics that count the event.
+	EventType string `json:"eventType"`
+	// EventTimestamp is when the usage happened (UTC); it decides the period the
+	// event is billed in. Defaults to the time of ingestion.
+	EventTimestamp time.Time `json:"eventTimestamp"`
+	// EventProperties are the event's named values (strings, exact numbers,
+	// booleans) that metrics filter, group and aggregate on.
+	EventProperties EventProperties `json:"eventProperties"`
 }
 
 // EventProperties are the properties of a usage event: string, number or
@@ -173,14 +183,18 @@ type UsageEventParams struct {
 // UsageEventBatchParams is the body of a batch ingestion: 1 to
 // MaxUsageEventBatch events.
 type UsageEventBatchParams struct {
+	// Events are ingested in one transaction, at most 1,000; one invalid event
+	// refuses the batch, naming it.
 	Events []UsageEventParams `json:"events"`
 }
 
 // UsageEventFilter selects usage events in ListUsageEvents. Empty fields do
 // not filter.
 type UsageEventFilter struct {
+	// CustomerAlias keeps the events of one alias; empty keeps all.
 	CustomerAlias string
-	EventType     string
+	// EventType keeps the events of one type; empty keeps all.
+	EventType string
 	// EventTimestampAfter keeps events at or after this instant.
 	EventTimestampAfter *time.Time
 	// EventTimestampBefore keeps events strictly before this instant.
