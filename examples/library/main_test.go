@@ -44,6 +44,27 @@ func TestLibraryExampleServesARequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	m := waitForCurl(t, stdout, &stderr)
+	req, _ := http.NewRequest("GET", m[2], nil)
+	req.Header.Set("Authorization", m[1])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"API calls"`) {
+		t.Errorf("the printed request answered %d %s", resp.StatusCode, body)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("the library printed on stderr (no logger was given):\n%s", stderr.String())
+	}
+}
+
+// waitForCurl reads the program's stdout until its curl line and returns
+// the line's Authorization value and URL; gin debug lines fail the test.
+func waitForCurl(t *testing.T, stdout io.Reader, stderr *strings.Builder) []string {
+	t.Helper()
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -68,18 +89,5 @@ func TestLibraryExampleServesARequest(t *testing.T) {
 			t.Fatal("no curl line within 30s")
 		}
 	}
-	req, _ := http.NewRequest("GET", m[2], nil)
-	req.Header.Set("Authorization", m[1])
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"API calls"`) {
-		t.Errorf("the printed request answered %d %s", resp.StatusCode, body)
-	}
-	if stderr.Len() != 0 {
-		t.Errorf("the library printed on stderr (no logger was given):\n%s", stderr.String())
-	}
+	return m
 }
