@@ -31,16 +31,21 @@ type CreateAccountParams struct {
 // APIKey is an API key without its secret. The secret is shown once, when
 // the key is created; only its SHA-256 hash is stored.
 type APIKey struct {
-	ID               string     `json:"keyId"`
-	ServiceAccountID string     `json:"serviceAccountId"`
-	CreatedAt        time.Time  `json:"createdAt"`
-	RevokedAt        *time.Time `json:"revokedAt,omitempty"`
+	ID string `json:"keyId"`
+	// ServiceAccountID is the account the key acts for.
+	ServiceAccountID string    `json:"serviceAccountId"`
+	CreatedAt        time.Time `json:"createdAt"`
+	// RevokedAt is when the key was revoked; nil while it works. Revocation is
+	// immediate.
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
 }
 
 // NewAPIKey is a freshly created API key with its secret, which is never
 // available again.
 type NewAPIKey struct {
 	APIKey
+	// Secret is the key's secret (sk_ and 43 characters); shown only in this
+	// answer, stored only as a hash.
 	Secret string `json:"secret"`
 }
 
@@ -289,7 +294,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // KeyValue is a key and a value, for metadata, custom fields and external
 // ids.
 type KeyValue struct {
-	Key   string `json:"key"`
+	// Key is required and non-empty.
+	Key string `json:"key"`
+	// Value is free text, possibly empty.
 	Value string `json:"value"`
 }
 
@@ -363,23 +370,34 @@ type SwedishBankgiroDestination struct {
 // credit notes: one record per account. Documents copy them when they are
 // finalized, so later edits do not rewrite issued documents.
 type MerchantDetails struct {
-	Address                                   *Address                          `json:"address,omitempty"`
-	PhoneNumber                               string                            `json:"phoneNumber,omitempty"`
-	Email                                     string                            `json:"email,omitempty"`
-	TaxID                                     string                            `json:"taxId,omitempty"`
-	IBAN                                      string                            `json:"iban,omitempty"`
-	UKAccountDetails                          *UKAccountDetails                 `json:"ukAccountDetails,omitempty"`
-	USAchDetails                              *USAchDetails                     `json:"usAchDetails,omitempty"`
-	USWireDetails                             *USWireDetails                    `json:"usWireDetails,omitempty"`
-	CABankAccountDetails                      *CABankAccountDetails             `json:"caBankAccountDetails,omitempty"`
-	CanadianInternationalDestination          *CanadianInternationalDestination `json:"canadianInternationalDestination,omitempty"`
-	AustralianDestination                     *AustralianDestination            `json:"australianDestination,omitempty"`
-	SwedishBankgiroDestination                *SwedishBankgiroDestination       `json:"swedishBankgiroDestination,omitempty"`
-	LogoURL                                   string                            `json:"logoUrl,omitempty"`
-	LegalCompanyName                          string                            `json:"legalCompanyName,omitempty"`
-	PrimaryColour                             string                            `json:"primaryColour,omitempty"`
-	CustomFields                              []KeyValue                        `json:"customFields"`
-	IncludeBeneficiaryAddressInPaymentDetails bool                              `json:"includeBeneficiaryAddressInPaymentDetails"`
+	// Address is printed on documents as the merchant's.
+	Address     *Address `json:"address,omitempty"`
+	PhoneNumber string   `json:"phoneNumber,omitempty"`
+	Email       string   `json:"email,omitempty"`
+	// TaxID is the merchant's tax registration, printed on documents.
+	TaxID string `json:"taxId,omitempty"`
+	// IBAN is printed in the payment details; empty when not given.
+	IBAN                             string                            `json:"iban,omitempty"`
+	UKAccountDetails                 *UKAccountDetails                 `json:"ukAccountDetails,omitempty"`
+	USAchDetails                     *USAchDetails                     `json:"usAchDetails,omitempty"`
+	USWireDetails                    *USWireDetails                    `json:"usWireDetails,omitempty"`
+	CABankAccountDetails             *CABankAccountDetails             `json:"caBankAccountDetails,omitempty"`
+	CanadianInternationalDestination *CanadianInternationalDestination `json:"canadianInternationalDestination,omitempty"`
+	AustralianDestination            *AustralianDestination            `json:"australianDestination,omitempty"`
+	SwedishBankgiroDestination       *SwedishBankgiroDestination       `json:"swedishBankgiroDestination,omitempty"`
+	// LogoURL is set when a logo is uploaded (the path it is served at) and
+	// cleared when it is deleted; empty when there is none.
+	LogoURL string `json:"logoUrl,omitempty"`
+	// LegalCompanyName is the merchant's name as printed on documents.
+	LegalCompanyName string `json:"legalCompanyName,omitempty"`
+	// PrimaryColour is the merchant's brand colour, a hex colour such as
+	// "#1a2b3c"; empty when not given.
+	PrimaryColour string `json:"primaryColour,omitempty"`
+	// CustomFields are extra lines printed on documents.
+	CustomFields []KeyValue `json:"customFields"`
+	// IncludeBeneficiaryAddressInPaymentDetails prints Address among the payment
+	// details.
+	IncludeBeneficiaryAddressInPaymentDetails bool `json:"includeBeneficiaryAddressInPaymentDetails"`
 }
 
 // GetMerchantDetails returns the account's merchant details; an account that

@@ -7,6 +7,9 @@
 // (package storage/boltstore); package storage/memstore keeps everything in
 // memory for tests and demos. Package httpserver serves the Service as the
 // REST API of the specification, and cmd/billingd is the standalone server.
+// The API is documented in docs/ (docs/api-guide.md lists the numbers by
+// which comments cite the specification's operations, "op 17") and
+// described in openapi/openapi.yaml.
 //
 // Every operation takes the account it acts for; records of one account are
 // invisible to every other. Errors are *Error values with stable codes
@@ -116,7 +119,7 @@ type Config struct {
 	WebhookAllowPrivate bool
 }
 
-// Limits are the size limits of conventions.md. A zero field takes the
+// Limits are the size limits of docs/api-guide.md. A zero field takes the
 // documented default.
 type Limits struct {
 	// MaxPageSize is the largest page a list returns. Defaults to 100.
@@ -530,4 +533,64 @@ func (s *Service) SweepIdempotency(ctx context.Context) (int, error) {
 		deleted += n
 	}
 	return deleted, nil
+}
+
+// Observer receives what an operator counts and alerts on: billing runs,
+// invoices created, usage events ingested and notification delivery
+// attempts. Set it in Config.Observer (package prommetrics exports it to
+// Prometheus). Every field may be nil. The functions are called after the
+// change they report committed, from the goroutine that made it, so they
+// must be quick and safe for concurrent use.
+type Observer struct {
+	// BillingRun is called after every run of the billing engine
+	// (RunBilling, RunAccountBilling), with how long it took; run.Failures
+	// lists the schedules it could not bill.
+	BillingRun func(run *BillingRun, elapsed time.Duration)
+
+	// InvoicesCreated is called with the number of invoices created: by
+	// CreateInvoice (source "api") and by a billing run (source "engine").
+	InvoicesCreated func(source string, n int)
+
+	// UsageEventsIngested is called with the number of usage events
+	// committed by CreateUsageEvent and CreateUsageEventBatch.
+	UsageEventsIngested func(n int)
+
+	// DeliveryAttempted is called after each attempt of a Dispatcher to
+	// deliver a notification, with its channel and whether it succeeded.
+	DeliveryAttempted func(channel Channel, succeeded bool)
+}
+
+// observeRun reports a finished billing run, and logs each of its
+// failures at WARN with the ids an operator needs.
+func (s *Service) observeRun(ctx context.Context, run *BillingRun, start time.Time) {
+	if run == nil {
+		return
+	}
+	for _, f := range run.Failures {
+		s.log.WarnContext(ctx, "billing engine: schedule not billed",
+			"schedule", f.BillingScheduleID, "account", f.ServiceAccountID, "price", f.PriceID,
+			"code", string(f.Code), "error", f.Error)
+	}
+	if o := s.observer; o.BillingRun != nil {
+		o.BillingRun(run, time.Since(start))
+	}
+	if o := s.observer; o.InvoicesCreated != nil && run.InvoicesCreated > 0 {
+		o.InvoicesCreated("engine", run.InvoicesCreated)
+	}
+}
+
+// observeIngested reports n usage events committed.
+func (s *Service) observeIngested(n int) {
+	if f := s.observer.UsageEventsIngested; f != nil {
+		f(n)
+	}
+}
+
+// describeFailure names, in a billing failure's message, the price whose
+// line could not be computed: "price <name> (<id>): <reason>".
+func describeFailure(price *Price, reason string) string {
+	if price == nil {
+		return reason
+	}
+	return fmt.Sprintf("price %q (%s): %s", price.Name, price.ID, reason)
 }

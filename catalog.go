@@ -173,21 +173,39 @@ type CustomMetricParameter struct {
 // billing rhythm. Prices are immutable but for their name and status, so
 // issued invoices stay explainable.
 type Price struct {
-	ID                     string                  `json:"id"`
-	ServiceAccountID       string                  `json:"serviceAccountId"`
-	ProductID              string                  `json:"productId"`
-	Name                   string                  `json:"name"`
-	Currency               Currency                `json:"currency"`
-	Structure              PriceStructure          `json:"structure"`
-	BillingFrequency       BillingFrequency        `json:"billingFrequency"`
-	BillingType            BillingType             `json:"billingType"`
-	CreatedAt              time.Time               `json:"createdAt"`
-	UpdatedAt              time.Time               `json:"updatedAt"`
-	IntegrationIDs         []IntegrationID         `json:"integrationIds"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the price.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// ProductID is the product the price sells.
+	ProductID string `json:"productId"`
+	// Name is the title of the invoice lines the price produces.
+	Name string `json:"name"`
+	// Currency of every amount of Structure; a schedule's prices all share one.
+	Currency Currency `json:"currency"`
+	// Structure says how a charge is computed from the period's usage or seats.
+	Structure PriceStructure `json:"structure"`
+	// BillingFrequency is how long one period of the price is (ONE_TIME bills
+	// once, at the start of its phase).
+	BillingFrequency BillingFrequency `json:"billingFrequency"`
+	// BillingType says whether a period is billed on its first day (IN_ADVANCE) or
+	// after its last (IN_ARREARS).
+	BillingType BillingType `json:"billingType"`
+	CreatedAt   time.Time   `json:"createdAt"`
+	UpdatedAt   time.Time   `json:"updatedAt"`
+	// IntegrationIDs are the price's ids in other systems; always present.
+	IntegrationIDs []IntegrationID `json:"integrationIds"`
+	// CustomMetricParameters are the values passed to a CUSTOM usage metric's
+	// parameters; always present.
 	CustomMetricParameters []CustomMetricParameter `json:"customMetricParameters"`
-	ListPriceID            string                  `json:"listPriceId,omitempty"`
+	// ListPriceID is stored and echoed; empty when not given.
+	ListPriceID string `json:"listPriceId,omitempty"`
+	// UsageCalculationPeriod is the period usage is measured over; usage-based
+	// prices always carry it (the billing frequency, interval 1: the only value
+	// accepted for now); nil for the others.
 	UsageCalculationPeriod *UsageCalculationPeriod `json:"usageCalculationPeriod,omitempty"`
-	Status                 PriceStatus             `json:"status"`
+	// Status is ACTIVE (the default) or DRAFT; a DRAFT price cannot be on a
+	// schedule that is activated.
+	Status PriceStatus `json:"status"`
 }
 
 // CreatePriceParams are the fields of a new price. Status defaults to

@@ -351,7 +351,7 @@ func (s *Service) newLineContext(ctx context.Context, tx Tx, sc *BillingSchedule
 }
 
 // chargeLines turns one charge with its measured quantity into lines
-// (schedules.md, "Lines").
+// (docs/concepts.md, "The billing engine").
 func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []engineLine {
 	pr := ch.Price
 	in := ChargeInput{Quantity: q.value}
@@ -409,7 +409,7 @@ func (s *Service) creditedChargeLines(lc *lineContext, ch charge, q chargeQuanti
 }
 
 // applyAdjustments applies each phase's discounts, then its minimums, to
-// lines (in that order, schedules.md), returning the lines with the
+// lines (in that order, docs/concepts.md), returning the lines with the
 // discount and minimum lines appended.
 func (s *Service) applyAdjustments(lc *lineContext, lines []engineLine) []engineLine {
 	var phases []int

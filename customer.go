@@ -36,37 +36,63 @@ const maxCustomerAliases = 100
 // Address is a postal address. Line1, Town, Postcode and Country are
 // required; Country is a 2-letter ISO 3166-1 code.
 type Address struct {
-	Line1    string `json:"line1"`
-	Line2    string `json:"line2,omitempty"`
-	Town     string `json:"town"`
-	State    string `json:"state,omitempty"`
+	// Line1 is the first address line (required in an address).
+	Line1 string `json:"line1"`
+	// Line2 is optional.
+	Line2 string `json:"line2,omitempty"`
+	// Town is required in an address.
+	Town string `json:"town"`
+	// State is optional.
+	State string `json:"state,omitempty"`
+	// Postcode is required in an address.
 	Postcode string `json:"postcode"`
-	Country  string `json:"country"`
+	// Country is required in an address.
+	Country string `json:"country"`
 }
 
 // Contact is a person at a customer.
 type Contact struct {
-	Name              string            `json:"name"`
-	Email             string            `json:"email"`
+	Name string `json:"name"`
+	// Email is where the documents go when BillingPreference makes the contact a
+	// billing contact.
+	Email string `json:"email"`
+	// BillingPreference is required: whether and how the contact receives invoices
+	// and credit notes.
 	BillingPreference BillingPreference `json:"billingPreference"`
 }
 
 // Customer is a customer of an account. Its id and its aliases identify it
 // wherever an alias is accepted (usage events, seat events, filters).
 type Customer struct {
-	ID               string     `json:"id"`
-	ServiceAccountID string     `json:"serviceAccountId"`
-	CreatedAt        time.Time  `json:"createdAt"`
-	UpdatedAt        time.Time  `json:"updatedAt"`
-	LegalName        string     `json:"legalName"`
-	CustomerAliases  []string   `json:"customerAliases"`
-	Address          *Address   `json:"address,omitempty"`
-	Contacts         []Contact  `json:"contacts"`
-	TaxStatus        TaxStatus  `json:"taxStatus"`
-	TaxID            string     `json:"taxId,omitempty"`
-	URL              string     `json:"url,omitempty"`
-	Label            string     `json:"label,omitempty"`
-	ArchivedAt       *time.Time `json:"archivedAt,omitempty"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the customer.
+	ServiceAccountID string    `json:"serviceAccountId"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
+	// LegalName is printed on the customer's documents unless a document overrides
+	// it.
+	LegalName string `json:"legalName"`
+	// CustomerAliases are the names usage and seat events use for the customer;
+	// unique per account, at most 100, no commas; always present.
+	CustomerAliases []string `json:"customerAliases"`
+	// Address is copied onto documents as both billing and shipping address; nil
+	// when unknown.
+	Address *Address `json:"address,omitempty"`
+	// Contacts; the billing contacts' e-mails become the documents'
+	// customerEmails.
+	Contacts []Contact `json:"contacts"`
+	// TaxStatus decides whether the schedule's tax rates apply (TAX_EXEMPT and
+	// REVERSE_CHARGED customers are taxed at 0).
+	TaxStatus TaxStatus `json:"taxStatus"`
+	// TaxID is printed on the customer's documents.
+	TaxID string `json:"taxId,omitempty"`
+	// URL is the customer's web site; free text for people.
+	URL string `json:"url,omitempty"`
+	// Label is free text for people.
+	Label string `json:"label,omitempty"`
+	// ArchivedAt is when the customer was archived (no new invoices; credit notes
+	// still allowed); nil while active.
+	ArchivedAt *time.Time `json:"archivedAt,omitempty"`
 }
 
 // BillingEmails returns the e-mails of the customer's contacts whose billing
@@ -87,14 +113,19 @@ func (c *Customer) BillingEmails() []string {
 // update (a full replace: fields left empty are cleared). TaxStatus defaults
 // to TAXED.
 type CustomerParams struct {
-	LegalName       string    `json:"legalName"`
-	CustomerAliases []string  `json:"customerAliases"`
-	Address         *Address  `json:"address"`
-	Contacts        []Contact `json:"contacts"`
-	TaxStatus       TaxStatus `json:"taxStatus"`
-	TaxID           string    `json:"taxId"`
-	URL             string    `json:"url"`
-	Label           string    `json:"label"`
+	// LegalName is required.
+	LegalName string `json:"legalName"`
+	// CustomerAliases: see Customer.CustomerAliases.
+	CustomerAliases []string `json:"customerAliases"`
+	// Address is optional; when given, line1, town, postcode and country are
+	// required.
+	Address  *Address  `json:"address"`
+	Contacts []Contact `json:"contacts"`
+	// TaxStatus defaults to TAXED.
+	TaxStatus TaxStatus `json:"taxStatus"`
+	TaxID     string    `json:"taxId"`
+	URL       string    `json:"url"`
+	Label     string    `json:"label"`
 }
 
 // CustomerFilter selects customers in ListCustomers.

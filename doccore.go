@@ -268,7 +268,7 @@ func countLines(ctx context.Context, tx Tx, t Table, account, docID string) (int
 	return n, err
 }
 
-// maxLines bounds the line items of one document (conventions.md).
+// maxLines bounds the line items of one document (docs/api-guide.md).
 const maxLines = 1000
 
 // groupHasLines reports whether any line of the document is in group.

@@ -47,8 +47,7 @@ func recordAll(t *testing.T, svc *billing.Service, account string) func() []stri
 }
 
 // TestDocumentNotifications runs every document operation once and checks
-// the notifications each one records (notifications.md, "When
-// notifications are emitted"): exactly one per operation, none for op 11 or
+// the notifications each one records (docs/concepts.md, "Notifications"): exactly one per operation, none for op 11 or
 // a refused operation, and the send e-mails to customerEmails.
 //
 // Long on purpose: a table of cases, one line each; its length is the cases, not logic.

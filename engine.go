@@ -21,22 +21,35 @@ const defaultLateUsageWindow = 31 * 24 * time.Hour
 
 // BillingRun reports what one run of the billing engine did.
 type BillingRun struct {
-	AsOf               time.Time `json:"asOf"`
-	SchedulesVisited   int       `json:"schedulesVisited"`
-	InvoicesCreated    int       `json:"invoicesCreated"`
-	InvoicesUpdated    int       `json:"invoicesUpdated"`
-	InvoicesIssued     int       `json:"invoicesIssued"`
-	SchedulesCompleted int       `json:"schedulesCompleted"`
+	// AsOf is the instant the run billed up to: billing dates on or before it were
+	// billed.
+	AsOf time.Time `json:"asOf"`
+	// SchedulesVisited counts the ACTIVE, non-archived schedules the run looked
+	// at.
+	SchedulesVisited int `json:"schedulesVisited"`
+	// InvoicesCreated counts the invoices the run created.
+	InvoicesCreated int `json:"invoicesCreated"`
+	// InvoicesUpdated counts the DRAFT engine invoices whose usage lines the run
+	// recomputed and changed.
+	InvoicesUpdated int `json:"invoicesUpdated"`
+	// InvoicesIssued counts the invoices sent at once (autoIssueInvoices).
+	InvoicesIssued int `json:"invoicesIssued"`
+	// SchedulesCompleted counts the schedules whose last period the run invoiced
+	// (now COMPLETED).
+	SchedulesCompleted int `json:"schedulesCompleted"`
 	// CreditGrantsExpired counts the credit grants the run expired.
-	CreditGrantsExpired int      `json:"creditGrantsExpired"`
-	InvoiceIDs          []string `json:"invoiceIds"`
+	CreditGrantsExpired int `json:"creditGrantsExpired"`
+	// InvoiceIDs are the invoices the run created or changed.
+	InvoiceIDs []string `json:"invoiceIds"`
 	// CorrectionsIssued counts the late usage corrections issued: adjustment
 	// invoices (also counted in InvoicesCreated) and credit notes.
 	CorrectionsIssued int `json:"correctionsIssued"`
 	// CreditNoteIDs are the credit notes the run created (late usage
 	// corrections).
-	CreditNoteIDs []string         `json:"creditNoteIds"`
-	Failures      []BillingFailure `json:"failures"`
+	CreditNoteIDs []string `json:"creditNoteIds"`
+	// Failures are the schedules the run could not bill; each is retried by the
+	// next run.
+	Failures []BillingFailure `json:"failures"`
 	// CatchingUp lists the schedules that reached Config.MaxCatchUpInvoices
 	// in this run and have billing dates left: the next runs continue.
 	CatchingUp []string `json:"catchingUp"`
@@ -45,9 +58,13 @@ type BillingRun struct {
 // BillingFailure is a schedule the run could not bill; it is retried on
 // the next run, and the error is on the schedule's lastBillingError.
 type BillingFailure struct {
+	// BillingScheduleID is the schedule that could not be billed.
 	BillingScheduleID string `json:"billingScheduleId"`
-	ServiceAccountID  string `json:"serviceAccountId"`
-	CustomerID        string `json:"customerId,omitempty"`
+	// ServiceAccountID is the schedule's account.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// CustomerID is the schedule's customer; empty when the schedule could not be
+	// read.
+	CustomerID string `json:"customerId,omitempty"`
 	// PriceID is the price whose charge could not be billed, when the
 	// failure is about one price.
 	PriceID string `json:"priceId,omitempty"`
@@ -104,14 +121,23 @@ func blamePrice(err error, todo []charge, lines []InvoiceLineItemParams) error {
 // LateUsage is usage of a period that changed after the invoice carrying it
 // was finalized, with the corrections the engine issued for it.
 type LateUsage struct {
-	BillingScheduleID string        `json:"billingScheduleId"`
-	PriceID           string        `json:"priceId"`
-	InvoiceID         string        `json:"invoiceId,omitempty"`
-	ServicePeriod     ServicePeriod `json:"servicePeriod"`
-	BilledUsage       Decimal       `json:"billedUsage"`
-	CurrentUsage      Decimal       `json:"currentUsage"`
-	Difference        Decimal       `json:"difference"`
-	DetectedAt        time.Time     `json:"detectedAt"`
+	// BillingScheduleID is the schedule whose invoice no longer matches its usage.
+	BillingScheduleID string `json:"billingScheduleId"`
+	// PriceID is the usage-based price whose usage changed.
+	PriceID string `json:"priceId"`
+	// InvoiceID is the finalized invoice that billed the period; empty when none
+	// is known.
+	InvoiceID string `json:"invoiceId,omitempty"`
+	// ServicePeriod is the period whose usage changed (inclusive dates).
+	ServicePeriod ServicePeriod `json:"servicePeriod"`
+	// BilledUsage is the usage the finalized invoice billed.
+	BilledUsage Decimal `json:"billedUsage"`
+	// CurrentUsage is the usage of the period as the events now stand.
+	CurrentUsage Decimal `json:"currentUsage"`
+	// Difference is CurrentUsage - BilledUsage (negative when usage was removed).
+	Difference Decimal `json:"difference"`
+	// DetectedAt is when a billing run first saw the difference.
+	DetectedAt time.Time `json:"detectedAt"`
 	// CorrectionInvoiceIDs are the adjustment invoices that billed more
 	// usage of this period, CorrectionCreditNoteIDs the credit notes that
 	// credited less, in the order they were issued.
@@ -149,7 +175,7 @@ type watchedCharge struct {
 // RunBilling runs the billing engine over every account as of asOf: for
 // each schedule it bills, it creates the invoice of every billing date that
 // is due and not yet billed, recomputes its engine drafts, and records late
-// usage (schedules.md). First it expires the credit grants whose last day
+// usage (docs/concepts.md). First it expires the credit grants whose last day
 // is before asOf's date. Schedules are billed in batches, one transaction
 // each. A schedule that cannot be billed is skipped and reported; an error
 // is returned only when the store fails, and the work committed before it
@@ -776,8 +802,11 @@ func (s *Service) PreviewInvoice(ctx context.Context, account, scheduleID string
 // are empty: nothing is stored.
 type UpcomingInvoice struct {
 	*Invoice
-	BillingDate Date              `json:"billingDate"`
-	LineItems   []InvoiceLineItem `json:"lineItems"`
+	// BillingDate is the date the invoice would be created for.
+	BillingDate Date `json:"billingDate"`
+	// LineItems are the invoice's lines as the engine would store them now (ids
+	// minted per call).
+	LineItems []InvoiceLineItem `json:"lineItems"`
 }
 
 // byBillingDate splits charges (ordered by billing date) into one group

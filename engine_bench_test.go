@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkRunBilling measures one engine run over N active schedules
-// (operations.md P6: 10,000), each with a monthly FIXED price in advance and
+// (BENCHMARKS.md, P6: 10,000), each with a monthly FIXED price in advance and
 // a LINEAR usage price in arrears with 100 events in the billed period, on
 // bbolt. Each run bills two invoice dates per schedule (January's fee, then
 // February's fee with January's usage). The fixture is built outside the

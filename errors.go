@@ -9,7 +9,7 @@ import (
 )
 
 // Code is a stable, machine-readable error code. The HTTP server derives the
-// status of a response from it (see conventions.md).
+// status of a response from it (see docs/api-guide.md).
 type Code string
 
 // The stable error codes.

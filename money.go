@@ -11,7 +11,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 )
 
-// Wire limits of a decimal string (conventions.md, "Decimals and money").
+// Wire limits of a decimal string (docs/api-guide.md, "Decimals and money").
 const (
 	maxIntegerDigits  = 20
 	maxFractionDigits = 12
@@ -215,7 +215,7 @@ func (d Decimal) String() string {
 // Canonical renders d in reduced form: no exponent, no trailing fractional
 // zeros, no '+', and "0" for any zero ("1.50" is "1.5", 1e3 is "1000"), so
 // that equal values have equal text where decimals are compared as strings
-// (conventions.md, "Canonical decimal rendering").
+// (docs/api-guide.md, "Decimals and money").
 func (d Decimal) Canonical() string {
 	if d.d.IsZero() {
 		return "0"
@@ -481,7 +481,7 @@ func (d *Decimal) UnmarshalText(b []byte) error {
 func (d Decimal) Apd() *apd.Decimal { return new(apd.Decimal).Set(&d.d) }
 
 // Rounding is the rounding mode applied at the named rounding points
-// (documents.md, "Totals"). The zero value is RoundHalfUp, the default; any
+// (docs/concepts.md, "Documents and their states"). The zero value is RoundHalfUp, the default; any
 // value other than the two constants rounds half-up too.
 type Rounding int
 

@@ -244,7 +244,7 @@ func TestCurrencyRound(t *testing.T) {
 	}
 }
 
-// TestMoneyDocumentTotals follows the examples of documents.md, "Totals".
+// TestMoneyDocumentTotals follows the examples of docs/concepts.md, "Documents and their states".
 func TestMoneyDocumentTotals(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

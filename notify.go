@@ -199,7 +199,7 @@ const (
 	ChannelEmail   Channel = "EMAIL"
 )
 
-// maxPolicyRecipients bounds the recipients of one policy (conventions.md).
+// maxPolicyRecipients bounds the recipients of one policy (docs/api-guide.md).
 const maxPolicyRecipients = 100
 
 // maxWebhookURLLength bounds a webhook recipient URL.

@@ -300,7 +300,7 @@ func TestMerchantUpdatedIsEmitted(t *testing.T) {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestWebhookDocumentsEndToEnd: document operations reach a receiver once
-// each, in order of the design's emission table; op 11 (mark-as-sent)
+// each, in order of emission; op 11 (mark-as-sent)
 // sends nothing, and neither does a refused operation.
 //
 // Long on purpose: a real receiver, dispatcher and Service wired together and observed in order.

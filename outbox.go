@@ -90,32 +90,41 @@ type WebhookResult struct {
 // Delivery is one notification (or e-mail) on its way to one recipient (a
 // queued e-mail: to all its addresses), with every attempt made so far.
 type Delivery struct {
-	ID               string           `json:"id"`
-	ServiceAccountID string           `json:"serviceAccountId"`
-	CreatedAt        time.Time        `json:"createdAt"`
-	UpdatedAt        time.Time        `json:"updatedAt"`
-	NotificationID   string           `json:"notificationId,omitempty"`
+	ID               string    `json:"id"`
+	ServiceAccountID string    `json:"serviceAccountId"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
+	// NotificationID is the notification delivered; empty for document e-mails.
+	NotificationID string `json:"notificationId,omitempty"`
+	// NotificationType is the notification's type; empty for document e-mails.
 	NotificationType NotificationType `json:"notificationType,omitempty"`
 	// PolicyID is the policy that matched; empty for the e-mails of
 	// document sending, which no policy asks for.
-	PolicyID   string         `json:"policyId,omitempty"`
-	Channel    Channel        `json:"channel"`
-	Recipients []string       `json:"recipients"`
-	Status     DeliveryStatus `json:"status"`
+	PolicyID string `json:"policyId,omitempty"`
+	// Channel is EMAIL or WEBHOOK.
+	Channel Channel `json:"channel"`
+	// Recipients are the e-mail addresses or the webhook URLs delivered to.
+	Recipients []string `json:"recipients"`
+	// Status is PENDING until delivered (SUCCEEDED) or given up (FAILED).
+	Status DeliveryStatus `json:"status"`
 	// NextAttemptAt is when a PENDING delivery is next tried.
-	NextAttemptAt *time.Time        `json:"nextAttemptAt,omitempty"`
-	Attempts      []DeliveryAttempt `json:"attempts"`
+	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
+	// Attempts are the tries so far, oldest first; always present.
+	Attempts []DeliveryAttempt `json:"attempts"`
 }
 
 // DeliveryAttempt is one try of a delivery.
 type DeliveryAttempt struct {
+	// At is when the attempt was made.
 	At time.Time `json:"at"`
 	// StatusCode is the webhook receiver's HTTP status; 0 when no answer
 	// arrived (and for e-mail).
 	StatusCode int `json:"statusCode,omitempty"`
 	// Error says why the attempt failed; empty on success.
-	Error     string `json:"error,omitempty"`
-	Succeeded bool   `json:"succeeded"`
+	Error string `json:"error,omitempty"`
+	// Succeeded reports that the receiver accepted the delivery (a 2xx answer, or
+	// the mail server's acceptance).
+	Succeeded bool `json:"succeeded"`
 }
 
 // deliveryRecord is a stored delivery with what sending needs.

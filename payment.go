@@ -8,25 +8,37 @@ import (
 
 // Payment is money received against a FINAL or SENT invoice.
 type Payment struct {
-	ID               string    `json:"id"`
-	ServiceAccountID string    `json:"serviceAccountId"`
-	InvoiceID        string    `json:"invoiceId"`
-	Amount           Decimal   `json:"amount"`
-	Currency         Currency  `json:"currency"`
-	PaidAt           Date      `json:"paidAt"`
-	Method           string    `json:"method,omitempty"`
-	Reference        string    `json:"reference,omitempty"`
-	CreatedAt        time.Time `json:"createdAt"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the invoice.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// InvoiceID is the invoice paid.
+	InvoiceID string `json:"invoiceId"`
+	// Amount is the money received, in the invoice's currency, rounded to its
+	// minor units.
+	Amount Decimal `json:"amount"`
+	// Currency is the invoice's.
+	Currency Currency `json:"currency"`
+	// PaidAt is the day the money was received, as the caller reports it.
+	PaidAt Date `json:"paidAt"`
+	// Method is free text ("bank transfer"); empty when not given.
+	Method string `json:"method,omitempty"`
+	// Reference is the payer's reference; empty when not given.
+	Reference string    `json:"reference,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // PaymentParams are the fields of a new payment. Amount (positive, with at
 // most the currency's minor-unit digits, at most the amount due) and PaidAt
 // are required.
 type PaymentParams struct {
-	Amount    *Decimal `json:"amount"`
-	PaidAt    *Date    `json:"paidAt"`
-	Method    string   `json:"method"`
-	Reference string   `json:"reference"`
+	// Amount is required: more than zero, in the invoice's currency.
+	Amount *Decimal `json:"amount"`
+	// PaidAt is required.
+	PaidAt *Date `json:"paidAt"`
+	// Method is optional free text.
+	Method string `json:"method"`
+	// Reference is optional.
+	Reference string `json:"reference"`
 }
 
 // RecordPayment records a payment against a FINAL or SENT invoice, updates
@@ -151,16 +163,24 @@ const (
 // Debit and Credit is non-zero. For every source, the debits equal the
 // credits.
 type JournalEntry struct {
-	ID               string            `json:"id"`
-	ServiceAccountID string            `json:"serviceAccountId"`
-	SourceType       JournalSourceType `json:"sourceType"`
-	SourceID         string            `json:"sourceId"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account whose books the entry is in.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// SourceType is the kind of record that made the entry: INVOICE, CREDIT_NOTE
+	// or PAYMENT.
+	SourceType JournalSourceType `json:"sourceType"`
+	// SourceID is that record's id; the entries of one source always balance.
+	SourceID string `json:"sourceId"`
 	// Account is the ledger account: accounts_receivable, revenue,
 	// tax_payable, cash, or for credit deferred_revenue, breakage_income
 	// and promotional_expense.
-	Account   string    `json:"account"`
-	Debit     Decimal   `json:"debit"`
-	Credit    Decimal   `json:"credit"`
+	Account string `json:"account"`
+	// Debit is the amount debited to Account; zero when the entry is a credit. An
+	// entry has one positive side.
+	Debit Decimal `json:"debit"`
+	// Credit is the amount credited to Account; zero when the entry is a debit.
+	Credit Decimal `json:"credit"`
+	// Currency is the source document's.
 	Currency  Currency  `json:"currency"`
 	CreatedAt time.Time `json:"createdAt"`
 }

@@ -40,27 +40,55 @@ const UsageCalculationBillingPeriod UsageCalculationMode = "BILLING_PERIOD"
 // own; the last tier has no UpperBound. With IsPricePercentage, Price is a
 // fraction of the units' amount ("0.02" is 2%).
 type Tier struct {
-	UpperBound        *Decimal `json:"upperBound,omitempty"`
-	Price             Decimal  `json:"price"`
-	Fee               Decimal  `json:"fee"`
-	IsPricePercentage bool     `json:"isPricePercentage"`
+	// UpperBound is the last unit of the tier (inclusive); nil on the last tier,
+	// which has no end.
+	UpperBound *Decimal `json:"upperBound,omitempty"`
+	// Price is the price of one unit in the tier, in the price's currency (a
+	// fraction when IsPricePercentage).
+	Price Decimal `json:"price"`
+	// Fee is charged once when usage reaches the tier; zero for none.
+	Fee Decimal `json:"fee"`
+	// IsPricePercentage makes Price a percentage of the unit value rather than
+	// money.
+	IsPricePercentage bool `json:"isPricePercentage"`
 }
 
 // PriceStructure is how a price charges. PricingType says which of the other
-// fields apply (catalog.md, "Prices"); the others must be empty.
+// fields apply (docs/concepts.md, "Pricing structures"); the others must be empty.
 type PriceStructure struct {
-	PricingType            PricingType          `json:"pricingType"`
-	Price                  *Decimal             `json:"price,omitempty"`
-	PricePerUnit           *Decimal             `json:"pricePerUnit,omitempty"`
-	IsPricePercentage      *bool                `json:"isPricePercentage,omitempty"`
-	PackageSize            *Decimal             `json:"packageSize,omitempty"`
-	PricePerPackage        *Decimal             `json:"pricePerPackage,omitempty"`
-	Tiers                  []Tier               `json:"tiers,omitempty"`
-	UsageMetricID          string               `json:"usageMetricId,omitempty"`
-	UsageCalculationMode   UsageCalculationMode `json:"usageCalculationMode,omitempty"`
-	SeatMetricID           string               `json:"seatMetricId,omitempty"`
-	PricePerSeat           *Decimal             `json:"pricePerSeat,omitempty"`
-	ContractedMinimumSeats *int64               `json:"contractedMinimumSeats,omitempty"`
+	// PricingType says which of the other fields apply (FIXED, LINEAR, PACKAGE,
+	// GRADUATED, VOLUME, SEAT_BASED, ...).
+	PricingType PricingType `json:"pricingType"`
+	// Price is the amount of a FIXED or ONE_TIME price per period; nil for the
+	// other types.
+	Price *Decimal `json:"price,omitempty"`
+	// PricePerUnit is the rate of a LINEAR price per unit of usage; nil for the
+	// other types.
+	PricePerUnit *Decimal `json:"pricePerUnit,omitempty"`
+	// IsPricePercentage makes PricePerUnit a percentage (the line's rateDisplay is
+	// then PERCENTAGE).
+	IsPricePercentage *bool `json:"isPricePercentage,omitempty"`
+	// PackageSize is the units in one package of a PACKAGE price (usage is rounded
+	// up to whole packages).
+	PackageSize *Decimal `json:"packageSize,omitempty"`
+	// PricePerPackage is the price of one package of a PACKAGE price.
+	PricePerPackage *Decimal `json:"pricePerPackage,omitempty"`
+	// Tiers of a GRADUATED or VOLUME price, in increasing UpperBound.
+	Tiers []Tier `json:"tiers,omitempty"`
+	// UsageMetricID is the usage metric whose value is the usage of LINEAR,
+	// PACKAGE, GRADUATED and VOLUME prices.
+	UsageMetricID string `json:"usageMetricId,omitempty"`
+	// UsageCalculationMode says how the metric is calculated over the period;
+	// empty for the default.
+	UsageCalculationMode UsageCalculationMode `json:"usageCalculationMode,omitempty"`
+	// SeatMetricID is the seat metric counted by a SEAT_BASED price.
+	SeatMetricID string `json:"seatMetricId,omitempty"`
+	// PricePerSeat is the price of one seat for a whole period of a SEAT_BASED
+	// price.
+	PricePerSeat *Decimal `json:"pricePerSeat,omitempty"`
+	// ContractedMinimumSeats is the least number of seats billed, whatever the
+	// balance; nil for none.
+	ContractedMinimumSeats *int64 `json:"contractedMinimumSeats,omitempty"`
 }
 
 // structureFields lists which optional fields each pricing type takes.
@@ -227,7 +255,7 @@ type Charge struct {
 }
 
 // Charge prices one period of p in cur, rounding each line with mode
-// (schedules.md, "Lines"). Usage of zero or less charges nothing, tier fees
+// (docs/concepts.md, "The billing engine"). Usage of zero or less charges nothing, tier fees
 // included; a SEAT_BASED price charges at least ContractedMinimumSeats.
 func (p PriceStructure) Charge(in ChargeInput, cur Currency, mode Rounding) Charge {
 	c := Charge{Total: cur.Zero(), Usage: in.Quantity}

@@ -8,8 +8,7 @@ import (
 )
 
 // TestScheduleNotifications runs the schedule operations and the engine and
-// checks the notifications each records (notifications.md, "When
-// notifications are emitted"): one per operation, none for a no-op, and the
+// checks the notifications each records (docs/concepts.md, "Notifications"): one per operation, none for a no-op, and the
 // engine's INVOICE_CREATED then INVOICE_ISSUED (with the e-mail) when it
 // auto-issues.
 func TestScheduleNotifications(t *testing.T) {

@@ -12,19 +12,23 @@ import (
 )
 
 // maxFilterIDs bounds the customers named in one customerIds or
-// customerAliases filter (conventions.md, "Limits").
+// customerAliases filter (docs/api-guide.md, "Limits").
 const maxFilterIDs = 100
 
 // SeatMetric describes a seat type an account bills for.
 type SeatMetric struct {
-	ID               string    `json:"id"`
-	ServiceAccountID string    `json:"serviceAccountId"`
-	SeatType         string    `json:"seatType"`
-	CreatedBy        string    `json:"createdBy"`
-	Label            string    `json:"label"`
-	Description      string    `json:"description,omitempty"`
-	CreatedAt        time.Time `json:"createdAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the metric.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// SeatType is the name seat events use for this kind of seat.
+	SeatType string `json:"seatType"`
+	// CreatedBy is the id of the API key that created the metric.
+	CreatedBy string `json:"createdBy"`
+	// Label is free text for people.
+	Label       string    `json:"label"`
+	Description string    `json:"description,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
 }
 
 // CreateSeatMetricParams are the fields of a new seat metric. CreatedBy is
@@ -151,14 +155,21 @@ func (s *Service) ListSeatMetrics(ctx context.Context, account string, order Sor
 // SeatEvent says that from EventTimestamp on a customer alias holds Total
 // seats of SeatType (a snapshot, not a delta).
 type SeatEvent struct {
-	ID               string    `json:"id"`
-	ServiceAccountID string    `json:"serviceAccountId"`
-	CustomerEventID  string    `json:"customerEventId"`
-	CustomerAlias    string    `json:"customerAlias"`
-	SeatType         string    `json:"seatType"`
-	EventTimestamp   time.Time `json:"eventTimestamp"`
-	Total            int64     `json:"total"`
-	CreatedAt        time.Time `json:"createdAt"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the event.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// CustomerEventID is the caller's own id of the event.
+	CustomerEventID string `json:"customerEventId"`
+	// CustomerAlias names the customer by one of its aliases.
+	CustomerAlias string `json:"customerAlias"`
+	// SeatType is the seat metric's seat type.
+	SeatType string `json:"seatType"`
+	// EventTimestamp is when the seat count changed (UTC).
+	EventTimestamp time.Time `json:"eventTimestamp"`
+	// Total is the customer's number of seats of the type from EventTimestamp on
+	// (a level, not a change).
+	Total     int64     `json:"total"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // CreateSeatEventParams are the fields of a new seat event. Total is
@@ -376,10 +387,13 @@ func (s *Service) customerIDAliases(ctx context.Context, tx Tx, account string, 
 // SeatBalance is a customer's seats at one moment (operation 8).
 type SeatBalance struct {
 	// ID is the customer's id.
-	ID               string   `json:"id"`
-	ServiceAccountID string   `json:"serviceAccountId"`
-	LegalName        string   `json:"legalName"`
-	CustomerAliases  []string `json:"customerAliases"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the customer.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// LegalName is the customer's.
+	LegalName string `json:"legalName"`
+	// CustomerAliases are the customer's.
+	CustomerAliases []string `json:"customerAliases"`
 	// Total is the sum of Balances.
 	Total int64 `json:"total"`
 	// ChangeTimestamp is the timestamp of the latest counted event, or the

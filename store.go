@@ -2,7 +2,9 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // Store is the persistence port of the billing engine. A Store holds ordered
@@ -154,4 +156,188 @@ func PrefixEnd(prefix []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// The key layout: every table of package billing, declared here and only
+// here. Backends do not need this list (a table exists once written). Keys
+// are composite (key(), prefix()): parts joined by keySep.
+
+// Accounts, keys, idempotency, the catalog, customers, seats and usage.
+const (
+	tableMeta             Table = "meta"                // key → value: store-wide settings
+	tableAccounts         Table = "accounts"            // account id → Account
+	tableAPIKeys          Table = "api_keys"            // key id → apiKeyRecord
+	tableCounters         Table = "counters"            // account id / name → uint64
+	tableIdempotency      Table = "idempotency"         // account id / key → IdempotencyRecord
+	tableUsageMetrics     Table = "usage_metrics"       // account id / metric id → UsageMetric
+	tableUsageMetricNames Table = "usage_metric_names"  // account id / lower(name) → metric id (live metrics only)
+	tableCustomers        Table = "customers"           // account id / customer id → Customer
+	tableCustomerAliases  Table = "customer_aliases"    // account id / alias → customer id
+	tableCustomerNames    Table = "customer_names"      // account id / legal name / customer id → customer id (seat balance order)
+	tableProducts         Table = "products"            // account id / product id → Product
+	tableTaxRates         Table = "tax_rates"           // account id / tax rate id → TaxRate
+	tablePrices           Table = "prices"              // account id / price id → Price
+	tableMerchantDetails  Table = "merchant_details"    // account id → MerchantDetails
+	tableSeatMetrics      Table = "seat_metrics"        // account id / seat metric id → SeatMetric
+	tableSeatMetricTypes  Table = "seat_metric_types"   // account id / seat type → seat metric id
+	tableSeatEvents       Table = "seat_events"         // account id / event id → SeatEvent (creation order)
+	tableSeatEventsByTime Table = "seat_events_by_time" // account id / timestamp / event id → SeatEvent
+	tableSeatEventIDs     Table = "seat_event_ids"      // account id / customerEventId → event id
+	tableSeatTimeline     Table = "seat_timeline"       // account id / alias / seat type / timestamp / event id → SeatEvent
+
+	// Usage events (usagestore.go): an account and each of its (event type,
+	// customer alias) series get a 4-byte number on first use, so event
+	// keys stay short and a calculation scans one time range per alias.
+	tableUsageAccounts    Table = "usage_accounts"     // account id → account no; key {0}: last account no
+	tableUsageSeries      Table = "usage_series"       // account id / event type / alias → series no; key {0}: last series no
+	tableUsageSeriesNames Table = "usage_series_names" // series no → event type / alias
+	tableUsageEvents      Table = "usage_events"       // series no | timestamp | event id → encoded event
+	tableUsageEventIDs    Table = "usage_event_ids"    // account no | event id → series no | timestamp
+	tableUsageEventKeys   Table = "usage_event_keys"   // account no | customerEventId → usage_events key (explicit ids only)
+)
+
+// The tables of invoices and credit notes. Lines and groups are keyed under
+// their document, ending in their own id: ids sort in creation order, and
+// indexes are assigned in creation order, so key order is index order and
+// the line and group lists page through list() ordered by index.
+const (
+	tableInvoices          Table = "invoices"           // account id / invoice id → Invoice
+	tableInvoiceLines      Table = "invoice_lines"      // account id / invoice id / line id → InvoiceLineItem
+	tableInvoiceGroups     Table = "invoice_groups"     // account id / invoice id / group id → InvoiceLineItemGroup
+	tableCreditNotes       Table = "credit_notes"       // account id / credit note id → CreditNote
+	tableCreditNoteLines   Table = "credit_note_lines"  // account id / credit note id / line id → CreditNoteLineItem
+	tableCreditNoteGroups  Table = "credit_note_groups" // account id / credit note id / group id → CreditNoteLineItemGroup
+	tablePayments          Table = "payments"           // account id / invoice id / payment id → Payment
+	tableJournal           Table = "journal"            // account id / entry id → JournalEntry (creation order)
+	tableJournalBySource   Table = "journal_by_source"  // account id / source id / entry id → JournalEntry
+	tableDocumentNumbering Table = "document_numbering" // account id / kind → 8-byte counter (INV, CN)
+	tableDocumentRounding  Table = "document_rounding"  // account id / document id → rounding mode it is computed with
+)
+
+// Tables of credit grants (credit.go, creditdraw.go). A grant's ledger is
+// keyed under the grant (transaction ids sort in creation order); the
+// expiry index starts with the date so a run reads only what is due.
+const (
+	tableCreditGrants           Table = "credit_grants"             // account id / grant id → grantRecord
+	tableCreditGrantsByCustomer Table = "credit_grants_by_customer" // account id / customer id / grant id → empty
+	tableCreditTransactions     Table = "credit_transactions"       // account id / grant id / transaction id → txRecord
+	tableCreditExpiries         Table = "credit_expiries"           // expiry date / account id / grant id → empty (ACTIVE grants with an expiry)
+	tableCreditInvoiceUses      Table = "credit_invoice_uses"       // account id / invoice id / transaction id → grant id
+)
+
+// Tables of billing schedules and the billing engine (engine.go).
+const (
+	tableBillingSchedules Table = "billing_schedules" // account id / schedule id → BillingSchedule (prices not embedded)
+	// tableBillingRunnable lists the schedules the engine visits: ACTIVE,
+	// SUSPENDED or CANCELLED, not archived, or with invoices still watched.
+	tableBillingRunnable Table = "billing_runnable" // account id / schedule id → empty
+	// tableBillingMarkers is the exactly-once marker of each charge, written
+	// in the transaction that creates the invoice carrying it.
+	tableBillingMarkers Table = "billing_markers" // account id / schedule id / price id / period start → billingMarker
+	// tableBillingDateInvoices is the one invoice of each (schedule, billing date).
+	tableBillingDateInvoices Table = "billing_date_invoices" // account id / schedule id / billing date → invoice id
+	// tableBillingWatch holds engine invoices whose lines the engine still
+	// recomputes (drafts) or whose usage it still checks (late usage).
+	tableBillingWatch Table = "billing_watch" // account id / schedule id / billing date → billingWatch
+	// tableBillingLateUsage records usage that changed after its invoice was finalized.
+	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
+)
+
+// The tables of notification policies.
+const (
+	tableNotificationPolicies Table = "notification_policies" // account id / policy id → policyRecord
+)
+
+// The tables of the outbox.
+const (
+	// tableDeliveries holds every delivery, in creation order per account.
+	tableDeliveries Table = "notification_deliveries" // account id / delivery id → deliveryRecord
+	// tableDeliveryQueue indexes the PENDING deliveries by the time they
+	// are next due; a claimed delivery is re-filed at the end of its lease.
+	tableDeliveryQueue Table = "notification_delivery_queue" // %016x unix seconds / account id / delivery id → empty
+)
+
+// The tables of rendering (document.go).
+const (
+	// tableDocumentRenders holds what a finalized document was frozen with.
+	tableDocumentRenders Table = "document_renders" // account id / document id → renderSnapshot
+	// tableMerchantLogo points at the account's current logo.
+	tableMerchantLogo Table = "merchant_logo" // account id → logoPointer
+	// tableLogoImages holds every logo ever uploaded, by content, so that
+	// documents frozen with an older logo keep it.
+	tableLogoImages Table = "logo_images" // account id / SHA-256 hex → PNG bytes
+)
+
+// keySep separates the parts of a composite key. It sorts before every
+// printable character, so a key is ordered by its parts from left to right.
+const keySep = 0x00
+
+// key joins parts into a composite store key.
+func key(parts ...string) []byte {
+	n := len(parts)
+	for _, p := range parts {
+		n += len(p)
+	}
+	b := make([]byte, 0, n)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, keySep)
+		}
+		b = append(b, p...)
+	}
+	return b
+}
+
+// prefix returns the key prefix selecting every key that starts with parts.
+func prefix(parts ...string) []byte {
+	return append(key(parts...), keySep)
+}
+
+// getRecord reads and decodes the JSON record under k. A missing record
+// returns ErrNotFound.
+func getRecord[T any](ctx context.Context, tx Tx, t Table, k []byte) (*T, error) {
+	b, err := tx.Get(ctx, t, k)
+	if err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := json.Unmarshal(b, v); err != nil {
+		return nil, fmt.Errorf("decoding %s record: %w", t, err)
+	}
+	return v, nil
+}
+
+// getOwned reads the record id of account from table, answering not_found
+// for kind when the account has no such record (another account's record
+// included: its key is under another prefix).
+func getOwned[T any](ctx context.Context, tx Tx, t Table, account, id, kind string) (*T, error) {
+	v, err := getRecord[T](ctx, tx, t, key(account, id))
+	return v, lookupErr(err, kind)
+}
+
+// getOne reads, in a transaction of its own, the record of account with id
+// in table; not_found names kind.
+func getOne[T any](ctx context.Context, s *Service, t Table, account, id, kind string) (*T, error) {
+	return read(ctx, s, func(tx Tx) (*T, error) { return getOwned[T](ctx, tx, t, account, id, kind) })
+}
+
+// putRecord encodes v as JSON and stores it under k.
+func putRecord(ctx context.Context, tx Tx, t Table, k []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s record: %w", t, err)
+	}
+	return tx.Put(ctx, t, k, b)
+}
+
+// decodeAll returns a listQuery decode function for JSON records, keeping
+// the records for which keep returns true (all of them when keep is nil).
+func decodeAll[T any](keep func(*T) bool) func(k, v []byte) (T, bool, error) {
+	return func(_, v []byte) (T, bool, error) {
+		var item T
+		if err := json.Unmarshal(v, &item); err != nil {
+			return item, false, err
+		}
+		return item, keep == nil || keep(&item), nil
+	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/billingd/billing/internal/eventcodec"
 )
 
-// Limits of usage events (conventions.md, "Limits").
+// Limits of usage events (docs/api-guide.md, "Limits").
 const (
 	// MaxUsageEventBatch is the largest number of events in one batch.
 	MaxUsageEventBatch = 1000

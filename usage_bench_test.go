@@ -35,7 +35,7 @@ func benchEvents(b *testing.B) int {
 	return 1_000_000
 }
 
-// referenceEvent is the reference event of operations.md P7: an alias of
+// referenceEvent is the reference event of BENCHMARKS.md, P7: an alias of
 // 20 characters, an event type of 10, three properties (a 10-character
 // string, an integer, a 2-digit decimal).
 func referenceEvent(alias, eventType string, i int, ts time.Time) billing.UsageEventParams {

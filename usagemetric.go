@@ -43,22 +43,43 @@ const (
 
 // UsageMetric is an aggregation over usage events of one event type.
 type UsageMetric struct {
-	ID                  string                 `json:"id"`
-	ServiceAccountID    string                 `json:"serviceAccountId"`
-	Name                string                 `json:"name"`
-	Description         string                 `json:"description,omitempty"`
-	MetricType          MetricType             `json:"metricType"`
-	EventType           string                 `json:"eventType"`
-	AggregationType     AggregationType        `json:"aggregationType"`
-	AggregationProperty string                 `json:"aggregationProperty,omitempty"`
-	GroupingProperty    string                 `json:"groupingProperty,omitempty"`
-	Unit                string                 `json:"unit,omitempty"`
-	CreatedAt           time.Time              `json:"createdAt"`
-	DeletedAt           *time.Time             `json:"deletedAt,omitempty"`
-	PropertyFilters     map[string][]string    `json:"propertyFilters"`
-	CaseSensitive       bool                   `json:"caseSensitive"`
-	PropertiesToNegate  []string               `json:"propertiesToNegate,omitempty"`
-	Parameters          []UsageMetricParameter `json:"parameters"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the metric.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// Name is unique, ignoring case, among the account's metrics that are not
+	// deleted.
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// MetricType is SIMPLE, GROUPED or CUSTOM.
+	MetricType MetricType `json:"metricType"`
+	// EventType selects the usage events the metric counts.
+	EventType string `json:"eventType"`
+	// AggregationType is how the selected events become one number (COUNT, SUM,
+	// MAX, UNIQUE, ...).
+	AggregationType AggregationType `json:"aggregationType"`
+	// AggregationProperty is the event property summed or counted distinct (SUM,
+	// UNIQUE); empty for COUNT.
+	AggregationProperty string `json:"aggregationProperty,omitempty"`
+	// GroupingProperty is the event property a GROUPED metric groups by; empty for
+	// the other types.
+	GroupingProperty string `json:"groupingProperty,omitempty"`
+	// Unit is free text for people ("requests", "GB"); empty when not given.
+	Unit      string    `json:"unit,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	// DeletedAt is when the metric was deleted; nil while it is live. Deleted
+	// metrics can still be calculated, so old invoices stay explainable.
+	DeletedAt *time.Time `json:"deletedAt,omitempty"`
+	// PropertyFilters keep only events whose property (the key) has one of the
+	// values; always present, {} when none.
+	PropertyFilters map[string][]string `json:"propertyFilters"`
+	// CaseSensitive makes filter values compare with case; false folds case.
+	CaseSensitive bool `json:"caseSensitive"`
+	// PropertiesToNegate are the PropertyFilters keys whose values exclude rather
+	// than keep events.
+	PropertiesToNegate []string `json:"propertiesToNegate,omitempty"`
+	// Parameters are the named inputs of a CUSTOM metric's function; always
+	// present.
+	Parameters []UsageMetricParameter `json:"parameters"`
 }
 
 // UsageMetricParameter is a named parameter of a usage metric, passed to a
@@ -75,18 +96,29 @@ type UsageMetricParameter struct {
 // UsageMetricParams are the fields of a usage metric, for create and for
 // update (a full replace).
 type UsageMetricParams struct {
-	Name                string                      `json:"name"`
-	Description         string                      `json:"description"`
-	MetricType          MetricType                  `json:"metricType"`
-	EventType           string                      `json:"eventType"`
-	AggregationType     AggregationType             `json:"aggregationType"`
-	AggregationProperty string                      `json:"aggregationProperty"`
-	GroupingProperty    string                      `json:"groupingProperty"`
-	Unit                string                      `json:"unit"`
-	PropertyFilters     map[string][]string         `json:"propertyFilters"`
-	CaseSensitive       bool                        `json:"caseSensitive"`
-	PropertiesToNegate  []string                    `json:"propertiesToNegate"`
-	Parameters          []UsageMetricParameterParam `json:"parameters"`
+	// Name is required; unique, ignoring case, among the account's live metrics
+	// (409 conflict otherwise).
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// MetricType is required.
+	MetricType MetricType `json:"metricType"`
+	// EventType is required.
+	EventType string `json:"eventType"`
+	// AggregationType is required.
+	AggregationType AggregationType `json:"aggregationType"`
+	// AggregationProperty is required for SUM and UNIQUE and refused for COUNT; a
+	// CUSTOM metric may name one.
+	AggregationProperty string `json:"aggregationProperty"`
+	// GroupingProperty is required for GROUPED metrics.
+	GroupingProperty string `json:"groupingProperty"`
+	Unit             string `json:"unit"`
+	// PropertyFilters: see UsageMetric.PropertyFilters.
+	PropertyFilters map[string][]string `json:"propertyFilters"`
+	CaseSensitive   bool                `json:"caseSensitive"`
+	// PropertiesToNegate must be keys of PropertyFilters.
+	PropertiesToNegate []string `json:"propertiesToNegate"`
+	// Parameters of a CUSTOM metric.
+	Parameters []UsageMetricParameterParam `json:"parameters"`
 }
 
 // CreateUsageMetricParams are the fields of a new usage metric. DeletedAt

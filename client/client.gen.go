@@ -5710,7 +5710,7 @@ type ClientInterface interface {
 
 	// ActivateBillingSchedule Activate a billing schedule
 	//
-	// Operation 19 of the specification.
+	// Operation 19 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Corresponds with PUT /billing-schedules/{billingScheduleId}/activate (the `ActivateBillingSchedule` operationId).
 	ActivateBillingSchedule(ctx context.Context, billingScheduleId string, params *ActivateBillingScheduleParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5775,7 +5775,7 @@ type ClientInterface interface {
 
 	// CreateCreditNoteWithBody Create a credit note
 	//
-	// Operation 9 of the specification.
+	// Operation 9 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5784,7 +5784,7 @@ type ClientInterface interface {
 
 	// CreateCreditNote Create a credit note
 	//
-	// Operation 9 of the specification.
+	// Operation 9 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5793,7 +5793,7 @@ type ClientInterface interface {
 
 	// ListCreditNoteLineItemGroups List line item groups
 	//
-	// Operation 15 of the specification.
+	// Operation 15 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Corresponds with GET /credit-notes/{creditnote}/line-item-groups (the `ListCreditNoteLineItemGroups` operationId).
 	ListCreditNoteLineItemGroups(ctx context.Context, creditnote string, params *ListCreditNoteLineItemGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5833,14 +5833,14 @@ type ClientInterface interface {
 
 	// ListCreditNoteLineItems List line items
 	//
-	// Operation 12 of the specification.
+	// Operation 12 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Corresponds with GET /credit-notes/{creditnote}/line-items (the `ListCreditNoteLineItems` operationId).
 	ListCreditNoteLineItems(ctx context.Context, creditnote string, params *ListCreditNoteLineItemsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateCreditNoteLineItemWithBody Add a line item
 	//
-	// Operation 13 of the specification.
+	// Operation 13 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5849,7 +5849,7 @@ type ClientInterface interface {
 
 	// CreateCreditNoteLineItem Add a line item
 	//
-	// Operation 13 of the specification.
+	// Operation 13 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5863,7 +5863,7 @@ type ClientInterface interface {
 
 	// UpdateCreditNoteLineItemWithBody Replace a line item
 	//
-	// Operation 14 of the specification.
+	// Operation 14 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5872,7 +5872,7 @@ type ClientInterface interface {
 
 	// UpdateCreditNoteLineItem Replace a line item
 	//
-	// Operation 14 of the specification.
+	// Operation 14 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5886,7 +5886,7 @@ type ClientInterface interface {
 
 	// UpdateCreditNoteWithBody Update a credit note
 	//
-	// Operation 10 of the specification.
+	// Operation 10 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5895,7 +5895,7 @@ type ClientInterface interface {
 
 	// UpdateCreditNote Update a credit note
 	//
-	// Operation 10 of the specification.
+	// Operation 10 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5919,7 +5919,7 @@ type ClientInterface interface {
 
 	// MarkCreditNoteAsSent Mark a credit note as sent
 	//
-	// Operation 11 of the specification. Finalizes it if needed; sends no e-mail or notification.
+	// Operation 11 of the specification (the numbers are listed in docs/api-guide.md). Finalizes it if needed; sends no e-mail or notification.
 	//
 	// Corresponds with POST /credit-notes/{id}/mark-as-sent (the `MarkCreditNoteAsSent` operationId).
 	MarkCreditNoteAsSent(ctx context.Context, id string, params *MarkCreditNoteAsSentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6100,14 +6100,14 @@ type ClientInterface interface {
 
 	// SendInvoice Send an invoice
 	//
-	// Operation 16 of the specification.
+	// Operation 16 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Corresponds with POST /invoices/{id}/send (the `SendInvoice` operationId).
 	SendInvoice(ctx context.Context, id string, params *SendInvoiceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchSentInvoiceWithBody Change a SENT invoice
 	//
-	// Operation 17 of the specification.
+	// Operation 17 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6116,7 +6116,7 @@ type ClientInterface interface {
 
 	// PatchSentInvoice Change a SENT invoice
 	//
-	// Operation 17 of the specification.
+	// Operation 17 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6194,7 +6194,7 @@ type ClientInterface interface {
 
 	// UpdateInvoiceLineItemWithBody Replace a line item
 	//
-	// Operation 18 of the specification.
+	// Operation 18 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6203,7 +6203,7 @@ type ClientInterface interface {
 
 	// UpdateInvoiceLineItem Replace a line item
 	//
-	// Operation 18 of the specification.
+	// Operation 18 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6331,7 +6331,7 @@ type ClientInterface interface {
 
 	// GetNotificationPolicy Get a notification policy
 	//
-	// Operation 21 of the specification.
+	// Operation 21 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Corresponds with GET /notifications/policies/{id} (the `GetNotificationPolicy` operationId).
 	GetNotificationPolicy(ctx context.Context, id string, params *GetNotificationPolicyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6357,7 +6357,7 @@ type ClientInterface interface {
 
 	// AddNotificationPolicyRecipientsWithBody Add recipients
 	//
-	// Operation 20 of the specification.
+	// Operation 20 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6366,7 +6366,7 @@ type ClientInterface interface {
 
 	// AddNotificationPolicyRecipients Add recipients
 	//
-	// Operation 20 of the specification.
+	// Operation 20 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6392,7 +6392,7 @@ type ClientInterface interface {
 
 	// ListPrices List prices
 	//
-	// Operation 5 of the specification.
+	// Operation 5 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Corresponds with GET /prices (the `ListPrices` operationId).
 	ListPrices(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6470,14 +6470,14 @@ type ClientInterface interface {
 
 	// ListSeatBalances Seat balances per customer
 	//
-	// Operation 8 of the specification.
+	// Operation 8 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Corresponds with GET /seat-balances (the `ListSeatBalances` operationId).
 	ListSeatBalances(ctx context.Context, params *ListSeatBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSeatEvents List seat events
 	//
-	// Operation 6 of the specification.
+	// Operation 6 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Corresponds with GET /seat-events (the `ListSeatEvents` operationId).
 	ListSeatEvents(ctx context.Context, params *ListSeatEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6503,7 +6503,7 @@ type ClientInterface interface {
 
 	// ListSeatMetrics List seat metrics
 	//
-	// Operation 7 of the specification.
+	// Operation 7 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Corresponds with GET /seat-metrics (the `ListSeatMetrics` operationId).
 	ListSeatMetrics(ctx context.Context, params *ListSeatMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6613,14 +6613,14 @@ type ClientInterface interface {
 
 	// ListUsageMetrics List usage metrics
 	//
-	// Operation 1 of the specification. Newest first. Deleted metrics are not listed.
+	// Operation 1 of the specification (the numbers are listed in docs/api-guide.md). Newest first. Deleted metrics are not listed.
 	//
 	// Corresponds with GET /usage-metrics (the `ListUsageMetrics` operationId).
 	ListUsageMetrics(ctx context.Context, params *ListUsageMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateUsageMetricWithBody Create a usage metric
 	//
-	// Operation 2 of the specification.
+	// Operation 2 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6629,7 +6629,7 @@ type ClientInterface interface {
 
 	// CreateUsageMetric Create a usage metric
 	//
-	// Operation 2 of the specification.
+	// Operation 2 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6638,7 +6638,7 @@ type ClientInterface interface {
 
 	// DeleteUsageMetric Delete a usage metric
 	//
-	// Operation 4 of the specification. Sets deletedAt and returns the metric.
+	// Operation 4 of the specification (the numbers are listed in docs/api-guide.md). Sets deletedAt and returns the metric.
 	//
 	// Corresponds with DELETE /usage-metrics/{id} (the `DeleteUsageMetric` operationId).
 	DeleteUsageMetric(ctx context.Context, id string, params *DeleteUsageMetricParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6650,7 +6650,7 @@ type ClientInterface interface {
 
 	// UpdateUsageMetricWithBody Replace a usage metric
 	//
-	// Operation 3 of the specification.
+	// Operation 3 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6659,7 +6659,7 @@ type ClientInterface interface {
 
 	// UpdateUsageMetric Replace a usage metric
 	//
-	// Operation 3 of the specification.
+	// Operation 3 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6757,7 +6757,7 @@ func (c *Client) CreateBillingSchedule(ctx context.Context, params *CreateBillin
 
 // ActivateBillingSchedule Activate a billing schedule
 //
-// Operation 19 of the specification.
+// Operation 19 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Corresponds with PUT /billing-schedules/{billingScheduleId}/activate (the `ActivateBillingSchedule` operationId).
 func (c *Client) ActivateBillingSchedule(ctx context.Context, billingScheduleId string, params *ActivateBillingScheduleParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6932,7 +6932,7 @@ func (c *Client) ListCreditNotes(ctx context.Context, params *ListCreditNotesPar
 
 // CreateCreditNoteWithBody Create a credit note
 //
-// Operation 9 of the specification.
+// Operation 9 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6951,7 +6951,7 @@ func (c *Client) CreateCreditNoteWithBody(ctx context.Context, params *CreateCre
 
 // CreateCreditNote Create a credit note
 //
-// Operation 9 of the specification.
+// Operation 9 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6970,7 +6970,7 @@ func (c *Client) CreateCreditNote(ctx context.Context, params *CreateCreditNoteP
 
 // ListCreditNoteLineItemGroups List line item groups
 //
-// Operation 15 of the specification.
+// Operation 15 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Corresponds with GET /credit-notes/{creditnote}/line-item-groups (the `ListCreditNoteLineItemGroups` operationId).
 func (c *Client) ListCreditNoteLineItemGroups(ctx context.Context, creditnote string, params *ListCreditNoteLineItemGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7070,7 +7070,7 @@ func (c *Client) UpdateCreditNoteLineItemGroup(ctx context.Context, creditnote s
 
 // ListCreditNoteLineItems List line items
 //
-// Operation 12 of the specification.
+// Operation 12 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Corresponds with GET /credit-notes/{creditnote}/line-items (the `ListCreditNoteLineItems` operationId).
 func (c *Client) ListCreditNoteLineItems(ctx context.Context, creditnote string, params *ListCreditNoteLineItemsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7087,7 +7087,7 @@ func (c *Client) ListCreditNoteLineItems(ctx context.Context, creditnote string,
 
 // CreateCreditNoteLineItemWithBody Add a line item
 //
-// Operation 13 of the specification.
+// Operation 13 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7106,7 +7106,7 @@ func (c *Client) CreateCreditNoteLineItemWithBody(ctx context.Context, creditnot
 
 // CreateCreditNoteLineItem Add a line item
 //
-// Operation 13 of the specification.
+// Operation 13 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7140,7 +7140,7 @@ func (c *Client) DeleteCreditNoteLineItem(ctx context.Context, creditnote string
 
 // UpdateCreditNoteLineItemWithBody Replace a line item
 //
-// Operation 14 of the specification.
+// Operation 14 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7159,7 +7159,7 @@ func (c *Client) UpdateCreditNoteLineItemWithBody(ctx context.Context, creditnot
 
 // UpdateCreditNoteLineItem Replace a line item
 //
-// Operation 14 of the specification.
+// Operation 14 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7193,7 +7193,7 @@ func (c *Client) GetCreditNote(ctx context.Context, id string, params *GetCredit
 
 // UpdateCreditNoteWithBody Update a credit note
 //
-// Operation 10 of the specification.
+// Operation 10 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7212,7 +7212,7 @@ func (c *Client) UpdateCreditNoteWithBody(ctx context.Context, id string, params
 
 // UpdateCreditNote Update a credit note
 //
-// Operation 10 of the specification.
+// Operation 10 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7276,7 +7276,7 @@ func (c *Client) FinalizeCreditNote(ctx context.Context, id string, params *Fina
 
 // MarkCreditNoteAsSent Mark a credit note as sent
 //
-// Operation 11 of the specification. Finalizes it if needed; sends no e-mail or notification.
+// Operation 11 of the specification (the numbers are listed in docs/api-guide.md). Finalizes it if needed; sends no e-mail or notification.
 //
 // Corresponds with POST /credit-notes/{id}/mark-as-sent (the `MarkCreditNoteAsSent` operationId).
 func (c *Client) MarkCreditNoteAsSent(ctx context.Context, id string, params *MarkCreditNoteAsSentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7767,7 +7767,7 @@ func (c *Client) FinalizeInvoice(ctx context.Context, id string, params *Finaliz
 
 // SendInvoice Send an invoice
 //
-// Operation 16 of the specification.
+// Operation 16 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Corresponds with POST /invoices/{id}/send (the `SendInvoice` operationId).
 func (c *Client) SendInvoice(ctx context.Context, id string, params *SendInvoiceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7784,7 +7784,7 @@ func (c *Client) SendInvoice(ctx context.Context, id string, params *SendInvoice
 
 // PatchSentInvoiceWithBody Change a SENT invoice
 //
-// Operation 17 of the specification.
+// Operation 17 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7803,7 +7803,7 @@ func (c *Client) PatchSentInvoiceWithBody(ctx context.Context, id string, params
 
 // PatchSentInvoice Change a SENT invoice
 //
-// Operation 17 of the specification.
+// Operation 17 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8001,7 +8001,7 @@ func (c *Client) DeleteInvoiceLineItem(ctx context.Context, invoice string, id s
 
 // UpdateInvoiceLineItemWithBody Replace a line item
 //
-// Operation 18 of the specification.
+// Operation 18 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8020,7 +8020,7 @@ func (c *Client) UpdateInvoiceLineItemWithBody(ctx context.Context, invoice stri
 
 // UpdateInvoiceLineItem Replace a line item
 //
-// Operation 18 of the specification.
+// Operation 18 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8348,7 +8348,7 @@ func (c *Client) DeleteNotificationPolicy(ctx context.Context, id string, params
 
 // GetNotificationPolicy Get a notification policy
 //
-// Operation 21 of the specification.
+// Operation 21 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Corresponds with GET /notifications/policies/{id} (the `GetNotificationPolicy` operationId).
 func (c *Client) GetNotificationPolicy(ctx context.Context, id string, params *GetNotificationPolicyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8414,7 +8414,7 @@ func (c *Client) RemoveNotificationPolicyType(ctx context.Context, id string, pT
 
 // AddNotificationPolicyRecipientsWithBody Add recipients
 //
-// Operation 20 of the specification.
+// Operation 20 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8433,7 +8433,7 @@ func (c *Client) AddNotificationPolicyRecipientsWithBody(ctx context.Context, id
 
 // AddNotificationPolicyRecipients Add recipients
 //
-// Operation 20 of the specification.
+// Operation 20 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8499,7 +8499,7 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // ListPrices List prices
 //
-// Operation 5 of the specification.
+// Operation 5 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Corresponds with GET /prices (the `ListPrices` operationId).
 func (c *Client) ListPrices(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8697,7 +8697,7 @@ func (c *Client) HeadReadiness(ctx context.Context, reqEditors ...RequestEditorF
 
 // ListSeatBalances Seat balances per customer
 //
-// Operation 8 of the specification.
+// Operation 8 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Corresponds with GET /seat-balances (the `ListSeatBalances` operationId).
 func (c *Client) ListSeatBalances(ctx context.Context, params *ListSeatBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8714,7 +8714,7 @@ func (c *Client) ListSeatBalances(ctx context.Context, params *ListSeatBalancesP
 
 // ListSeatEvents List seat events
 //
-// Operation 6 of the specification.
+// Operation 6 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Corresponds with GET /seat-events (the `ListSeatEvents` operationId).
 func (c *Client) ListSeatEvents(ctx context.Context, params *ListSeatEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8780,7 +8780,7 @@ func (c *Client) GetSeatEvent(ctx context.Context, id string, params *GetSeatEve
 
 // ListSeatMetrics List seat metrics
 //
-// Operation 7 of the specification.
+// Operation 7 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Corresponds with GET /seat-metrics (the `ListSeatMetrics` operationId).
 func (c *Client) ListSeatMetrics(ctx context.Context, params *ListSeatMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9050,7 +9050,7 @@ func (c *Client) CreateUsageEventBatch(ctx context.Context, params *CreateUsageE
 
 // ListUsageMetrics List usage metrics
 //
-// Operation 1 of the specification. Newest first. Deleted metrics are not listed.
+// Operation 1 of the specification (the numbers are listed in docs/api-guide.md). Newest first. Deleted metrics are not listed.
 //
 // Corresponds with GET /usage-metrics (the `ListUsageMetrics` operationId).
 func (c *Client) ListUsageMetrics(ctx context.Context, params *ListUsageMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9067,7 +9067,7 @@ func (c *Client) ListUsageMetrics(ctx context.Context, params *ListUsageMetricsP
 
 // CreateUsageMetricWithBody Create a usage metric
 //
-// Operation 2 of the specification.
+// Operation 2 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -9086,7 +9086,7 @@ func (c *Client) CreateUsageMetricWithBody(ctx context.Context, params *CreateUs
 
 // CreateUsageMetric Create a usage metric
 //
-// Operation 2 of the specification.
+// Operation 2 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9105,7 +9105,7 @@ func (c *Client) CreateUsageMetric(ctx context.Context, params *CreateUsageMetri
 
 // DeleteUsageMetric Delete a usage metric
 //
-// Operation 4 of the specification. Sets deletedAt and returns the metric.
+// Operation 4 of the specification (the numbers are listed in docs/api-guide.md). Sets deletedAt and returns the metric.
 //
 // Corresponds with DELETE /usage-metrics/{id} (the `DeleteUsageMetric` operationId).
 func (c *Client) DeleteUsageMetric(ctx context.Context, id string, params *DeleteUsageMetricParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9137,7 +9137,7 @@ func (c *Client) GetUsageMetric(ctx context.Context, id string, params *GetUsage
 
 // UpdateUsageMetricWithBody Replace a usage metric
 //
-// Operation 3 of the specification.
+// Operation 3 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -9156,7 +9156,7 @@ func (c *Client) UpdateUsageMetricWithBody(ctx context.Context, id string, param
 
 // UpdateUsageMetric Replace a usage metric
 //
-// Operation 3 of the specification.
+// Operation 3 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -19101,7 +19101,7 @@ type ClientWithResponsesInterface interface {
 
 	// ActivateBillingScheduleWithResponse Activate a billing schedule
 	//
-	// Operation 19 of the specification.
+	// Operation 19 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19180,7 +19180,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateCreditNoteWithBodyWithResponse Create a credit note
 	//
-	// Operation 9 of the specification.
+	// Operation 9 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19189,7 +19189,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateCreditNoteWithResponse Create a credit note
 	//
-	// Operation 9 of the specification.
+	// Operation 9 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19198,7 +19198,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListCreditNoteLineItemGroupsWithResponse List line item groups
 	//
-	// Operation 15 of the specification.
+	// Operation 15 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19242,7 +19242,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListCreditNoteLineItemsWithResponse List line items
 	//
-	// Operation 12 of the specification.
+	// Operation 12 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19251,7 +19251,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateCreditNoteLineItemWithBodyWithResponse Add a line item
 	//
-	// Operation 13 of the specification.
+	// Operation 13 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19260,7 +19260,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateCreditNoteLineItemWithResponse Add a line item
 	//
-	// Operation 13 of the specification.
+	// Operation 13 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19276,7 +19276,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateCreditNoteLineItemWithBodyWithResponse Replace a line item
 	//
-	// Operation 14 of the specification.
+	// Operation 14 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19285,7 +19285,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateCreditNoteLineItemWithResponse Replace a line item
 	//
-	// Operation 14 of the specification.
+	// Operation 14 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19301,7 +19301,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateCreditNoteWithBodyWithResponse Update a credit note
 	//
-	// Operation 10 of the specification.
+	// Operation 10 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19310,7 +19310,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateCreditNoteWithResponse Update a credit note
 	//
-	// Operation 10 of the specification.
+	// Operation 10 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19340,7 +19340,7 @@ type ClientWithResponsesInterface interface {
 
 	// MarkCreditNoteAsSentWithResponse Mark a credit note as sent
 	//
-	// Operation 11 of the specification. Finalizes it if needed; sends no e-mail or notification.
+	// Operation 11 of the specification (the numbers are listed in docs/api-guide.md). Finalizes it if needed; sends no e-mail or notification.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19563,7 +19563,7 @@ type ClientWithResponsesInterface interface {
 
 	// SendInvoiceWithResponse Send an invoice
 	//
-	// Operation 16 of the specification.
+	// Operation 16 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19572,7 +19572,7 @@ type ClientWithResponsesInterface interface {
 
 	// PatchSentInvoiceWithBodyWithResponse Change a SENT invoice
 	//
-	// Operation 17 of the specification.
+	// Operation 17 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19581,7 +19581,7 @@ type ClientWithResponsesInterface interface {
 
 	// PatchSentInvoiceWithResponse Change a SENT invoice
 	//
-	// Operation 17 of the specification.
+	// Operation 17 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19669,7 +19669,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateInvoiceLineItemWithBodyWithResponse Replace a line item
 	//
-	// Operation 18 of the specification.
+	// Operation 18 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19678,7 +19678,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateInvoiceLineItemWithResponse Replace a line item
 	//
-	// Operation 18 of the specification.
+	// Operation 18 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19826,7 +19826,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetNotificationPolicyWithResponse Get a notification policy
 	//
-	// Operation 21 of the specification.
+	// Operation 21 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19856,7 +19856,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddNotificationPolicyRecipientsWithBodyWithResponse Add recipients
 	//
-	// Operation 20 of the specification.
+	// Operation 20 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19865,7 +19865,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddNotificationPolicyRecipientsWithResponse Add recipients
 	//
-	// Operation 20 of the specification.
+	// Operation 20 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19897,7 +19897,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListPricesWithResponse List prices
 	//
-	// Operation 5 of the specification.
+	// Operation 5 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19987,7 +19987,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListSeatBalancesWithResponse Seat balances per customer
 	//
-	// Operation 8 of the specification.
+	// Operation 8 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19996,7 +19996,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListSeatEventsWithResponse List seat events
 	//
-	// Operation 6 of the specification.
+	// Operation 6 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20026,7 +20026,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListSeatMetricsWithResponse List seat metrics
 	//
-	// Operation 7 of the specification.
+	// Operation 7 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20148,7 +20148,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListUsageMetricsWithResponse List usage metrics
 	//
-	// Operation 1 of the specification. Newest first. Deleted metrics are not listed.
+	// Operation 1 of the specification (the numbers are listed in docs/api-guide.md). Newest first. Deleted metrics are not listed.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20157,7 +20157,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateUsageMetricWithBodyWithResponse Create a usage metric
 	//
-	// Operation 2 of the specification.
+	// Operation 2 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20166,7 +20166,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateUsageMetricWithResponse Create a usage metric
 	//
-	// Operation 2 of the specification.
+	// Operation 2 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20175,7 +20175,7 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteUsageMetricWithResponse Delete a usage metric
 	//
-	// Operation 4 of the specification. Sets deletedAt and returns the metric.
+	// Operation 4 of the specification (the numbers are listed in docs/api-guide.md). Sets deletedAt and returns the metric.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20191,7 +20191,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateUsageMetricWithBodyWithResponse Replace a usage metric
 	//
-	// Operation 3 of the specification.
+	// Operation 3 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20200,7 +20200,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateUsageMetricWithResponse Replace a usage metric
 	//
-	// Operation 3 of the specification.
+	// Operation 3 of the specification (the numbers are listed in docs/api-guide.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -27598,7 +27598,7 @@ func (c *ClientWithResponses) CreateBillingScheduleWithResponse(ctx context.Cont
 
 // ActivateBillingScheduleWithResponse Activate a billing schedule
 //
-// Operation 19 of the specification.
+// Operation 19 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -27743,7 +27743,7 @@ func (c *ClientWithResponses) ListCreditNotesWithResponse(ctx context.Context, p
 
 // CreateCreditNoteWithBodyWithResponse Create a credit note
 //
-// Operation 9 of the specification.
+// Operation 9 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27758,7 +27758,7 @@ func (c *ClientWithResponses) CreateCreditNoteWithBodyWithResponse(ctx context.C
 
 // CreateCreditNoteWithResponse Create a credit note
 //
-// Operation 9 of the specification.
+// Operation 9 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27773,7 +27773,7 @@ func (c *ClientWithResponses) CreateCreditNoteWithResponse(ctx context.Context, 
 
 // ListCreditNoteLineItemGroupsWithResponse List line item groups
 //
-// Operation 15 of the specification.
+// Operation 15 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -27853,7 +27853,7 @@ func (c *ClientWithResponses) UpdateCreditNoteLineItemGroupWithResponse(ctx cont
 
 // ListCreditNoteLineItemsWithResponse List line items
 //
-// Operation 12 of the specification.
+// Operation 12 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -27868,7 +27868,7 @@ func (c *ClientWithResponses) ListCreditNoteLineItemsWithResponse(ctx context.Co
 
 // CreateCreditNoteLineItemWithBodyWithResponse Add a line item
 //
-// Operation 13 of the specification.
+// Operation 13 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27883,7 +27883,7 @@ func (c *ClientWithResponses) CreateCreditNoteLineItemWithBodyWithResponse(ctx c
 
 // CreateCreditNoteLineItemWithResponse Add a line item
 //
-// Operation 13 of the specification.
+// Operation 13 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27911,7 +27911,7 @@ func (c *ClientWithResponses) DeleteCreditNoteLineItemWithResponse(ctx context.C
 
 // UpdateCreditNoteLineItemWithBodyWithResponse Replace a line item
 //
-// Operation 14 of the specification.
+// Operation 14 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27926,7 +27926,7 @@ func (c *ClientWithResponses) UpdateCreditNoteLineItemWithBodyWithResponse(ctx c
 
 // UpdateCreditNoteLineItemWithResponse Replace a line item
 //
-// Operation 14 of the specification.
+// Operation 14 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27954,7 +27954,7 @@ func (c *ClientWithResponses) GetCreditNoteWithResponse(ctx context.Context, id 
 
 // UpdateCreditNoteWithBodyWithResponse Update a credit note
 //
-// Operation 10 of the specification.
+// Operation 10 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -27969,7 +27969,7 @@ func (c *ClientWithResponses) UpdateCreditNoteWithBodyWithResponse(ctx context.C
 
 // UpdateCreditNoteWithResponse Update a credit note
 //
-// Operation 10 of the specification.
+// Operation 10 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28023,7 +28023,7 @@ func (c *ClientWithResponses) FinalizeCreditNoteWithResponse(ctx context.Context
 
 // MarkCreditNoteAsSentWithResponse Mark a credit note as sent
 //
-// Operation 11 of the specification. Finalizes it if needed; sends no e-mail or notification.
+// Operation 11 of the specification (the numbers are listed in docs/api-guide.md). Finalizes it if needed; sends no e-mail or notification.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -28432,7 +28432,7 @@ func (c *ClientWithResponses) FinalizeInvoiceWithResponse(ctx context.Context, i
 
 // SendInvoiceWithResponse Send an invoice
 //
-// Operation 16 of the specification.
+// Operation 16 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -28447,7 +28447,7 @@ func (c *ClientWithResponses) SendInvoiceWithResponse(ctx context.Context, id st
 
 // PatchSentInvoiceWithBodyWithResponse Change a SENT invoice
 //
-// Operation 17 of the specification.
+// Operation 17 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28462,7 +28462,7 @@ func (c *ClientWithResponses) PatchSentInvoiceWithBodyWithResponse(ctx context.C
 
 // PatchSentInvoiceWithResponse Change a SENT invoice
 //
-// Operation 17 of the specification.
+// Operation 17 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28622,7 +28622,7 @@ func (c *ClientWithResponses) DeleteInvoiceLineItemWithResponse(ctx context.Cont
 
 // UpdateInvoiceLineItemWithBodyWithResponse Replace a line item
 //
-// Operation 18 of the specification.
+// Operation 18 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28637,7 +28637,7 @@ func (c *ClientWithResponses) UpdateInvoiceLineItemWithBodyWithResponse(ctx cont
 
 // UpdateInvoiceLineItemWithResponse Replace a line item
 //
-// Operation 18 of the specification.
+// Operation 18 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28905,7 +28905,7 @@ func (c *ClientWithResponses) DeleteNotificationPolicyWithResponse(ctx context.C
 
 // GetNotificationPolicyWithResponse Get a notification policy
 //
-// Operation 21 of the specification.
+// Operation 21 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -28959,7 +28959,7 @@ func (c *ClientWithResponses) RemoveNotificationPolicyTypeWithResponse(ctx conte
 
 // AddNotificationPolicyRecipientsWithBodyWithResponse Add recipients
 //
-// Operation 20 of the specification.
+// Operation 20 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28974,7 +28974,7 @@ func (c *ClientWithResponses) AddNotificationPolicyRecipientsWithBodyWithRespons
 
 // AddNotificationPolicyRecipientsWithResponse Add recipients
 //
-// Operation 20 of the specification.
+// Operation 20 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -29030,7 +29030,7 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 
 // ListPricesWithResponse List prices
 //
-// Operation 5 of the specification.
+// Operation 5 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -29192,7 +29192,7 @@ func (c *ClientWithResponses) HeadReadinessWithResponse(ctx context.Context, req
 
 // ListSeatBalancesWithResponse Seat balances per customer
 //
-// Operation 8 of the specification.
+// Operation 8 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -29207,7 +29207,7 @@ func (c *ClientWithResponses) ListSeatBalancesWithResponse(ctx context.Context, 
 
 // ListSeatEventsWithResponse List seat events
 //
-// Operation 6 of the specification.
+// Operation 6 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -29261,7 +29261,7 @@ func (c *ClientWithResponses) GetSeatEventWithResponse(ctx context.Context, id s
 
 // ListSeatMetricsWithResponse List seat metrics
 //
-// Operation 7 of the specification.
+// Operation 7 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -29479,7 +29479,7 @@ func (c *ClientWithResponses) CreateUsageEventBatchWithResponse(ctx context.Cont
 
 // ListUsageMetricsWithResponse List usage metrics
 //
-// Operation 1 of the specification. Newest first. Deleted metrics are not listed.
+// Operation 1 of the specification (the numbers are listed in docs/api-guide.md). Newest first. Deleted metrics are not listed.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -29494,7 +29494,7 @@ func (c *ClientWithResponses) ListUsageMetricsWithResponse(ctx context.Context, 
 
 // CreateUsageMetricWithBodyWithResponse Create a usage metric
 //
-// Operation 2 of the specification.
+// Operation 2 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -29509,7 +29509,7 @@ func (c *ClientWithResponses) CreateUsageMetricWithBodyWithResponse(ctx context.
 
 // CreateUsageMetricWithResponse Create a usage metric
 //
-// Operation 2 of the specification.
+// Operation 2 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -29524,7 +29524,7 @@ func (c *ClientWithResponses) CreateUsageMetricWithResponse(ctx context.Context,
 
 // DeleteUsageMetricWithResponse Delete a usage metric
 //
-// Operation 4 of the specification. Sets deletedAt and returns the metric.
+// Operation 4 of the specification (the numbers are listed in docs/api-guide.md). Sets deletedAt and returns the metric.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -29552,7 +29552,7 @@ func (c *ClientWithResponses) GetUsageMetricWithResponse(ctx context.Context, id
 
 // UpdateUsageMetricWithBodyWithResponse Replace a usage metric
 //
-// Operation 3 of the specification.
+// Operation 3 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -29567,7 +29567,7 @@ func (c *ClientWithResponses) UpdateUsageMetricWithBodyWithResponse(ctx context.
 
 // UpdateUsageMetricWithResponse Replace a usage metric
 //
-// Operation 3 of the specification.
+// Operation 3 of the specification (the numbers are listed in docs/api-guide.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

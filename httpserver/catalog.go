@@ -6,7 +6,7 @@ import (
 	"github.com/billingd/billing"
 )
 
-// catalogRoutes mounts the catalog (catalog.md): customers, products, tax
+// catalogRoutes mounts the catalog (docs/concepts.md): customers, products, tax
 // rates, prices (operation 5), seat metrics, events and balances
 // (operations 6-8) and merchant details.
 func (a api) catalogRoutes() {
@@ -39,7 +39,7 @@ func (a api) productRoutes() {
 	a.get("/tax-rates/:id", 200, onID(a.svc.GetTaxRate))
 }
 
-// priceRoutes mounts operation 5 and the price endpoints of catalog.md.
+// priceRoutes mounts operation 5 and the price endpoints of docs/concepts.md.
 func (a api) priceRoutes() {
 	a.get("/prices", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.PriceFilter{

@@ -4,7 +4,7 @@ import "github.com/billingd/billing"
 
 // documentRoutes mounts invoices (operations 16-18), credit notes
 // (operations 9-15), their line items, line item groups and payments, and the
-// journal (documents.md). Path parameters follow the naming rule of api: the
+// journal (docs/concepts.md). Path parameters follow the naming rule of api: the
 // specification's {id}, {invoice} and {creditnote} are :id, and the line or
 // group of /invoices/{invoice}/line-items/{id} is :item.
 func (a api) documentRoutes() {

@@ -11,7 +11,7 @@ import (
 	"github.com/billingd/billing/render"
 )
 
-// renderedRoutes mounts the documents as people read them (rendering.md):
+// renderedRoutes mounts the documents as people read them (docs/concepts.md):
 // the PDF or HTML of an invoice or credit note, and the merchant logo they
 // print.
 func (a api) renderedRoutes() {

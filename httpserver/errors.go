@@ -13,7 +13,7 @@ import (
 	"github.com/billingd/billing"
 )
 
-// statusOf is the one table from error code to HTTP status (conventions.md,
+// statusOf is the one table from error code to HTTP status (docs/api-guide.md,
 // "Errors"). Handlers never choose an error status themselves.
 var statusOf = map[billing.Code]int{
 	billing.CodeInvalidJSON:          http.StatusBadRequest,

@@ -13,7 +13,7 @@ import (
 	"github.com/billingd/billing"
 )
 
-// The hostile-input suite (operations.md, "Bad input"): every registered
+// The hostile-input suite (docs/ARCHITECTURE.md, "Reliability test suites"): every registered
 // route receives malformed, oversized, wrongly typed and hostile bodies,
 // headers, path ids and query strings. Every answer must be a success or a
 // 4xx with the documented error body (never a 5xx), and the server must keep

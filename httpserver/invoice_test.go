@@ -16,7 +16,7 @@ import (
 	"github.com/billingd/billing"
 )
 
-// The "always" fields of the specification's resources (api.md), which
+// The "always" fields of the specification's resources, which
 // every response must carry whatever the record's state.
 var (
 	invoiceAlways = []string{"id", "serviceAccountId", "status", "currency", "customerEmails",

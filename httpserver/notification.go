@@ -17,7 +17,7 @@ type typesBody struct {
 }
 
 // notificationRoutes mounts notification policies (operations 20 and 21
-// and the policy endpoints of notifications.md) and the deliveries.
+// and the policy endpoints of docs/concepts.md) and the deliveries.
 func (a api) notificationRoutes() {
 	a.post("/notifications/policies", 201, withBody(a.svc.CreateNotificationPolicy))
 	a.get("/notifications/policies", 200, paged(func(c *call, p billing.ListParams) (any, error) {

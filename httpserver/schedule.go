@@ -7,7 +7,7 @@ import (
 )
 
 // scheduleRoutes mounts billing schedules (operation 19 and the schedule
-// endpoints of schedules.md), their upcoming invoice and late usage, and
+// endpoints of docs/concepts.md), their upcoming invoice and late usage, and
 // billing runs.
 func (a api) scheduleRoutes() {
 	a.get("/billing-schedules", 200, paged(func(c *call, p billing.ListParams) (any, error) {

@@ -11,7 +11,7 @@ import (
 	"github.com/billingd/billing/storage/faultstore"
 )
 
-// The storage failure suite (operations.md, "Storage failure"): a
+// The storage failure suite (docs/ARCHITECTURE.md, "Reliability test suites"): a
 // faultstore over bbolt fails writes, commits, transaction starts and
 // reads. Every request that needs the failing operation answers 503
 // unavailable with the error body; nothing is half-written (every record

@@ -13,8 +13,8 @@ import (
 	"github.com/billingd/billing"
 )
 
-// The tenancy matrix (conventions.md, "Authentication and tenancy";
-// operations.md, "Tenancy"): accounts A and B each build fixtures through
+// The tenancy matrix (docs/api-guide.md, "Authentication";
+// docs/ARCHITECTURE.md, "Reliability test suites"): accounts A and B each build fixtures through
 // the API. For every registered route, B's credentials on A's ids answer
 // 404 and change nothing; B's lists never show A's records, whatever the
 // filters; and a body of B that references A's records is refused as a

@@ -3,8 +3,7 @@ package httpserver
 import "github.com/billingd/billing"
 
 // usageEventRoutes mounts usage event ingestion and listing, and the
-// calculation of a usage metric (usage.md, "Usage events" and
-// "Calculation"). The ingestion bodies take the fast path of
+// calculation of a usage metric (docs/concepts.md, "Usage metering"). The ingestion bodies take the fast path of
 // usagedecode.go and their answers the append encoding of usageencode.go.
 func (a api) usageEventRoutes() {
 	a.post("/usage-events", 201, func(c *call) (any, error) {

@@ -3,7 +3,7 @@ package httpserver
 import "github.com/billingd/billing"
 
 // usageMetricRoutes mounts operations 1-4 of the specification and GET
-// /usage-metrics/{id} (usage.md, "Usage metrics").
+// /usage-metrics/{id} (docs/concepts.md, "Usage metering").
 func (a api) usageMetricRoutes() {
 	a.get("/usage-metrics", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.UsageMetricFilter{

@@ -197,7 +197,7 @@ func timed(fn func() error) (time.Duration, error) {
 	return time.Since(start), err
 }
 
-// appendEventJSON appends the reference event of operations.md P7: an
+// appendEventJSON appends the reference event of BENCHMARKS.md, P7: an
 // alias of 20 characters, an event type of 10, and three properties: a
 // 10-character string, an integer and a 2-digit decimal (written as JSON
 // numbers: billingd reads them exactly, never as floats).

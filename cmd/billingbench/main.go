@@ -1,5 +1,5 @@
-// Command billingbench measures billingd against the performance targets of
-// the design (operations.md, P1-P7; P8 on PostgreSQL) and prints one table.
+// Command billingbench measures billingd against its performance targets
+// (BENCHMARKS.md, P1-P7; P8 on PostgreSQL) and prints one table.
 //
 // Everything runs in this process on loopback: the billingd server
 // (httpserver.New over a bbolt file in a temporary directory, rate limiting
@@ -219,7 +219,7 @@ func (c *config) validate() error {
 	return nil
 }
 
-// measure is one target of operations.md; run returns its rows.
+// measure is one target of BENCHMARKS.md; run returns its rows.
 type measure struct {
 	id, name string
 	run      func(ctx context.Context, b *bench) ([]row, error)

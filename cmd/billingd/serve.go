@@ -29,7 +29,7 @@ import (
 const (
 	serveLockTimeout = time.Second // waiting for the file lock at start
 	sweepInterval    = time.Hour   // how often expired idempotency records go
-	defaultMaxBody   = 1 << 20     // conventions.md: 1 MiB
+	defaultMaxBody   = 1 << 20     // docs/api-guide.md: 1 MiB
 	defaultRateLimit = 1000        // requests per second per API key
 
 	// Timeouts of the API's http.Server. ReadTimeout and WriteTimeout
@@ -60,7 +60,7 @@ type serveConfig struct {
 	rounding        billing.Rounding
 	lateUsageWindow time.Duration
 
-	// Notifications (notifications.md).
+	// Notifications (docs/concepts.md).
 	webhookAllowPrivate bool
 	smtpAddr            string
 	smtpFrom            string

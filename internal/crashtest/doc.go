@@ -1,5 +1,5 @@
 // Package crashtest holds the process-level reliability tests of billingd
-// (operations.md, "Reliability guarantees"); it has no API of its own.
+// (docs/ARCHITECTURE.md, "Reliability test suites"); it has no API of its own.
 //
 // TestCrashRecovery re-executes its own test binary as a child process that
 // serves the real HTTP API over a real bbolt file (fsync on) on loopback and

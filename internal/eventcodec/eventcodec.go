@@ -3,7 +3,7 @@
 // explicit customerEventId and properties. It is read in place by the
 // usage calculation (View.Find), so a calculation never decodes an event.
 // The key layout that uses it is declared with the tables in package
-// billing (record.go, usagestore.go).
+// billing (store.go, usagestore.go).
 package eventcodec
 
 import (
