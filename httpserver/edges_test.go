@@ -281,3 +281,23 @@ func TestAuthAndRateLimitMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestNegativeUsageInSUM documents what negative values do in SUM: they are
+// added as they are, so a correction can be sent as a negative event.
+func TestNegativeUsageInSUM(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	r := e.post("/usage-metrics", `{"name":"uploads","metricType":"SIMPLE","eventType":"up","aggregationType":"SUM","aggregationProperty":"n"}`)
+	wantStatus(t, r, http.StatusCreated)
+	id := decode[billing.UsageMetric](t, r).ID
+	for i, n := range []string{"5", "-2"} {
+		body := `{"customerAlias":"neg","eventType":"up","customerEventId":"e` + string(rune('0'+i)) +
+			`","eventTimestamp":"2024-07-30T10:00:00Z","eventProperties":{"n":` + n + `}}`
+		wantStatus(t, e.post("/usage-events", body), http.StatusCreated)
+	}
+	r = e.get("/usage-metrics/" + id + "/calculate?customerAliases=neg&periodStart=2024-07-01&periodEnd=2024-07-31")
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(string(r.body), `"value":"3"`) {
+		t.Errorf("SUM of 5 and -2: %s, want 3", r.body)
+	}
+}
