@@ -54,7 +54,7 @@ type CreditNote struct {
 	// LinkedServices are records in external systems; always [] (billingd syncs
 	// with none).
 	LinkedServices []LinkedService `json:"linkedServices"`
-	// Settings are stored and echoed; GenerateCashCreditGrant is ENABLED by
+	// Settings are stored and echoed; GenerateCashCreditGrant is DISABLED by
 	// default.
 	Settings CreditNoteSettings `json:"settings"`
 	// InvoiceID is the invoice credited; empty for a standalone credit note.
