@@ -148,6 +148,11 @@ func (s *Service) drawCash(ctx context.Context, tx Tx, account string, r *invoic
 	if err != nil {
 		return applied, err
 	}
+	// The invoice keeps the rounding mode it was created with.
+	mode, err := s.docRounding(ctx, tx, account, r.ID)
+	if err != nil {
+		return applied, err
+	}
 	for _, g := range grants {
 		if left.Sign() <= 0 {
 			break
@@ -161,7 +166,7 @@ func (s *Service) drawCash(ctx context.Context, tx Tx, account string, r *invoic
 			Title: "Credit applied: " + g.Name, Quantity: one, Rate: rate, TaxRate: zero, RateDisplay: RateDisplayAbsolute,
 			ExternalIDs: []KeyValue{}, RevenueClassification: RevenueClassificationBurndown,
 		}, InvoiceID: r.ID, CreditGrantID: g.ID}
-		computeLine(&l.LineItem, r.Currency, s.rounding)
+		computeLine(&l.LineItem, r.Currency, mode)
 		if err := putNewLine(ctx, s, tx, tableInvoiceLines, account, r.ID, l); err != nil {
 			return applied, err
 		}
