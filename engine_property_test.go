@@ -67,6 +67,16 @@ func randomAmount(r *rand.Rand, fraction int) string {
 	return s
 }
 
+// positiveAmount is randomAmount above zero, for fields that refuse zero
+// (a minimum's amount).
+func positiveAmount(r *rand.Rand, fraction int) string {
+	for {
+		if a := randomAmount(r, fraction); strings.Trim(a, "0.") != "" {
+			return a
+		}
+	}
+}
+
 func tenTo(n int) int {
 	p := 1
 	for range n {
@@ -165,7 +175,7 @@ func randomSchedule(f *sched, r *rand.Rand) randomCase {
 			ph.Discounts = append(ph.Discounts, d)
 		}
 		if r.IntN(3) == 0 {
-			ph.Minimums = []billing.MinimumParams{{Amount: num(randomAmount(r, 2))}}
+			ph.Minimums = []billing.MinimumParams{{Amount: num(positiveAmount(r, 2))}}
 		}
 	}
 	tr, err := f.svc.CreateTaxRate(f.ctx, f.account, billing.CreateTaxRateParams{Name: "VAT", Amount: dp([]string{"0.2", "0.075", "0.19"}[r.IntN(3)])})
