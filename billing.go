@@ -419,7 +419,9 @@ type IdempotencyRequest struct {
 
 	// Status and Body are the stored response, set when Stored is true.
 	Status int
-	Body   []byte
+	// Body is the stored response body (see Status).
+	Body []byte
+	// Stored says the operation ran and Status and Body hold its response.
 	Stored bool
 }
 

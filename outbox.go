@@ -90,7 +90,8 @@ type WebhookResult struct {
 // Delivery is one notification (or e-mail) on its way to one recipient (a
 // queued e-mail: to all its addresses), with every attempt made so far.
 type Delivery struct {
-	ID               string    `json:"id"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account whose notification or e-mail it is.
 	ServiceAccountID string    `json:"serviceAccountId"`
 	CreatedAt        time.Time `json:"createdAt"`
 	UpdatedAt        time.Time `json:"updatedAt"`
@@ -172,8 +173,11 @@ func reschedule(ctx context.Context, tx Tx, d *deliveryRecord, next *time.Time) 
 // DeliveryFilter selects deliveries in ListDeliveries; empty fields select
 // everything.
 type DeliveryFilter struct {
-	PolicyID       string
-	Status         DeliveryStatus
+	// PolicyID keeps the deliveries of this notification policy.
+	PolicyID string
+	// Status keeps deliveries in this status.
+	Status DeliveryStatus
+	// NotificationID keeps the deliveries of this notification.
 	NotificationID string
 }
 
