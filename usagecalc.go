@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"iter"
 	"slices"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -150,23 +149,6 @@ func ParseUsagePeriod(start, end string) (UsagePeriod, error) {
 		return UsagePeriod{}, FieldError("periodEnd", "periodEnd must not be before periodStart")
 	}
 	return UsagePeriod{Start: ts, End: te, StartText: FormatTimestamp(ts), EndText: FormatTimestamp(te)}, nil
-}
-
-// ParseCustomParameters parses the customParameters query parameter:
-// name=value pairs separated by commas.
-func ParseCustomParameters(s string) (map[string]string, error) {
-	out := map[string]string{}
-	if s == "" {
-		return out, nil
-	}
-	for pair := range strings.SplitSeq(s, ",") {
-		name, value, ok := strings.Cut(pair, "=")
-		if !ok || name == "" {
-			return nil, FieldError("customParameters", "customParameters must be name=value pairs separated by commas")
-		}
-		out[name] = value
-	}
-	return out, nil
 }
 
 // CalculateUsage computes a usage metric over the events of some customers
