@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -239,51 +238,13 @@ func (s *Service) RetryDelivery(ctx context.Context, account, id string) (*Deliv
 // periodically (--delivery-retention).
 func (s *Service) PruneDeliveries(ctx context.Context, olderThan time.Duration) (int, error) {
 	cutoff := s.clock().Add(-olderThan)
-	var old [][]byte
-	err := s.view(ctx, func(tx Tx) error {
-		return tx.Scan(ctx, tableDeliveries, Range{}, func(k, v []byte) error {
-			var d struct {
-				Status    DeliveryStatus `json:"status"`
-				UpdatedAt time.Time      `json:"updatedAt"`
-			}
-			if err := json.Unmarshal(v, &d); err != nil {
-				return err
-			}
-			if d.Status != DeliveryPending && d.UpdatedAt.Before(cutoff) {
-				old = append(old, bytes.Clone(k))
-			}
-			return nil
-		})
-	})
-	deleted := 0
-	for chunk := range slices.Chunk(old, 1000) {
-		if err != nil {
-			break
-		}
-		n := 0
-		err = internal(s.store.Update(ctx, func(tx Tx) error {
-			n = 0
-			for _, k := range chunk {
-				// Check again: the delivery may have been retried since.
-				d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, k)
-				if errors.Is(err, ErrNotFound) || err == nil && (d.Status == DeliveryPending || !d.UpdatedAt.Before(cutoff)) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				if err := tx.Delete(ctx, tableDeliveries, k); err != nil {
-					return err
-				}
-				n++
-			}
-			return nil
-		}))
-		if err == nil {
-			deleted += n
-		}
+	type lastChange struct {
+		Status    DeliveryStatus `json:"status"`
+		UpdatedAt time.Time      `json:"updatedAt"`
 	}
-	return deleted, err
+	return sweep(ctx, s, tableDeliveries, func(d *lastChange) bool {
+		return d.Status != DeliveryPending && d.UpdatedAt.Before(cutoff)
+	})
 }
 
 // claim is one delivery a dispatcher claimed, with what sending it needs.
