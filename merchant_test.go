@@ -12,9 +12,7 @@ import (
 func TestMerchantDetails(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
-		ctx := context.Background()
-		a := billingtest.Account(t, svc, "a")
-		b := billingtest.Account(t, svc, "b")
+		ctx, a, b := tenants(t, svc)
 		empty, err := svc.GetMerchantDetails(ctx, a)
 		if err != nil || empty.LegalCompanyName != "" || empty.CustomFields == nil {
 			t.Fatalf("details before any PUT = %+v, %v", empty, err)

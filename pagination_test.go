@@ -10,21 +10,6 @@ import (
 	"github.com/billingd/billing/billingtest"
 )
 
-// stores runs a test against the Service on each real store.
-func stores(t *testing.T, test func(t *testing.T, svc *billing.Service, clock *billingtest.Clock)) {
-	t.Helper()
-	for _, tc := range []struct {
-		name string
-		opts []billingtest.Option
-	}{{"memstore", nil}, {"boltstore", []billingtest.Option{billingtest.WithBolt()}}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			svc, clock := billingtest.NewService(t, tc.opts...)
-			test(t, svc, clock)
-		})
-	}
-}
-
 func createMetrics(tb testing.TB, svc *billing.Service, account string, n int) []string {
 	tb.Helper()
 	ids := make([]string, n)

@@ -10,19 +10,13 @@ import (
 
 func createProduct(tb testing.TB, svc *billing.Service, account, name string) *billing.Product {
 	tb.Helper()
-	p, err := svc.CreateProduct(context.Background(), account, billing.CreateProductParams{Name: name})
-	if err != nil {
-		tb.Fatalf("CreateProduct: %v", err)
-	}
-	return p
+	return must(svc.CreateProduct(context.Background(), account, billing.CreateProductParams{Name: name})).of(tb, "CreateProduct")
 }
 
 func TestProducts(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
-		ctx := context.Background()
-		a := billingtest.Account(t, svc, "a")
-		b := billingtest.Account(t, svc, "b")
+		ctx, a, b := tenants(t, svc)
 		if _, err := svc.CreateProduct(ctx, a, billing.CreateProductParams{}); billing.CodeOf(err) != billing.CodeValidationFailed {
 			t.Fatalf("product without a name: %v", err)
 		}
@@ -52,9 +46,7 @@ func TestProducts(t *testing.T) {
 func TestTaxRates(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)
-	ctx := context.Background()
-	a := billingtest.Account(t, svc, "a")
-	b := billingtest.Account(t, svc, "b")
+	ctx, a, b := tenants(t, svc)
 	for _, tc := range []struct {
 		name, amount string
 		ok           bool

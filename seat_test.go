@@ -15,11 +15,7 @@ import (
 
 func createSeatMetric(tb testing.TB, svc *billing.Service, account, seatType string) *billing.SeatMetric {
 	tb.Helper()
-	m, err := svc.CreateSeatMetric(context.Background(), account, billing.CreateSeatMetricParams{SeatType: seatType, Label: seatType, CreatedBy: "test"})
-	if err != nil {
-		tb.Fatalf("CreateSeatMetric: %v", err)
-	}
-	return m
+	return must(svc.CreateSeatMetric(context.Background(), account, billing.CreateSeatMetricParams{SeatType: seatType, Label: seatType, CreatedBy: "test"})).of(tb, "CreateSeatMetric")
 }
 
 // seatEvent records an event of total seats at start + at.
@@ -101,9 +97,7 @@ func TestSeatMetricLifecycle(t *testing.T) {
 func TestCreateSeatEvent(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
-		ctx := context.Background()
-		a := billingtest.Account(t, svc, "a")
-		b := billingtest.Account(t, svc, "b")
+		ctx, a, b := tenants(t, svc)
 		neg := int64(-1)
 		_, err := svc.CreateSeatEvent(ctx, a, billing.CreateSeatEventParams{CustomerAlias: "a,b", SeatType: "9x", Total: &neg, CustomerEventID: strings.Repeat("x", 256)})
 		want := []string{"customerAlias", "seatType", "customerEventId", "eventTimestamp", "total"}
@@ -155,9 +149,7 @@ func ptr[T any](v T) *T { return &v }
 func TestListSeatEventsFilters(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)
-	ctx := context.Background()
-	a := billingtest.Account(t, svc, "a")
-	b := billingtest.Account(t, svc, "b")
+	ctx, a, b := tenants(t, svc)
 	acme := createCustomer(t, svc, a, "Acme", "acme", "acme-eu")
 	foreign := createCustomer(t, svc, b, "Foreign", "zeta")
 	// Created in this order; timestamps deliberately out of creation order.

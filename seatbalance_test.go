@@ -37,9 +37,7 @@ func renderBalances(items []billing.SeatBalance) []string {
 func TestSeatBalances(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, clock *billingtest.Clock) {
-		ctx := context.Background()
-		a := billingtest.Account(t, svc, "a")
-		b := billingtest.Account(t, svc, "b")
+		ctx, a, b := tenants(t, svc)
 		acme := createCustomer(t, svc, a, "Acme", "acme", "acme-eu")
 		beta := createCustomer(t, svc, a, "Beta", "beta")
 		createCustomer(t, svc, a, "Zed") // no events

@@ -14,13 +14,6 @@ import (
 	"github.com/billingd/billing/billingtest"
 )
 
-// onStores runs fn as two parallel subtests: on memstore and on boltstore.
-func onStores(t *testing.T, fn func(t *testing.T, opts ...billingtest.Option)) {
-	t.Helper()
-	t.Run("memstore", func(t *testing.T) { t.Parallel(); fn(t) })
-	t.Run("boltstore", func(t *testing.T) { t.Parallel(); fn(t, billingtest.WithBolt()) })
-}
-
 // props decodes a JSON object of event properties, as the HTTP layer does.
 func props(tb testing.TB, js string) billing.EventProperties {
 	tb.Helper()
