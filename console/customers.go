@@ -7,12 +7,6 @@ import (
 	"github.com/billingd/billing"
 )
 
-// customerRoutes registers the customer pages.
-func (c *Console) customerRoutes() {
-	c.handle("GET "+Prefix+"customers", c.customers)
-	c.handle("GET "+Prefix+"customers/{id}", c.customer)
-}
-
 // customerList is the data of the customers page.
 type customerList struct {
 	Query     string

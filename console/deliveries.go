@@ -6,13 +6,6 @@ import (
 	"github.com/billingd/billing"
 )
 
-// deliveryRoutes registers the notification delivery pages.
-func (c *Console) deliveryRoutes() {
-	c.handle("GET "+Prefix+"deliveries", c.deliveries)
-	c.handle("GET "+Prefix+"deliveries/{id}/retry", c.retryDelivery)
-	c.handle("POST "+Prefix+"deliveries/{id}/retry", c.retryDelivery)
-}
-
 // deliveryStatuses are the choices of the deliveries page's filter.
 var deliveryStatuses = []billing.DeliveryStatus{billing.DeliveryPending, billing.DeliverySucceeded, billing.DeliveryFailed}
 

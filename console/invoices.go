@@ -10,16 +10,6 @@ import (
 	"github.com/billingd/billing/render"
 )
 
-// invoiceRoutes registers the invoice pages and actions.
-func (c *Console) invoiceRoutes() {
-	c.handle("GET "+Prefix+"invoices", c.invoices)
-	c.handle("GET "+Prefix+"invoices/{id}", c.invoice)
-	c.handle("GET "+Prefix+"invoices/{id}/document", c.invoiceDocument)
-	c.handle("GET "+Prefix+"invoices/{id}/pdf", c.invoicePDF)
-	c.handle("GET "+Prefix+"invoices/{id}/{action}", c.invoiceAction)
-	c.handle("POST "+Prefix+"invoices/{id}/{action}", c.invoiceAction)
-}
-
 // invoiceStatuses and paymentStatuses are the choices of the invoice
 // list's filters.
 var (
@@ -100,40 +90,30 @@ func invoiceTitle(inv *billing.Invoice) string {
 // it is sandboxed and may only be framed by the console.
 const documentPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'; sandbox"
 
-// invoiceDocument serves the invoice as the customer sees it: the render
-// package's HTML, the same rendering as the PDF and the API's
-// ?format=html.
-func (c *Console) invoiceDocument(rq *request) error {
-	d, err := c.svc.PrintableInvoice(rq.ctx, rq.account, rq.r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	page, err := render.HTML(d)
-	if err != nil {
-		return err
-	}
-	h := rq.w.Header()
-	h.Set("Content-Security-Policy", documentPolicy)
-	h.Set("X-Frame-Options", "SAMEORIGIN")
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	_, err = rq.w.Write(page)
-	return err
-}
-
-// invoicePDF downloads the invoice's PDF.
-func (c *Console) invoicePDF(rq *request) error {
-	d, err := c.svc.PrintableInvoice(rq.ctx, rq.account, rq.r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	pdf, err := render.PDF(d)
+// document serves the printable document of the path's id that read
+// returns, as the customer sees it: the render package's HTML (to be
+// framed: the same rendering as the PDF and the API's ?format=html), or
+// the PDF as a download.
+func (rq *request) document(read func(ctx context.Context, account, id string) (*billing.PrintableDocument, error), pdf bool) error {
+	d, err := read(rq.ctx, rq.account, rq.r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	h := rq.w.Header()
-	h.Set("Content-Type", "application/pdf")
-	h.Set("Content-Disposition", `attachment; filename="`+strings.NewReplacer(`"`, "", `\`, "").Replace(render.Filename(d))+`"`)
-	_, err = rq.w.Write(pdf)
+	draw, contentType := render.HTML, "text/html; charset=utf-8"
+	if pdf {
+		draw, contentType = render.PDF, "application/pdf"
+		h.Set("Content-Disposition", `attachment; filename="`+strings.NewReplacer(`"`, "", `\`, "").Replace(render.Filename(d))+`"`)
+	} else {
+		h.Set("Content-Security-Policy", documentPolicy)
+		h.Set("X-Frame-Options", "SAMEORIGIN")
+	}
+	b, err := draw(d)
+	if err != nil {
+		return err
+	}
+	h.Set("Content-Type", contentType)
+	_, err = rq.w.Write(b)
 	return err
 }
 
@@ -163,27 +143,18 @@ var invoiceActions = map[string]invoiceAction{
 		allowed: func(inv *billing.Invoice) bool {
 			return inv.Status == billing.StatusDraft || inv.Status == billing.StatusInProgress
 		},
-		run: func(ctx context.Context, svc *billing.Service, account, id string, _ map[string][]string) error {
-			_, err := svc.FinalizeInvoice(ctx, account, id)
-			return err
-		},
+		run: statusChange((*billing.Service).FinalizeInvoice),
 	},
 	"send": {
 		heading: "Send invoice", question: "The invoice is e-mailed to the customer's billing contacts, with its PDF.",
 		button: "Send", done: "sent", allowed: finalized,
-		run: func(ctx context.Context, svc *billing.Service, account, id string, _ map[string][]string) error {
-			_, err := svc.SendInvoice(ctx, account, id)
-			return err
-		},
+		run: statusChange((*billing.Service).SendInvoice),
 	},
 	"void": {
 		heading: "Void invoice", question: "Voiding cancels the invoice for good. This cannot be undone.",
 		button: "Void invoice", done: "voided", danger: true,
 		allowed: func(inv *billing.Invoice) bool { return inv.Status != billing.StatusVoided },
-		run: func(ctx context.Context, svc *billing.Service, account, id string, _ map[string][]string) error {
-			_, err := svc.VoidInvoice(ctx, account, id)
-			return err
-		},
+		run:     statusChange((*billing.Service).VoidInvoice),
 	},
 	"pay": {
 		heading: "Record a payment", question: "Record a payment received for this invoice.",
@@ -191,6 +162,15 @@ var invoiceActions = map[string]invoiceAction{
 		allowed: func(inv *billing.Invoice) bool { return finalized(inv) && inv.AmountDue.Sign() > 0 },
 		run:     recordPayment,
 	},
+}
+
+// statusChange is the run of an action that is one Service call on the
+// invoice.
+func statusChange(call func(*billing.Service, context.Context, string, string) (*billing.Invoice, error)) func(context.Context, *billing.Service, string, string, map[string][]string) error {
+	return func(ctx context.Context, svc *billing.Service, account, id string, _ map[string][]string) error {
+		_, err := call(svc, ctx, account, id)
+		return err
+	}
 }
 
 // recordPayment records the payment of the pay form.
