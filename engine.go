@@ -915,8 +915,9 @@ func (r *BillingRun) changed() bool {
 // recordRuns records run, started at started, for every account it changed
 // or failed in, and for requested (the account of a RunAccountBilling, ""
 // for RunBilling) always; runErr is the run's own error, returned as it is.
-// A failure to record is logged, not returned: the billing itself is
-// committed.
+// A failure to record a run of every account is logged, not returned: the
+// billing itself is committed. A requested run returns it, like any failed
+// commit of the run: its caller retries, and the retry bills nothing twice.
 func (s *Service) recordRuns(ctx context.Context, run *BillingRun, runErr error, requested string, started time.Time) error {
 	if run == nil {
 		return runErr
@@ -945,7 +946,10 @@ func (s *Service) recordRuns(ctx context.Context, run *BillingRun, runErr error,
 		}
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil && requested != "" && runErr == nil:
+		return internal(err)
+	case err != nil:
 		s.log.ErrorContext(ctx, "billing engine: the run could not be recorded", "error", err)
 	}
 	return runErr
