@@ -889,8 +889,9 @@ type BillingRunRecord struct {
 	ID string `json:"id"`
 	// ServiceAccountID is the account the record belongs to.
 	ServiceAccountID string `json:"serviceAccountId"`
-	// StartedAt and FinishedAt are when the run started and when it was recorded.
-	StartedAt  time.Time `json:"startedAt"`
+	// StartedAt is when the run started (the Service's clock).
+	StartedAt time.Time `json:"startedAt"`
+	// FinishedAt is when the run ended and was recorded.
 	FinishedAt time.Time `json:"finishedAt"`
 	// Requested is true for a run asked for with RunAccountBilling, false
 	// for a run of every account (RunBilling, the server's background loop).

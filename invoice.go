@@ -885,13 +885,14 @@ type CurrencySummary struct {
 	// deducted).
 	Invoiced []Decimal `json:"invoiced"`
 	// AmountDue is the amount due on the FINAL and SENT invoices, except the
-	// UNCOLLECTIBLE ones; UnpaidInvoices counts the invoices with an amount due.
-	AmountDue      Decimal `json:"amountDue"`
-	UnpaidInvoices int     `json:"unpaidInvoices"`
-	// AmountOverdue and OverdueInvoices are the part of AmountDue, and the
-	// invoices, whose due date is before Today.
-	AmountOverdue   Decimal `json:"amountOverdue"`
-	OverdueInvoices int     `json:"overdueInvoices"`
+	// UNCOLLECTIBLE ones.
+	AmountDue Decimal `json:"amountDue"`
+	// UnpaidInvoices counts the invoices of AmountDue (those with an amount due).
+	UnpaidInvoices int `json:"unpaidInvoices"`
+	// AmountOverdue is the part of AmountDue whose due date is before Today.
+	AmountOverdue Decimal `json:"amountOverdue"`
+	// OverdueInvoices counts the invoices of AmountOverdue.
+	OverdueInvoices int `json:"overdueInvoices"`
 }
 
 // maxSummaryMonths bounds SummarizeInvoices' months (ten years).
