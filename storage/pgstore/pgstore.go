@@ -310,6 +310,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 // failure or deadlock, after which the whole transaction may run again. A
 // panic in fn rolls the transaction back and continues.
 func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, fn func(*tx) error) (err error, again bool) {
+	err, again = s.attempt(ctx, opts, false, fn)
+	if errors.Is(err, errCopyConflict) {
+		// Sent with COPY, a Put met an existing key, which aborted the
+		// transaction: run it again with upserts only, at once (no
+		// other transaction is involved).
+		err, again = s.attempt(ctx, opts, true, fn)
+	}
+	return err, again
+}
+
+// attempt is one run of runOnce; noCopy sends every Put as an upsert.
+func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, fn func(*tx) error) (err error, again bool) {
 	ptx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -317,7 +329,7 @@ func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, fn func(*tx) er
 		}
 		return classify(err), false
 	}
-	t := &tx{ptx: ptx, writable: opts.AccessMode == pgx.ReadWrite}
+	t := &tx{ptx: ptx, writable: opts.AccessMode == pgx.ReadWrite, noCopy: noCopy}
 	defer func() {
 		t.done = true
 		if ptx != nil {
@@ -332,13 +344,16 @@ func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, fn func(*tx) er
 	if t.retryable != nil {
 		// The server aborted the transaction: whatever fn made of that
 		// error, this run is void and fn may run again.
-		return t.retryable, true
+		return t.retryable, !errors.Is(t.retryable, errCopyConflict)
 	}
 	if fnErr != nil {
 		return fnErr, false
 	}
 	if err := t.flush(ctx); err != nil {
-		return t.fail(err), t.retryable != nil
+		if t.retryable != nil {
+			return t.retryable, !errors.Is(t.retryable, errCopyConflict)
+		}
+		return err, false
 	}
 	if err := ctx.Err(); err != nil {
 		return err, false // the caller gave up: no effect, nothing acknowledged

@@ -30,8 +30,11 @@ type tx struct {
 	writable bool
 	done     bool
 	// retryable is the serialization failure or deadlock that aborted the
-	// transaction; set, the run is void whatever fn returns.
+	// transaction, or errCopyConflict; set, the run is void whatever fn
+	// returns.
 	retryable error
+	// noCopy sends every Put as an upsert (the run after errCopyConflict).
+	noCopy bool
 	// puts not yet sent, by table; sent by flush before anything that
 	// reads, and before commit.
 	pending map[billing.Table]*putBuffer
@@ -118,9 +121,15 @@ func (t *tx) fail(err error) error {
 // faster than insert ... on conflict, and, unlike the upsert's conflict
 // check, takes no SIREAD (predicate) locks, which on a large batch grow
 // into a lock on the whole index and make concurrent writers fail to
-// serialize. A key that exists all the same makes the COPY fail; flush
-// then undoes it (savepoint) and sends upserts.
+// serialize. A key that exists all the same makes the COPY fail, which
+// aborts the transaction: it runs again at once, with upserts only
+// (errCopyConflict). No savepoint guards the COPY: it would cost a round
+// trip in every transaction to save one in a rare one.
 const copyMin = 64
+
+// errCopyConflict voids a run of a transaction whose COPY met an existing
+// key; runOnce runs it again without COPY.
+var errCopyConflict = errors.New("pgstore: a key sent with COPY exists")
 
 // flush sends the buffered Puts: tables with many new keys in one COPY
 // each, the others in one upsert statement each.
@@ -128,61 +137,36 @@ func (t *tx) flush(ctx context.Context) error {
 	if t.npend == 0 {
 		return nil
 	}
-	var copies, upserts []billing.Table
+	tables := make([]billing.Table, 0, len(t.pending))
 	for table, b := range t.pending {
 		// In key order: each row lands next to the one before it in the
 		// index (fewer pages touched), and two transactions upserting
 		// the same keys lock them in the same order rather than
 		// deadlocking.
 		sort.Sort(b)
-		if len(b.keys) >= copyMin && b.existing == 0 {
-			copies = append(copies, table)
-		} else {
-			upserts = append(upserts, table)
-		}
+		tables = append(tables, table)
 	}
-	slices.Sort(copies)
-	slices.Sort(upserts)
-	if len(copies) > 0 {
-		copied, err := t.copyNew(ctx, copies)
-		if err != nil {
-			return t.fail(err)
-		}
-		if !copied {
-			upserts = append(copies, upserts...)
-		}
-	}
-	for _, table := range upserts {
+	slices.Sort(tables)
+	for _, table := range tables {
 		b := t.pending[table]
-		if _, err := t.ptx.Exec(ctx, stmts(table).upsert, string(table), b.keys, b.vals); err != nil {
+		var err error
+		if len(b.keys) >= copyMin && b.existing == 0 && !t.noCopy {
+			_, err = t.ptx.CopyFrom(ctx, pgx.Identifier{Relation(table)}, []string{"tbl", "k", "v"}, &putRows{table: string(table), b: b, i: -1})
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ {
+				t.retryable = errCopyConflict
+				return err
+			}
+		} else {
+			_, err = t.ptx.Exec(ctx, stmts(table).upsert, string(table), b.keys, b.vals)
+		}
+		if err != nil {
 			return t.fail(err)
 		}
 	}
 	clear(t.pending)
 	t.npend = 0
 	return nil
-}
-
-// copyNew inserts the buffered Puts of tables with COPY, inside a
-// savepoint. copied is false when a key already existed: the savepoint is
-// rolled back, nothing of the COPY remains, and the caller upserts
-// instead. (A savepoint left in place is released by the commit.)
-func (t *tx) copyNew(ctx context.Context, tables []billing.Table) (copied bool, err error) {
-	if _, err := t.ptx.Exec(ctx, `savepoint pgstore_copy`); err != nil {
-		return false, err
-	}
-	for _, table := range tables {
-		rows := &putRows{table: string(table), b: t.pending[table], i: -1}
-		if _, err = t.ptx.CopyFrom(ctx, pgx.Identifier{Relation(table)}, []string{"tbl", "k", "v"}, rows); err != nil {
-			break
-		}
-	}
-	var pgErr *pgconn.PgError
-	if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "23505" /* unique_violation */ {
-		return err == nil, err
-	}
-	_, err = t.ptx.Exec(ctx, `rollback to savepoint pgstore_copy`)
-	return false, err
 }
 
 // putRows is a pgx.CopyFromSource over a put buffer, without a row slice
