@@ -5,8 +5,10 @@
 // # Schema
 //
 // Every billing.Table lives in one table, billing_kv (tbl text, k bytea,
-// v bytea, primary key (tbl, k)): bytea compares bytewise, so key order is
-// the port's byte order and a Scan is an index range read. Counters are
+// v bytea, primary key (tbl, k)), except the usage event tables, which
+// have tables of their own with the same columns (see Relation): bytea
+// compares bytewise, so key order is the port's byte order and a Scan is
+// an index range read. Counters are
 // ordinary rows holding an 8-byte big-endian integer, as in boltstore, so a
 // copy between the two backends is byte for byte. The schema is created and
 // upgraded on Open by numbered migrations recorded in billing_schema; a
@@ -25,7 +27,8 @@
 //
 // Puts are sent to the server in one statement per table just before the
 // next read, Insert, Delete, Increment or commit, so a transaction that
-// writes a thousand records costs one round trip, not a thousand. Errors of
+// writes a thousand records costs one round trip, not a thousand: many new
+// keys with COPY, the others with one upsert. Errors of
 // the network or the server (connection refused, lost, server shutting
 // down, too many connections) wrap billing.ErrUnavailable; the pool
 // reconnects by itself once the server is back.
