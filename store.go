@@ -249,6 +249,8 @@ const (
 	tableBillingWatch Table = "billing_watch" // account id / schedule id / billing date → billingWatch
 	// tableBillingLateUsage records usage that changed after its invoice was finalized.
 	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
+	// tableBillingRuns keeps the newest billing run records of each account.
+	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord
 )
 
 // The tables of notification policies.
