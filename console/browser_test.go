@@ -200,6 +200,9 @@ func (f *fixture) apiStatus(t *testing.T, id string) string {
 // customer, open an invoice, finalize, send and pay it (each checked over
 // the API), retry a failed webhook delivery, another account's invoice, a
 // forged form, sign-out.
+//
+// Long on purpose: it is one person's session, step after step on the
+// same tab and data, and reads best in that order.
 func TestConsoleInABrowser(t *testing.T) {
 	f := newFixture(t, billingtest.WithConfig(billing.Config{WebhookAllowPrivate: true}))
 	ctx := context.Background()
