@@ -13,11 +13,7 @@ import (
 
 func createMetric(tb testing.TB, svc *billing.Service, acct string, p billing.UsageMetricParams) *billing.UsageMetric {
 	tb.Helper()
-	m, err := svc.CreateUsageMetric(context.Background(), acct, billing.CreateUsageMetricParams{UsageMetricParams: p})
-	if err != nil {
-		tb.Fatalf("CreateUsageMetric: %v", err)
-	}
-	return m
+	return must(svc.CreateUsageMetric(context.Background(), acct, billing.CreateUsageMetricParams{UsageMetricParams: p})).of(tb, "CreateUsageMetric")
 }
 
 // checkCalc calculates m and checks the counts, and the value when want is
