@@ -58,36 +58,45 @@ func measureP2Sequential(ctx context.Context, b *bench) ([]row, error) {
 		if first == end {
 			continue
 		}
-		bodies := make([][]byte, end-first)
-		for i := range bodies {
-			bodies[i] = body(first + i)
-		}
-		l := load{conns: 1, requests: len(bodies), limit: 10 * time.Minute, status: http.StatusCreated, auth: srv.auth,
-			request: func(i int) (string, string, []byte) { return http.MethodPost, "/usage-events/batch", bodies[i] }}
-		res, err := l.run(ctx, srv.url)
+		g, d, err := seqTurn(ctx, srv, raw, first, end, body, at(first*batchSize))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("turn %d: %w", c, err)
 		}
-		if res.requests != len(bodies) {
-			return nil, fmt.Errorf("sent %d of %d batches", res.requests, len(bodies))
-		}
-		recs, err := storedSince(ctx, srv.store, at(first*batchSize))
-		if err != nil {
-			return nil, err
-		}
-		if recs.len() != len(bodies)*batchSize {
-			return nil, fmt.Errorf("billingd stored %d events in turn %d, want %d", recs.len(), c, len(bodies)*batchSize)
-		}
-		d, err := rawWriteTo(raw, &recs, batchSize)
-		if err != nil {
-			return nil, err
-		}
-		got, ceil, sent = got+res.elapsed, ceil+d, sent+recs.len()
+		got, ceil, sent = got+g, ceil+d, sent+(end-first)*batchSize
 	}
 	return []row{{id: "P2", name: name, value: float64(sent) / got.Seconds(), unit: "events/s",
 		ceiling: float64(sent) / ceil.Seconds(), ceilingName: "raw bbolt", atLeast: true, target: 0.5,
 		note: fmt.Sprintf("1 conn: %d turns of (billingd, then raw bbolt on its stored records), %.1f ms per batch (ceiling %.1f ms)",
 			seqChunks, ms(got)/float64(sent/batchSize), ms(ceil)/float64(sent/batchSize))}}, nil
+}
+
+// seqTurn sends batches first to end-1 to srv from one connection, their
+// bodies encoded before the clock starts, then writes the records billingd
+// stored for them (those at or after since) to raw, 1,000 per transaction;
+// it returns the time of each side.
+func seqTurn(ctx context.Context, srv *server, raw *bolt.DB, first, end int, body func(i int) []byte, since time.Time) (got, ceil time.Duration, err error) {
+	bodies := make([][]byte, end-first)
+	for i := range bodies {
+		bodies[i] = body(first + i)
+	}
+	l := load{conns: 1, requests: len(bodies), limit: 10 * time.Minute, status: http.StatusCreated, auth: srv.auth,
+		request: func(i int) (string, string, []byte) { return http.MethodPost, "/usage-events/batch", bodies[i] }}
+	res, err := l.run(ctx, srv.url)
+	if err != nil {
+		return 0, 0, err
+	}
+	if res.requests != len(bodies) {
+		return 0, 0, fmt.Errorf("sent %d of %d batches", res.requests, len(bodies))
+	}
+	recs, err := storedSince(ctx, srv.store, since)
+	if err != nil {
+		return 0, 0, err
+	}
+	if recs.len() != len(bodies)*batchSize {
+		return 0, 0, fmt.Errorf("billingd stored %d events, want %d", recs.len(), len(bodies)*batchSize)
+	}
+	ceil, err = rawWriteTo(raw, &recs, batchSize)
+	return res.elapsed, ceil, err
 }
 
 // prestore stores batches 0 to n-1 through a billingd on the file at path
