@@ -61,7 +61,7 @@ type Mailer interface {
 // alternative), with the JSON payload attached for machines (notification
 // e-mails) or files attached for people (a document's PDF).
 type Email struct {
-	// To are the recipients' addresses; at least one.
+	// To are the recipients' addresses.
 	To []string `json:"to"`
 	// Subject is the subject line, plain text.
 	Subject string `json:"subject"`
