@@ -112,7 +112,8 @@ type Discount struct {
 type Minimum struct {
 	ID string `json:"id"`
 	// ServiceAccountID is the account that owns the schedule.
-	ServiceAccountID  string `json:"serviceAccountId"`
+	ServiceAccountID string `json:"serviceAccountId"`
+	// BillingScheduleID is the schedule of the minimum's phase.
 	BillingScheduleID string `json:"billingScheduleId"`
 	// PhaseID is the phase the minimum belongs to.
 	PhaseID string `json:"phaseId"`
@@ -141,9 +142,10 @@ type PhasePriceMetadata struct {
 type Phase struct {
 	ID string `json:"id"`
 	// Name is free text; empty when not given.
-	Name              string    `json:"name"`
-	CreatedAt         time.Time `json:"createdAt"`
-	BillingScheduleID string    `json:"billingScheduleId"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+	// BillingScheduleID is the schedule the phase belongs to.
+	BillingScheduleID string `json:"billingScheduleId"`
 	// PriceIDs are the prices billed during the phase, all in the schedule's
 	// currency.
 	PriceIDs []string `json:"priceIds"`
@@ -185,7 +187,8 @@ type Asset struct {
 	// Type is the kind of attachment, as given by its creator.
 	Type string `json:"type"`
 	// Format is the file format (for example PDF).
-	Format   string `json:"format"`
+	Format string `json:"format"`
+	// FileName is the file's name as given by its creator.
 	FileName string `json:"fileName"`
 	// FileSizeBytes is the size of the file in bytes.
 	FileSizeBytes int64 `json:"fileSizeBytes"`
@@ -375,6 +378,9 @@ type BillingScheduleFilter struct {
 	CustomerID string
 	// Status keeps the schedules in one status; empty keeps all.
 	Status ScheduleStatus
+	// Failing keeps only the schedules the billing engine could not bill on
+	// its last visit (lastBillingError set).
+	Failing bool
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder
 }
@@ -883,7 +889,8 @@ func (s *Service) SuspendBillingSchedule(ctx context.Context, account, id string
 }
 
 // ListBillingSchedules lists the account's schedules by creation, newest
-// first unless f.SortOrder says ASC, filtered by customer and status.
+// first unless f.SortOrder says ASC, filtered by customer, status and
+// billing failure.
 // Returns validation_failed for a bad status, sort order, limit or cursor.
 func (s *Service) ListBillingSchedules(ctx context.Context, account string, f BillingScheduleFilter, p ListParams) (Page[BillingSchedule], error) {
 	var v validator
@@ -899,10 +906,11 @@ func (s *Service) ListBillingSchedules(ctx context.Context, account string, f Bi
 		return Page[BillingSchedule]{}, err
 	}
 	q := listQuery[BillingSchedule]{
-		name: "billing_schedules", filter: fmt.Sprintf("%q|%q", f.CustomerID, f.Status),
+		name: "billing_schedules", filter: fmt.Sprintf("%q|%q|%t", f.CustomerID, f.Status, f.Failing),
 		table: tableBillingSchedules, prefix: prefix(account), desc: order == SortDesc,
 		decode: decodeAll(func(sc *BillingSchedule) bool {
-			return (f.CustomerID == "" || sc.CustomerID == f.CustomerID) && (f.Status == "" || sc.Status == f.Status)
+			return (f.CustomerID == "" || sc.CustomerID == f.CustomerID) && (f.Status == "" || sc.Status == f.Status) &&
+				(!f.Failing || sc.LastBillingError != "")
 		}),
 	}
 	return read(ctx, s, func(tx Tx) (Page[BillingSchedule], error) {

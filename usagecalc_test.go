@@ -256,17 +256,6 @@ func TestCalculateUsageErrors(t *testing.T) {
 	}
 }
 
-func TestParseCustomParameters(t *testing.T) {
-	t.Parallel()
-	got, err := billing.ParseCustomParameters("a=1,b=2.5")
-	if err != nil || len(got) != 2 || got["a"] != "1" || got["b"] != "2.5" {
-		t.Errorf("got %v, %v", got, err)
-	}
-	if _, err := billing.ParseCustomParameters("a"); billing.CodeOf(err) != billing.CodeValidationFailed {
-		t.Errorf("a pair without = accepted: %v", err)
-	}
-}
-
 // TestCalculateUsageStaysInSeries checks that a calculation stops at the end
 // of its customer's series: the events of the next series (another
 // customer, another event type) in the same period are not counted.
