@@ -90,6 +90,11 @@ type Customer struct {
 	URL string `json:"url,omitempty"`
 	// Label is free text for people.
 	Label string `json:"label,omitempty"`
+	// TimeZone is the IANA time zone whose calendar dates the customer's
+	// dates are (periods, service periods, due dates); absent: the account's
+	// (AccountSettings.TimeZone). A change applies to days that have not
+	// begun.
+	TimeZone string `json:"timeZone,omitempty"`
 	// ArchivedAt is when the customer was archived (no new invoices; credit notes
 	// still allowed); nil while active.
 	ArchivedAt *time.Time `json:"archivedAt,omitempty"`
@@ -126,6 +131,8 @@ type CustomerParams struct {
 	TaxID     string    `json:"taxId"`
 	URL       string    `json:"url"`
 	Label     string    `json:"label"`
+	// TimeZone: see Customer.TimeZone; empty means the account's.
+	TimeZone string `json:"timeZone"`
 }
 
 // CustomerFilter selects customers in ListCustomers.
@@ -140,6 +147,7 @@ func (s *Service) validateCustomer(p *CustomerParams) error {
 	s.checkString(&v, "taxId", p.TaxID, false)
 	s.checkString(&v, "url", p.URL, false)
 	s.checkString(&v, "label", p.Label, false)
+	checkTimeZone(&v, "timeZone", p.TimeZone)
 	switch p.TaxStatus {
 	case "", TaxStatusTaxed, TaxStatusTaxExempt, TaxStatusReverseCharged:
 	default:
@@ -231,12 +239,17 @@ func (s *Service) CreateCustomer(ctx context.Context, account string, p Customer
 		if err := putRecord(ctx, tx, tableCustomers, key(account, c.ID), c); err != nil {
 			return nil, err
 		}
+		if c.TimeZone != "" { // the customer's zone from the start: it has no period yet
+			if err := putRecord(ctx, tx, tableTimeZones, key(account, c.ID), []zoneChange{{Zone: c.TimeZone}}); err != nil {
+				return nil, err
+			}
+		}
 		return c, s.emit(ctx, tx, account, NotificationCustomerCreated, c)
 	})
 }
 
 func applyCustomer(c *Customer, p *CustomerParams) {
-	c.LegalName, c.TaxID, c.URL, c.Label = p.LegalName, p.TaxID, p.URL, p.Label
+	c.LegalName, c.TaxID, c.URL, c.Label, c.TimeZone = p.LegalName, p.TaxID, p.URL, p.Label, p.TimeZone
 	c.CustomerAliases = append([]string{}, p.CustomerAliases...)
 	c.Contacts = append([]Contact{}, p.Contacts...)
 	c.TaxStatus = p.TaxStatus
@@ -323,6 +336,9 @@ func (s *Service) UpdateCustomer(ctx context.Context, account, id string, p Cust
 			}
 		}
 		if err := putRecord(ctx, tx, tableCustomers, key(account, id), c); err != nil {
+			return nil, err
+		}
+		if err := setZone(ctx, tx, key(account, id), "", c.TimeZone, now); err != nil {
 			return nil, err
 		}
 		return c, s.emit(ctx, tx, account, NotificationCustomerUpdated, c)

@@ -8,7 +8,7 @@ import (
 
 // catalogRoutes mounts the catalog (docs/concepts.md): customers, products, tax
 // rates, prices (operation 5), seat metrics, events and balances
-// (operations 6-8) and merchant details.
+// (operations 6-8), merchant details and account settings.
 func (a api) catalogRoutes() {
 	a.customerRoutes()
 	a.productRoutes()
@@ -17,6 +17,8 @@ func (a api) catalogRoutes() {
 	a.seatEventRoutes()
 	a.get("/merchant-details", 200, onAccount(a.svc.GetMerchantDetails))
 	a.put("/merchant-details", 200, withBody(a.svc.PutMerchantDetails))
+	a.get("/account-settings", 200, onAccount(a.svc.GetAccountSettings))
+	a.put("/account-settings", 200, withBody(a.svc.PutAccountSettings))
 }
 
 func (a api) customerRoutes() {
