@@ -586,3 +586,10 @@ func (s *Service) calendarFor(ctx context.Context, tx Tx, account, customerID st
 	ch, err := zoneHistory(ctx, tx, key(account, customerID))
 	return calendarOf(ah, ch), err
 }
+
+// dateOf returns the date of instant t in the calendar of a customer of
+// account ("": the account's): "today" for now.
+func (s *Service) dateOf(ctx context.Context, tx Tx, account, customerID string, t time.Time) (Date, error) {
+	cal, err := s.calendarFor(ctx, tx, account, customerID)
+	return cal.DateOf(t), err
+}

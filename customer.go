@@ -410,19 +410,29 @@ func (s *Service) customerByAlias(ctx context.Context, tx Tx, account, value str
 // deduplicated and sorted. Aliases resolve at calculation time, so moving an
 // alias to another customer moves its events with it.
 func (s *Service) resolveAliases(ctx context.Context, tx Tx, account string, values []string) ([]string, error) {
-	out := make([]string, 0, len(values))
+	owners, err := s.aliasOwners(ctx, tx, account, values)
+	return sortedKeys(owners), err
+}
+
+// aliasOwners is resolveAliases with the customer each alias stands for:
+// alias → customer id ("" for an alias no customer has claimed).
+func (s *Service) aliasOwners(ctx context.Context, tx Tx, account string, values []string) (map[string]string, error) {
+	out := make(map[string]string, len(values))
 	for _, v := range values {
 		c, err := s.customerByAlias(ctx, tx, account, v)
 		if err != nil {
 			return nil, err
 		}
 		if c == nil {
-			out = append(out, v)
+			if _, ok := out[v]; !ok {
+				out[v] = ""
+			}
 			continue
 		}
-		out = append(out, c.ID)
-		out = append(out, c.CustomerAliases...)
+		out[c.ID] = c.ID
+		for _, a := range c.CustomerAliases {
+			out[a] = c.ID
+		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return out, nil
 }

@@ -96,7 +96,11 @@ func (a api) seatEventRoutes() {
 	a.get("/seat-balances", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.SeatBalanceFilter{CustomerAliases: c.csv("customerAliases"), CustomerIDs: c.csv("customerIds")}
 		var v timestampParams
-		f.AsOf = v.parse(c, "asOf")
+		if d := c.query.Get("asOf"); len(d) == len(time.DateOnly) {
+			f.AsOfDate = v.parseDate(c, "asOf")
+		} else {
+			f.AsOf = v.parse(c, "asOf")
+		}
 		switch c.query.Get("excludeZeroQuantity") {
 		case "", "false":
 		case "true":
@@ -137,6 +141,16 @@ func parseTimestampParam(name, value string) (time.Time, *billing.Error) {
 		return t, billing.FieldError(name, "%s %s", name, billing.Errors(err)[0].Message)
 	}
 	return t, nil
+}
+
+// parseDate parses the date query parameter name (YYYY-MM-DD).
+func (v *timestampParams) parseDate(c *call, name string) *billing.Date {
+	d, err := billing.ParseDate(c.query.Get(name))
+	if err != nil {
+		v.errs = append(v.errs, billing.FieldError(name, "%s %s", name, billing.Errors(err)[0].Message))
+		return nil
+	}
+	return &d
 }
 
 func (v *timestampParams) err() error {
