@@ -35,6 +35,15 @@ func (f *sched) zonedCustomer(zone string) string {
 	return c.ID
 }
 
+// calculate computes the api_call metric of customer over a period.
+func (f *sched) calculate(customer, start, end string) *billing.UsageCalculation {
+	f.tb.Helper()
+	calc, err := f.svc.CalculateUsage(f.ctx, f.account, billing.CalculateUsageParams{
+		UsageMetricID: f.metric("api_call"), CustomerAliases: []string{customer}, PeriodStart: start, PeriodEnd: end})
+	f.must(err)
+	return calc
+}
+
 // monthStarts are the first days of the 13 months from January 2026.
 func monthStarts() []string {
 	var out []string
@@ -92,47 +101,53 @@ func TestZonedBillingOverAYear(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			invs, lines := f.invoices(sc.ID)
-			if n := f.wantOnce(sc.ID); n != 25 {
-				t.Errorf("%d charges, want 13 fees (January 2027's in advance) and 12 usage periods", n)
-			}
-			fees, used := map[string]bool{}, map[string]string{}
-			for i, ls := range lines {
-				for _, l := range ls {
-					p := l.ServicePeriod.StartDate.String()
-					if want := localMidnight(t, z.zone, p); !l.ServicePeriodStart.Equal(want) {
-						t.Errorf("line %s of %s starts at %s, want the local midnight %s", l.Title, p, l.ServicePeriodStart, want)
-					}
-					switch l.PriceID {
-					case fixed:
-						fees[p] = true
-						if invs[i].BillingPeriod == nil || invs[i].BillingPeriod.Start.String() != p {
-							t.Errorf("the fee of %s is on an invoice of period %v", p, invs[i].BillingPeriod)
-						}
-					case usage:
-						used[p] = l.Quantity.String()
-					}
-				}
-			}
-			for _, p := range starts[:12] {
-				if !fees[p] {
-					t.Errorf("the fee of the month of %s was never billed", p)
-				}
-				if used[p] != "11" {
-					t.Errorf("usage of the month of %s is %q, want 11 (ten at its midnight, one a second before its end)", p, used[p])
-				}
-			}
+			f.wantYearBilled(z.zone, sc.ID, fixed, usage)
 			// The calculation endpoint counts the same events for a month
 			// given as dates, in the customer's calendar.
 			for _, p := range []struct{ start, end string }{{"2026-03-01", "2026-03-31"}, {"2026-10-01", "2026-10-31"}} {
-				calc, err := f.svc.CalculateUsage(f.ctx, f.account, billing.CalculateUsageParams{
-					UsageMetricID: f.metric("api_call"), CustomerAliases: []string{customer}, PeriodStart: p.start, PeriodEnd: p.end})
-				f.must(err)
-				if calc.Value.String() != "11" {
+				if calc := f.calculate(customer, p.start, p.end); calc.Value.String() != "11" {
 					t.Errorf("calculation of %s..%s: %s, want 11", p.start, p.end, calc.Value)
 				}
 			}
 		})
+	}
+}
+
+// wantYearBilled checks the invoices of TestZonedBillingOverAYear: every
+// charge once, the fee of each month of 2026 billed, 11 events of usage in
+// each, every line starting at the zone's midnight.
+func (f *sched) wantYearBilled(zone, scheduleID, fixed, usage string) {
+	t := f.tb
+	t.Helper()
+	invs, lines := f.invoices(scheduleID)
+	if n := f.wantOnce(scheduleID); n != 25 {
+		t.Errorf("%d charges, want 13 fees (January 2027's in advance) and 12 usage periods", n)
+	}
+	fees, used := map[string]bool{}, map[string]string{}
+	for i, ls := range lines {
+		for _, l := range ls {
+			p := l.ServicePeriod.StartDate.String()
+			if want := localMidnight(t, zone, p); !l.ServicePeriodStart.Equal(want) {
+				t.Errorf("line %s of %s starts at %s, want the local midnight %s", l.Title, p, l.ServicePeriodStart, want)
+			}
+			switch l.PriceID {
+			case fixed:
+				fees[p] = true
+				if invs[i].BillingPeriod == nil || invs[i].BillingPeriod.Start.String() != p {
+					t.Errorf("the fee of %s is on an invoice of period %v", p, invs[i].BillingPeriod)
+				}
+			case usage:
+				used[p] = l.Quantity.String()
+			}
+		}
+	}
+	for _, p := range monthStarts()[:12] {
+		if !fees[p] {
+			t.Errorf("the fee of the month of %s was never billed", p)
+		}
+		if used[p] != "11" {
+			t.Errorf("usage of the month of %s is %q, want 11 (ten at its midnight, one a second before its end)", p, used[p])
+		}
 	}
 }
 
@@ -272,10 +287,7 @@ func TestZoneChangeBetweenPeriodsBillsEachPeriodOnce(t *testing.T) {
 		}
 	}
 	// January, invoiced in UTC, still counts what it counted.
-	calc, err := f.svc.CalculateUsage(f.ctx, f.account, billing.CalculateUsageParams{
-		UsageMetricID: f.metric("api_call"), CustomerAliases: []string{f.customer}, PeriodStart: "2026-01-01", PeriodEnd: "2026-01-31"})
-	f.must(err)
-	if calc.Value.String() != "248" {
+	if calc := f.calculate(f.customer, "2026-01-01", "2026-01-31"); calc.Value.String() != "248" {
 		t.Errorf("January counts %s events after the zone changes, want 248", calc.Value)
 	}
 }
