@@ -631,7 +631,7 @@ func setZone(ctx context.Context, tx Tx, k []byte, def, zone string, now time.Ti
 
 // calendarFor returns the calendar of a customer of account (customerID
 // "": the account's own): the one place that decides which zone applies.
-func (s *Service) calendarFor(ctx context.Context, tx Tx, account, customerID string) (calendar, error) {
+func (s *Service) calendarFor(ctx context.Context, tx Tx, account, customerID string) (Calendar, error) {
 	ah, err := zoneHistory(ctx, tx, key(account))
 	if err != nil || customerID == "" {
 		return calendarOf(ah, nil), err

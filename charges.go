@@ -322,7 +322,7 @@ type lineContext struct {
 	// for a new one, the draft's own when a draft is recomputed.
 	rounding Rounding
 	// cal is the customer's calendar: the instants of the periods' days.
-	cal calendar
+	cal Calendar
 }
 
 // newLineContext loads the tax rates of sc's mapping; every rate is 0 for a
@@ -526,7 +526,7 @@ func (s *Service) applyMinimum(lc *lineContext, lines []engineLine, pi int, m Mi
 }
 
 // lineParams converts engine lines to the documents' line parameters.
-func lineParams(cal calendar, lines []engineLine) []InvoiceLineItemParams {
+func lineParams(cal Calendar, lines []engineLine) []InvoiceLineItemParams {
 	out := make([]InvoiceLineItemParams, len(lines))
 	for i, l := range lines {
 		q, r, t := l.quantity, l.rate, l.taxRate

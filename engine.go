@@ -400,7 +400,7 @@ func (s *Service) lastBilledDay(ctx context.Context, tx Tx, sc *BillingSchedule)
 
 // due reports whether a charge's billing date has come at asOf: IN_ARREARS
 // charges only once the grace period after it has passed.
-func (s *Service) due(cal calendar, ch charge, asOf time.Time) bool {
+func (s *Service) due(cal Calendar, ch charge, asOf time.Time) bool {
 	at := cal.Start(ch.BillingDate)
 	if ch.Price.BillingType == BillingTypeInArrears && !oneTime(ch.Price) {
 		at = at.Add(s.grace)
@@ -410,7 +410,7 @@ func (s *Service) due(cal calendar, ch charge, asOf time.Time) bool {
 
 // dueDates groups charges by billing date, keeping only the dates all of
 // whose charges are due, so one invoice carries every charge of its date.
-func (s *Service) dueDates(cal calendar, charges []charge, asOf time.Time) [][]charge {
+func (s *Service) dueDates(cal Calendar, charges []charge, asOf time.Time) [][]charge {
 	var out [][]charge
 	for _, group := range byBillingDate(charges) {
 		ok := true

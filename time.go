@@ -201,8 +201,8 @@ type zoneSpan struct {
 	since time.Time
 }
 
-// calendar maps the calendar dates of one customer (or of an account) to
-// instants and back. It is the one rule for every <date> that bounds a
+// Calendar maps the calendar dates of one customer (or of an account) to
+// instants and back; the zero Calendar is UTC's. It is the one rule for every <date> that bounds a
 // period: day d begins at the first instant at which the zone in force
 // shows date d or later. With one zone that is the zone's midnight of d
 // (the first instant of d when DST skips or repeats midnight). When the
@@ -210,18 +210,18 @@ type zoneSpan struct {
 // and days that begin after T begin at the new zone's midnight; a day
 // never begins twice and no instant belongs to two days, so every event
 // falls in exactly one period of every period sequence.
-type calendar struct {
+type Calendar struct {
 	spans []zoneSpan // ordered by since; spans[0].since is zero
 }
 
 // utcCalendar is the calendar of an account that never set a zone.
-var utcCalendar = calendar{spans: []zoneSpan{{loc: time.UTC}}}
+var utcCalendar = Calendar{spans: []zoneSpan{{loc: time.UTC}}}
 
 // calendarOf builds the calendar of a customer from the account's zone
 // history and the customer's (nil for the account's own calendar): at any
 // instant the customer's zone is in force when it has one, else the
 // account's.
-func calendarOf(account, customer []zoneChange) calendar {
+func calendarOf(account, customer []zoneChange) Calendar {
 	if len(account) == 0 {
 		account = []zoneChange{{Zone: DefaultTimeZone}}
 	}
@@ -233,7 +233,7 @@ func calendarOf(account, customer []zoneChange) calendar {
 	}
 	slices.SortFunc(cuts, time.Time.Compare)
 	cuts = slices.CompactFunc(cuts, time.Time.Equal)
-	var c calendar
+	var c Calendar
 	for _, at := range cuts {
 		name := zoneAt(account, at)
 		if n := zoneAt(customer, at); n != "" {
@@ -264,10 +264,15 @@ func zoneAt(h []zoneChange, t time.Time) string {
 }
 
 // Location returns the zone in force now (the last one).
-func (c calendar) Location() *time.Location { return c.spans[len(c.spans)-1].loc }
+func (c Calendar) Location() *time.Location {
+	if len(c.spans) == 0 {
+		return time.UTC
+	}
+	return c.spans[len(c.spans)-1].loc
+}
 
 // end returns the end of span i (zero for the last: open).
-func (c calendar) end(i int) time.Time {
+func (c Calendar) end(i int) time.Time {
 	if i+1 < len(c.spans) {
 		return c.spans[i+1].since
 	}
@@ -276,7 +281,10 @@ func (c calendar) end(i int) time.Time {
 
 // Start returns the instant at which day d begins: the earliest instant at
 // which the zone in force shows d or a later date.
-func (c calendar) Start(d Date) time.Time {
+func (c Calendar) Start(d Date) time.Time {
+	if len(c.spans) == 0 {
+		c = utcCalendar
+	}
 	var best time.Time
 	for i, sp := range c.spans {
 		t := midnight(d, sp.loc)
@@ -295,7 +303,10 @@ func (c calendar) Start(d Date) time.Time {
 
 // DateOf returns the date of instant t: the latest day that began at or
 // before t.
-func (c calendar) DateOf(t time.Time) Date {
+func (c Calendar) DateOf(t time.Time) Date {
+	if len(c.spans) == 0 {
+		c = utcCalendar
+	}
 	var best Date
 	for i, sp := range c.spans {
 		if t.Before(sp.since) {
@@ -314,7 +325,7 @@ func (c calendar) DateOf(t time.Time) Date {
 
 // Period returns the instants [Start(first), Start(endExclusive)) of the
 // days first up to endExclusive (exclusive), as a usage period.
-func (c calendar) Period(first, endExclusive Date) UsagePeriod {
+func (c Calendar) Period(first, endExclusive Date) UsagePeriod {
 	return UsagePeriod{Start: c.Start(first), End: c.Start(endExclusive),
 		StartText: first.String(), EndText: endExclusive.AddDays(-1).String()}
 }

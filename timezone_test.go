@@ -184,6 +184,13 @@ func TestZonedUpcomingInvoiceAgreesWithTheRun(t *testing.T) {
 		!r.ServicePeriodEnd.Equal(ts("2026-04-01T07:00:00Z")) {
 		t.Errorf("service period: upcoming %s..%s, run %s..%s", u.ServicePeriodStart, u.ServicePeriodEnd, r.ServicePeriodStart, r.ServicePeriodEnd)
 	}
+	// The rendering prints the period in the customer's days.
+	invs, _ := f.invoices(sc.ID)
+	doc, err := f.svc.PrintableInvoice(f.ctx, f.account, invs[0].ID)
+	f.must(err)
+	if first, last := doc.Calendar.DateOf(*r.ServicePeriodStart), doc.Calendar.DateOf(r.ServicePeriodEnd.Add(-time.Second)); first.String() != "2026-03-01" || last.String() != "2026-03-31" {
+		t.Errorf("the printable invoice's calendar reads the period as %s..%s", first, last)
+	}
 	// An in-arrears charge is due one grace period after the local
 	// midnight that ends it, not after UTC's.
 	f2 := newSched(t)

@@ -274,7 +274,7 @@ type usageSeries struct {
 // calculation and the billing engine count the same events.
 func (s *Service) seriesOf(src *usageSource, owners map[string]string, period UsagePeriod) ([]usageSeries, error) {
 	var out []usageSeries
-	cals := map[string]calendar{}
+	cals := map[string]Calendar{}
 	for _, a := range sortedKeys(owners) {
 		no, err := seriesNo(src.ctx, src.tx, src.account, src.eventType, a, false)
 		if errors.Is(err, ErrNotFound) {
