@@ -298,3 +298,40 @@ func TestZoneChangeBetweenPeriodsBillsEachPeriodOnce(t *testing.T) {
 		t.Errorf("January counts %s events after the zone changes, want 248", calc.Value)
 	}
 }
+
+// TestZonedDaysOfGrantsAndInvoices checks the dates that are "today" in
+// the customer's zone: a grant's default effective date, its expiry at the
+// end of its last day there, an invoice's issue and due dates.
+func TestZonedDaysOfGrantsAndInvoices(t *testing.T) {
+	t.Parallel()
+	f := newSched(t)
+	f.clock.Set(ts("2026-03-30T12:00:00Z")) // March 31 in Kiritimati, March 30 in UTC
+	east := f.zonedCustomer("Pacific/Kiritimati")
+	g, err := f.svc.CreateCreditGrant(f.ctx, f.account, billing.CreditGrantParams{CustomerID: east, Name: "Promo",
+		CreditUnitType: billing.CreditUnitCurrency, Currency: billing.CurrencyUSD, Amount: dp("10.00"), ExpiryDate: date("2026-03-31")})
+	f.must(err)
+	if g.EffectiveDate.String() != "2026-03-31" {
+		t.Errorf("effective %s, want Kiritimati's today 2026-03-31", g.EffectiveDate)
+	}
+	// March 31 ends in Kiritimati at 2026-03-31T10:00:00Z.
+	if n := f.run("2026-03-31T09:59:59Z").CreditGrantsExpired; n != 0 {
+		t.Errorf("%d grants expired before the end of their last day in Kiritimati", n)
+	}
+	f.clock.Set(ts("2026-03-31T10:00:00Z"))
+	if n := f.run("2026-03-31T10:00:00Z").CreditGrantsExpired; n != 1 {
+		t.Errorf("%d grants expired at the end of their last day in Kiritimati, want 1", n)
+	}
+	west := f.zonedCustomer("Etc/GMT+12")
+	for _, c := range []struct{ customer, issued, due string }{{east, "2026-04-01", "2026-05-01"}, {west, "2026-03-30", "2026-04-29"}} {
+		inv, err := f.svc.CreateInvoice(f.ctx, f.account, billing.InvoiceParams{Currency: billing.CurrencyUSD, CustomerID: c.customer})
+		f.must(err)
+		one := billing.MustDecimal("1")
+		_, err = f.svc.CreateInvoiceLineItem(f.ctx, f.account, inv.ID, billing.InvoiceLineItemParams{Title: "Setup", Quantity: &one, Rate: dp("5.00"), TaxRate: dp("0"), ExternalIDs: []billing.KeyValue{}})
+		f.must(err)
+		inv, err = f.svc.FinalizeInvoice(f.ctx, f.account, inv.ID)
+		f.must(err)
+		if inv.IssueDate.String() != c.issued || inv.DueDate.String() != c.due {
+			t.Errorf("issued %s due %s, want %s and %s", inv.IssueDate, inv.DueDate, c.issued, c.due)
+		}
+	}
+}
