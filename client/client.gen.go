@@ -5033,8 +5033,8 @@ type ListSeatBalancesParams struct {
 	// CustomerIds Only these customers (comma-separated ids, at most 100).
 	CustomerIds *string `form:"customerIds,omitempty" json:"customerIds,omitempty"`
 
-	// AsOf Balances at this time (default now).
-	AsOf *time.Time `form:"asOf,omitempty" json:"asOf,omitempty"`
+	// AsOf Balances at this time (default now), a timestamp or a date. A date (YYYY-MM-DD) means the start of that day in each customer's time zone (the customer's, else the account's), the moment an IN_ADVANCE seat charge reads.
+	AsOf *string `form:"asOf,omitempty" json:"asOf,omitempty"`
 
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
 	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
@@ -17363,7 +17363,7 @@ func NewListSeatBalancesRequest(server string, params *ListSeatBalancesParams) (
 
 		if params.AsOf != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "asOf", *params.AsOf, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "asOf", *params.AsOf, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
