@@ -187,7 +187,7 @@ type Service struct {
 	webhookAllowPrivate bool
 
 	keys cache.Keys[cachedKey] // authenticated API keys (account.go)
-	memo memo.Memo             // decoded list records (pagination.go)
+	memo memo.Memo             // decoded list records (store.go: lists)
 	nums cache.Numbers         // committed usage account and series numbers (usagestore.go)
 }
 

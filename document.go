@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 
 // Invoices and credit notes are the same kind of document: a header, line
 // items, line item groups, totals, a number and a status. This file holds
-// what both share; doccore.go holds the one implementation of lines, groups,
-// totals, numbering and editability that both documents run on.
+// what both share: their types, the document core (loading, storing,
+// editability, totals, numbering, header checks) and what a rendering is made
+// from; lines.go holds their lines and groups.
 
 // DocumentStatus is the status of an invoice or a credit note.
 type DocumentStatus string
@@ -570,4 +572,284 @@ func (s *Service) currentLogo(ctx context.Context, tx Tx, account string) ([]byt
 		return nil, err
 	}
 	return tx.Get(ctx, tableLogoImages, key(account, p.SHA256))
+}
+
+// The one implementation of what invoices and credit notes share: loading
+// and storing a document, editability, totals, numbering and the validation
+// of header fields. invoice.go and creditnote.go only describe their
+// document (a docKind) and its own rules; lines.go holds their lines and
+// groups.
+
+// document is what the core needs of a stored document (*invoiceRecord,
+// *CreditNote).
+type document interface {
+	docID() string
+	docStatus() DocumentStatus
+	docCurrency() Currency
+	// docTotals returns the stored totals.
+	docTotals() Totals
+	// setTotals stores recomputed totals and stamps the change.
+	setTotals(t Totals, now time.Time)
+}
+
+// lineRecord is a stored line type (*InvoiceLineItem, *CreditNoteLineItem).
+type lineRecord[L any] interface {
+	*L
+	core() *LineItem
+}
+
+// groupRecord is a stored group type.
+type groupRecord[G any] interface {
+	*G
+	groupCore() *LineItemGroup
+}
+
+func (l *LineItem) core() *LineItem                { return l }
+func (g *LineItemGroup) groupCore() *LineItemGroup { return g }
+
+// docKind describes one kind of document to the core.
+type docKind[D any] struct {
+	name    string // "invoice", "credit note": messages and list names
+	docs    Table
+	lines   Table
+	groups  Table
+	number  string // number prefix and counter name: INV, CN
+	updated NotificationType
+}
+
+// loadDoc reads document id of account; not_found names the kind.
+func loadDoc[D any](ctx context.Context, tx Tx, k docKind[D], account, id string) (*D, error) {
+	return getOwned[D](ctx, tx, k.docs, account, id, k.name)
+}
+
+// saveDoc writes a document.
+func saveDoc[D any, PD interface {
+	*D
+	document
+}](ctx context.Context, tx Tx, k docKind[D], account string, d PD) error {
+	return putRecord(ctx, tx, k.docs, key(account, d.docID()), d)
+}
+
+// stateError is the invalid_state answer for an operation the status of a
+// document does not allow.
+func stateError(kind, op string, st DocumentStatus) *Error {
+	return Errorf(CodeInvalidState, "cannot %s a %s %s", op, st, kind)
+}
+
+// requireEditable answers invalid_state unless the document is DRAFT or
+// IN_PROGRESS.
+func requireEditable(kind string, d document) error {
+	if !d.docStatus().editable() {
+		return Errorf(CodeInvalidState, "the %s is %s; only DRAFT and IN_PROGRESS %ss can be edited", kind, d.docStatus(), kind)
+	}
+	return nil
+}
+
+// computeLine sets a line's totals: net = round(quantity × rate), tax =
+// round(net × taxRate), gross = net + tax, in cur's minor units.
+func computeLine(l *LineItem, cur Currency, mode Rounding) {
+	net := cur.Round(l.Quantity.Mul(l.Rate), mode)
+	tax := cur.Round(net.Mul(l.TaxRate), mode)
+	l.Totals = Totals{NetTotal: net, TotalTax: tax, GrossTotal: net.Add(tax)}
+}
+
+// checkNotNegative is the rule for negative amounts: a line may be
+// negative (a discount, a correction, negative usage: an adjustment of the
+// document), but a document whose gross total is negative cannot be
+// finalized, so no FINAL or SENT document ever asks for a negative amount.
+// Money goes back to a customer through a credit note of a positive total
+// against the invoice. what is "an invoice" or "a credit note".
+func checkNotNegative(what string, gross Decimal) error {
+	if gross.Sign() < 0 {
+		return Errorf(CodeInvalidState, "%s whose grossTotal is negative (%s) cannot be finalized: negative lines are adjustments of a positive total; to give money back, create a credit note", what, gross)
+	}
+	return nil
+}
+
+// checkTotalsFit refuses totals that could not be stored and rendered
+// again: a money amount has at most 20 digits before the decimal point,
+// like every decimal a client can send. Only a total that grows counts
+// (|new| > |old|), so a document stored before this rule with an oversized
+// total can still have lines deleted. what names the totals in the message
+// ("the line's", "the invoice's").
+func checkTotalsFit(field, what string, old, t Totals) *Error {
+	for _, a := range []struct {
+		name     string
+		old, new Decimal
+	}{{"netTotal", old.NetTotal, t.NetTotal}, {"totalTax", old.TotalTax, t.TotalTax}, {"grossTotal", old.GrossTotal, t.GrossTotal}} {
+		if a.new.integerDigits() > maxIntegerDigits && a.new.Abs().Cmp(a.old.Abs()) > 0 {
+			return FieldError(field, "%s %s would be %s, more than %d digits before the decimal point; lower quantity or rate",
+				what, a.name, a.new, maxIntegerDigits)
+		}
+	}
+	return nil
+}
+
+// recordDocRounding records, when a document is created, the rounding mode
+// its lines are computed with: the Service's. A document keeps that mode
+// for life, so a Service restarted with another mode computes only new
+// documents with it.
+func (s *Service) recordDocRounding(ctx context.Context, tx Tx, account, docID string) error {
+	return tx.Put(ctx, tableDocumentRounding, key(account, docID), []byte(s.rounding.String()))
+}
+
+// docRounding returns the rounding mode of document docID: the one it was
+// created with, else (a document created before modes were recorded, or
+// one not stored: a preview) the Service's.
+func (s *Service) docRounding(ctx context.Context, tx Tx, account, docID string) (Rounding, error) {
+	v, err := tx.Get(ctx, tableDocumentRounding, key(account, docID))
+	if errors.Is(err, ErrNotFound) {
+		return s.rounding, nil
+	}
+	if err != nil {
+		return s.rounding, err
+	}
+	mode, err := ParseRounding(string(v))
+	if err != nil {
+		return s.rounding, fmt.Errorf("document %s: stored rounding mode %q: %w", docID, v, err)
+	}
+	return mode, nil
+}
+
+// zeroTotals returns the totals of nothing in cur ("0.00", JPY "0").
+func zeroTotals(cur Currency) Totals {
+	z := cur.Zero()
+	return Totals{NetTotal: z, TotalTax: z, GrossTotal: z}
+}
+
+// add returns t + o, field by field.
+func (t Totals) add(o Totals) Totals {
+	return Totals{NetTotal: t.NetTotal.Add(o.NetTotal), TotalTax: t.TotalTax.Add(o.TotalTax), GrossTotal: t.GrossTotal.Add(o.GrossTotal)}
+}
+
+// equal reports whether t and o print the same.
+func (t Totals) equal(o Totals) bool {
+	return t.NetTotal.String() == o.NetTotal.String() && t.TotalTax.String() == o.TotalTax.String() &&
+		t.GrossTotal.String() == o.GrossTotal.String()
+}
+
+// sumLines returns the totals of the document and of each group from its
+// lines: the only place document and group totals are computed.
+func sumLines(cur Currency, lines []*LineItem) (doc Totals, groups map[string]Totals) {
+	doc, groups = zeroTotals(cur), map[string]Totals{}
+	for _, l := range lines {
+		doc = doc.add(l.Totals)
+		if l.GroupID != "" {
+			g, ok := groups[l.GroupID]
+			if !ok {
+				g = zeroTotals(cur)
+			}
+			groups[l.GroupID] = g.add(l.Totals)
+		}
+	}
+	return doc, groups
+}
+
+// nextNumber moves the account's counter of kind (INV, CN) in tx and
+// returns the next document number: INV00001, ... (5 digits minimum). The
+// counter rolls back with tx, so numbers are gapless.
+func nextNumber(ctx context.Context, tx Tx, account, kind string) (string, error) {
+	n, err := tx.Increment(ctx, tableDocumentNumbering, key(account, kind))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s%05d", kind, n), nil
+}
+
+// checkKeyValues validates metadata or external ids: at most MaxEntries,
+// keys required, values free text.
+func (s *Service) checkKeyValues(v *validator, field string, kvs []KeyValue) {
+	if len(kvs) > s.limits.MaxEntries {
+		v.add(field, "at most %d entries", s.limits.MaxEntries)
+	}
+	for i, kv := range kvs {
+		s.checkString(v, fmt.Sprintf("%s[%d].key", field, i), kv.Key, true)
+		s.checkString(v, fmt.Sprintf("%s[%d].value", field, i), kv.Value, false)
+	}
+}
+
+// checkHeader validates the customer fields shared by both documents.
+func (s *Service) checkHeader(v *validator, emails []string, legalName string, billing, shipping *Address, taxID string, metadata []KeyValue, texts map[string]string) {
+	if len(emails) > s.limits.MaxEntries {
+		v.add("customerEmails", "at most %d e-mails", s.limits.MaxEntries)
+	}
+	for i, e := range emails {
+		checkEmail(v, fmt.Sprintf("customerEmails[%d]", i), e)
+	}
+	s.checkString(v, "customerLegalCompanyName", legalName, false)
+	s.checkString(v, "customerTaxId", taxID, false)
+	if billing != nil {
+		s.checkAddress(v, "customerBillingAddress", billing)
+	}
+	if shipping != nil {
+		s.checkAddress(v, "customerShippingAddress", shipping)
+	}
+	s.checkKeyValues(v, "metadata", metadata)
+	for field, text := range texts {
+		s.checkString(v, field, text, false)
+	}
+}
+
+// customerFields are the customer details a document copies.
+type customerFields struct {
+	Emails    []string
+	LegalName string
+	Billing   Address
+	Shipping  Address
+	TaxID     string
+}
+
+// fromCustomer returns the details of customer c.
+func fromCustomer(c *Customer) customerFields {
+	f := customerFields{Emails: c.BillingEmails(), LegalName: c.LegalName, TaxID: c.TaxID}
+	if c.Address != nil {
+		f.Billing, f.Shipping = *c.Address, *c.Address
+	}
+	return f
+}
+
+// fill completes the given fields with def where they were not given.
+func (f customerFields) fill(emails []string, legalName string, billing, shipping *Address, taxID string) customerFields {
+	out := f
+	if emails != nil {
+		out.Emails = append([]string{}, emails...)
+	}
+	if out.Emails == nil {
+		out.Emails = []string{}
+	}
+	if legalName != "" {
+		out.LegalName = legalName
+	}
+	if billing != nil {
+		out.Billing = *billing
+	}
+	if shipping != nil {
+		out.Shipping = *shipping
+	}
+	if taxID != "" {
+		out.TaxID = taxID
+	}
+	return out
+}
+
+// checkStatusOnCreate validates the optional status of a new document.
+func checkStatusOnCreate(v *validator, st DocumentStatus) DocumentStatus {
+	switch st {
+	case "":
+		return StatusDraft
+	case StatusDraft, StatusInProgress:
+		return st
+	}
+	v.add("status", "status must be DRAFT or IN_PROGRESS on create")
+	return StatusDraft
+}
+
+// checkCurrency validates a required currency.
+func checkCurrency(v *validator, c Currency) {
+	switch {
+	case c == "":
+		v.add("currency", "currency is required")
+	case !c.Valid():
+		v.add("currency", "currency is not a supported currency code")
+	}
 }

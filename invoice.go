@@ -595,7 +595,7 @@ func (s *Service) FinalizeInvoice(ctx context.Context, account, id string) (*Inv
 // finalizeInvoice is the one finalization of an invoice (finalize, send,
 // apply-credits, the engine's auto-issue). The invoices of the billing
 // engine, and manual ones through ApplyCredits, are paid with the
-// customer's CASH credit on the way (creditdraw.go).
+// customer's CASH credit on the way (credit.go).
 func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r *invoiceRecord, now time.Time) error {
 	if err := checkNotNegative("an invoice", r.GrossTotal); err != nil {
 		return err

@@ -3,7 +3,7 @@
 // HMAC-SHA256 (truncated to 16 bytes) under the store's key, so a cursor
 // this database did not issue, or one used with other filters or order,
 // is refused. What a cursor means is decided by the list path
-// (pagination.go in package billing).
+// (the list path in store.go of package billing).
 package cursor
 
 import (
