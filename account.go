@@ -309,68 +309,105 @@ type KeyValue struct {
 
 // UKAccountDetails are the details of a UK bank account.
 type UKAccountDetails struct {
-	SortCode      string `json:"sortCode,omitempty"`
+	// SortCode is the bank's six-digit sort code, printed as given ("20-20-15").
+	SortCode string `json:"sortCode,omitempty"`
+	// AccountNumber is the eight-digit account number, printed as given.
 	AccountNumber string `json:"accountNumber,omitempty"`
 }
 
 // USAchDetails are the details of a US ACH destination.
 type USAchDetails struct {
-	AccountNumber     string `json:"accountNumber,omitempty"`
-	AccountName       string `json:"accountName,omitempty"`
-	BankName          string `json:"bankName,omitempty"`
+	// AccountNumber is the bank account number, printed as given.
+	AccountNumber string `json:"accountNumber,omitempty"`
+	// AccountName is the name the account is held in.
+	AccountName string `json:"accountName,omitempty"`
+	// BankName is the name of the receiving bank.
+	BankName string `json:"bankName,omitempty"`
+	// BankRoutingNumber is the bank's nine-digit ABA routing number.
 	BankRoutingNumber string `json:"bankRoutingNumber,omitempty"`
 }
 
 // USWireDetails are the details of a US wire destination.
 type USWireDetails struct {
-	AccountNumber     string   `json:"accountNumber,omitempty"`
-	AccountName       string   `json:"accountName,omitempty"`
-	BankName          string   `json:"bankName,omitempty"`
-	BankRoutingNumber string   `json:"bankRoutingNumber,omitempty"`
-	SwiftCode         string   `json:"swiftCode,omitempty"`
-	BankAddress       *Address `json:"bankAddress,omitempty"`
+	// AccountNumber is the bank account number, printed as given.
+	AccountNumber string `json:"accountNumber,omitempty"`
+	// AccountName is the name the account is held in.
+	AccountName string `json:"accountName,omitempty"`
+	// BankName is the name of the receiving bank.
+	BankName string `json:"bankName,omitempty"`
+	// BankRoutingNumber is the bank's nine-digit ABA routing number for
+	// wires.
+	BankRoutingNumber string `json:"bankRoutingNumber,omitempty"`
+	// SwiftCode is the bank's SWIFT/BIC, for wires from abroad.
+	SwiftCode string `json:"swiftCode,omitempty"`
+	// BankAddress is the receiving bank's address; nil when not printed.
+	BankAddress *Address `json:"bankAddress,omitempty"`
 }
 
 // CABankAccountDetails are the details of a Canadian bank account.
 type CABankAccountDetails struct {
-	TransitNumber     string `json:"transitNumber,omitempty"`
+	// TransitNumber is the five-digit branch transit number.
+	TransitNumber string `json:"transitNumber,omitempty"`
+	// InstitutionNumber is the bank's three-digit institution number.
 	InstitutionNumber string `json:"institutionNumber,omitempty"`
-	AccountNumber     string `json:"accountNumber,omitempty"`
+	// AccountNumber is the bank account number, printed as given.
+	AccountNumber string `json:"accountNumber,omitempty"`
 }
 
 // IntermediaryBank is the intermediary of an international transfer.
 type IntermediaryBank struct {
-	BankName      string   `json:"bankName,omitempty"`
-	BankAddress   *Address `json:"bankAddress,omitempty"`
-	SwiftCode     string   `json:"swiftCode,omitempty"`
-	RoutingNumber string   `json:"routingNumber,omitempty"`
+	// BankName is the name of the intermediary bank.
+	BankName string `json:"bankName,omitempty"`
+	// BankAddress is the intermediary bank's address; nil when not printed.
+	BankAddress *Address `json:"bankAddress,omitempty"`
+	// SwiftCode is the intermediary bank's SWIFT/BIC.
+	SwiftCode string `json:"swiftCode,omitempty"`
+	// RoutingNumber is the intermediary bank's routing number, when the
+	// transfer needs one.
+	RoutingNumber string `json:"routingNumber,omitempty"`
 }
 
 // CanadianInternationalDestination is a Canadian account for international
 // transfers.
 type CanadianInternationalDestination struct {
-	LegalName         string            `json:"legalName,omitempty"`
-	AccountNumber     string            `json:"accountNumber,omitempty"`
-	TransitNumber     string            `json:"transitNumber,omitempty"`
-	BankName          string            `json:"bankName,omitempty"`
-	BankAddress       *Address          `json:"bankAddress,omitempty"`
-	InstitutionNumber string            `json:"institutionNumber,omitempty"`
-	SwiftCode         string            `json:"swiftCode,omitempty"`
-	IntermediaryBank  *IntermediaryBank `json:"intermediaryBank,omitempty"`
+	// LegalName is the account holder's legal name, printed as the account
+	// name.
+	LegalName string `json:"legalName,omitempty"`
+	// AccountNumber is the bank account number, printed as given.
+	AccountNumber string `json:"accountNumber,omitempty"`
+	// TransitNumber is the five-digit branch transit number.
+	TransitNumber string `json:"transitNumber,omitempty"`
+	// BankName is the name of the receiving bank.
+	BankName string `json:"bankName,omitempty"`
+	// BankAddress is the receiving bank's address; nil when not printed.
+	BankAddress *Address `json:"bankAddress,omitempty"`
+	// InstitutionNumber is the bank's three-digit institution number.
+	InstitutionNumber string `json:"institutionNumber,omitempty"`
+	// SwiftCode is the receiving bank's SWIFT/BIC.
+	SwiftCode string `json:"swiftCode,omitempty"`
+	// IntermediaryBank is the bank a transfer passes through; nil when it
+	// goes directly.
+	IntermediaryBank *IntermediaryBank `json:"intermediaryBank,omitempty"`
 }
 
 // AustralianDestination is an Australian bank account.
 type AustralianDestination struct {
-	LegalName     string `json:"legalName,omitempty"`
+	// LegalName is the account holder's legal name.
+	LegalName string `json:"legalName,omitempty"`
+	// AccountNumber is the bank account number, printed as given.
 	AccountNumber string `json:"accountNumber,omitempty"`
-	SwiftCode     string `json:"swiftCode,omitempty"`
-	BSB           string `json:"bsb,omitempty"`
+	// SwiftCode is the bank's SWIFT/BIC, for transfers from abroad.
+	SwiftCode string `json:"swiftCode,omitempty"`
+	// BSB is the six-digit bank-state-branch number.
+	BSB string `json:"bsb,omitempty"`
 }
 
 // SwedishBankgiroDestination is a Swedish Bankgiro destination.
 type SwedishBankgiroDestination struct {
+	// BankgiroNumber is the merchant's Bankgiro number (7 or 8 digits).
 	BankgiroNumber string `json:"bankgiroNumber,omitempty"`
-	AccountName    string `json:"accountName,omitempty"`
+	// AccountName is the name the Bankgiro number is registered to.
+	AccountName string `json:"accountName,omitempty"`
 }
 
 // MerchantDetails are the account's own details as printed on invoices and
@@ -378,20 +415,36 @@ type SwedishBankgiroDestination struct {
 // finalized, so later edits do not rewrite issued documents.
 type MerchantDetails struct {
 	// Address is printed on documents as the merchant's.
-	Address     *Address `json:"address,omitempty"`
-	PhoneNumber string   `json:"phoneNumber,omitempty"`
-	Email       string   `json:"email,omitempty"`
+	Address *Address `json:"address,omitempty"`
+	// PhoneNumber is printed on documents as the merchant's; free text.
+	PhoneNumber string `json:"phoneNumber,omitempty"`
+	// Email is printed on documents as the merchant's; a valid address when
+	// set.
+	Email string `json:"email,omitempty"`
 	// TaxID is the merchant's tax registration, printed on documents.
 	TaxID string `json:"taxId,omitempty"`
 	// IBAN is printed in the payment details; empty when not given.
-	IBAN                             string                            `json:"iban,omitempty"`
-	UKAccountDetails                 *UKAccountDetails                 `json:"ukAccountDetails,omitempty"`
-	USAchDetails                     *USAchDetails                     `json:"usAchDetails,omitempty"`
-	USWireDetails                    *USWireDetails                    `json:"usWireDetails,omitempty"`
-	CABankAccountDetails             *CABankAccountDetails             `json:"caBankAccountDetails,omitempty"`
+	IBAN string `json:"iban,omitempty"`
+	// UKAccountDetails are printed in the payment details of GBP documents;
+	// nil when not given (likewise the other destinations below, each for
+	// its currency).
+	UKAccountDetails *UKAccountDetails `json:"ukAccountDetails,omitempty"`
+	// USAchDetails are printed in the payment details of USD documents.
+	USAchDetails *USAchDetails `json:"usAchDetails,omitempty"`
+	// USWireDetails are printed in the payment details of USD documents.
+	USWireDetails *USWireDetails `json:"usWireDetails,omitempty"`
+	// CABankAccountDetails are printed in the payment details of CAD
+	// documents.
+	CABankAccountDetails *CABankAccountDetails `json:"caBankAccountDetails,omitempty"`
+	// CanadianInternationalDestination is printed in the payment details of
+	// CAD documents, for transfers from abroad.
 	CanadianInternationalDestination *CanadianInternationalDestination `json:"canadianInternationalDestination,omitempty"`
-	AustralianDestination            *AustralianDestination            `json:"australianDestination,omitempty"`
-	SwedishBankgiroDestination       *SwedishBankgiroDestination       `json:"swedishBankgiroDestination,omitempty"`
+	// AustralianDestination is printed in the payment details of AUD
+	// documents.
+	AustralianDestination *AustralianDestination `json:"australianDestination,omitempty"`
+	// SwedishBankgiroDestination is printed in the payment details of SEK
+	// documents.
+	SwedishBankgiroDestination *SwedishBankgiroDestination `json:"swedishBankgiroDestination,omitempty"`
 	// LogoURL is set when a logo is uploaded (the path it is served at) and
 	// cleared when it is deleted; empty when there is none.
 	LogoURL string `json:"logoUrl,omitempty"`

@@ -20,6 +20,7 @@
 package billing
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -450,7 +451,9 @@ type IdempotencyRequest struct {
 
 	// Status and Body are the stored response, set when Stored is true.
 	Status int
-	Body   []byte
+	// Body is the stored response body (see Status).
+	Body []byte
+	// Stored says the operation ran and Status and Body hold its response.
 	Stored bool
 
 	hold string // the in-flight mark BeginIdempotent put on the key, if any
@@ -622,39 +625,49 @@ func (s *Service) StoreIdempotentResponse(ctx context.Context, account string, r
 // it deleted. billingd runs it periodically.
 func (s *Service) SweepIdempotency(ctx context.Context) (int, error) {
 	now := s.clock()
-	var expired [][]byte
+	type expiry struct {
+		ExpiresAt time.Time `json:"expiresAt"`
+	}
+	return sweep(ctx, s, tableIdempotency, func(r *expiry) bool { return !now.Before(r.ExpiresAt) })
+}
+
+// sweep deletes every record of table t that is due, and returns how many
+// it deleted. R is the part of the record due needs (decoding only that
+// keeps a sweep over large records cheap). One read transaction finds the
+// due keys; they are deleted in write transactions of 1,000 keys, each
+// checking again that a record is still due (it may have changed since the
+// scan), so a sweep never holds the writer for long.
+func sweep[R any](ctx context.Context, s *Service, t Table, due func(*R) bool) (int, error) {
+	var keys [][]byte
 	err := s.view(ctx, func(tx Tx) error {
-		return tx.Scan(ctx, tableIdempotency, Range{}, func(k, v []byte) error {
-			var r struct {
-				ExpiresAt time.Time `json:"expiresAt"`
-			}
+		return tx.Scan(ctx, t, Range{}, func(k, v []byte) error {
+			var r R
 			if err := json.Unmarshal(v, &r); err != nil {
 				return err
 			}
-			if !now.Before(r.ExpiresAt) {
-				expired = append(expired, append([]byte(nil), k...))
+			if due(&r) {
+				keys = append(keys, bytes.Clone(k))
 			}
 			return nil
 		})
 	})
-	if err != nil || len(expired) == 0 {
+	if err != nil {
 		return 0, err
 	}
 	deleted := 0
-	for chunk := range slices.Chunk(expired, 1000) {
+	for chunk := range slices.Chunk(keys, 1000) {
 		n := 0
 		err := s.store.Update(ctx, func(tx Tx) error {
 			n = 0
 			for _, k := range chunk {
-				// Check again: the key may have been reused since the scan.
-				r, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, k)
-				if errors.Is(err, ErrNotFound) || err == nil && now.Before(r.ExpiresAt) {
+				r, err := getRecord[R](ctx, tx, t, k)
+				if errors.Is(err, ErrNotFound) || err == nil && !due(r) {
 					continue
 				}
 				if err != nil {
 					return err
 				}
-				if err := tx.Delete(ctx, tableIdempotency, k); err != nil {
+				if err := tx.Delete(ctx, t, k); err != nil {
 					return err
 				}
 				n++

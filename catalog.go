@@ -12,7 +12,8 @@ import (
 
 // Product groups prices: what is sold, whatever its pricing.
 type Product struct {
-	ID               string    `json:"id"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the product.
 	ServiceAccountID string    `json:"serviceAccountId"`
 	Name             string    `json:"name"`
 	CreatedAt        time.Time `json:"createdAt"`
@@ -69,16 +70,19 @@ func listByCreation[T any](ctx context.Context, s *Service, name string, table T
 // TaxRate is a named tax rate; Amount is a fraction between 0 and 1
 // ("0.2" is 20%). Billing schedules map prices to tax rates.
 type TaxRate struct {
-	ID               string    `json:"id"`
-	ServiceAccountID string    `json:"serviceAccountId"`
-	Name             string    `json:"name"`
-	Amount           Decimal   `json:"amount"`
-	CreatedAt        time.Time `json:"createdAt"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the tax rate.
+	ServiceAccountID string `json:"serviceAccountId"`
+	Name             string `json:"name"`
+	// Amount is the rate as a fraction from 0 to 1 ("0.2" is 20%).
+	Amount    Decimal   `json:"amount"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // CreateTaxRateParams are the fields of a new tax rate. Amount is required.
 type CreateTaxRateParams struct {
-	Name   string   `json:"name"`
+	Name string `json:"name"`
+	// Amount is the rate as a fraction from 0 to 1; required.
 	Amount *Decimal `json:"amount"`
 }
 
@@ -149,24 +153,33 @@ const (
 
 // UsageCalculationPeriod is the period over which usage is aggregated.
 type UsageCalculationPeriod struct {
+	// Frequency is the unit of the period (MONTHLY, ...).
 	Frequency BillingFrequency `json:"frequency"`
-	Interval  int              `json:"interval"`
+	// Interval is how many Frequency units one period spans (only 1 is
+	// accepted for now).
+	Interval int `json:"interval"`
 }
 
 // IntegrationID links a record to an external system; stored and echoed.
 type IntegrationID struct {
-	Service    string     `json:"service"`
-	ID         string     `json:"id"`
-	IsPending  bool       `json:"isPending"`
+	// Service names the external system.
+	Service string `json:"service"`
+	ID      string `json:"id"`
+	// IsPending says the record is not yet synced to the external system.
+	IsPending bool `json:"isPending"`
+	// LastSynced is when the record was last synced there; nil when never.
 	LastSynced *time.Time `json:"lastSynced,omitempty"`
-	URL        string     `json:"url,omitempty"`
+	// URL is the record's page in the external system, if any.
+	URL string `json:"url,omitempty"`
 }
 
 // CustomMetricParameter overrides the default value of a parameter of the
 // price's usage metric.
 type CustomMetricParameter struct {
+	// ParameterID is the id of the metric's parameter to override.
 	ParameterID string `json:"parameterId"`
-	Value       string `json:"value"`
+	// Value replaces the parameter's default value.
+	Value string `json:"value"`
 }
 
 // Price is what a product costs: a pricing structure, a currency and a
@@ -212,31 +225,49 @@ type Price struct {
 // ACTIVE; UsageCalculationPeriod of a usage-based price defaults to its
 // billing frequency with interval 1.
 type CreatePriceParams struct {
-	ProductID              string                  `json:"productId"`
-	Name                   string                  `json:"name"`
-	Currency               Currency                `json:"currency"`
-	Structure              PriceStructure          `json:"structure"`
-	BillingFrequency       BillingFrequency        `json:"billingFrequency"`
-	BillingType            BillingType             `json:"billingType"`
+	// ProductID is the product the price sells; required, of this account.
+	ProductID string `json:"productId"`
+	Name      string `json:"name"`
+	// Currency of every amount of Structure; required.
+	Currency Currency `json:"currency"`
+	// Structure is the pricing structure; required (see PriceStructure).
+	Structure PriceStructure `json:"structure"`
+	// BillingFrequency is how long one period of the price is; required.
+	BillingFrequency BillingFrequency `json:"billingFrequency"`
+	// BillingType is IN_ADVANCE or IN_ARREARS; required.
+	BillingType BillingType `json:"billingType"`
+	// UsageCalculationPeriod is only for usage-based prices; nil takes the
+	// billing frequency, interval 1.
 	UsageCalculationPeriod *UsageCalculationPeriod `json:"usageCalculationPeriod"`
+	// CustomMetricParameters override parameters of the price's usage
+	// metric; may be empty.
 	CustomMetricParameters []CustomMetricParameter `json:"customMetricParameters"`
-	ListPriceID            string                  `json:"listPriceId"`
-	IntegrationIDs         []IntegrationID         `json:"integrationIds"`
-	Status                 PriceStatus             `json:"status"`
+	// ListPriceID, when set, is another price of this account; stored and
+	// echoed.
+	ListPriceID string `json:"listPriceId"`
+	// IntegrationIDs are the price's ids in other systems; stored and echoed.
+	IntegrationIDs []IntegrationID `json:"integrationIds"`
+	// Status is ACTIVE (the default when empty) or DRAFT.
+	Status PriceStatus `json:"status"`
 }
 
 // UpdatePriceParams are the fields of a price that can change.
 type UpdatePriceParams struct {
-	Name   string      `json:"name"`
+	Name string `json:"name"`
+	// Status is ACTIVE or DRAFT; required. A price an ACTIVE schedule uses
+	// cannot go back to DRAFT.
 	Status PriceStatus `json:"status"`
 }
 
 // PriceFilter selects prices in ListPrices. Empty fields do not filter.
 type PriceFilter struct {
-	Currency         Currency
-	Name             string // substring of the name, ignoring case
+	// Currency keeps prices in this currency.
+	Currency Currency
+	Name     string // substring of the name, ignoring case
+	// BillingFrequency keeps prices of this frequency.
 	BillingFrequency BillingFrequency
-	ProductID        string
+	// ProductID keeps the prices of this product.
+	ProductID string
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder
 }

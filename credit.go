@@ -72,17 +72,23 @@ const (
 // 12 decimals. CurrentBalance is always the sum of the grant's transactions
 // and never negative.
 type CreditGrant struct {
-	ID               string     `json:"id"`
-	ServiceAccountID string     `json:"serviceAccountId"`
-	CustomerID       string     `json:"customerId"`
-	Name             string     `json:"name"`
-	Type             CreditType `json:"type"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the grant.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// CustomerID is the customer the credit is granted to.
+	CustomerID string `json:"customerId"`
+	Name       string `json:"name"`
+	// Type is CASH (money in Currency) or USAGE (units of MetricID).
+	Type CreditType `json:"type"`
 	// Currency is the CASH credit's currency; for USAGE credit, the
 	// currency of CostOfCredit (empty without one).
 	Currency Currency `json:"currency,omitempty"`
 	// MetricID is the usage metric of USAGE credit.
-	MetricID       string  `json:"metricId,omitempty"`
+	MetricID string `json:"metricId,omitempty"`
+	// OriginalAmount is the amount granted, positive.
 	OriginalAmount Decimal `json:"originalAmount"`
+	// CurrentBalance is what is left: the sum of the grant's transactions,
+	// never negative.
 	CurrentBalance Decimal `json:"currentBalance"`
 	// CostOfCredit is what the customer pays for the grant, if anything.
 	CostOfCredit *Decimal `json:"costOfCredit,omitempty"`
@@ -90,11 +96,13 @@ type CreditGrant struct {
 	TaxRateID string `json:"taxRateId,omitempty"`
 	// InvoiceID is the DRAFT invoice created for CostOfCredit
 	// (createInvoice).
-	InvoiceID     string `json:"invoiceId,omitempty"`
-	EffectiveDate Date   `json:"effectiveDate"`
+	InvoiceID string `json:"invoiceId,omitempty"`
+	// EffectiveDate is the first day the credit can be used.
+	EffectiveDate Date `json:"effectiveDate"`
 	// ExpiryDate is the last day the credit can be used; nil: never expires.
-	ExpiryDate *Date             `json:"expiryDate,omitempty"`
-	Status     CreditGrantStatus `json:"status"`
+	ExpiryDate *Date `json:"expiryDate,omitempty"`
+	// Status is ACTIVE, DEPLETED, EXPIRED or VOIDED.
+	Status CreditGrantStatus `json:"status"`
 	// SourceCreditNoteID is the credit note that created the grant.
 	SourceCreditNoteID string    `json:"sourceCreditNoteId,omitempty"`
 	CreatedAt          time.Time `json:"createdAt"`
@@ -114,15 +122,24 @@ type grantRecord struct {
 // CreditTransaction is one entry of a grant's ledger. Amount is positive
 // for GRANT and REVERSAL, negative otherwise.
 type CreditTransaction struct {
-	ID               string                `json:"id"`
-	ServiceAccountID string                `json:"serviceAccountId"`
-	GrantID          string                `json:"grantId"`
-	CustomerID       string                `json:"customerId"`
-	Type             CreditTransactionType `json:"type"`
-	Amount           Decimal               `json:"amount"`
-	Date             Date                  `json:"date"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the grant.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// GrantID is the grant whose ledger the transaction is in.
+	GrantID string `json:"grantId"`
+	// CustomerID is the grant's customer.
+	CustomerID string `json:"customerId"`
+	// Type is GRANT, CONSUMPTION, EXPIRY, VOID or REVERSAL.
+	Type CreditTransactionType `json:"type"`
+	// Amount is the change of the grant's balance, in the grant's units:
+	// positive for GRANT and REVERSAL, negative otherwise.
+	Amount Decimal `json:"amount"`
+	// Date is the day the change applies to (a consumption's invoice date,
+	// an expiry's day).
+	Date Date `json:"date"`
 	// InvoiceID is the invoice a CONSUMPTION paid (or a REVERSAL gave back).
-	InvoiceID string    `json:"invoiceId,omitempty"`
+	InvoiceID string `json:"invoiceId,omitempty"`
+	// Reason says why, in words ("invoice voided", ...); may be empty.
 	Reason    string    `json:"reason,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
@@ -142,25 +159,41 @@ type txRecord struct {
 // EffectiveDate defaults to today; ExpiryDate (the last usable day) must
 // not be before it.
 type CreditGrantParams struct {
-	CustomerID     string         `json:"customerId"`
-	Name           string         `json:"name"`
+	// CustomerID is the customer to grant to; required.
+	CustomerID string `json:"customerId"`
+	Name       string `json:"name"`
+	// CreditUnitType is CURRENCY (a CASH grant) or METRIC (a USAGE grant);
+	// required.
 	CreditUnitType CreditUnitType `json:"creditUnitType"`
-	Currency       Currency       `json:"currency"`
-	MetricID       string         `json:"metricId"`
-	Amount         *Decimal       `json:"amount"`
-	CostOfCredit   *Decimal       `json:"costOfCredit"`
-	CreateInvoice  bool           `json:"createInvoice"`
-	TaxRateID      string         `json:"taxRateId"`
-	EffectiveDate  *Date          `json:"effectiveDate"`
-	ExpiryDate     *Date          `json:"expiryDate"`
+	// Currency is required for CURRENCY credit and with a CostOfCredit.
+	Currency Currency `json:"currency"`
+	// MetricID is the usage metric of METRIC credit; required for it.
+	MetricID string `json:"metricId"`
+	// Amount is the credit granted; required, positive.
+	Amount *Decimal `json:"amount"`
+	// CostOfCredit is what the customer pays for the grant; nil: free.
+	CostOfCredit *Decimal `json:"costOfCredit"`
+	// CreateInvoice creates a DRAFT invoice for CostOfCredit (which must then
+	// be positive).
+	CreateInvoice bool `json:"createInvoice"`
+	// TaxRateID is the tax rate of that invoice's PREPAYMENT line; empty: none.
+	TaxRateID string `json:"taxRateId"`
+	// EffectiveDate is the first usable day; nil: today.
+	EffectiveDate *Date `json:"effectiveDate"`
+	// ExpiryDate is the last usable day, not before EffectiveDate; nil: never
+	// expires.
+	ExpiryDate *Date `json:"expiryDate"`
 }
 
 // CreditGrantFilter selects grants in ListCreditGrants. Empty fields match
 // all.
 type CreditGrantFilter struct {
+	// CustomerID keeps the grants of this customer.
 	CustomerID string
-	Type       CreditType
-	Status     CreditGrantStatus
+	// Type keeps CASH or USAGE grants.
+	Type CreditType
+	// Status keeps grants in this status.
+	Status CreditGrantStatus
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder
 }
@@ -171,7 +204,8 @@ type CreditBalance struct {
 	// ID is the currency code or the metric id.
 	ID string `json:"id"`
 	// Name is the currency code or the metric's name.
-	Name string     `json:"name"`
+	Name string `json:"name"`
+	// Type is CASH (a currency's balance) or USAGE (a metric's).
 	Type CreditType `json:"type"`
 	// Balance sums the current balances of the ACTIVE grants usable on
 	// the balance's date (effective, not expired).
@@ -185,9 +219,13 @@ type CreditBalance struct {
 
 // CreditBalances are a customer's balances on one date.
 type CreditBalances struct {
-	CustomerID string          `json:"customerId"`
-	Date       Date            `json:"date"`
-	Items      []CreditBalance `json:"items"`
+	// CustomerID is the customer whose credit this is.
+	CustomerID string `json:"customerId"`
+	// Date is the day the balances are computed for.
+	Date Date `json:"date"`
+	// Items hold one balance per currency and per metric the customer has
+	// grants in.
+	Items []CreditBalance `json:"items"`
 }
 
 // maxBalanceTransactions bounds the transactions of one balance.

@@ -22,11 +22,7 @@ func (e *docEnv) grant(p billing.CreditGrantParams) *billing.CreditGrant {
 	if p.CreditUnitType == "" {
 		p.CreditUnitType = billing.CreditUnitCurrency
 	}
-	g, err := e.svc.CreateCreditGrant(e.ctx, e.acct, p)
-	if err != nil {
-		e.t.Fatalf("CreateCreditGrant: %v", err)
-	}
-	return g
+	return must(e.svc.CreateCreditGrant(e.ctx, e.acct, p)).of(e.t, "CreateCreditGrant")
 }
 
 func cashGrant(name, amount string) billing.CreditGrantParams {
@@ -46,20 +42,12 @@ func (e *docEnv) engineInvoice(cur billing.Currency, lines ...[3]string) *billin
 
 func (e *docEnv) finalize(id string) *billing.Invoice {
 	e.t.Helper()
-	inv, err := e.svc.FinalizeInvoice(e.ctx, e.acct, id)
-	if err != nil {
-		e.t.Fatalf("FinalizeInvoice: %v", err)
-	}
-	return inv
+	return must(e.svc.FinalizeInvoice(e.ctx, e.acct, id)).of(e.t, "FinalizeInvoice")
 }
 
 func (e *docEnv) getGrant(id string) *billing.CreditGrant {
 	e.t.Helper()
-	g, err := e.svc.GetCreditGrant(e.ctx, e.acct, id)
-	if err != nil {
-		e.t.Fatalf("GetCreditGrant: %v", err)
-	}
-	return g
+	return must(e.svc.GetCreditGrant(e.ctx, e.acct, id)).of(e.t, "GetCreditGrant")
 }
 
 // pages collects every item of a list.

@@ -73,7 +73,9 @@ type CreditNote struct {
 	BillingPeriodEnd *time.Time `json:"billingPeriodEnd,omitempty"`
 	// CreditNoteNumber (CN00001, ...) is assigned at finalization, gapless per
 	// account; empty before.
-	CreditNoteNumber    string `json:"creditNoteNumber,omitempty"`
+	CreditNoteNumber string `json:"creditNoteNumber,omitempty"`
+	// PurchaseOrderNumber is the customer's purchase order, printed on the
+	// credit note; empty when not given.
 	PurchaseOrderNumber string `json:"purchaseOrderNumber,omitempty"`
 	Memo                string `json:"memo,omitempty"`
 	// CustomerTaxID is printed: from the invoice or customer unless given.
@@ -127,8 +129,9 @@ type CreditNoteParams struct {
 	// BillingPeriodStart: nil takes the invoice's.
 	BillingPeriodStart *time.Time `json:"billingPeriodStart"`
 	// BillingPeriodEnd (exclusive): nil takes the invoice's.
-	BillingPeriodEnd    *time.Time `json:"billingPeriodEnd"`
-	PurchaseOrderNumber string     `json:"purchaseOrderNumber"`
+	BillingPeriodEnd *time.Time `json:"billingPeriodEnd"`
+	// PurchaseOrderNumber is printed on the credit note; optional.
+	PurchaseOrderNumber string `json:"purchaseOrderNumber"`
 	// CustomerEmails: nil takes the invoice's, else the customer's billing
 	// contacts.
 	CustomerEmails []string `json:"customerEmails"`
@@ -137,9 +140,10 @@ type CreditNoteParams struct {
 	// CustomerBillingAddress: nil takes the invoice's or customer's.
 	CustomerBillingAddress *Address `json:"customerBillingAddress"`
 	// CustomerShippingAddress: nil takes the invoice's or customer's.
-	CustomerShippingAddress *Address   `json:"customerShippingAddress"`
-	Memo                    string     `json:"memo"`
-	Metadata                []KeyValue `json:"metadata"`
+	CustomerShippingAddress *Address `json:"customerShippingAddress"`
+	Memo                    string   `json:"memo"`
+	// Metadata are key-value pairs for the caller; may be empty.
+	Metadata []KeyValue `json:"metadata"`
 	// CustomerTaxID: empty takes the invoice's or customer's.
 	CustomerTaxID string `json:"customerTaxId"`
 	// AccountingDate: nil means the issue date.
@@ -200,7 +204,8 @@ type CreditNoteLineItemParams struct {
 	// RevenueRecognitionMethod accepts only STRAIGHT_LINE and POINT_IN_TIME on
 	// credit notes.
 	RevenueRecognitionMethod RevenueRecognitionMethod `json:"revenueRecognitionMethod"`
-	RevenueClassification    RevenueClassification    `json:"revenueClassification"`
+	// RevenueClassification is PREPAYMENT, EARNED or BURNDOWN; optional.
+	RevenueClassification RevenueClassification `json:"revenueClassification"`
 	// ProductID must name a product of the account; optional.
 	ProductID string `json:"productId"`
 }

@@ -119,13 +119,17 @@ type CustomerParams struct {
 	CustomerAliases []string `json:"customerAliases"`
 	// Address is optional; when given, line1, town, postcode and country are
 	// required.
-	Address  *Address  `json:"address"`
+	Address *Address `json:"address"`
+	// Contacts: see Customer.Contacts; may be empty.
 	Contacts []Contact `json:"contacts"`
 	// TaxStatus defaults to TAXED.
 	TaxStatus TaxStatus `json:"taxStatus"`
-	TaxID     string    `json:"taxId"`
-	URL       string    `json:"url"`
-	Label     string    `json:"label"`
+	// TaxID is printed on the customer's documents; optional.
+	TaxID string `json:"taxId"`
+	// URL is the customer's web site, free text; optional.
+	URL string `json:"url"`
+	// Label is free text for people; optional.
+	Label string `json:"label"`
 }
 
 // CustomerFilter selects customers in ListCustomers.

@@ -13,11 +13,7 @@ import (
 
 func createCustomer(tb testing.TB, svc *billing.Service, account, name string, aliases ...string) *billing.Customer {
 	tb.Helper()
-	c, err := svc.CreateCustomer(context.Background(), account, billing.CustomerParams{LegalName: name, CustomerAliases: aliases})
-	if err != nil {
-		tb.Fatalf("CreateCustomer: %v", err)
-	}
-	return c
+	return must(svc.CreateCustomer(context.Background(), account, billing.CustomerParams{LegalName: name, CustomerAliases: aliases})).of(tb, "CreateCustomer")
 }
 
 func errFields(t *testing.T, err error, code billing.Code) []string {
@@ -140,9 +136,7 @@ func TestCustomerLifecycle(t *testing.T) {
 func TestResolveAliases(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)
-	ctx := context.Background()
-	a := billingtest.Account(t, svc, "a")
-	b := billingtest.Account(t, svc, "b")
+	ctx, a, b := tenants(t, svc)
 	acme := createCustomer(t, svc, a, "Acme", "acme", "acme-2")
 	other := createCustomer(t, svc, b, "Other", "other")
 	for _, tc := range []struct {
@@ -170,9 +164,7 @@ func TestResolveAliases(t *testing.T) {
 func TestCustomersAreInvisibleToOtherAccounts(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)
-	ctx := context.Background()
-	a := billingtest.Account(t, svc, "a")
-	b := billingtest.Account(t, svc, "b")
+	ctx, a, b := tenants(t, svc)
 	c := createCustomer(t, svc, a, "Acme", "acme")
 	if _, err := svc.GetCustomer(ctx, b, c.ID); billing.CodeOf(err) != billing.CodeNotFound {
 		t.Fatalf("B reads A's customer: %v", err)

@@ -199,8 +199,11 @@ type LineItemFilter struct {
 // null sets Set and Null and clears the value (where the field allows it);
 // any other value sets Set and Value.
 type Optional[T any] struct {
-	Set   bool
-	Null  bool
+	// Set says the field was given (as null or as a value).
+	Set bool
+	// Null says the field was given as null: clear it.
+	Null bool
+	// Value is the given value when Set and not Null.
 	Value T
 }
 
@@ -305,12 +308,16 @@ type PrintableDocument struct {
 	// Kind says which of Invoice and CreditNote is set.
 	Kind DocumentKind
 	// Invoice, with its lines and groups, when Kind is INVOICE.
-	Invoice       *Invoice
-	InvoiceLines  []InvoiceLineItem
+	Invoice *Invoice
+	// InvoiceLines are the invoice's lines in index order.
+	InvoiceLines []InvoiceLineItem
+	// InvoiceGroups are the invoice's line groups in index order.
 	InvoiceGroups []InvoiceLineItemGroup
 	// CreditNote, with its lines and groups, when Kind is CREDIT_NOTE.
-	CreditNote       *CreditNote
-	CreditNoteLines  []CreditNoteLineItem
+	CreditNote *CreditNote
+	// CreditNoteLines are the credit note's lines in index order.
+	CreditNoteLines []CreditNoteLineItem
+	// CreditNoteGroups are the credit note's line groups in index order.
 	CreditNoteGroups []CreditNoteLineItemGroup
 	// Merchant is the merchant as printed: the copy taken at finalization,
 	// the account's current details for a draft.

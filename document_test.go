@@ -50,29 +50,17 @@ func cnLine(cnID, title, q, r, tax string) billing.CreateCreditNoteLineItemParam
 
 func (e *docEnv) invoice(cur billing.Currency, status billing.DocumentStatus) *billing.Invoice {
 	e.t.Helper()
-	inv, err := e.svc.CreateInvoice(e.ctx, e.acct, billing.InvoiceParams{Currency: cur, CustomerID: e.cust.ID, Status: status})
-	if err != nil {
-		e.t.Fatalf("CreateInvoice: %v", err)
-	}
-	return inv
+	return must(e.svc.CreateInvoice(e.ctx, e.acct, billing.InvoiceParams{Currency: cur, CustomerID: e.cust.ID, Status: status})).of(e.t, "CreateInvoice")
 }
 
 func (e *docEnv) line(invID string, p billing.InvoiceLineItemParams) *billing.InvoiceLineItem {
 	e.t.Helper()
-	l, err := e.svc.CreateInvoiceLineItem(e.ctx, e.acct, invID, p)
-	if err != nil {
-		e.t.Fatalf("CreateInvoiceLineItem: %v", err)
-	}
-	return l
+	return must(e.svc.CreateInvoiceLineItem(e.ctx, e.acct, invID, p)).of(e.t, "CreateInvoiceLineItem")
 }
 
 func (e *docEnv) getInvoice(id string) *billing.Invoice {
 	e.t.Helper()
-	inv, err := e.svc.GetInvoice(e.ctx, e.acct, id)
-	if err != nil {
-		e.t.Fatalf("GetInvoice: %v", err)
-	}
-	return inv
+	return must(e.svc.GetInvoice(e.ctx, e.acct, id)).of(e.t, "GetInvoice")
 }
 
 // finalInvoice returns a FINAL invoice of one line: quantity × rate at taxRate.
@@ -80,11 +68,7 @@ func (e *docEnv) finalInvoice(q, r, tax string) *billing.Invoice {
 	e.t.Helper()
 	inv := e.invoice(billing.CurrencyGBP, "")
 	e.line(inv.ID, invLine("Service", q, r, tax))
-	inv, err := e.svc.FinalizeInvoice(e.ctx, e.acct, inv.ID)
-	if err != nil {
-		e.t.Fatalf("FinalizeInvoice: %v", err)
-	}
-	return inv
+	return must(e.svc.FinalizeInvoice(e.ctx, e.acct, inv.ID)).of(e.t, "FinalizeInvoice")
 }
 
 // creditNote creates a DRAFT credit note of inv with one line.

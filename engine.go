@@ -142,7 +142,8 @@ type LateUsage struct {
 	// CorrectionInvoiceIDs are the adjustment invoices that billed more
 	// usage of this period, CorrectionCreditNoteIDs the credit notes that
 	// credited less, in the order they were issued.
-	CorrectionInvoiceIDs    []string `json:"correctionInvoiceIds,omitempty"`
+	CorrectionInvoiceIDs []string `json:"correctionInvoiceIds,omitempty"`
+	// CorrectionCreditNoteIDs: see CorrectionInvoiceIDs.
 	CorrectionCreditNoteIDs []string `json:"correctionCreditNoteIds,omitempty"`
 }
 

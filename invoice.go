@@ -81,10 +81,13 @@ type Invoice struct {
 	DueDate Date `json:"dueDate,omitzero"`
 	// IssueDate is set at finalization (today, unless set); zero, and absent in
 	// JSON, before.
-	IssueDate           Date   `json:"issueDate,omitzero"`
+	IssueDate Date `json:"issueDate,omitzero"`
+	// PurchaseOrderNumber is the customer's purchase order, printed on the
+	// invoice; empty when not given.
 	PurchaseOrderNumber string `json:"purchaseOrderNumber,omitempty"`
-	Reference           string `json:"reference,omitempty"`
-	Memo                string `json:"memo,omitempty"`
+	// Reference is free text printed on the invoice; empty when not given.
+	Reference string `json:"reference,omitempty"`
+	Memo      string `json:"memo,omitempty"`
 	// PaymentOptions are the ways the customer may pay, as printed.
 	PaymentOptions []PaymentOption `json:"paymentOptions,omitempty"`
 	// BillingPeriod is the period the invoice bills (inclusive dates); nil when
@@ -166,9 +169,11 @@ type InvoiceParams struct {
 // cleared, and cleared customer fields are copied from the customer again.
 // Currency, customer, status and schedule cannot change.
 type InvoiceUpdateParams struct {
+	// PurchaseOrderNumber: empty clears it.
 	PurchaseOrderNumber string `json:"purchaseOrderNumber"`
-	Reference           string `json:"reference"`
-	Memo                string `json:"memo"`
+	// Reference: empty clears it.
+	Reference string `json:"reference"`
+	Memo      string `json:"memo"`
 	// CustomerEmails replace the invoice's; nil copies the customer's billing
 	// contacts again.
 	CustomerEmails []string `json:"customerEmails"`
@@ -183,8 +188,10 @@ type InvoiceUpdateParams struct {
 	// DueDate: nil leaves it to be set at finalization.
 	DueDate *Date `json:"dueDate"`
 	// BillingPeriod (inclusive dates): nil clears it.
-	BillingPeriod  *DateRange      `json:"billingPeriod"`
-	Metadata       []KeyValue      `json:"metadata"`
+	BillingPeriod *DateRange `json:"billingPeriod"`
+	// Metadata replaces the invoice's; nil clears it.
+	Metadata []KeyValue `json:"metadata"`
+	// PaymentOptions replace the invoice's; nil clears them.
 	PaymentOptions []PaymentOption `json:"paymentOptions"`
 	// AccountingDate: nil keeps the default (creation date, then issue date).
 	AccountingDate *Date `json:"accountingDate"`
@@ -220,10 +227,13 @@ type InvoiceLineItemParams struct {
 	RateDisplay RateDisplay `json:"rateDisplay"`
 	// ExternalIDs are required on the API (they may be []): the line's ids in
 	// other systems.
-	ExternalIDs           []KeyValue            `json:"externalIds"`
+	ExternalIDs []KeyValue `json:"externalIds"`
+	// RevenueClassification is PREPAYMENT, EARNED or BURNDOWN; optional.
 	RevenueClassification RevenueClassification `json:"revenueClassification"`
 	// CreditGrantID is set by billingd on credit lines; optional.
-	CreditGrantID            string                   `json:"creditGrantId"`
+	CreditGrantID string `json:"creditGrantId"`
+	// RevenueRecognitionMethod says how the line's revenue is recognised;
+	// optional.
 	RevenueRecognitionMethod RevenueRecognitionMethod `json:"revenueRecognitionMethod"`
 }
 

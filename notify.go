@@ -61,9 +61,12 @@ type Mailer interface {
 // alternative), with the JSON payload attached for machines (notification
 // e-mails) or files attached for people (a document's PDF).
 type Email struct {
-	To      []string `json:"to"`
-	Subject string   `json:"subject"`
-	Text    string   `json:"text"`
+	// To are the recipients' addresses; at least one.
+	To []string `json:"to"`
+	// Subject is the subject line, plain text.
+	Subject string `json:"subject"`
+	// Text is the plain-text body.
+	Text string `json:"text"`
 	// HTML, when set, is an alternative body to Text.
 	HTML string `json:"html,omitempty"`
 	// JSON is attached as notification.json; may be nil.
@@ -78,13 +81,17 @@ type Email struct {
 
 // Attachment is a file attached to an e-mail.
 type Attachment struct {
-	Filename    string `json:"filename"`
+	// Filename is the name the file is attached under ("INV00001.pdf").
+	Filename string `json:"filename"`
+	// ContentType is the file's media type ("application/pdf").
 	ContentType string `json:"contentType"`
-	Data        []byte `json:"data"`
+	// Data is the file's content.
+	Data []byte `json:"data"`
 }
 
 // DocumentRef names an invoice or a credit note of the e-mail's account.
 type DocumentRef struct {
+	// Kind is INVOICE or CREDIT_NOTE.
 	Kind DocumentKind `json:"kind"`
 	ID   string       `json:"id"`
 }
@@ -92,10 +99,12 @@ type DocumentRef struct {
 // Notification is the payload of every webhook and the attachment of every
 // notification e-mail.
 type Notification struct {
-	ID               string           `json:"id"`
-	Type             NotificationType `json:"type"`
-	CreatedAt        time.Time        `json:"createdAt"`
-	ServiceAccountID string           `json:"serviceAccountId"`
+	ID string `json:"id"`
+	// Type says what happened (INVOICE_CREATED, ...) and so what Data holds.
+	Type      NotificationType `json:"type"`
+	CreatedAt time.Time        `json:"createdAt"`
+	// ServiceAccountID is the account the notification is about.
+	ServiceAccountID string `json:"serviceAccountId"`
 	// Data is the resource exactly as its GET returns it.
 	Data json.RawMessage `json:"data"`
 }
@@ -243,12 +252,17 @@ func notificationTypeList() string {
 // webhook URLs or e-mail addresses of Recipients, for the types listed in
 // NotificationTypes (every type when it is empty).
 type NotificationPolicy struct {
-	ID                string             `json:"id"`
-	CreatedAt         time.Time          `json:"createdAt"`
-	ServiceAccountID  string             `json:"serviceAccountId"`
-	Name              string             `json:"name"`
-	Recipients        []string           `json:"recipients"`
-	Channel           Channel            `json:"channel"`
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"createdAt"`
+	// ServiceAccountID is the account that owns the policy.
+	ServiceAccountID string `json:"serviceAccountId"`
+	Name             string `json:"name"`
+	// Recipients are e-mail addresses (EMAIL) or https URLs (WEBHOOK); at
+	// least one, at most 100. Each gets its own delivery.
+	Recipients []string `json:"recipients"`
+	// Channel is EMAIL or WEBHOOK; it cannot change.
+	Channel Channel `json:"channel"`
+	// NotificationTypes are the types the policy sends; empty: every type.
 	NotificationTypes []NotificationType `json:"notificationTypes,omitempty"`
 	// WebhookSecret signs the webhooks of a WEBHOOK policy: "whsec_" and
 	// the base64 of the key. Empty for EMAIL policies.
@@ -282,11 +296,17 @@ func (r *policyRecord) signingSecrets(now time.Time) []string {
 // NotificationTypes covers every type. WebhookSecret is optional (WEBHOOK
 // only): when empty, a secret is generated.
 type CreateNotificationPolicyParams struct {
-	Name              string             `json:"name"`
-	Channel           Channel            `json:"channel"`
-	Recipients        []string           `json:"recipients"`
+	Name string `json:"name"`
+	// Channel is EMAIL or WEBHOOK; required.
+	Channel Channel `json:"channel"`
+	// Recipients are e-mail addresses (EMAIL) or https URLs (WEBHOOK);
+	// required, at most 100.
+	Recipients []string `json:"recipients"`
+	// NotificationTypes are the types to send; empty: every type.
 	NotificationTypes []NotificationType `json:"notificationTypes"`
-	WebhookSecret     string             `json:"webhookSecret"`
+	// WebhookSecret ("whsec_" and base64) signs a WEBHOOK policy's
+	// webhooks; empty: one is generated. Refused for EMAIL.
+	WebhookSecret string `json:"webhookSecret"`
 }
 
 // NotificationPolicyFilter selects policies in ListNotificationPolicies.

@@ -53,21 +53,13 @@ func (e *notifyEnv) policy(channel billing.Channel, recipients []string, types .
 
 func (e *notifyEnv) customer(name string) *billing.Customer {
 	e.t.Helper()
-	c, err := e.svc.CreateCustomer(context.Background(), e.account, billing.CustomerParams{LegalName: name})
-	if err != nil {
-		e.t.Fatalf("CreateCustomer: %v", err)
-	}
-	return c
+	return must(e.svc.CreateCustomer(context.Background(), e.account, billing.CustomerParams{LegalName: name})).of(e.t, "CreateCustomer")
 }
 
 // runOnce runs d once and returns the number of attempts.
 func (e *notifyEnv) runOnce(d *billing.Dispatcher) int {
 	e.t.Helper()
-	n, err := d.RunOnce(context.Background())
-	if err != nil {
-		e.t.Fatalf("RunOnce: %v", err)
-	}
-	return n
+	return must(d.RunOnce(context.Background())).of(e.t, "RunOnce")
 }
 
 // deliveries lists the account's deliveries matching f (one page of 100).

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -90,7 +89,8 @@ type WebhookResult struct {
 // Delivery is one notification (or e-mail) on its way to one recipient (a
 // queued e-mail: to all its addresses), with every attempt made so far.
 type Delivery struct {
-	ID               string    `json:"id"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account whose notification or e-mail it is.
 	ServiceAccountID string    `json:"serviceAccountId"`
 	CreatedAt        time.Time `json:"createdAt"`
 	UpdatedAt        time.Time `json:"updatedAt"`
@@ -172,8 +172,11 @@ func reschedule(ctx context.Context, tx Tx, d *deliveryRecord, next *time.Time) 
 // DeliveryFilter selects deliveries in ListDeliveries; empty fields select
 // everything.
 type DeliveryFilter struct {
-	PolicyID       string
-	Status         DeliveryStatus
+	// PolicyID keeps the deliveries of this notification policy.
+	PolicyID string
+	// Status keeps deliveries in this status.
+	Status DeliveryStatus
+	// NotificationID keeps the deliveries of this notification.
 	NotificationID string
 }
 
@@ -235,51 +238,13 @@ func (s *Service) RetryDelivery(ctx context.Context, account, id string) (*Deliv
 // periodically (--delivery-retention).
 func (s *Service) PruneDeliveries(ctx context.Context, olderThan time.Duration) (int, error) {
 	cutoff := s.clock().Add(-olderThan)
-	var old [][]byte
-	err := s.view(ctx, func(tx Tx) error {
-		return tx.Scan(ctx, tableDeliveries, Range{}, func(k, v []byte) error {
-			var d struct {
-				Status    DeliveryStatus `json:"status"`
-				UpdatedAt time.Time      `json:"updatedAt"`
-			}
-			if err := json.Unmarshal(v, &d); err != nil {
-				return err
-			}
-			if d.Status != DeliveryPending && d.UpdatedAt.Before(cutoff) {
-				old = append(old, bytes.Clone(k))
-			}
-			return nil
-		})
-	})
-	deleted := 0
-	for chunk := range slices.Chunk(old, 1000) {
-		if err != nil {
-			break
-		}
-		n := 0
-		err = internal(s.store.Update(ctx, func(tx Tx) error {
-			n = 0
-			for _, k := range chunk {
-				// Check again: the delivery may have been retried since.
-				d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, k)
-				if errors.Is(err, ErrNotFound) || err == nil && (d.Status == DeliveryPending || !d.UpdatedAt.Before(cutoff)) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				if err := tx.Delete(ctx, tableDeliveries, k); err != nil {
-					return err
-				}
-				n++
-			}
-			return nil
-		}))
-		if err == nil {
-			deleted += n
-		}
+	type lastChange struct {
+		Status    DeliveryStatus `json:"status"`
+		UpdatedAt time.Time      `json:"updatedAt"`
 	}
-	return deleted, err
+	return sweep(ctx, s, tableDeliveries, func(d *lastChange) bool {
+		return d.Status != DeliveryPending && d.UpdatedAt.Before(cutoff)
+	})
 }
 
 // claim is one delivery a dispatcher claimed, with what sending it needs.

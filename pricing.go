@@ -240,17 +240,24 @@ type ChargeLine struct {
 	// Percentage marks a Rate that is a fraction of Quantity, an amount
 	// (rateDisplay PERCENTAGE).
 	Percentage bool
-	Quantity   Decimal
-	Rate       Decimal
-	Amount     Decimal
+	// Quantity is the line's quantity (units, seats, packages, or 1).
+	Quantity Decimal
+	// Rate is the price of one unit of Quantity (or the fraction, with
+	// Percentage).
+	Rate Decimal
+	// Amount is round(Quantity × Rate) in the currency's minor units.
+	Amount Decimal
 }
 
 // Charge is the result of pricing one period: its lines, in invoice order,
 // and their total. Usage is the usage the charge was computed from (for
 // PACKAGE line descriptions).
 type Charge struct {
+	// Lines are the charge's lines in invoice order.
 	Lines []ChargeLine
+	// Total is the sum of the lines' amounts.
 	Total Decimal
+	// Usage is the usage the charge was computed from.
 	Usage Decimal
 }
 

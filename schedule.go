@@ -112,7 +112,8 @@ type Discount struct {
 type Minimum struct {
 	ID string `json:"id"`
 	// ServiceAccountID is the account that owns the schedule.
-	ServiceAccountID  string `json:"serviceAccountId"`
+	ServiceAccountID string `json:"serviceAccountId"`
+	// BillingScheduleID is the schedule of the minimum's phase.
 	BillingScheduleID string `json:"billingScheduleId"`
 	// PhaseID is the phase the minimum belongs to.
 	PhaseID string `json:"phaseId"`
@@ -141,9 +142,10 @@ type PhasePriceMetadata struct {
 type Phase struct {
 	ID string `json:"id"`
 	// Name is free text; empty when not given.
-	Name              string    `json:"name"`
-	CreatedAt         time.Time `json:"createdAt"`
-	BillingScheduleID string    `json:"billingScheduleId"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+	// BillingScheduleID is the schedule the phase belongs to.
+	BillingScheduleID string `json:"billingScheduleId"`
 	// PriceIDs are the prices billed during the phase, all in the schedule's
 	// currency.
 	PriceIDs []string `json:"priceIds"`
@@ -185,7 +187,8 @@ type Asset struct {
 	// Type is the kind of attachment, as given by its creator.
 	Type string `json:"type"`
 	// Format is the file format (for example PDF).
-	Format   string `json:"format"`
+	Format string `json:"format"`
+	// FileName is the file's name as given by its creator.
 	FileName string `json:"fileName"`
 	// FileSizeBytes is the size of the file in bytes.
 	FileSizeBytes int64 `json:"fileSizeBytes"`

@@ -35,15 +35,20 @@ type SeatMetric struct {
 // not a body field: the HTTP server sets it to the id of the API key, a
 // library caller to a label of its own choosing.
 type CreateSeatMetricParams struct {
-	SeatType    string `json:"seatType"`
+	// SeatType is the name seat events use; required, unique in the account,
+	// immutable.
+	SeatType string `json:"seatType"`
+	// Label is free text for people; optional.
 	Label       string `json:"label"`
 	Description string `json:"description"`
-	CreatedBy   string `json:"-"`
+	// CreatedBy records who created the metric (see above).
+	CreatedBy string `json:"-"`
 }
 
 // UpdateSeatMetricParams are the fields of a seat metric that can change;
 // the seat type is immutable.
 type UpdateSeatMetricParams struct {
+	// Label is free text for people; empty clears it.
 	Label       string `json:"label"`
 	Description string `json:"description"`
 }
@@ -175,11 +180,17 @@ type SeatEvent struct {
 // CreateSeatEventParams are the fields of a new seat event. Total is
 // required; CustomerEventID defaults to the event's id.
 type CreateSeatEventParams struct {
-	CustomerAlias   string    `json:"customerAlias"`
-	SeatType        string    `json:"seatType"`
-	EventTimestamp  time.Time `json:"eventTimestamp"`
-	Total           *int64    `json:"total"`
-	CustomerEventID string    `json:"customerEventId"`
+	// CustomerAlias is a customer id or alias; required.
+	CustomerAlias string `json:"customerAlias"`
+	// SeatType names a seat metric of the account; required.
+	SeatType string `json:"seatType"`
+	// EventTimestamp is when the seat count changed; required.
+	EventTimestamp time.Time `json:"eventTimestamp"`
+	// Total is the customer's number of seats of the type from
+	// EventTimestamp on (not a change); required, not negative.
+	Total *int64 `json:"total"`
+	// CustomerEventID is the caller's id of the event; empty: the event's id.
+	CustomerEventID string `json:"customerEventId"`
 }
 
 // CreateSeatEvent records a seat event. An event with the customerEventId
@@ -299,11 +310,13 @@ type SeatEventFilter struct {
 	// match nothing.
 	CustomerIDs []string
 	// SeatTypes matches events of any of these seat types.
-	SeatTypes       []string
+	SeatTypes []string
+	// CustomerEventID keeps the events with this caller's id.
 	CustomerEventID string
 	// EventTimestampBefore and EventTimestampAfter are strict bounds.
 	EventTimestampBefore *time.Time
-	EventTimestampAfter  *time.Time
+	// EventTimestampAfter: see EventTimestampBefore.
+	EventTimestampAfter *time.Time
 	// SortBy is createdAt (the default) or eventTimestamp; ties on the
 	// timestamp are broken by creation.
 	SortBy SeatEventSortBy
@@ -399,15 +412,19 @@ type SeatBalance struct {
 	// ChangeTimestamp is the timestamp of the latest counted event, or the
 	// customer's creation when no event counts. Always set (a pointer for
 	// compatibility).
-	ChangeTimestamp *time.Time        `json:"changeTimestamp,omitempty"`
-	Balances        []SeatTypeBalance `json:"balances"`
+	ChangeTimestamp *time.Time `json:"changeTimestamp,omitempty"`
+	// Balances hold one balance per seat type the customer has events of.
+	Balances []SeatTypeBalance `json:"balances"`
 }
 
 // SeatTypeBalance is a customer's seats of one type: the total of the
 // latest counted event of any of its aliases.
 type SeatTypeBalance struct {
-	SeatType        string    `json:"seatType"`
-	Total           int64     `json:"total"`
+	// SeatType is the seat metric's seat type.
+	SeatType string `json:"seatType"`
+	// Total is the total of the latest counted event.
+	Total int64 `json:"total"`
+	// ChangeTimestamp is that event's timestamp.
 	ChangeTimestamp time.Time `json:"changeTimestamp"`
 }
 

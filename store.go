@@ -371,9 +371,13 @@ type ListParams struct {
 // ListParams to get that page. TotalResultSize counts every item matching the
 // list's filters across all pages.
 type Page[T any] struct {
-	Items           []T
-	After           string
-	Before          string
+	// Items are the page's items in the list's order.
+	Items []T
+	// After is the cursor of the next page; empty on the last page.
+	After string
+	// Before is the cursor of the previous page; empty on the first page.
+	Before string
+	// TotalResultSize counts the items matching the filters, on every page.
 	TotalResultSize int
 }
 
@@ -393,9 +397,12 @@ func (p Page[T]) MarshalJSON() ([]byte, error) {
 
 // Pagination is the pagination object of a list response.
 type Pagination struct {
-	After           string `json:"after,omitempty"`
-	Before          string `json:"before,omitempty"`
-	TotalResultSize int    `json:"totalResultSize"`
+	// After: see Page.After.
+	After string `json:"after,omitempty"`
+	// Before: see Page.Before.
+	Before string `json:"before,omitempty"`
+	// TotalResultSize: see Page.TotalResultSize.
+	TotalResultSize int `json:"totalResultSize"`
 }
 
 // listQuery describes one list: the keys of table under prefix, in

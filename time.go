@@ -82,9 +82,12 @@ func FormatTimestamp(t time.Time) string {
 // Date is a calendar date in UTC, written YYYY-MM-DD. The zero Date is
 // "no date". Period boundaries are UTC midnights.
 type Date struct {
-	Year  int
+	// Year is the year, 2000 to 2199 where the Service accepts dates.
+	Year int
+	// Month is the month, January to December.
 	Month time.Month
-	Day   int
+	// Day is the day of the month, from 1.
+	Day int
 }
 
 // ParseDate parses a YYYY-MM-DD date.

@@ -359,6 +359,7 @@ func (s *Service) CreateUsageEventBatch(ctx context.Context, account string, p U
 // Items is a response holding a list of items and no pagination, such as
 // the answer to a batch ingestion: {"items": [...]}.
 type Items[T any] struct {
+	// Items are the response's items, [] when there are none.
 	Items []T `json:"items"`
 }
 

@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"iter"
 	"slices"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -47,17 +46,29 @@ type CalculateUsageParams struct {
 // UsageCalculation is the value of a usage metric for some customers and a
 // period.
 type UsageCalculation struct {
-	UsageMetricID     string          `json:"usageMetricId"`
-	Name              string          `json:"name"`
-	MetricType        MetricType      `json:"metricType"`
-	EventType         string          `json:"eventType"`
-	AggregationType   AggregationType `json:"aggregationType"`
-	Unit              string          `json:"unit,omitempty"`
-	PeriodStart       string          `json:"periodStart"`
-	PeriodEnd         string          `json:"periodEnd"`
-	EventCount        int64           `json:"eventCount"`
-	InvalidEventCount int64           `json:"invalidEventCount"`
-	Value             Decimal         `json:"value"`
+	// UsageMetricID is the metric calculated.
+	UsageMetricID string `json:"usageMetricId"`
+	Name          string `json:"name"`
+	// MetricType is SIMPLE or GROUPED (then Groups is set).
+	MetricType MetricType `json:"metricType"`
+	// EventType is the metric's event type, the events counted.
+	EventType string `json:"eventType"`
+	// AggregationType is how the events made Value (COUNT, SUM, ...).
+	AggregationType AggregationType `json:"aggregationType"`
+	// Unit is the metric's unit, for people; empty when it has none.
+	Unit string `json:"unit,omitempty"`
+	// PeriodStart and PeriodEnd are the period as the caller wrote it.
+	PeriodStart string `json:"periodStart"`
+	// PeriodEnd: see PeriodStart.
+	PeriodEnd string `json:"periodEnd"`
+	// EventCount counts the matching events in the period, invalid ones
+	// included.
+	EventCount int64 `json:"eventCount"`
+	// InvalidEventCount counts those left out of Value: without the
+	// aggregation property, or with a value it cannot aggregate.
+	InvalidEventCount int64 `json:"invalidEventCount"`
+	// Value is the metric's value over the period, exact.
+	Value Decimal `json:"value"`
 	// Groups holds the value of each group of a GROUPED metric, sorted by
 	// group; nil for SIMPLE metrics.
 	Groups []UsageGroup `json:"groups,omitempty"`
@@ -83,14 +94,18 @@ func (c UsageCalculation) MarshalJSON() ([]byte, error) {
 
 // UsageGroup is the value of one group of a GROUPED metric.
 type UsageGroup struct {
-	Group      string  `json:"group"`
-	EventCount int64   `json:"eventCount"`
-	Value      Decimal `json:"value"`
+	// Group is the value of the grouping property the events share.
+	Group string `json:"group"`
+	// EventCount counts the group's matching events.
+	EventCount int64 `json:"eventCount"`
+	// Value is the group's value.
+	Value Decimal `json:"value"`
 }
 
 // UsagePeriod is a half-open period of event timestamps [Start, End), as
 // the billing engine passes it to a calculation.
 type UsagePeriod struct {
+	// Start and End bound the period: Start included, End excluded.
 	Start, End time.Time
 	// StartText and EndText are the period as the caller wrote it.
 	StartText, EndText string
@@ -134,23 +149,6 @@ func ParseUsagePeriod(start, end string) (UsagePeriod, error) {
 		return UsagePeriod{}, FieldError("periodEnd", "periodEnd must not be before periodStart")
 	}
 	return UsagePeriod{Start: ts, End: te, StartText: FormatTimestamp(ts), EndText: FormatTimestamp(te)}, nil
-}
-
-// ParseCustomParameters parses the customParameters query parameter:
-// name=value pairs separated by commas.
-func ParseCustomParameters(s string) (map[string]string, error) {
-	out := map[string]string{}
-	if s == "" {
-		return out, nil
-	}
-	for pair := range strings.SplitSeq(s, ",") {
-		name, value, ok := strings.Cut(pair, "=")
-		if !ok || name == "" {
-			return nil, FieldError("customParameters", "customParameters must be name=value pairs separated by commas")
-		}
-		out[name] = value
-	}
-	return out, nil
 }
 
 // CalculateUsage computes a usage metric over the events of some customers

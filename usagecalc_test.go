@@ -13,11 +13,7 @@ import (
 
 func createMetric(tb testing.TB, svc *billing.Service, acct string, p billing.UsageMetricParams) *billing.UsageMetric {
 	tb.Helper()
-	m, err := svc.CreateUsageMetric(context.Background(), acct, billing.CreateUsageMetricParams{UsageMetricParams: p})
-	if err != nil {
-		tb.Fatalf("CreateUsageMetric: %v", err)
-	}
-	return m
+	return must(svc.CreateUsageMetric(context.Background(), acct, billing.CreateUsageMetricParams{UsageMetricParams: p})).of(tb, "CreateUsageMetric")
 }
 
 // checkCalc calculates m and checks the counts, and the value when want is
@@ -257,17 +253,6 @@ func TestCalculateUsageErrors(t *testing.T) {
 		if fields := fieldsOf(err); tc.field != "" && !slices.Contains(fields, tc.field) {
 			t.Errorf("%s: fields %q, want %q", tc.name, fields, tc.field)
 		}
-	}
-}
-
-func TestParseCustomParameters(t *testing.T) {
-	t.Parallel()
-	got, err := billing.ParseCustomParameters("a=1,b=2.5")
-	if err != nil || len(got) != 2 || got["a"] != "1" || got["b"] != "2.5" {
-		t.Errorf("got %v, %v", got, err)
-	}
-	if _, err := billing.ParseCustomParameters("a"); billing.CodeOf(err) != billing.CodeValidationFailed {
-		t.Errorf("a pair without = accepted: %v", err)
 	}
 }
 

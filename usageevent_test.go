@@ -14,13 +14,6 @@ import (
 	"github.com/billingd/billing/billingtest"
 )
 
-// onStores runs fn as two parallel subtests: on memstore and on boltstore.
-func onStores(t *testing.T, fn func(t *testing.T, opts ...billingtest.Option)) {
-	t.Helper()
-	t.Run("memstore", func(t *testing.T) { t.Parallel(); fn(t) })
-	t.Run("boltstore", func(t *testing.T) { t.Parallel(); fn(t, billingtest.WithBolt()) })
-}
-
 // props decodes a JSON object of event properties, as the HTTP layer does.
 func props(tb testing.TB, js string) billing.EventProperties {
 	tb.Helper()
@@ -47,6 +40,21 @@ func event(tb testing.TB, alias, eventType, js string) billing.UsageEventParams 
 		p.EventProperties = props(tb, js)
 	}
 	return p
+}
+
+// withID is an "api" event of alias with the properties js and the
+// customerEventId id, which supersedes an earlier event of that id.
+func withID(tb testing.TB, id, alias, js string) billing.UsageEventParams {
+	p := event(tb, alias, "api", js)
+	p.CustomerEventID = id
+	return p
+}
+
+// sumOfN is a SIMPLE metric summing the property "n" of "api" events.
+func sumOfN(tb testing.TB, svc *billing.Service, acct string) *billing.UsageMetric {
+	tb.Helper()
+	return createMetric(tb, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
+		EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
 }
 
 func ingest(tb testing.TB, svc *billing.Service, acct string, events ...billing.UsageEventParams) []billing.UsageEvent {
@@ -270,25 +278,19 @@ func TestUsageEventSupersede(t *testing.T) {
 		acct := billingtest.Account(t, svc, "a")
 		other := billingtest.Account(t, svc, "b")
 		ctx := context.Background()
-		m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
-			EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
-		withID := func(id, alias, js string) billing.UsageEventParams {
-			p := event(t, alias, "api", js)
-			p.CustomerEventID = id
-			return p
-		}
+		m := sumOfN(t, svc, acct)
 		// Replaced by a later request; the replacement moves to another alias.
-		first := ingest(t, svc, acct, withID("x", "c1", `{"n":10}`))[0]
-		second := ingest(t, svc, acct, withID("x", "c2", `{"n":5}`))[0]
+		first := ingest(t, svc, acct, withID(t, "x", "c1", `{"n":10}`))[0]
+		second := ingest(t, svc, acct, withID(t, "x", "c2", `{"n":5}`))[0]
 		if first.ID == second.ID || second.CustomerEventID != "x" {
 			t.Errorf("replacement = %+v", second)
 		}
 		// Within one batch the last wins; an event without a
 		// customerEventId is replaced by one naming its id.
 		plain := ingest(t, svc, acct, event(t, "c1", "api", `{"n":100}`))[0]
-		ingest(t, svc, acct, withID("y", "c1", `{"n":1}`), withID("y", "c1", `{"n":2}`), withID(plain.ID, "c1", `{"n":3}`))
+		ingest(t, svc, acct, withID(t, "y", "c1", `{"n":1}`), withID(t, "y", "c1", `{"n":2}`), withID(t, plain.ID, "c1", `{"n":3}`))
 		// Same customerEventId in another account: separate.
-		ingest(t, svc, other, withID("x", "c2", `{"n":1000}`))
+		ingest(t, svc, other, withID(t, "x", "c2", `{"n":1000}`))
 		checkCalc(t, svc, acct, m, []string{"c1"}, "2024-07-01", "2024-07-31", 2, 0, "5")
 		checkCalc(t, svc, acct, m, []string{"c2"}, "2024-07-01", "2024-07-31", 1, 0, "5")
 		if got := listAll(t, svc, acct, billing.UsageEventFilter{}); len(got) != 3 {
@@ -298,7 +300,7 @@ func TestUsageEventSupersede(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 50 {
 			wg.Go(func() {
-				_, err := svc.CreateUsageEvent(ctx, acct, withID("dup", "c3", fmt.Sprintf(`{"n":%d}`, i)))
+				_, err := svc.CreateUsageEvent(ctx, acct, withID(t, "dup", "c3", fmt.Sprintf(`{"n":%d}`, i)))
 				if err != nil {
 					t.Error(err)
 				}

@@ -85,12 +85,15 @@ type UsageMetric struct {
 // UsageMetricParameter is a named parameter of a usage metric, passed to a
 // CUSTOM aggregation; prices may override its default value.
 type UsageMetricParameter struct {
-	ID            string        `json:"id"`
-	UsageMetricID string        `json:"usageMetricId"`
-	Name          string        `json:"name"`
-	Type          ParameterType `json:"type"`
-	Description   string        `json:"description,omitempty"`
-	DefaultValue  string        `json:"defaultValue,omitempty"`
+	ID string `json:"id"`
+	// UsageMetricID is the metric the parameter belongs to.
+	UsageMetricID string `json:"usageMetricId"`
+	Name          string `json:"name"`
+	// Type is the parameter's value type.
+	Type        ParameterType `json:"type"`
+	Description string        `json:"description,omitempty"`
+	// DefaultValue is used unless a price overrides it.
+	DefaultValue string `json:"defaultValue,omitempty"`
 }
 
 // UsageMetricParams are the fields of a usage metric, for create and for
@@ -111,10 +114,12 @@ type UsageMetricParams struct {
 	AggregationProperty string `json:"aggregationProperty"`
 	// GroupingProperty is required for GROUPED metrics.
 	GroupingProperty string `json:"groupingProperty"`
-	Unit             string `json:"unit"`
+	// Unit is free text for people ("requests", "GB"); optional.
+	Unit string `json:"unit"`
 	// PropertyFilters: see UsageMetric.PropertyFilters.
 	PropertyFilters map[string][]string `json:"propertyFilters"`
-	CaseSensitive   bool                `json:"caseSensitive"`
+	// CaseSensitive: see UsageMetric.CaseSensitive.
+	CaseSensitive bool `json:"caseSensitive"`
 	// PropertiesToNegate must be keys of PropertyFilters.
 	PropertiesToNegate []string `json:"propertiesToNegate"`
 	// Parameters of a CUSTOM metric.
@@ -125,15 +130,18 @@ type UsageMetricParams struct {
 // creates an already deleted metric (for imports).
 type CreateUsageMetricParams struct {
 	UsageMetricParams
+	// DeletedAt, when set, creates the metric already deleted at that time.
 	DeletedAt *time.Time `json:"deletedAt"`
 }
 
 // UsageMetricParameterParam is a parameter given on create or update.
 type UsageMetricParameterParam struct {
-	Name         string        `json:"name"`
-	Type         ParameterType `json:"type"`
-	Description  string        `json:"description"`
-	DefaultValue string        `json:"defaultValue"`
+	Name string `json:"name"`
+	// Type is the parameter's value type; required.
+	Type        ParameterType `json:"type"`
+	Description string        `json:"description"`
+	// DefaultValue is used unless a price overrides it.
+	DefaultValue string `json:"defaultValue"`
 }
 
 // UsageMetricFilter selects usage metrics in ListUsageMetrics. Empty fields

@@ -160,9 +160,7 @@ func TestUsageMetricLifecycle(t *testing.T) {
 func TestUsageMetricsAreInvisibleToOtherAccounts(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)
-	ctx := context.Background()
-	a := billingtest.Account(t, svc, "a")
-	b := billingtest.Account(t, svc, "b")
+	ctx, a, b := tenants(t, svc)
 	ids := createMetrics(t, svc, a, 2)
 	if _, err := svc.GetUsageMetric(ctx, b, ids[0]); billing.CodeOf(err) != billing.CodeNotFound {
 		t.Fatalf("B reads A's metric: %v", err)

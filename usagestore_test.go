@@ -22,26 +22,19 @@ func TestUsageEventSupersedeFreshAccount(t *testing.T) {
 	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
 		svc, _ := billingtest.NewService(t, opts...)
 		acct := billingtest.Account(t, svc, "a")
-		m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
-			EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
-		withID := func(id, alias, js string) billing.UsageEventParams {
-			p := event(t, alias, "api", js)
-			p.CustomerEventID = id
-			return p
-		}
+		m := sumOfN(t, svc, acct)
 		// No explicit customerEventId yet: a plain event is replaced by a
 		// later one naming its id.
 		plain := ingest(t, svc, acct, event(t, "c1", "api", `{"n":100}`), event(t, "c2", "api", `{"n":7}`))
-		ingest(t, svc, acct, withID(plain[0].ID, "c1", `{"n":3}`))
+		ingest(t, svc, acct, withID(t, plain[0].ID, "c1", `{"n":3}`))
 		checkCalc(t, svc, acct, m, []string{"c1"}, "2024-07-01", "2024-07-31", 1, 0, "3")
 
 		// The first explicit customerEventIds of a fresh account, twice in
 		// one batch, among events of three series: the last wins.
 		fresh := billingtest.Account(t, svc, "b")
-		mb := createMetric(t, svc, fresh, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
-			EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
-		got := ingest(t, svc, fresh, event(t, "c1", "api", `{"n":1}`), withID("z", "c1", `{"n":10}`), event(t, "c2", "api", `{"n":2}`),
-			withID("z", "c2", `{"n":20}`), event(t, "c1", "other", `{"n":4}`), event(t, "c1", "api", `{"n":5}`))
+		mb := sumOfN(t, svc, fresh)
+		got := ingest(t, svc, fresh, event(t, "c1", "api", `{"n":1}`), withID(t, "z", "c1", `{"n":10}`), event(t, "c2", "api", `{"n":2}`),
+			withID(t, "z", "c2", `{"n":20}`), event(t, "c1", "other", `{"n":4}`), event(t, "c1", "api", `{"n":5}`))
 		if len(got) != 6 || got[1].CustomerEventID != "z" || got[0].CustomerEventID != got[0].ID {
 			t.Fatalf("answer %+v", got)
 		}
@@ -51,7 +44,7 @@ func TestUsageEventSupersedeFreshAccount(t *testing.T) {
 			t.Errorf("listed %d events, want 5", n)
 		}
 		// And now that the account has one, a later request replaces it.
-		ingest(t, svc, fresh, withID("z", "c2", `{"n":30}`))
+		ingest(t, svc, fresh, withID(t, "z", "c2", `{"n":30}`))
 		checkCalc(t, svc, fresh, mb, []string{"c2"}, "2024-07-01", "2024-07-31", 2, 0, "32")
 	})
 }
@@ -95,8 +88,7 @@ func TestUsageNumbersAfterFailedCommit(t *testing.T) {
 	svc, _ := billingtest.NewService(t, billingtest.WithStore(fs))
 	ctx := context.Background()
 	acct := billingtest.Account(t, svc, "a")
-	m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
-		EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
+	m := sumOfN(t, svc, acct)
 	for _, single := range []bool{true, false} {
 		a, b := "a-single", "b-single"
 		if !single {
@@ -152,8 +144,7 @@ func TestUsageExplicitIDsKnown(t *testing.T) {
 		svc, _ := billingtest.NewService(t, append(opts, billingtest.WithConfig(billing.Config{NewID: newID}))...)
 		ctx := context.Background()
 		acct := billingtest.Account(t, svc, "a")
-		m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
-			EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
+		m := sumOfN(t, svc, acct)
 		single := func(p billing.UsageEventParams) *billing.UsageEvent {
 			t.Helper()
 			e, err := svc.CreateUsageEvent(ctx, acct, p)

@@ -1,6 +1,10 @@
 package httpserver
 
-import "github.com/billingd/billing"
+import (
+	"strings"
+
+	"github.com/billingd/billing"
+)
 
 // usageEventRoutes mounts usage event ingestion and listing, and the
 // calculation of a usage metric (docs/concepts.md, "Usage metering"). The ingestion bodies take the fast path of
@@ -42,7 +46,7 @@ func (a api) usageEventRoutes() {
 		return a.svc.ListUsageEvents(c.ctx, c.account, f, p)
 	}), listed("customerAlias", "eventType", "eventTimestampAfter", "eventTimestampBefore"))
 	a.get("/usage-metrics/:id/calculate", 200, func(c *call) (any, error) {
-		params, err := billing.ParseCustomParameters(c.query.Get("customParameters"))
+		params, err := parseCustomParameters(c.query.Get("customParameters"))
 		if err != nil {
 			return nil, err
 		}
@@ -54,4 +58,21 @@ func (a api) usageEventRoutes() {
 			CustomParameters: params,
 		})
 	}, accepts("customerAliases", "periodStart", "periodEnd", "customParameters"))
+}
+
+// parseCustomParameters parses the customParameters query parameter:
+// name=value pairs separated by commas.
+func parseCustomParameters(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if s == "" {
+		return out, nil
+	}
+	for pair := range strings.SplitSeq(s, ",") {
+		name, value, ok := strings.Cut(pair, "=")
+		if !ok || name == "" {
+			return nil, billing.FieldError("customParameters", "customParameters must be name=value pairs separated by commas")
+		}
+		out[name] = value
+	}
+	return out, nil
 }

@@ -96,3 +96,14 @@ func TestCalculateEndpoint(t *testing.T) {
 		t.Errorf("message %q does not name the missing function", errs[0].Message)
 	}
 }
+
+func TestParseCustomParameters(t *testing.T) {
+	t.Parallel()
+	got, err := parseCustomParameters("a=1,b=2.5")
+	if err != nil || len(got) != 2 || got["a"] != "1" || got["b"] != "2.5" {
+		t.Errorf("got %v, %v", got, err)
+	}
+	if _, err := parseCustomParameters("a"); billing.CodeOf(err) != billing.CodeValidationFailed {
+		t.Errorf("a pair without = accepted: %v", err)
+	}
+}

@@ -33,6 +33,7 @@ type Config struct {
 	// Username and Password, when Username is set, authenticate with
 	// PLAIN, which net/smtp allows only over TLS or to localhost.
 	Username string
+	// Password goes with Username.
 	Password string
 	// TLSConfig is used for STARTTLS, which is used whenever the server
 	// offers it. Defaults to verifying the server name of Addr.

@@ -25,8 +25,10 @@ type seriesKey struct {
 
 // Series is a series number learned by a transaction.
 type Series struct {
+	// EventType and Alias name the series (with the account of the cache).
 	EventType, Alias string
-	No               []byte
+	// No is the series number, as stored in usage event keys.
+	No []byte
 }
 
 // Account returns the cached number of account.

@@ -103,7 +103,9 @@ func AppendString(b []byte, s string) []byte {
 
 // Reader walks an encoded event without allocating.
 type Reader struct {
-	b   []byte
+	b []byte
+	// Err is the first decoding error met; once set, reads return zero
+	// values.
 	Err error
 }
 
@@ -148,7 +150,9 @@ func (r *Reader) fail() {
 // (the string, the decimal text, or the two varints). Every payload but a
 // boolean's is length-prefixed, so skipping a property never parses it.
 type Raw struct {
-	Tag     byte
+	// Tag says the value's kind (string, decimal, boolean, ...).
+	Tag byte
+	// Payload is the value's bytes after the tag.
 	Payload []byte
 }
 

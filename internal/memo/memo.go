@@ -30,7 +30,9 @@ type Memo struct {
 // the value decoded from them. Neither is ever modified once the Record is
 // put in a Memo.
 type Record struct {
-	Raw     []byte
+	// Raw is a copy of the stored bytes the record was decoded from.
+	Raw []byte
+	// Item is the value decoded from Raw (a pointer to the record's type).
 	Item    any
 	derived atomic.Pointer[derived]
 }
