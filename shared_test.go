@@ -41,22 +41,7 @@ func TestSharedStoreInstancesBillEachScheduleOnce(t *testing.T) {
 		ids = append(ids, sc.ID)
 	}
 	asOf := ts("2024-02-01T05:00:00Z")
-	runs := make([]*billing.BillingRun, 4)
-	var wg sync.WaitGroup
-	for i := range runs {
-		svc := f.svc
-		if i%2 == 1 {
-			svc = other
-		}
-		wg.Go(func() {
-			r, err := svc.RunBilling(context.Background(), asOf)
-			if err != nil {
-				t.Error(err)
-			}
-			runs[i] = r
-		})
-	}
-	wg.Wait()
+	runs := concurrentRuns(t, asOf, f.svc, other, f.svc, other)
 	if t.Failed() {
 		return
 	}
@@ -88,6 +73,23 @@ func TestSharedStoreInstancesBillEachScheduleOnce(t *testing.T) {
 	if again.InvoicesCreated != 0 {
 		t.Errorf("a later run created %d invoices", again.InvoicesCreated)
 	}
+}
+
+// concurrentRuns runs RunBilling as of asOf on every Service at once.
+func concurrentRuns(t *testing.T, asOf time.Time, svcs ...*billing.Service) []*billing.BillingRun {
+	runs := make([]*billing.BillingRun, len(svcs))
+	var wg sync.WaitGroup
+	for i, svc := range svcs {
+		wg.Go(func() {
+			r, err := svc.RunBilling(context.Background(), asOf)
+			if err != nil {
+				t.Error(err)
+			}
+			runs[i] = r
+		})
+	}
+	wg.Wait()
+	return runs
 }
 
 func TestSharedStoreScheduledBillingRunsOnceAnInterval(t *testing.T) {

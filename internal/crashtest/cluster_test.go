@@ -46,6 +46,7 @@ type node struct {
 	base   string // http://host:port
 	socket string // its admin socket
 	alive  bool
+	gen    int // kills so far
 	exited chan struct{}
 	log    *syncLog
 }
@@ -174,6 +175,7 @@ func (c *cluster) kill(i int) {
 	nd.mu.Lock()
 	alive, cmd, exited := nd.alive, nd.cmd, nd.exited
 	nd.alive = false
+	nd.gen++
 	nd.mu.Unlock()
 	if !alive {
 		return
@@ -192,6 +194,25 @@ func (c *cluster) base(i int) (string, bool) {
 
 // pick returns the next instance in turn, as a round-robin load balancer.
 func (c *cluster) pick() int { return int(c.next.Add(1) % uint64(len(c.nodes))) }
+
+// route is the load balancer of a crash test's client: the next instance
+// in turn that is up (a balancer's health check takes a killed one out),
+// and whether it was killed since.
+func (c *cluster) route() (string, func() bool) {
+	for {
+		nd := c.nodes[c.pick()]
+		nd.mu.Lock()
+		base, alive, gen := nd.base, nd.alive, nd.gen
+		nd.mu.Unlock()
+		if alive {
+			return base, func() bool {
+				nd.mu.Lock()
+				defer nd.mu.Unlock()
+				return nd.gen != gen
+			}
+		}
+	}
+}
 
 // answer is one HTTP answer.
 type answer struct {
