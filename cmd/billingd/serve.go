@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/console"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/prommetrics"
 	"github.com/billingd/billing/render"
@@ -55,6 +56,7 @@ type serveConfig struct {
 	metrics         bool
 	metricsAddr     string // "": /metrics on the API's address
 	upstreamNames   bool   // sequenceAccountId beside serviceAccountId
+	console         bool   // serve the web console at /console/
 	shutdownTimeout time.Duration
 	billingInterval time.Duration // 0: the billing engine never runs in the background
 	rounding        billing.Rounding
@@ -85,6 +87,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&level, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at GET /metrics (without credentials); --metrics=false turns them off")
 	fs.StringVar(&cfg.metricsAddr, "metrics-addr", "", "serve GET /metrics on this `address` instead of the API's (for example 127.0.0.1:9090)")
+	fs.BoolVar(&cfg.console, "console", true, "serve the web console at /console/ (sign in with an API key); --console=false turns it off")
 	fs.BoolVar(&cfg.upstreamNames, "upstream-field-names", false, "add sequenceAccountId beside every serviceAccountId in answers (for clients generated from the upstream API's document)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
@@ -222,7 +225,10 @@ type runner struct {
 // run serves on ln and adminLn until ctx is done or a server fails, then
 // shuts everything down in order.
 func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener) error {
-	api := r.apiServer()
+	api, err := r.apiServer()
+	if err != nil {
+		return err
+	}
 	adm := &http.Server{
 		Handler:           newAdminHandler(&localAdmin{svc: r.svc, store: r.store}, r.cfg.db, r.log),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -260,7 +266,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	case runErr = <-failed:
 		r.log.Error("server failed, shutting down", "err", runErr)
 	}
-	err := r.shutdown(servers...)
+	err = r.shutdown(servers...)
 	if adminLn != nil {
 		if rerr := os.Remove(r.cfg.adminSocket); rerr != nil {
 			r.log.Warn("removing the admin socket", "err", rerr)
@@ -286,9 +292,10 @@ func serveUntilClosed(srv *http.Server, ln net.Listener) error {
 	return nil
 }
 
-// apiServer returns the http.Server of the REST API, with every timeout set.
-func (r *runner) apiServer() *http.Server {
-	handler := httpserver.New(r.svc, &httpserver.Config{
+// apiServer returns the http.Server of the REST API, and of the console
+// under /console/ unless it is turned off, with every timeout set.
+func (r *runner) apiServer() (*http.Server, error) {
+	var handler http.Handler = httpserver.New(r.svc, &httpserver.Config{
 		Logger:         r.log,
 		MaxBodyBytes:   r.cfg.maxBody,
 		RateLimit:      r.cfg.rateLimit, // 0 is off, in httpserver too
@@ -298,6 +305,13 @@ func (r *runner) apiServer() *http.Server {
 
 		UpstreamFieldNames: r.cfg.upstreamNames,
 	})
+	if r.cfg.console {
+		con, err := console.New(r.svc, &console.Config{Store: r.store, Logger: r.log})
+		if err != nil {
+			return nil, err
+		}
+		handler = console.Mount(handler, con)
+	}
 	return &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -309,7 +323,7 @@ func (r *runner) apiServer() *http.Server {
 		// headers far larger than that.
 		MaxHeaderBytes: 16 * maxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
-	}
+	}, nil
 }
 
 // shutdown stops both servers from accepting and waits, up to the shutdown

@@ -1,0 +1,213 @@
+// Package console is billingd's web console: server-rendered HTML pages over
+// a billing.Service for the people who look at customers, invoices, usage
+// and failures rather than JSON. billingd serve mounts it at /console/; the
+// library root does not import it.
+//
+// It uses only the Service's public methods, the same ones the REST API
+// calls, scoped to the account of the signed-in API key exactly like the
+// API: another account's id is 404. Everything it serves is embedded
+// (templates, one stylesheet); it sends no JavaScript at all, and its
+// Content-Security-Policy allows none.
+//
+// # Security
+//
+// Sign-in takes an API key id and secret (Service.Authenticate) and creates
+// a server-side session, kept in the Store given in Config (so sessions
+// survive restarts and are shared by instances over one PostgreSQL
+// database) under the SHA-256 hash of its id. The browser holds the id in an
+// HttpOnly, SameSite=Strict cookie, Secure when the request came over TLS
+// (or Config.SecureCookies is set). Sessions end after 12 hours idle or 7
+// days, on sign-out, and at once when their API key is revoked (every
+// request checks the key). Every POST carries the session's CSRF token in
+// the form field "csrf" and is refused with 403 without it or with another.
+//
+// # Adding a page
+//
+// A page is a handler func(*request) error and a template file:
+//
+//  1. Register the route in routes (routes.go) with c.handle, giving a Go
+//     1.22 ServeMux pattern under /console/: c.handle("GET /console/things",
+//     c.things). Every route registered with handle requires a session,
+//     checks CSRF on POST and sets the security headers.
+//  2. Write templates/things.html holding {{define "content"}}...{{end}}
+//     (and optionally {{define "title"}}); it is executed inside
+//     templates/layout.html with the view's Data as .Data.
+//  3. In the handler, read with c.svc and rq.account (never another
+//     account), then return rq.render(http.StatusOK, "things", "Things",
+//     data). Return the Service's error as is: not_found becomes the 404
+//     page, anything unexpected the 500 page (logged).
+//  4. An action is a GET confirmation page (the confirm template, built
+//     by rq.confirm) and a POST that calls the Service, re-renders the
+//     confirmation with the Service's message on a refusal, and redirects
+//     (303) with rq.done on success.
+//  5. Add the page to nav (layout.go) if it is a top-level section.
+//
+// No inline script or style attribute is allowed by the policy (CSS lives
+// in static/console.css); inline SVG may use presentation attributes.
+package console
+
+import (
+	"crypto/rand"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/storage/memstore"
+)
+
+// Prefix is the path the console is served under; billingd serve routes
+// every request starting with it to the Console.
+const Prefix = "/console/"
+
+// Config holds the options of a Console. A nil *Config, and every zero
+// field, take the documented defaults.
+type Config struct {
+	// Store keeps the sessions (table console_sessions), normally the
+	// Service's own store. Defaults to an in-memory store: sessions then
+	// end when the process does.
+	Store billing.Store
+
+	// Logger receives the causes of internal errors. Defaults to a logger
+	// that discards everything.
+	Logger *slog.Logger
+
+	// IdleTimeout ends a session not used for this long. Defaults to 12
+	// hours.
+	IdleTimeout time.Duration
+
+	// MaxAge ends a session this long after sign-in, used or not.
+	// Defaults to 7 days.
+	MaxAge time.Duration
+
+	// SecureCookies marks the session cookie Secure on every answer, for a
+	// console behind a TLS-terminating proxy. Defaults to false: the
+	// cookie is Secure when the request itself came over TLS.
+	SecureCookies bool
+
+	// Now is the clock of session expiry. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Console is the web console: an http.Handler for the paths under Prefix.
+type Console struct {
+	svc      *billing.Service
+	cfg      Config
+	log      *slog.Logger
+	sessions *sessions
+	mux      *http.ServeMux
+	pages    map[string]*template.Template
+	static   http.Handler
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// New returns the console of svc. It fails only if an embedded template
+// does not parse.
+func New(svc *billing.Service, cfg *Config) (*Console, error) {
+	c := &Console{svc: svc}
+	if cfg != nil {
+		c.cfg = *cfg
+	}
+	if c.cfg.Store == nil {
+		c.cfg.Store = memstore.New()
+	}
+	if c.cfg.Logger == nil {
+		c.cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.cfg.IdleTimeout <= 0 {
+		c.cfg.IdleTimeout = 12 * time.Hour
+	}
+	if c.cfg.MaxAge <= 0 {
+		c.cfg.MaxAge = 7 * 24 * time.Hour
+	}
+	if c.cfg.Now == nil {
+		c.cfg.Now = time.Now
+	}
+	c.log = c.cfg.Logger
+	c.sessions = &sessions{store: c.cfg.Store, idle: c.cfg.IdleTimeout, maxAge: c.cfg.MaxAge, now: c.cfg.Now}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	c.pages = pages
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	c.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))
+	c.mux = http.NewServeMux()
+	c.routes()
+	return c, nil
+}
+
+// ServeHTTP serves the console's pages.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w.Header())
+	c.mux.ServeHTTP(w, r)
+}
+
+// contentSecurityPolicy allows the console's own stylesheet, images, forms
+// and framed documents, and nothing else: no script at all, no inline
+// style, no framing by other sites.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; " +
+	"frame-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// securityHeaders sets the headers of every console answer.
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+}
+
+// parsePages parses every page template with the layout: one template set
+// per page, named after its file.
+func parsePages() (map[string]*template.Template, error) {
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	pages := make(map[string]*template.Template, len(files))
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "templates/"), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, f)
+		if err != nil {
+			return nil, fmt.Errorf("console template %s: %w", f, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// randomToken returns 32 random bytes as URL-safe text.
+func randomToken() string {
+	return rand.Text() + rand.Text()
+}
+
+// Mount returns a handler that serves the console's paths (Prefix, and
+// /console without the slash) with con and everything else with api.
+func Mount(api http.Handler, con *Console) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(Prefix, con)
+	mux.Handle(strings.TrimSuffix(Prefix, "/"), http.RedirectHandler(Prefix, http.StatusMovedPermanently))
+	mux.Handle("/", api)
+	return mux
+}

@@ -1,0 +1,128 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/billingd/billing"
+)
+
+// customerList is the data of the customers page.
+type customerList struct {
+	Query     string
+	Customers []billing.Customer
+	Pager     pager
+}
+
+// customers lists the account's customers; ?q= searches their names, ids,
+// aliases, labels and contact e-mails (the API has no search, so the
+// console reads the list and keeps the matches).
+func (c *Console) customers(rq *request) error {
+	q := strings.TrimSpace(rq.r.URL.Query().Get("q"))
+	list := func(p billing.ListParams) (billing.Page[billing.Customer], error) {
+		return c.svc.ListCustomers(rq.ctx, rq.account, billing.CustomerFilter{}, p)
+	}
+	data := customerList{Query: q}
+	var err error
+	if q == "" {
+		var page billing.Page[billing.Customer]
+		page, err = list(rq.list())
+		data.Customers, data.Pager = page.Items, rq.pager(page.Before, page.After, page.TotalResultSize)
+	} else {
+		needle := strings.ToLower(q)
+		data.Customers, data.Pager, err = filtered(rq, list, func(cu *billing.Customer) bool { return customerMatches(cu, needle) })
+	}
+	if err != nil {
+		return err
+	}
+	return rq.render(http.StatusOK, "customers", "Customers", data)
+}
+
+// customerMatches reports whether a customer's name, id, label, aliases or
+// contact e-mails contain needle (lower case).
+func customerMatches(cu *billing.Customer, needle string) bool {
+	texts := append([]string{cu.LegalName, cu.ID, cu.Label}, cu.CustomerAliases...)
+	for _, ct := range cu.Contacts {
+		texts = append(texts, ct.Email, ct.Name)
+	}
+	for _, t := range texts {
+		if strings.Contains(strings.ToLower(t), needle) {
+			return true
+		}
+	}
+	return false
+}
+
+// customerPage is the data of a customer's page.
+type customerPage struct {
+	Customer    *billing.Customer
+	Invoices    []billing.Invoice
+	Pager       pager
+	Schedules   billing.Page[billing.BillingSchedule]
+	CreditNotes billing.Page[billing.CreditNote]
+	Credits     *billing.CreditBalances
+	Seats       []billing.SeatTypeBalance
+}
+
+// customer shows one customer: details, aliases, billing schedules,
+// invoices (paged), credit notes, credit balances and seat balances.
+func (c *Console) customer(rq *request) error {
+	id := rq.r.PathValue("id")
+	cu, err := c.svc.GetCustomer(rq.ctx, rq.account, id)
+	if err != nil {
+		return err
+	}
+	data := customerPage{Customer: cu}
+	invoices, err := c.svc.ListInvoices(rq.ctx, rq.account, billing.InvoiceFilter{CustomerID: id}, rq.list())
+	if err != nil {
+		return err
+	}
+	data.Invoices, data.Pager = invoices.Items, rq.pager(invoices.Before, invoices.After, invoices.TotalResultSize)
+	first := billing.ListParams{Limit: pageSize}
+	if data.Schedules, err = c.svc.ListBillingSchedules(rq.ctx, rq.account, billing.BillingScheduleFilter{CustomerID: id}, first); err != nil {
+		return err
+	}
+	if data.CreditNotes, err = c.svc.ListCreditNotes(rq.ctx, rq.account, billing.CreditNoteFilter{CustomerID: id}, first); err != nil {
+		return err
+	}
+	if data.Credits, err = c.svc.GetCreditBalances(rq.ctx, rq.account, id, nil); err != nil {
+		return err
+	}
+	seats, err := c.svc.ListSeatBalances(rq.ctx, rq.account, billing.SeatBalanceFilter{CustomerIDs: []string{id}}, first)
+	if err != nil {
+		return err
+	}
+	for _, b := range seats.Items {
+		data.Seats = append(data.Seats, b.Balances...)
+	}
+	return rq.render(http.StatusOK, "customer", cu.LegalName, data)
+}
+
+// scanLimit bounds how many items one filtered page reads (the API's pages
+// of 100); a page that reached it offers Next to read on.
+const scanLimit = 5000
+
+// filtered returns a page of the items of list that keep accepts, for the
+// filters the API does not have: it reads the API's pages of 100 from the
+// request's after cursor until a console page is full, the list ends or
+// scanLimit items were read. It pages forward only.
+func filtered[T any](rq *request, list func(billing.ListParams) (billing.Page[T], error), keep func(*T) bool) ([]T, pager, error) {
+	p := billing.ListParams{Limit: 100, After: rq.r.URL.Query().Get("after")}
+	var out []T
+	for read := 0; ; {
+		page, err := list(p)
+		if err != nil {
+			return nil, pager{}, err
+		}
+		for i := range page.Items {
+			if keep(&page.Items[i]) {
+				out = append(out, page.Items[i])
+			}
+		}
+		read += len(page.Items)
+		if len(out) >= pageSize || page.After == "" || read >= scanLimit {
+			return out, rq.pager("", page.After, -1), nil
+		}
+		p.After = page.After
+	}
+}

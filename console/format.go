@@ -1,0 +1,74 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// funcs are the template functions every page may use.
+var funcs = template.FuncMap{
+	"day":      day,
+	"moment":   moment,
+	"money":    money,
+	"statusOf": statusClass,
+	"join":     strings.Join,
+	"lastAttempt": func(a []billing.DeliveryAttempt) *billing.DeliveryAttempt {
+		if len(a) == 0 {
+			return nil
+		}
+		return &a[len(a)-1]
+	},
+}
+
+// day formats a date as design's rendering does: "24 Nov 2026"; "" for
+// none. It takes a billing.Date, a time.Time or a *time.Time.
+func day(v any) string {
+	switch d := v.(type) {
+	case billing.Date:
+		if d.IsZero() {
+			return ""
+		}
+		return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC).Format("2 Jan 2006")
+	case *billing.Date:
+		if d == nil {
+			return ""
+		}
+		return day(*d)
+	case time.Time:
+		if d.IsZero() {
+			return ""
+		}
+		return d.UTC().Format("2 Jan 2006")
+	case *time.Time:
+		if d == nil {
+			return ""
+		}
+		return day(*d)
+	}
+	return ""
+}
+
+// moment formats an instant to the minute, in UTC.
+func moment(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2 Jan 2006 15:04 UTC")
+}
+
+// money formats an amount exactly as stored, with its currency code after
+// it (so amounts of one currency align on the decimal point).
+func money(d billing.Decimal, c billing.Currency) string {
+	return d.String() + " " + string(c)
+}
+
+// statusClass is the CSS class of a status badge: the status in lower
+// case ("status-final", "status-paid").
+func statusClass(s any) string {
+	v := fmt.Sprint(s)
+	return "status status-" + strings.ToLower(strings.ReplaceAll(v, "_", "-"))
+}

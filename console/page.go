@@ -1,0 +1,252 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/billingd/billing"
+)
+
+// pageSize is the length of every list page, as design asks (the API's
+// cursors, 20 per page).
+const pageSize = 20
+
+// maxFormBytes bounds the body of a console form.
+const maxFormBytes = 64 << 10
+
+// request is one signed-in request as a page handler sees it.
+type request struct {
+	c       *Console
+	w       http.ResponseWriter
+	r       *http.Request
+	ctx     context.Context
+	sess    *session
+	account string // the signed-in account: every Service call is scoped to it
+}
+
+// navItem is an entry of the navigation bar.
+type navItem struct {
+	Label, Href, Section string
+}
+
+// nav is the navigation bar, in design order. A section is added here when
+// its pages exist.
+var nav = []navItem{
+	{"Customers", Prefix + "customers", "customers"},
+	{"Invoices", Prefix + "invoices", "invoices"},
+	{"Notifications", Prefix + "deliveries", "deliveries"},
+}
+
+// view is what layout.html executes: the page's own data is Data.
+type view struct {
+	Title   string
+	Section string // the nav section shown as current
+	Nav     []navItem
+	Account string // the account's name
+	CSRF    string
+	Nonce   string       // of the one <style> element carrying the accent
+	Accent  template.CSS // the merchant's primary colour, checked
+	Flash   string
+	Data    any
+}
+
+// hexColour is what a primary colour must look like to be put in CSS.
+var hexColour = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+
+// doneMessages are the confirmations shown after an action redirected with
+// rq.done; only these fixed texts are ever shown, never the query's text.
+var doneMessages = map[string]string{
+	"finalized": "The invoice was finalized.",
+	"sent":      "The invoice was sent.",
+	"voided":    "The invoice was voided.",
+	"paid":      "The payment was recorded.",
+	"retried":   "The delivery was queued again.",
+}
+
+// handle registers a page that needs a session: without one a GET is
+// redirected to the sign-in page (and back after it); a POST must carry the
+// session's CSRF token.
+func (c *Console) handle(pattern string, h func(*request) error) {
+	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		rq := &request{c: c, w: w, r: r, ctx: r.Context()}
+		s, err := c.currentSession(r)
+		if err != nil {
+			rq.fail(err)
+			return
+		}
+		if s == nil {
+			c.setCookie(w, r, cookieName, "", -1)
+			target := Prefix + "sign-in"
+			if r.Method == http.MethodGet && r.URL.Path != Prefix {
+				target += "?" + url.Values{"next": {r.URL.RequestURI()}}.Encode()
+			}
+			http.Redirect(w, r, target, http.StatusSeeOther)
+			return
+		}
+		rq.sess, rq.account = s, s.Account
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if r.ParseForm() != nil || !sameToken(r.PostForm.Get("csrf"), s.CSRF) {
+				rq.fail(billing.Errorf(csrfRefused, "This form is not from this console or has expired: reload the page and try again."))
+				return
+			}
+		}
+		if err := h(rq); err != nil {
+			rq.fail(err)
+		}
+	})
+}
+
+// csrfRefused is the code of a POST without the session's CSRF token.
+const csrfRefused billing.Code = "csrf_refused"
+
+// currentSession returns the request's live session, or nil.
+func (c *Console) currentSession(r *http.Request) (*session, error) {
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil, nil
+	}
+	s, err := c.sessions.get(r.Context(), ck.Value)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	live, err := c.liveKey(r.Context(), s)
+	if err != nil || !live {
+		if err == nil {
+			err = c.sessions.delete(r.Context(), s.id)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// render answers with page (templates/<page>.html) in the layout.
+func (rq *request) render(status int, page, title string, data any) error {
+	v := view{Title: title, Section: strings.SplitN(strings.TrimPrefix(rq.r.URL.Path, Prefix), "/", 2)[0],
+		Nav: nav, Nonce: randomToken(), Accent: "#2563eb", Data: data}
+	if rq.sess != nil {
+		v.CSRF = rq.sess.CSRF
+		if a, err := rq.c.svc.GetAccount(rq.ctx, rq.account); err == nil {
+			v.Account = a.Name
+		}
+		if m, err := rq.c.svc.GetMerchantDetails(rq.ctx, rq.account); err == nil && hexColour.MatchString(m.PrimaryColour) {
+			v.Accent = template.CSS(m.PrimaryColour)
+		}
+		v.Flash = doneMessages[rq.r.URL.Query().Get("done")]
+	}
+	t := rq.c.pages[page]
+	if t == nil {
+		return errors.New("console: no template " + page)
+	}
+	var b bytes.Buffer
+	if err := t.ExecuteTemplate(&b, "layout.html", v); err != nil {
+		return err
+	}
+	h := rq.w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", strings.Replace(contentSecurityPolicy, "style-src 'self'", "style-src 'self' 'nonce-"+v.Nonce+"'", 1))
+	rq.w.WriteHeader(status)
+	_, err := rq.w.Write(b.Bytes())
+	return err
+}
+
+// problem is the data of the error page.
+type problem struct {
+	Heading, Message string
+}
+
+// fail answers with the error page for err: the Service's message for a
+// client error, a generic one (and a log line) for anything else.
+func (rq *request) fail(err error) {
+	status, p := http.StatusInternalServerError, problem{"Something went wrong", "The console could not show this page. The cause has been logged."}
+	var be *billing.Error
+	switch code := billing.CodeOf(err); {
+	case code == billing.CodeNotFound:
+		status, p = http.StatusNotFound, problem{"Not found", "There is nothing here, or it belongs to another account."}
+	case code == csrfRefused:
+		status, p = http.StatusForbidden, problem{"Form refused", err.(*billing.Error).Message}
+	case errors.As(err, &be) && code != billing.CodeInternal && code != billing.CodeUnavailable:
+		status, p = http.StatusBadRequest, problem{"Cannot do that", be.Message}
+	default:
+		rq.c.log.ErrorContext(rq.ctx, "console page failed", "path", rq.r.URL.Path, "err", err)
+	}
+	if rerr := rq.render(status, "problem", p.Heading, p); rerr != nil {
+		rq.c.log.ErrorContext(rq.ctx, "console error page failed", "err", rerr)
+		http.Error(rq.w, p.Message, status)
+	}
+}
+
+// done redirects to path after a successful action, with the fixed message
+// of key (doneMessages).
+func (rq *request) done(path, key string) error {
+	http.Redirect(rq.w, rq.r, path+"?done="+url.QueryEscape(key), http.StatusSeeOther)
+	return nil
+}
+
+// list returns the page the query asks for (after or before cursor).
+func (rq *request) list() billing.ListParams {
+	q := rq.r.URL.Query()
+	return billing.ListParams{Limit: pageSize, After: q.Get("after"), Before: q.Get("before")}
+}
+
+// pager holds the links to the neighbouring pages of a list.
+type pager struct {
+	Prev, Next string
+	Total      int
+}
+
+// pager returns the links to the pages before and after a page of a list,
+// keeping the request's other query values (filters).
+func (rq *request) pager(before, after string, total int) pager {
+	link := func(name, cursor string) string {
+		if cursor == "" {
+			return ""
+		}
+		q := rq.r.URL.Query()
+		q.Del("after")
+		q.Del("before")
+		q.Del("done")
+		q.Set(name, cursor)
+		return rq.r.URL.Path + "?" + q.Encode()
+	}
+	return pager{Prev: link("before", before), Next: link("after", after), Total: total}
+}
+
+// field is one input of a form.
+type field struct {
+	Name, Label, Type, Value, Hint string
+	Required                       bool
+}
+
+// confirmation is the data of the confirm template: the step before an
+// action, and where its refusal is shown.
+type confirmation struct {
+	Heading  string
+	Question string
+	Action   string // the URL the form posts to
+	Button   string
+	Danger   bool
+	Fields   []field
+	Error    string // the Service's message when it refused
+	Back     string // where Cancel goes
+}
+
+// confirm answers with the confirmation page of an action; a refusal by
+// the Service (err) is shown beside the form with status 400.
+func (rq *request) confirm(cf confirmation, err error) error {
+	status := http.StatusOK
+	if err != nil {
+		var be *billing.Error
+		if !errors.As(err, &be) || be.Code == billing.CodeInternal || be.Code == billing.CodeUnavailable || be.Code == billing.CodeNotFound {
+			return err
+		}
+		status, cf.Error = http.StatusBadRequest, be.Message
+	}
+	return rq.render(status, "confirm", cf.Heading, cf)
+}
