@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,6 +55,10 @@ type BillingRun struct {
 	// CatchingUp lists the schedules that reached Config.MaxCatchUpInvoices
 	// in this run and have billing dates left: the next runs continue.
 	CatchingUp []string `json:"catchingUp"`
+
+	// accounts is the run split by account, for the run records; nil in
+	// the parts of a run.
+	accounts map[string]*BillingRun
 }
 
 // BillingFailure is a schedule the run could not bill; it is retried on
@@ -183,10 +188,10 @@ type watchedCharge struct {
 // is returned only when the store fails, and the work committed before it
 // stays.
 func (s *Service) RunBilling(ctx context.Context, asOf time.Time) (*BillingRun, error) {
-	start := time.Now() // a duration for Config.Observer, not a stamp
+	start, started := time.Now(), s.clock() // a duration for Config.Observer; a stamp for the records
 	run, err := s.runBilling(ctx, "", NormalizeTime(asOf), s.now())
 	s.observeRun(ctx, run, start)
-	return run, err
+	return run, s.recordRuns(ctx, run, err, "", started)
 }
 
 // RunScheduledBilling is what a program's periodic billing loop calls every
@@ -206,10 +211,10 @@ func (s *Service) RunScheduledBilling(ctx context.Context, now time.Time, interv
 			return nil, err
 		}
 	}
-	start := time.Now() // a duration for Config.Observer, not a stamp
+	start, started := time.Now(), s.clock() // a duration for Config.Observer; a stamp for the records
 	run, err := s.runBilling(ctx, "", asOf, since)
 	s.observeRun(ctx, run, start)
-	return run, err
+	return run, s.recordRuns(ctx, run, err, "", started)
 }
 
 // billingRound is the round of scheduled billing a tick at asOf takes part
@@ -258,7 +263,7 @@ func (s *Service) RunAccountBilling(ctx context.Context, account string, asOf *t
 	start := time.Now() // a duration for Config.Observer, not a stamp
 	run, err := s.runBilling(ctx, account, at, s.now())
 	s.observeRun(ctx, run, start)
-	return run, err
+	return run, s.recordRuns(ctx, run, err, account, now)
 }
 
 // runBilling visits the runnable schedules of account (all accounts when
@@ -546,11 +551,11 @@ var errScheduleFailed = errors.New("billing: a schedule of the batch failed")
 // them fails, the transaction is rolled back and each schedule is billed in
 // a transaction of its own, the failing ones recording their error.
 func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.Time, run *BillingRun, l *runLeases) error {
-	var part BillingRun
+	var parts []BillingRun
 	err := s.store.Update(ctx, func(tx Tx) error {
-		part = BillingRun{}
-		for _, k := range keys {
-			if err := s.billSchedule(ctx, tx, k, asOf, now, &part); err != nil {
+		parts = make([]BillingRun, len(keys))
+		for i, k := range keys {
+			if err := s.billSchedule(ctx, tx, k, asOf, now, &parts[i]); err != nil {
 				if CodeOf(err) == CodeUnavailable {
 					return err
 				}
@@ -563,12 +568,15 @@ func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.T
 		return nil
 	})
 	if err == nil {
-		run.merge(&part)
+		for i, k := range keys {
+			run.add(k, &parts[i])
+		}
 		return nil
 	}
 	if !errors.Is(err, errScheduleFailed) {
 		return internal(err)
 	}
+	var part BillingRun
 	for _, k := range keys {
 		part = BillingRun{}
 		var failure error
@@ -585,7 +593,7 @@ func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.T
 		})
 		switch {
 		case err == nil:
-			run.merge(&part)
+			run.add(k, &part)
 		case errors.Is(err, errScheduleFailed):
 			if err := s.recordBillingError(ctx, k, failure, run, l); err != nil {
 				return err
@@ -595,6 +603,32 @@ func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.T
 		}
 	}
 	return nil
+}
+
+// add merges the part o of the run, the billing of the schedule under
+// key k, into r and into r's part of k's account.
+func (r *BillingRun) add(k []byte, o *BillingRun) {
+	r.merge(o)
+	r.account(keyAccount(k)).merge(o)
+}
+
+// account returns r's part of one account, creating it.
+func (r *BillingRun) account(id string) *BillingRun {
+	if r.accounts == nil {
+		r.accounts = map[string]*BillingRun{}
+	}
+	a := r.accounts[id]
+	if a == nil {
+		a = &BillingRun{AsOf: r.AsOf, InvoiceIDs: []string{}, CreditNoteIDs: []string{}, Failures: []BillingFailure{}, CatchingUp: []string{}}
+		r.accounts[id] = a
+	}
+	return a
+}
+
+// keyAccount returns the account id of a key that starts with one.
+func keyAccount(k []byte) string {
+	a, _, _ := bytes.Cut(k, []byte{keySep})
+	return string(a)
 }
 
 func (r *BillingRun) merge(o *BillingRun) {
@@ -641,6 +675,8 @@ func (s *Service) recordBillingError(ctx context.Context, k []byte, failure erro
 		return internal(err)
 	}
 	run.Failures = append(run.Failures, f)
+	a := run.account(keyAccount(k))
+	a.Failures = append(a.Failures, f)
 	return nil
 }
 
@@ -1120,6 +1156,121 @@ func (s *Service) ListLateUsage(ctx context.Context, account, scheduleID string,
 		}
 		return list(ctx, s, tx, q, p)
 	})
+}
+
+// BillingRunRecord is one billing run as one account saw it: what the engine
+// did for the account's schedules and which of them it could not bill.
+// Runs that changed nothing for an account and found no failure are not
+// recorded (the server runs the engine every minute); runs asked for with
+// RunAccountBilling always are. An account keeps its newest
+// maxBillingRunRecords records.
+type BillingRunRecord struct {
+	// ID identifies the record; records sort by it in the order they were made.
+	ID string `json:"id"`
+	// ServiceAccountID is the account the record belongs to.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// StartedAt is when the run started (the Service's clock).
+	StartedAt time.Time `json:"startedAt"`
+	// FinishedAt is when the run ended and was recorded.
+	FinishedAt time.Time `json:"finishedAt"`
+	// Requested is true for a run asked for with RunAccountBilling, false
+	// for a run of every account (RunBilling, the server's background loop).
+	Requested bool `json:"requested"`
+	// Error says why the run stopped before visiting every schedule (the
+	// store failed); empty when it finished.
+	Error string `json:"error,omitempty"`
+	// BillingRun is what the run did for this account. CreditGrantsExpired
+	// is counted only in requested runs (a run of every account expires
+	// grants across accounts).
+	BillingRun
+}
+
+// maxBillingRunRecords is how many run records an account keeps.
+const maxBillingRunRecords = 100
+
+// changed reports whether the run did anything or failed somewhere.
+func (r *BillingRun) changed() bool {
+	return r.InvoicesCreated+r.InvoicesUpdated+r.InvoicesIssued+r.SchedulesCompleted+r.CreditGrantsExpired+
+		r.CorrectionsIssued+len(r.Failures)+len(r.CatchingUp) > 0
+}
+
+// recordRuns records run, started at started, for every account it changed
+// or failed in, and for requested (the account of a RunAccountBilling, ""
+// for RunBilling) always; runErr is the run's own error, returned as it is.
+// A failure to record a run of every account is logged, not returned: the
+// billing itself is committed. A requested run returns it, like any failed
+// commit of the run: its caller retries, and the retry bills nothing twice.
+func (s *Service) recordRuns(ctx context.Context, run *BillingRun, runErr error, requested string, started time.Time) error {
+	if run == nil {
+		return runErr
+	}
+	if requested != "" {
+		run.account(requested).CreditGrantsExpired = run.CreditGrantsExpired
+	}
+	msg := ""
+	if runErr != nil {
+		msg = "the run stopped early: " + runErr.Error()
+	}
+	finished := s.clock()
+	err := s.store.Update(ctx, func(tx Tx) error {
+		for account, part := range run.accounts {
+			if account != requested && !part.changed() && runErr == nil {
+				continue
+			}
+			rec := BillingRunRecord{ID: s.newID(), ServiceAccountID: account, StartedAt: started, FinishedAt: finished,
+				Requested: account == requested, Error: msg, BillingRun: *part}
+			if err := putRecord(ctx, tx, tableBillingRuns, key(account, rec.ID), &rec); err != nil {
+				return err
+			}
+			if err := pruneRuns(ctx, tx, account); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case err != nil && requested != "" && runErr == nil:
+		return internal(err)
+	case err != nil:
+		s.log.ErrorContext(ctx, "billing engine: the run could not be recorded", "error", err)
+	}
+	return runErr
+}
+
+// pruneRuns deletes the account's run records beyond the newest
+// maxBillingRunRecords.
+func pruneRuns(ctx context.Context, tx Tx, account string) error {
+	var old [][]byte
+	n := 0
+	err := tx.Scan(ctx, tableBillingRuns, Range{Prefix: prefix(account), Reverse: true}, func(k, _ []byte) error {
+		if n++; n > maxBillingRunRecords {
+			old = append(old, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	for _, k := range old {
+		if err == nil {
+			err = tx.Delete(ctx, tableBillingRuns, k)
+		}
+	}
+	return err
+}
+
+// ListBillingRuns lists the account's billing run records, newest first
+// (see BillingRunRecord for which runs are recorded). Returns
+// validation_failed for a bad limit or cursor.
+func (s *Service) ListBillingRuns(ctx context.Context, account string, p ListParams) (Page[BillingRunRecord], error) {
+	q := listQuery[BillingRunRecord]{
+		name: "billing_runs", table: tableBillingRuns, prefix: prefix(account), desc: true,
+		decode: decodeAll[BillingRunRecord](nil),
+	}
+	return read(ctx, s, func(tx Tx) (Page[BillingRunRecord], error) { return list(ctx, s, tx, q, p) })
+}
+
+// GetBillingRun returns one of the account's billing run records. Returns
+// not_found.
+func (s *Service) GetBillingRun(ctx context.Context, account, id string) (*BillingRunRecord, error) {
+	return getOne[BillingRunRecord](ctx, s, tableBillingRuns, account, id, "billing run")
 }
 
 // Late usage corrections (schedules: late usage). When usage of a period

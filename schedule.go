@@ -378,6 +378,9 @@ type BillingScheduleFilter struct {
 	CustomerID string
 	// Status keeps the schedules in one status; empty keeps all.
 	Status ScheduleStatus
+	// Failing keeps only the schedules the billing engine could not bill on
+	// its last visit (lastBillingError set).
+	Failing bool
 	// SortOrder orders by creation: DESC (newest first, the default) or ASC.
 	SortOrder SortOrder
 }
@@ -886,7 +889,8 @@ func (s *Service) SuspendBillingSchedule(ctx context.Context, account, id string
 }
 
 // ListBillingSchedules lists the account's schedules by creation, newest
-// first unless f.SortOrder says ASC, filtered by customer and status.
+// first unless f.SortOrder says ASC, filtered by customer, status and
+// billing failure.
 // Returns validation_failed for a bad status, sort order, limit or cursor.
 func (s *Service) ListBillingSchedules(ctx context.Context, account string, f BillingScheduleFilter, p ListParams) (Page[BillingSchedule], error) {
 	var v validator
@@ -902,10 +906,11 @@ func (s *Service) ListBillingSchedules(ctx context.Context, account string, f Bi
 		return Page[BillingSchedule]{}, err
 	}
 	q := listQuery[BillingSchedule]{
-		name: "billing_schedules", filter: fmt.Sprintf("%q|%q", f.CustomerID, f.Status),
+		name: "billing_schedules", filter: fmt.Sprintf("%q|%q|%t", f.CustomerID, f.Status, f.Failing),
 		table: tableBillingSchedules, prefix: prefix(account), desc: order == SortDesc,
 		decode: decodeAll(func(sc *BillingSchedule) bool {
-			return (f.CustomerID == "" || sc.CustomerID == f.CustomerID) && (f.Status == "" || sc.Status == f.Status)
+			return (f.CustomerID == "" || sc.CustomerID == f.CustomerID) && (f.Status == "" || sc.Status == f.Status) &&
+				(!f.Failing || sc.LastBillingError != "")
 		}),
 	}
 	return read(ctx, s, func(tx Tx) (Page[BillingSchedule], error) {

@@ -252,6 +252,8 @@ const (
 	// tableBillingLeases shares the engine's work out between the
 	// instances on a shared store (Config.SharedStore; engine.go).
 	tableBillingLeases Table = "billing_leases" // account id / schedule id → engineLease
+	// tableBillingRuns keeps the newest billing run records of each account.
+	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord
 )
 
 // The tables of notification policies.
@@ -302,6 +304,28 @@ func key(parts ...string) []byte {
 // prefix returns the key prefix selecting every key that starts with parts.
 func prefix(parts ...string) []byte {
 	return append(key(parts...), keySep)
+}
+
+// eachRecord decodes every JSON record of t in r, in key order, and calls
+// fn with each; fn may return ErrStopScan to end the scan.
+func eachRecord[T any](ctx context.Context, tx Tx, t Table, r Range, fn func(*T) error) error {
+	return tx.Scan(ctx, t, r, func(_, v []byte) error {
+		item := new(T)
+		if err := json.Unmarshal(v, item); err != nil {
+			return fmt.Errorf("decoding %s record: %w", t, err)
+		}
+		return fn(item)
+	})
+}
+
+// scanRecords returns every JSON record of t in r, in key order.
+func scanRecords[T any](ctx context.Context, tx Tx, t Table, r Range) ([]T, error) {
+	var out []T
+	err := eachRecord(ctx, tx, t, r, func(item *T) error {
+		out = append(out, *item)
+		return nil
+	})
+	return out, err
 }
 
 // getRecord reads and decodes the JSON record under k. A missing record

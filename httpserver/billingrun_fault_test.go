@@ -14,15 +14,15 @@ import (
 // TestBillingRunStorageFailureAnswers503AndRetryBillsOnce: POST
 // /billing-runs bills outside mutate (a batch of schedules per transaction),
 // so its Idempotency-Key answer is stored after the run, in a transaction
-// of its own. When any commit of the run fails (the batch's, or the
-// answer's), the client gets 503 unavailable, never a 200 that its retry
+// of its own. When any commit of the run fails (the batch's, the run
+// record's, or the answer's), the client gets 503 unavailable, never a 200 that its retry
 // could not replay; the retry with the same key answers 200 and bills
 // nothing twice (the exactly-once markers), and replays identically after.
 func TestBillingRunStorageFailureAnswers503AndRetryBillsOnce(t *testing.T) {
 	t.Parallel()
-	// Commit 1 is the batch of both schedules, commit 2 the stored answer;
-	// commit 3 does not exist (nothing fails).
-	for after := range 3 {
+	// Commit 1 is the batch of both schedules, commit 2 the run's record,
+	// commit 3 the stored answer; commit 4 does not exist (nothing fails).
+	for after := range 4 {
 		t.Run(fmt.Sprintf("commit_%d_fails", after+1), func(t *testing.T) {
 			t.Parallel()
 			fs := faultstore.New(billingtest.DurableStore(t))
@@ -39,7 +39,7 @@ func TestBillingRunStorageFailureAnswers503AndRetryBillsOnce(t *testing.T) {
 			failed := fs.Failures() > 0
 			fs.Clear()
 			switch {
-			case after < 2 && !failed:
+			case after < 3 && !failed:
 				t.Fatalf("commit %d of the run was not attempted: %d %s", after+1, r.status, r.body)
 			case failed:
 				wantUnavailable(t, "POST /billing-runs with a failed commit", r)
