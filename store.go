@@ -258,6 +258,9 @@ const (
 	tableBillingWatch Table = "billing_watch" // account id / schedule id / billing date → billingWatch
 	// tableBillingLateUsage records usage that changed after its invoice was finalized.
 	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
+	// tableBillingLeases shares the engine's work out between the
+	// instances on a shared store (Config.SharedStore; engine.go).
+	tableBillingLeases Table = "billing_leases" // account id / schedule id → engineLease
 	// tableBillingRuns keeps the newest billing run records of each account.
 	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord
 )
@@ -332,6 +335,26 @@ func scanRecords[T any](ctx context.Context, tx Tx, t Table, r Range) ([]T, erro
 		return nil
 	})
 	return out, err
+}
+
+// deleteRange deletes the keys of t in r, in r's order, after the first
+// skip of them. The keys are collected first: a Scan's fn must not write
+// to the table it scans.
+func deleteRange(ctx context.Context, tx Tx, t Table, r Range, skip int) error {
+	var keys [][]byte
+	n := 0
+	err := tx.Scan(ctx, t, r, func(k, _ []byte) error {
+		if n++; n > skip {
+			keys = append(keys, bytes.Clone(k))
+		}
+		return nil
+	})
+	for _, k := range keys {
+		if err == nil {
+			err = tx.Delete(ctx, t, k)
+		}
+	}
+	return err
 }
 
 // getRecord reads and decodes the JSON record under k. A missing record
