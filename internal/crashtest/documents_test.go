@@ -309,6 +309,15 @@ func dispatchAll(t *testing.T, ctx context.Context, store billing.Store, account
 func checkWebhooks(t *testing.T, ctx context.Context, store billing.Store, svc *billing.Service, account string, rcv *receiver, round int) int {
 	t.Helper()
 	dispatchAll(t, ctx, store, account, round)
+	return checkReceived(t, ctx, svc, account, rcv, round)
+}
+
+// checkReceived checks that every committed notification of the one webhook
+// policy was delivered (SUCCEEDED) and received at least once with its
+// original id, signed, and that nothing else was received. It returns the
+// number of notifications.
+func checkReceived(t *testing.T, ctx context.Context, svc *billing.Service, account string, rcv *receiver, round int) int {
+	t.Helper()
 	policies, err := svc.ListNotificationPolicies(ctx, account, billing.NotificationPolicyFilter{}, billing.ListParams{Limit: 10})
 	if err != nil || len(policies.Items) != 1 {
 		t.Fatalf("round %d: want the one webhook policy: %v %+v", round, err, policies.Items)
