@@ -20,10 +20,9 @@ type creditNoteList struct {
 func (c *Console) creditNotes(rq *request) error {
 	data := creditNoteList{Status: rq.r.URL.Query().Get("status"), Statuses: invoiceStatuses}
 	page, err := c.svc.ListCreditNotes(rq.ctx, rq.account, billing.CreditNoteFilter{Status: billing.DocumentStatus(data.Status)}, rq.list())
-	if err != nil {
+	if data.CreditNotes, data.Pager, err = listed(rq, page, err); err != nil {
 		return err
 	}
-	data.CreditNotes, data.Pager = page.Items, rq.pager(page.Before, page.After, page.TotalResultSize)
 	return rq.render(http.StatusOK, "creditnotes", "Credit notes", data)
 }
 
@@ -51,10 +50,16 @@ func (c *Console) creditNote(rq *request) error {
 
 // creditNoteTitle names a credit note by its number, or as a draft.
 func creditNoteTitle(cn *billing.CreditNote) string {
-	if cn.CreditNoteNumber != "" {
-		return "Credit note " + cn.CreditNoteNumber
+	if cn.CreditNoteNumber == "" {
+		return "Draft credit note"
 	}
-	return "Draft credit note"
+	return "Credit note " + cn.CreditNoteNumber
+}
+
+// listed returns the items of a list's page with the links to its
+// neighbours, and err.
+func listed[T any](rq *request, page billing.Page[T], err error) ([]T, pager, error) {
+	return page.Items, rq.pager(page.Before, page.After, page.TotalResultSize), err
 }
 
 // creditNoteAction is an action of the credit note page: one Service call,

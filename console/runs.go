@@ -16,11 +16,11 @@ type runList struct {
 // billingRuns lists the account's recorded billing runs, newest first, each
 // with its failures, and the schedules failing now.
 func (c *Console) billingRuns(rq *request) error {
+	var data runList
 	page, err := c.svc.ListBillingRuns(rq.ctx, rq.account, rq.list())
-	if err != nil {
+	if data.Runs, data.Pager, err = listed(rq, page, err); err != nil {
 		return err
 	}
-	data := runList{Runs: page.Items, Pager: rq.pager(page.Before, page.After, page.TotalResultSize)}
 	if data.Failing, err = c.svc.ListBillingSchedules(rq.ctx, rq.account, billing.BillingScheduleFilter{Failing: true}, billing.ListParams{Limit: pageSize}); err != nil {
 		return err
 	}

@@ -27,10 +27,9 @@ func (c *Console) schedules(rq *request) error {
 	data := scheduleList{Status: q.Get("status"), Failing: q.Get("failing") != "", Statuses: scheduleStatuses}
 	f := billing.BillingScheduleFilter{Status: billing.ScheduleStatus(data.Status), Failing: data.Failing}
 	page, err := c.svc.ListBillingSchedules(rq.ctx, rq.account, f, rq.list())
-	if err != nil {
+	if data.Schedules, data.Pager, err = listed(rq, page, err); err != nil {
 		return err
 	}
-	data.Schedules, data.Pager = page.Items, rq.pager(page.Before, page.After, page.TotalResultSize)
 	return rq.render(http.StatusOK, "schedules", "Billing schedules", data)
 }
 
