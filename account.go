@@ -115,18 +115,9 @@ func (s *Service) GetAccount(ctx context.Context, id string) (*Account, error) {
 // ListAccounts returns every account, oldest first. It is an operator
 // function (the CLI), not part of the tenant API.
 func (s *Service) ListAccounts(ctx context.Context) ([]Account, error) {
-	var out []Account
-	err := s.view(ctx, func(tx Tx) error {
-		return tx.Scan(ctx, tableAccounts, Range{}, func(_, v []byte) error {
-			var a Account
-			if err := json.Unmarshal(v, &a); err != nil {
-				return err
-			}
-			out = append(out, a)
-			return nil
-		})
+	return read(ctx, s, func(tx Tx) ([]Account, error) {
+		return scanRecords[Account](ctx, tx, tableAccounts, Range{})
 	})
-	return out, err
 }
 
 // CreateAPIKey creates an API key for an account and returns it with its
@@ -163,11 +154,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, accountID string) (*NewAPIKe
 func (s *Service) ListAPIKeys(ctx context.Context, accountID string) ([]APIKey, error) {
 	var out []APIKey
 	err := s.view(ctx, func(tx Tx) error {
-		return tx.Scan(ctx, tableAPIKeys, Range{}, func(_, v []byte) error {
-			var r apiKeyRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				return err
-			}
+		return eachRecord(ctx, tx, tableAPIKeys, Range{}, func(r *apiKeyRecord) error {
 			if r.ServiceAccountID == accountID {
 				out = append(out, r.APIKey)
 			}

@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -474,12 +473,8 @@ func (s *Service) UpdatePrice(ctx context.Context, account, id string, p UpdateP
 // bills (ACTIVE, SUSPENDED or CANCELLED, not archived) uses the price.
 func (s *Service) priceUsedByActiveSchedule(ctx context.Context, tx Tx, account, id string) (bool, error) {
 	found := false
-	err := tx.Scan(ctx, tableBillingSchedules, Range{Prefix: prefix(account)}, func(_, v []byte) error {
-		var sc BillingSchedule
-		if err := json.Unmarshal(v, &sc); err != nil {
-			return err
-		}
-		if sc.runnable() && slices.Contains(scheduleDistinctPrices(&sc), id) {
+	err := eachRecord(ctx, tx, tableBillingSchedules, Range{Prefix: prefix(account)}, func(sc *BillingSchedule) error {
+		if sc.runnable() && slices.Contains(scheduleDistinctPrices(sc), id) {
 			found = true
 			return ErrStopScan
 		}

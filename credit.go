@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -592,16 +591,7 @@ func customerGrants(ctx context.Context, tx Tx, account, customerID string) ([]*
 
 // grantTransactions reads a grant's ledger in order.
 func grantTransactions(ctx context.Context, tx Tx, account, grantID string) ([]CreditTransaction, error) {
-	var out []CreditTransaction
-	err := tx.Scan(ctx, tableCreditTransactions, Range{Prefix: prefix(account, grantID)}, func(_, v []byte) error {
-		var t CreditTransaction
-		if err := json.Unmarshal(v, &t); err != nil {
-			return err
-		}
-		out = append(out, t)
-		return nil
-	})
-	return out, err
+	return scanRecords[CreditTransaction](ctx, tx, tableCreditTransactions, Range{Prefix: prefix(account, grantID)})
 }
 
 // GetCreditBalances returns a customer's credit on date (nil: today): one
@@ -1313,13 +1303,9 @@ func (s *Service) drawUsage(ctx context.Context, tx Tx, account string, r *invoi
 // when there is none.
 func (s *Service) watchOf(ctx context.Context, tx Tx, account, scheduleID, invID string) (*billingWatch, error) {
 	var found *billingWatch
-	err := tx.Scan(ctx, tableBillingWatch, Range{Prefix: prefix(account, scheduleID)}, func(_, v []byte) error {
-		var w billingWatch
-		if err := json.Unmarshal(v, &w); err != nil {
-			return err
-		}
+	err := eachRecord(ctx, tx, tableBillingWatch, Range{Prefix: prefix(account, scheduleID)}, func(w *billingWatch) error {
 		if w.InvoiceID == invID {
-			found = &w
+			found = w
 			return ErrStopScan
 		}
 		return nil

@@ -487,12 +487,7 @@ func (s *Service) customerTaxStatus(ctx context.Context, tx Tx, account, id stri
 // scanValues returns every record of table t under the document's prefix,
 // in key (index) order.
 func scanValues[T any](ctx context.Context, tx Tx, t Table, account, docID string) ([]T, error) {
-	ptrs, err := scanAll[T](ctx, tx, t, account, docID)
-	out := make([]T, len(ptrs))
-	for i, p := range ptrs {
-		out[i] = *p
-	}
-	return out, err
+	return scanRecords[T](ctx, tx, t, Range{Prefix: prefix(account, docID)})
 }
 
 // MerchantLogoPath is the logoUrl of merchant details that have an uploaded

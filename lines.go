@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -19,11 +18,7 @@ import (
 // key (index) order.
 func scanAll[T any](ctx context.Context, tx Tx, t Table, account, docID string) ([]*T, error) {
 	var out []*T
-	err := tx.Scan(ctx, t, Range{Prefix: prefix(account, docID)}, func(_, v []byte) error {
-		item := new(T)
-		if err := json.Unmarshal(v, item); err != nil {
-			return fmt.Errorf("decoding %s record: %w", t, err)
-		}
+	err := eachRecord(ctx, tx, t, Range{Prefix: prefix(account, docID)}, func(item *T) error {
 		out = append(out, item)
 		return nil
 	})

@@ -117,13 +117,9 @@ type Notification struct {
 // matches, nothing is recorded.
 func (s *Service) emit(ctx context.Context, tx Tx, account string, typ NotificationType, data any) error {
 	var policies []*policyRecord
-	err := tx.Scan(ctx, tableNotificationPolicies, Range{Prefix: prefix(account)}, func(_, v []byte) error {
-		var p policyRecord
-		if err := json.Unmarshal(v, &p); err != nil {
-			return err
-		}
+	err := eachRecord(ctx, tx, tableNotificationPolicies, Range{Prefix: prefix(account)}, func(p *policyRecord) error {
 		if p.Matches(typ) {
-			policies = append(policies, &p)
+			policies = append(policies, p)
 		}
 		return nil
 	})

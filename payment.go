@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 )
 
@@ -244,15 +243,7 @@ func (s *Service) putJournalEntry(ctx context.Context, tx Tx, e *JournalEntry) e
 // reverseJournal posts, for every entry of source srcID, an entry with
 // debit and credit swapped (a voided document's reversal).
 func (s *Service) reverseJournal(ctx context.Context, tx Tx, account, srcID string, now time.Time) error {
-	var entries []JournalEntry
-	err := tx.Scan(ctx, tableJournalBySource, Range{Prefix: prefix(account, srcID)}, func(_, v []byte) error {
-		var e JournalEntry
-		if err := json.Unmarshal(v, &e); err != nil {
-			return err
-		}
-		entries = append(entries, e)
-		return nil
-	})
+	entries, err := scanRecords[JournalEntry](ctx, tx, tableJournalBySource, Range{Prefix: prefix(account, srcID)})
 	if err != nil {
 		return err
 	}

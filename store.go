@@ -104,6 +104,14 @@ type Tx interface {
 // was never written as empty.
 type Table string
 
+// AppendMostly reports whether the keys of table mostly arrive in ascending
+// order within their ranges, so that a backend may pack its pages fuller:
+// usage events (series, then time) and their id index (time-ordered ids
+// per account), the bulk of a billingd file. boltstore fills their pages to
+// 90% instead of bbolt's 50%, which halves the pages an ingestion writes and
+// a calculation reads.
+func (t Table) AppendMostly() bool { return t == tableUsageEvents || t == tableUsageEventIDs }
+
 // Range selects the keys of a Scan. A key is in the range when it starts with
 // Prefix, is at least Start (when Start is set) and is less than End (when End
 // is set). Start and End are whole keys, including the prefix.
@@ -301,6 +309,28 @@ func key(parts ...string) []byte {
 // prefix returns the key prefix selecting every key that starts with parts.
 func prefix(parts ...string) []byte {
 	return append(key(parts...), keySep)
+}
+
+// eachRecord decodes every JSON record of t in r, in key order, and calls
+// fn with each; fn may return ErrStopScan to end the scan.
+func eachRecord[T any](ctx context.Context, tx Tx, t Table, r Range, fn func(*T) error) error {
+	return tx.Scan(ctx, t, r, func(_, v []byte) error {
+		item := new(T)
+		if err := json.Unmarshal(v, item); err != nil {
+			return fmt.Errorf("decoding %s record: %w", t, err)
+		}
+		return fn(item)
+	})
+}
+
+// scanRecords returns every JSON record of t in r, in key order.
+func scanRecords[T any](ctx context.Context, tx Tx, t Table, r Range) ([]T, error) {
+	var out []T
+	err := eachRecord(ctx, tx, t, r, func(item *T) error {
+		out = append(out, *item)
+		return nil
+	})
+	return out, err
 }
 
 // getRecord reads and decodes the JSON record under k. A missing record

@@ -175,3 +175,48 @@ func TestUsageExplicitIDsKnown(t *testing.T) {
 		checkCalc(t, svc, acct, m, []string{"c"}, "2024-07-01", "2024-07-31", 5, 0, "1123")
 	})
 }
+
+// TestUsageEventLargeBatches checks supersede and all-or-nothing for
+// batches large enough to commit in a transaction of their own rather than
+// through group commit: the last of two equal customerEventIds in a batch
+// wins, a later batch replaces an explicit customerEventId and a plain
+// event named by its id, and a batch whose commit fails (one of a new
+// series among them) stores nothing and leaves the series numbers free.
+func TestUsageEventLargeBatches(t *testing.T) {
+	t.Parallel()
+	fs := faultstore.New(billingtest.DurableStore(t))
+	svc, _ := billingtest.NewService(t, billingtest.WithStore(fs))
+	acct := billingtest.Account(t, svc, "a")
+	m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
+		EventType: "api", AggregationType: billing.AggregationSum, AggregationProperty: "n"})
+	batch := func(alias string, n int, ids map[int]string) []billing.UsageEventParams {
+		events := make([]billing.UsageEventParams, n)
+		for i := range events {
+			events[i] = event(t, alias, "api", `{"n":1}`)
+			events[i].CustomerEventID = ids[i]
+		}
+		return events
+	}
+	// 150 events of which two share "dup": 149 stored.
+	first := ingest(t, svc, acct, batch("c1", 150, map[int]string{10: "dup", 20: "dup"})...)
+	checkCalc(t, svc, acct, m, []string{"c1"}, "2024-07-01", "2024-07-31", 149, 0, "149")
+	// 120 more, one replacing "dup" and one replacing first[0] by its id.
+	ingest(t, svc, acct, batch("c1", 120, map[int]string{5: "dup", 6: first[0].ID})...)
+	checkCalc(t, svc, acct, m, []string{"c1"}, "2024-07-01", "2024-07-31", 149+120-2, 0, "267")
+
+	fs.Inject(faultstore.Fault{Op: faultstore.OpCommit})
+	_, err := svc.CreateUsageEventBatch(context.Background(), acct, billing.UsageEventBatchParams{
+		Events: append(batch("c2", 100, map[int]string{0: "dup"}), batch("c1", 100, nil)...)})
+	if err == nil {
+		t.Fatal("a batch was acknowledged through a failed commit")
+	}
+	fs.Clear()
+	checkCalc(t, svc, acct, m, []string{"c1"}, "2024-07-01", "2024-07-31", 267, 0, "267")
+	checkCalc(t, svc, acct, m, []string{"c2"}, "2024-07-01", "2024-07-31", 0, 0, "0")
+	// The failed batch's series number is handed out again, to c3.
+	ingest(t, svc, acct, batch("c3", 100, nil)...)
+	ingest(t, svc, acct, batch("c2", 100, map[int]string{0: "dup"})...)
+	checkCalc(t, svc, acct, m, []string{"c3"}, "2024-07-01", "2024-07-31", 100, 0, "100")
+	checkCalc(t, svc, acct, m, []string{"c2"}, "2024-07-01", "2024-07-31", 100, 0, "100")
+	checkCalc(t, svc, acct, m, []string{"c1"}, "2024-07-01", "2024-07-31", 266, 0, "266")
+}

@@ -1,11 +1,13 @@
 package httpserver
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/billingd/billing/billingtest"
 )
@@ -46,6 +48,44 @@ func BenchmarkCreateUsageEvent(b *testing.B) {
 		e.h.ServeHTTP(w, r)
 		if w.Code != http.StatusCreated {
 			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+}
+
+// BenchmarkCreateUsageEventBatch is the one-connection P2 of
+// cmd/billingbench without the network and without fsync (bbolt, NoSync):
+// one POST /usage-events/batch of 1,000 new events after another, each
+// later than the ones before, through the whole handler.
+func BenchmarkCreateUsageEventBatch(b *testing.B) {
+	e := newEnv(b, &Config{RateLimit: -1}, billingtest.WithBolt())
+	start := billingtest.Start.Add(-300 * 24 * time.Hour)
+	n := 0
+	body := func() []byte {
+		var sb strings.Builder
+		sb.WriteString(`{"events":[`)
+		for i := range 1000 {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			ts := start.Add(time.Duration(n) * time.Second).Format(time.RFC3339)
+			fmt.Fprintf(&sb, `{"customerAlias":"customer-alias-%05d","eventType":"api_calls0","eventTimestamp":%q,"eventProperties":{"region":"region-%03d","requests":%d,"amount":%d.%02d}}`,
+				n/1000%16, ts, n%1000, n%97, n%50, n%100)
+			n++
+		}
+		sb.WriteString(`]}`)
+		return []byte(sb.String())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		r := httptest.NewRequest(http.MethodPost, "/usage-events/batch", bytes.NewReader(body()))
+		r.Header.Set("Authorization", e.auth)
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		b.StartTimer()
+		e.h.ServeHTTP(w, r)
+		if w.Code != http.StatusCreated {
+			b.Fatalf("status %d: %.300s", w.Code, w.Body)
 		}
 	}
 }

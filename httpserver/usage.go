@@ -26,11 +26,16 @@ func (a api) usageEventRoutes() {
 		if err := bindUsage(c, &p, fastUsageEventBatch); err != nil {
 			return nil, err
 		}
-		items, err := a.svc.CreateUsageEventBatch(c.ctx, c.account, p)
+		// The answer echoes every event: it is encoded while the batch
+		// commits and syncs, and sent only once that succeeded.
+		var answer *aheadAnswer
+		_, err := a.svc.CreateUsageEventBatchFunc(c.ctx, c.account, p, func(events []billing.UsageEvent) {
+			answer = encodeAhead(usageEventsJSON{Items: events})
+		})
 		if err != nil {
 			return nil, err
 		}
-		return usageEventsJSON(items), nil
+		return answer, nil
 	}, batchBody)
 	a.get("/usage-events", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		var ts timestampParams

@@ -52,6 +52,40 @@ func (u usageEventsJSON) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, "]}"...), nil
 }
 
+// aheadAnswer is an answer encoded in a goroutine of its own while the
+// handler carries on (encodeAhead); AppendJSON waits for it.
+type aheadAnswer struct {
+	done chan struct{}
+	b    []byte
+	err  error
+}
+
+// encodeAhead starts encoding a in a new goroutine.
+func encodeAhead(a jsonAppender) *aheadAnswer {
+	ans := &aheadAnswer{done: make(chan struct{})}
+	go func() {
+		defer close(ans.done)
+		ans.b, ans.err = a.AppendJSON(nil)
+	}()
+	return ans
+}
+
+// AppendJSON appends the encoding to b once it is done; with an empty b it
+// returns the encoding's own buffer.
+func (a *aheadAnswer) AppendJSON(b []byte) ([]byte, error) {
+	<-a.done
+	if a.err != nil {
+		return nil, a.err
+	}
+	if len(b) == 0 {
+		return a.b, nil
+	}
+	return append(b, a.b...), nil
+}
+
+// MarshalJSON returns the encoding once it is done.
+func (a *aheadAnswer) MarshalJSON() ([]byte, error) { return a.AppendJSON(nil) }
+
 // appendUsageEvent appends e in the field order and form of its struct.
 func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
 	b = append(b, `{"id":`...)

@@ -140,6 +140,12 @@ func rawWrite(path string, recs *records, perTx int) (time.Duration, error) {
 		return 0, err
 	}
 	defer db.Close()
+	return rawWriteTo(db, recs, perTx)
+}
+
+// rawWriteTo writes recs to db's usage_events bucket, perTx records per
+// transaction, and returns the time it took.
+func rawWriteTo(db *bolt.DB, recs *records, perTx int) (time.Duration, error) {
 	start := time.Now()
 	for i := 0; i < recs.len(); i += perTx {
 		err := db.Update(func(tx *bolt.Tx) error {

@@ -123,6 +123,10 @@ type scale struct {
 	// per request over batchConns connections.
 	batchEvents int
 	batchConns  int
+	// prestored is the number of events stored before the one-connection
+	// P2 starts; seqEvents the number it then sends, 1,000 per request.
+	prestored int
+	seqEvents int
 	// events is the number of reference events of P7, which P4 then
 	// calculates over; others times as many other events are added for P5.
 	events int
@@ -137,10 +141,13 @@ type scale struct {
 // scales are the named scales of -scale.
 var scales = map[string]scale{
 	"tiny": {name: "tiny", conns: 8, requests: 300, duration: 2 * time.Second, batchEvents: 3000, batchConns: 2,
+		prestored: 3000, seqEvents: 3000,
 		events: 3000, others: 2, runs: 3, schedules: 20},
 	"quick": {name: "quick", conns: 64, requests: 20_000, duration: 8 * time.Second, batchEvents: 100_000, batchConns: 4,
+		prestored: 200_000, seqEvents: 100_000,
 		events: 200_000, others: 10, runs: 5, schedules: 1000},
 	"full": {name: "full", conns: 64, requests: 100_000, duration: 30 * time.Second, batchEvents: 1_000_000, batchConns: 4,
+		prestored: 1_000_000, seqEvents: 300_000,
 		events: 1_000_000, others: 10, runs: 7, schedules: 10_000},
 }
 
@@ -163,6 +170,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&o.duration, "duration", 0, "time limit per side of P1 and P3 (default: the scale's)")
 	fs.IntVar(&o.batchEvents, "batch-events", 0, "events per side of P2, a multiple of 1000 (default: the scale's)")
 	fs.IntVar(&o.batchConns, "batch-conns", 0, "concurrent connections of P2 and of the P7 ingestion (default: the scale's)")
+	fs.IntVar(&o.prestored, "prestored", 0, "events stored before the one-connection P2, a multiple of 1000 (default: the scale's, 1000000 for full)")
+	fs.IntVar(&o.seqEvents, "seq-events", 0, "events the one-connection P2 sends, a multiple of 1000 (default: the scale's)")
 	fs.IntVar(&o.events, "events", 0, "reference events of P7 and P4 (default: the scale's)")
 	fs.IntVar(&o.others, "others", 0, "P5 stores this many times P4's events of other customers and types (default 10)")
 	fs.IntVar(&o.runs, "runs", 0, "timed calculations of P4 and P5, the fastest reported (default: the scale's)")
@@ -182,6 +191,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	override(&sc.duration, o.duration)
 	override(&sc.batchEvents, o.batchEvents)
 	override(&sc.batchConns, o.batchConns)
+	override(&sc.prestored, o.prestored)
+	override(&sc.seqEvents, o.seqEvents)
 	override(&sc.events, o.events)
 	override(&sc.others, o.others)
 	override(&sc.runs, o.runs)
@@ -213,6 +224,8 @@ func (c *config) validate() error {
 		return errors.New("counts and durations must be positive")
 	case c.batchEvents < batchSize || c.batchEvents%batchSize != 0:
 		return fmt.Errorf("-batch-events must be a positive multiple of %d", batchSize)
+	case c.prestored < batchSize || c.prestored%batchSize != 0 || c.seqEvents < batchSize || c.seqEvents%batchSize != 0:
+		return fmt.Errorf("-prestored and -seq-events must be positive multiples of %d", batchSize)
 	case c.events < batchSize || c.others < 1:
 		return fmt.Errorf("-events must be at least %d and -others at least 1", batchSize)
 	}

@@ -105,6 +105,20 @@ func measureP1(ctx context.Context, b *bench) ([]row, error) {
 // its ceiling) each on fresh files, and the best rate of each side is
 // reported (noise only ever lowers a rate).
 func measureP2(ctx context.Context, b *bench) ([]row, error) {
+	rows, err := measureP2Concurrent(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := measureP2Sequential(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, seq...), nil
+}
+
+// measureP2Concurrent is P2 over b.cfg.batchConns connections on empty
+// files.
+func measureP2Concurrent(ctx context.Context, b *bench) ([]row, error) {
 	// Every request carries new events, later than the previous requests'
 	// ones, for one of 16 customers in turn: ingestion as it happens, time
 	// moving forward. (Re-sending a few bodies with the same timestamps

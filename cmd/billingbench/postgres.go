@@ -82,8 +82,11 @@ func storeSize(ctx context.Context, path string) (int64, error) {
 	}
 	defer conn.Close(ctx)
 	var n int64
-	err = conn.QueryRow(ctx, `select pg_total_relation_size($1::regclass)`,
-		pgx.Identifier{strings.ToLower(schemaOf(path)), "billing_kv"}.Sanitize()).Scan(&n)
+	// Every table of the store (billing_kv and the tables of their own),
+	// with their indexes and TOAST data.
+	err = conn.QueryRow(ctx, `select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+		from pg_class c join pg_namespace s on s.oid = c.relnamespace
+		where s.nspname = $1 and c.relkind = 'r' and c.relname like 'billing%'`, strings.ToLower(schemaOf(path))).Scan(&n)
 	return n, err
 }
 
@@ -145,8 +148,8 @@ func p8Round(ctx context.Context, b *bench, bodies [][]byte) (got, ceiling float
 	return res.perSecond(batchSize), float64(len(rows)) / d.Seconds(), nil
 }
 
-// copyCeiling creates billingd's table in a fresh schema (by opening a
-// store there) and copies rows into it with COPY, batchSize rows per
+// copyCeiling creates billingd's tables in a fresh schema (by opening a
+// store there) and copies rows into the one that holds usage events with COPY, batchSize rows per
 // transaction, one after the other.
 func copyCeiling(ctx context.Context, path string, rows [][]any) (time.Duration, error) {
 	st, err := openStore(ctx, path, nil) // creates the identical, empty table
@@ -168,7 +171,7 @@ func copyCeiling(ctx context.Context, path string, rows [][]any) (time.Duration,
 	for i := 0; i < len(rows); i += batchSize {
 		chunk := rows[i:min(i+batchSize, len(rows))]
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			_, err := tx.CopyFrom(ctx, pgx.Identifier{"billing_kv"}, []string{"tbl", "k", "v"}, pgx.CopyFromRows(chunk))
+			_, err := tx.CopyFrom(ctx, pgx.Identifier{pgstore.Relation(billing.Table(eventsBucket))}, []string{"tbl", "k", "v"}, pgx.CopyFromRows(chunk))
 			return err
 		})
 		if err != nil {

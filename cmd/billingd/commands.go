@@ -12,111 +12,125 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/billingd/billing"
 	"github.com/billingd/billing/storage/boltstore"
 )
 
 // accountsCreate creates an account and its first API key.
 func (c *cli) accountsCreate(ctx context.Context, args []string) error {
-	var af adminFlags
-	fs := c.newFlagSet("accounts create", "billingd accounts create --name NAME [--db PATH] [--json]")
-	af.register(fs)
-	name := fs.String("name", "", "account `name` (required)")
-	asJSON := fs.Bool("json", false, "print the credential as one JSON object")
-	if err := c.parseCommand(fs, "accounts create", args); err != nil {
-		return err
-	}
-	if *name == "" {
-		return usagef("accounts create needs --name")
-	}
-	return c.withAdmin(ctx, af, true, func(a admin) error {
-		cred, err := a.CreateAccount(ctx, *name)
+	cmd := adminCommand{name: "accounts create", synopsis: "billingd accounts create --name NAME [--db PATH] [--json]",
+		flag: "name", flagUsage: "account `name` (required)", jsonUsage: jsonCredential, create: true}
+	return c.runAdmin(ctx, args, cmd, func(a admin, name string, asJSON bool) error {
+		cred, err := a.CreateAccount(ctx, name)
 		if err != nil {
 			return err
 		}
-		return c.printCredential(cred, *asJSON)
+		return c.printCredential(cred, asJSON)
 	})
 }
 
 // accountsList lists every account.
 func (c *cli) accountsList(ctx context.Context, args []string) error {
-	var af adminFlags
-	fs := c.newFlagSet("accounts list", "billingd accounts list [--db PATH] [--json]")
-	af.register(fs)
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	if err := c.parseCommand(fs, "accounts list", args); err != nil {
-		return err
-	}
-	return c.withAdmin(ctx, af, false, func(a admin) error {
+	cmd := adminCommand{name: "accounts list", synopsis: "billingd accounts list [--db PATH] [--json]", jsonUsage: jsonArray}
+	return c.runAdmin(ctx, args, cmd, func(a admin, _ string, asJSON bool) error {
 		accounts, err := a.ListAccounts(ctx)
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return writeJSON(c.stdout, accounts)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tCREATED")
-		for _, acct := range accounts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", acct.ID, acct.Name, acct.CreatedAt.UTC().Format(time.RFC3339))
-		}
-		return tw.Flush()
+		return printList(c.stdout, asJSON, accounts, "ID\tNAME\tCREATED", func(acct billing.Account) []any {
+			return []any{acct.ID, acct.Name, acct.CreatedAt.UTC().Format(time.RFC3339)}
+		})
 	})
 }
 
 // keysCreate creates an API key for an existing account.
 func (c *cli) keysCreate(ctx context.Context, args []string) error {
-	var af adminFlags
-	fs := c.newFlagSet("keys create", "billingd keys create --account ID [--db PATH] [--json]")
-	af.register(fs)
-	account := fs.String("account", "", "`id` of the account (serviceAccountId, required)")
-	asJSON := fs.Bool("json", false, "print the credential as one JSON object")
-	if err := c.parseCommand(fs, "keys create", args); err != nil {
-		return err
-	}
-	if *account == "" {
-		return usagef("keys create needs --account")
-	}
-	return c.withAdmin(ctx, af, false, func(a admin) error {
-		cred, err := a.CreateKey(ctx, *account)
+	cmd := adminCommand{name: "keys create", synopsis: "billingd keys create --account ID [--db PATH] [--json]",
+		flag: "account", flagUsage: accountUsage, jsonUsage: jsonCredential}
+	return c.runAdmin(ctx, args, cmd, func(a admin, account string, asJSON bool) error {
+		cred, err := a.CreateKey(ctx, account)
 		if err != nil {
 			return err
 		}
-		return c.printCredential(cred, *asJSON)
+		return c.printCredential(cred, asJSON)
 	})
 }
 
 // keysList lists the API keys of an account.
 func (c *cli) keysList(ctx context.Context, args []string) error {
-	var af adminFlags
-	fs := c.newFlagSet("keys list", "billingd keys list --account ID [--db PATH] [--json]")
-	af.register(fs)
-	account := fs.String("account", "", "`id` of the account (serviceAccountId, required)")
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	if err := c.parseCommand(fs, "keys list", args); err != nil {
-		return err
-	}
-	if *account == "" {
-		return usagef("keys list needs --account")
-	}
-	return c.withAdmin(ctx, af, false, func(a admin) error {
-		keys, err := a.ListKeys(ctx, *account)
+	cmd := adminCommand{name: "keys list", synopsis: "billingd keys list --account ID [--db PATH] [--json]",
+		flag: "account", flagUsage: accountUsage, jsonUsage: jsonArray}
+	return c.runAdmin(ctx, args, cmd, func(a admin, account string, asJSON bool) error {
+		keys, err := a.ListKeys(ctx, account)
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return writeJSON(c.stdout, keys)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "KEY ID\tCREATED\tREVOKED")
-		for _, k := range keys {
+		return printList(c.stdout, asJSON, keys, "KEY ID\tCREATED\tREVOKED", func(k billing.APIKey) []any {
 			revoked := "-"
 			if k.RevokedAt != nil {
 				revoked = k.RevokedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", k.ID, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
-		}
-		return tw.Flush()
+			return []any{k.ID, k.CreatedAt.UTC().Format(time.RFC3339), revoked}
+		})
 	})
+}
+
+// The help texts the account and key commands share.
+const (
+	accountUsage   = "`id` of the account (serviceAccountId, required)"
+	jsonCredential = "print the credential as one JSON object"
+	jsonArray      = "print a JSON array"
+)
+
+// adminCommand is the shape of the account and key commands: the admin
+// flags, at most one required string flag, --json, then one call on the
+// admin.
+type adminCommand struct {
+	name, synopsis  string
+	flag, flagUsage string // the required flag, without "--"; "" for none
+	jsonUsage       string // the help of --json
+	create          bool   // create the database when it does not exist
+}
+
+// runAdmin parses args as cmd says, refuses a missing required flag, and
+// runs fn with the flag's value and --json on the admin of the database.
+func (c *cli) runAdmin(ctx context.Context, args []string, cmd adminCommand, fn func(a admin, value string, asJSON bool) error) error {
+	var af adminFlags
+	fs := c.newFlagSet(cmd.name, cmd.synopsis)
+	af.register(fs)
+	value := new(string)
+	if cmd.flag != "" {
+		value = fs.String(cmd.flag, "", cmd.flagUsage)
+	}
+	asJSON := fs.Bool("json", false, cmd.jsonUsage)
+	if err := c.parseCommand(fs, cmd.name, args); err != nil {
+		return err
+	}
+	if cmd.flag != "" && *value == "" {
+		return usagef("%s needs --%s", cmd.name, cmd.flag)
+	}
+	return c.withAdmin(ctx, af, cmd.create, func(a admin) error { return fn(a, *value, *asJSON) })
+}
+
+// printList prints items as a JSON array, or as a table for people under
+// header (tab-separated column names) with one row of cells per item.
+func printList[T any](w io.Writer, asJSON bool, items []T, header string, row func(T) []any) error {
+	if asJSON {
+		return writeJSON(w, items)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		cells := row(it)
+		for i, cell := range cells {
+			sep := "\t"
+			if i == len(cells)-1 {
+				sep = "\n"
+			}
+			fmt.Fprintf(tw, "%v%s", cell, sep)
+		}
+	}
+	return tw.Flush()
 }
 
 // keysRevoke revokes an API key.

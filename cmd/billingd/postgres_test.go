@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -193,14 +194,8 @@ func (p *proxy) cut() {
 func (p *proxy) restore() { p.down.Store(false) }
 
 // TestPostgresOutageUnderLoad cuts the server off its database while
-// clients write: while the database is unreachable the API answers 503
-// (and no other 5xx) and /readyz 503; once it is back the same server
-// process answers again without a restart, and every write it acknowledged
-// is there.
-//
-// Long on purpose: one server process, its load, the outage and the
-// recovery are phases of one sequence that share the process and its
-// acknowledged writes.
+// clients write (a proxy drops every connection and refuses new ones: a
+// network partition): see outageUnderLoad.
 func TestPostgresOutageUnderLoad(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
@@ -213,72 +208,181 @@ func TestPostgresOutageUnderLoad(t *testing.T) {
 	q := u.Query()
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()
-	base, out, stop := serveInProcess(t, u.String(), "--billing-interval", "0")
+	outageUnderLoad(t, u.String(), p.cut, p.restore)
+}
+
+// TestPostgresServerStoppedUnderLoad stops the PostgreSQL server itself
+// (pg_ctl stop -m immediate, on a cluster of the test's own) while clients
+// write, and starts it again: see outageUnderLoad.
+func TestPostgresServerStoppedUnderLoad(t *testing.T) {
+	t.Parallel()
+	c := pgtest.StartCluster(t)
+	outageUnderLoad(t, c.URL(), func() { c.Stop(t) }, func() { c.Start(t) })
+}
+
+// outageUnderLoad serves db while four clients write (customers, single
+// usage events, batches of usage events), then calls down and, later, up:
+// while the database is down the API answers 503 with code unavailable
+// (and no other 5xx) and /readyz 503; once it is up the same server
+// process answers again without a restart, and every write it acknowledged
+// is there.
+//
+// Long on purpose: one server process, its load, the outage and the
+// recovery are phases of one sequence that share the process and its
+// acknowledged writes.
+func outageUnderLoad(t *testing.T, db string, down, up func()) {
+	base, out, stop := serveInProcess(t, db, "--billing-interval", "0")
 	auth := out.waitFor(t, bootstrapRE)[4]
 
-	var mu sync.Mutex
-	acked := []string{}
-	statuses := map[int]int{}
+	var l outageLoad
 	var phase atomic.Int32 // 0 up, 1 down, 2 back up
-	downStatuses := map[int]int{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for w := range 4 {
+	for w, kind := range []string{"customer", "customer", "event", "batch"} {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				ph := phase.Load()
-				status, body := request(base, auth, "POST", "/customers", fmt.Sprintf(`{"legalName":"Load %d-%d"}`, w, i))
-				mu.Lock()
-				statuses[status]++
-				if ph == 1 && phase.Load() == 1 {
-					downStatuses[status]++
-				}
-				if status == http.StatusCreated {
-					acked = append(acked, body)
-				}
-				mu.Unlock()
+				method, path, body := outageWrite(kind, w, i)
+				status, resp := request(base, auth, method, path, body)
+				l.record(kind, status, resp, ph == 1 && phase.Load() == 1)
 			}
 		})
 	}
-	count := func(status int) int { mu.Lock(); defer mu.Unlock(); return statuses[status] }
-	eventually(t, 10*time.Second, "writes acknowledged before the outage", func() bool { return count(201) >= 20 })
+	eventually(t, 20*time.Second, "writes of each kind acknowledged before the outage", func() bool { return l.acked() >= 5 })
 	phase.Store(1)
-	p.cut()
-	eventually(t, 20*time.Second, "503s while the database is unreachable", func() bool { return count(503) >= 10 })
+	down()
+	eventually(t, 20*time.Second, "503s while the database is down", func() bool { return l.count(503) >= 10 })
 	if got := get(t, base+"/readyz", ""); got != http.StatusServiceUnavailable {
-		t.Errorf("GET /readyz while the database is unreachable: %d, want 503", got)
+		t.Errorf("GET /readyz while the database is down: %d, want 503", got)
 	}
 	phase.Store(2)
-	p.restore()
-	before := count(201)
-	eventually(t, 30*time.Second, "writes acknowledged again after the outage", func() bool { return count(201) >= before+20 })
+	up()
+	before := l.acked()
+	eventually(t, 60*time.Second, "writes of each kind acknowledged again after the outage", func() bool { return l.acked() >= before+5 })
 	cancel()
 	wg.Wait()
 	if got := get(t, base+"/readyz", ""); got != http.StatusOK {
 		t.Errorf("GET /readyz after the outage: %d, want 200", got)
 	}
+	l.check(t, base, auth)
+	if c := stop(); c != exitOK {
+		t.Errorf("exit %d; output:\n%s", c, out.String())
+	}
+}
 
-	for status, n := range statuses {
+// outageWrite is the i-th write of worker w of kind customer, event or
+// batch.
+func outageWrite(kind string, w, i int) (method, path, body string) {
+	switch kind {
+	case "event":
+		return "POST", "/usage-events", fmt.Sprintf(`{"customerAlias":"outage","eventType":"call","eventProperties":{"n":%d}}`, i)
+	case "batch":
+		events := make([]string, 5)
+		for j := range events {
+			events[j] = fmt.Sprintf(`{"customerAlias":"outage","eventType":"batch","eventProperties":{"n":%d}}`, 5*i+j)
+		}
+		return "POST", "/usage-events/batch", `{"events":[` + strings.Join(events, ",") + `]}`
+	}
+	return "POST", "/customers", fmt.Sprintf(`{"legalName":"Load %d-%d"}`, w, i)
+}
+
+// outageLoad is what the clients of outageUnderLoad saw: the statuses, and
+// the ids of the customers and usage events acknowledged.
+type outageLoad struct {
+	mu           sync.Mutex
+	statuses     map[int]int
+	downStatuses map[int]int // of requests sent and answered while down
+	customers    []string
+	events       []string
+	ackedKind    map[string]int // requests acknowledged, by kind
+	// otherCodes counts 503 answers whose error code is not unavailable.
+	otherCodes int
+}
+
+var idRE = regexp.MustCompile(`"id":"([^"]+)"`)
+
+func (l *outageLoad) record(kind string, status int, body string, whileDown bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.statuses == nil {
+		l.statuses, l.downStatuses, l.ackedKind = map[int]int{}, map[int]int{}, map[string]int{}
+	}
+	l.statuses[status]++
+	if whileDown {
+		l.downStatuses[status]++
+	}
+	if status == http.StatusServiceUnavailable && !strings.Contains(body, `"code":"unavailable"`) {
+		l.otherCodes++
+	}
+	if status != http.StatusCreated {
+		return
+	}
+	l.ackedKind[kind]++
+	if kind == "customer" {
+		l.customers = append(l.customers, idRE.FindStringSubmatch(body)[1])
+	} else {
+		for _, m := range idRE.FindAllStringSubmatch(body, -1) {
+			l.events = append(l.events, m[1])
+		}
+	}
+}
+
+// acked returns the fewest writes acknowledged of one kind.
+func (l *outageLoad) acked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return min(len(l.customers), l.ackedKind["event"], l.ackedKind["batch"])
+}
+
+func (l *outageLoad) count(status int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.statuses[status]
+}
+
+// check reports answers other than 201 and 503 unavailable, and
+// acknowledged customers and usage events that are missing.
+func (l *outageLoad) check(t *testing.T, base, auth string) {
+	t.Helper()
+	for status, n := range l.statuses {
 		if status >= 500 && status != http.StatusServiceUnavailable || status == 0 {
 			t.Errorf("%d answers with status %d", n, status)
 		}
 	}
-	if downStatuses[http.StatusCreated] > 0 && downStatuses[http.StatusServiceUnavailable] == 0 {
-		t.Errorf("statuses while down: %v", downStatuses)
+	if l.otherCodes > 0 {
+		t.Errorf("%d answers 503 without the code unavailable", l.otherCodes)
+	}
+	if l.downStatuses[http.StatusServiceUnavailable] == 0 {
+		t.Errorf("statuses while down: %v, want 503s", l.downStatuses)
 	}
 	missing := 0
-	for _, body := range acked {
-		id := body[strings.Index(body, `"id":"`)+6:]
-		id = id[:strings.IndexByte(id, '"')]
+	for _, id := range l.customers {
 		if status, _ := request(base, auth, "GET", "/customers/"+id, ""); status != http.StatusOK {
 			missing++
 		}
 	}
+	stored := map[string]bool{}
+	for after := ""; ; {
+		status, body := request(base, auth, "GET", "/usage-events?limit=100&after="+url.QueryEscape(after), "")
+		if status != http.StatusOK {
+			t.Fatalf("GET /usage-events: %d %s", status, body)
+		}
+		for _, m := range idRE.FindAllStringSubmatch(body, -1) {
+			stored[m[1]] = true
+		}
+		next := regexp.MustCompile(`"after":"([^"]+)"`).FindStringSubmatch(body)
+		if next == nil {
+			break
+		}
+		after = next[1]
+	}
+	for _, id := range l.events {
+		if !stored[id] {
+			missing++
+		}
+	}
 	if missing > 0 {
-		t.Errorf("%d of %d acknowledged customers are missing", missing, len(acked))
+		t.Errorf("%d of %d acknowledged writes are missing", missing, len(l.customers)+len(l.events))
 	}
-	t.Logf("statuses: %v (while down: %v); %d acknowledged writes checked", statuses, downStatuses, len(acked))
-	if c := stop(); c != exitOK {
-		t.Errorf("exit %d; output:\n%s", c, out.String())
-	}
+	t.Logf("statuses: %v (while down: %v); %d customers and %d usage events acknowledged, all present", l.statuses, l.downStatuses, len(l.customers), len(l.events))
 }

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/billingd/billing"
 	"github.com/jackc/pgx/v5"
@@ -18,7 +19,13 @@ func (s *Store) Tables(ctx context.Context) ([]billing.Table, error) {
 		return nil, err
 	}
 	defer s.running.Done()
-	rows, err := s.pool.Query(ctx, `select distinct tbl from billing_kv order by tbl`)
+	// The tables of their own hold one Store table each: one row says
+	// whether it has a key.
+	q := `select distinct tbl from ` + sharedRelation
+	for _, rel := range relations()[1:] {
+		q += ` union (select tbl from ` + rel + ` limit 1)`
+	}
+	rows, err := s.pool.Query(ctx, q)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -26,6 +33,7 @@ func (s *Store) Tables(ctx context.Context) ([]billing.Table, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
+	slices.Sort(names) // byte order, whatever the database's collation
 	tables := make([]billing.Table, len(names))
 	for i, n := range names {
 		tables[i] = billing.Table(n)
@@ -43,27 +51,33 @@ func (s *Store) Import(ctx context.Context, fn func(put func(table billing.Table
 	}
 	defer s.running.Done()
 	return classify(pgx.BeginTxFunc(ctx, s.pool, readWrite, func(ptx pgx.Tx) error {
-		rows := make([][]any, 0, importChunk)
-		send := func() error {
-			if len(rows) == 0 {
+		rows := make(map[string][][]any) // by relation
+		send := func(rel string) error {
+			if len(rows[rel]) == 0 {
 				return nil
 			}
-			if _, err := ptx.CopyFrom(ctx, pgx.Identifier{"billing_kv"}, []string{"tbl", "k", "v"}, pgx.CopyFromRows(rows)); err != nil {
+			if _, err := ptx.CopyFrom(ctx, pgx.Identifier{rel}, []string{"tbl", "k", "v"}, pgx.CopyFromRows(rows[rel])); err != nil {
 				return fmt.Errorf("copy: %w", err)
 			}
-			rows = rows[:0]
+			rows[rel] = rows[rel][:0]
 			return nil
 		}
 		err := fn(func(table billing.Table, key, value []byte) error {
-			rows = append(rows, []any{string(table), append([]byte(nil), key...), append([]byte{}, value...)})
-			if len(rows) == importChunk {
-				return send()
+			rel := Relation(table)
+			rows[rel] = append(rows[rel], []any{string(table), append([]byte(nil), key...), append([]byte{}, value...)})
+			if len(rows[rel]) == importChunk {
+				return send(rel)
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		return send()
+		for _, rel := range relations() {
+			if err := send(rel); err != nil {
+				return err
+			}
+		}
+		return nil
 	}))
 }

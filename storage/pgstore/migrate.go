@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/billingd/billing"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -20,6 +21,24 @@ var migrations = []string{
 		v bytea not null,
 		primary key (tbl, k)
 	)`,
+	// 2: the usage event tables move to tables of their own (see
+	// ownRelations): same columns, rows moved as they are.
+	ownTable("usage_events") + ownTable("usage_event_ids") + ownTable("usage_event_keys"),
+}
+
+// ownTable is the SQL that creates the table of its own of a Store table
+// and moves its rows there from billing_kv.
+func ownTable(table string) string {
+	rel := ownRelations[billing.Table(table)]
+	return `create table ` + rel + ` (
+		tbl text not null,
+		k bytea not null,
+		v bytea not null,
+		primary key (tbl, k)
+	);
+	insert into ` + rel + ` (tbl, k, v) select tbl, k, v from billing_kv where tbl = '` + table + `';
+	delete from billing_kv where tbl = '` + table + `';
+	`
 }
 
 // SchemaVersion is the schema version this package creates and knows.

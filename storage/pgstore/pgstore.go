@@ -5,8 +5,10 @@
 // # Schema
 //
 // Every billing.Table lives in one table, billing_kv (tbl text, k bytea,
-// v bytea, primary key (tbl, k)): bytea compares bytewise, so key order is
-// the port's byte order and a Scan is an index range read. Counters are
+// v bytea, primary key (tbl, k)), except the usage event tables, which
+// have tables of their own with the same columns (see Relation): bytea
+// compares bytewise, so key order is the port's byte order and a Scan is
+// an index range read. Counters are
 // ordinary rows holding an 8-byte big-endian integer, as in boltstore, so a
 // copy between the two backends is byte for byte. The schema is created and
 // upgraded on Open by numbered migrations recorded in billing_schema; a
@@ -25,7 +27,8 @@
 //
 // Puts are sent to the server in one statement per table just before the
 // next read, Insert, Delete, Increment or commit, so a transaction that
-// writes a thousand records costs one round trip, not a thousand. Errors of
+// writes a thousand records costs one round trip, not a thousand: many new
+// keys with COPY, the others with one upsert. Errors of
 // the network or the server (connection refused, lost, server shutting
 // down, too many connections) wrap billing.ErrUnavailable; the pool
 // reconnects by itself once the server is back.
@@ -310,6 +313,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 // failure or deadlock, after which the whole transaction may run again. A
 // panic in fn rolls the transaction back and continues.
 func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, fn func(*tx) error) (err error, again bool) {
+	err, again = s.attempt(ctx, opts, false, fn)
+	if errors.Is(err, errCopyConflict) {
+		// Sent with COPY, a Put met an existing key, which aborted the
+		// transaction: run it again with upserts only, at once (no
+		// other transaction is involved).
+		err, again = s.attempt(ctx, opts, true, fn)
+	}
+	return err, again
+}
+
+// attempt is one run of runOnce; noCopy sends every Put as an upsert.
+func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, fn func(*tx) error) (err error, again bool) {
 	ptx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -317,7 +332,7 @@ func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, fn func(*tx) er
 		}
 		return classify(err), false
 	}
-	t := &tx{ptx: ptx, writable: opts.AccessMode == pgx.ReadWrite}
+	t := &tx{ptx: ptx, writable: opts.AccessMode == pgx.ReadWrite, noCopy: noCopy}
 	defer func() {
 		t.done = true
 		if ptx != nil {
@@ -332,13 +347,16 @@ func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, fn func(*tx) er
 	if t.retryable != nil {
 		// The server aborted the transaction: whatever fn made of that
 		// error, this run is void and fn may run again.
-		return t.retryable, true
+		return t.retryable, !errors.Is(t.retryable, errCopyConflict)
 	}
 	if fnErr != nil {
 		return fnErr, false
 	}
 	if err := t.flush(ctx); err != nil {
-		return t.fail(err), t.retryable != nil
+		if t.retryable != nil {
+			return t.retryable, !errors.Is(t.retryable, errCopyConflict)
+		}
+		return err, false
 	}
 	if err := ctx.Err(); err != nil {
 		return err, false // the caller gave up: no effect, nothing acknowledged

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -94,5 +95,112 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "secret-pw") {
 		t.Errorf("the error shows the password: %v", err)
+	}
+}
+
+func TestUpgradeMovesUsageEventsToTheirOwnTables(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.Schema(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// A database as schema version 1 left it: every record in billing_kv.
+	q := func(sql string) string {
+		return strings.ReplaceAll(sql, "S.", pgx.Identifier{schema}.Sanitize()+".")
+	}
+	for _, sql := range []string{
+		`create table S.billing_schema (version integer primary key, applied_at timestamptz not null default now())`,
+		`create table S.billing_kv (tbl text not null, k bytea not null, v bytea not null, primary key (tbl, k))`,
+		`insert into S.billing_schema (version) values (1)`,
+		`insert into S.billing_kv values ('usage_events', 'e1', 'v1'), ('usage_event_ids', 'i1', 'l1'),
+			('usage_event_keys', 'c1', 'e1'), ('customers', 'cus1', 'Acme')`,
+	} {
+		if _, err := conn.Exec(ctx, q(sql)); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	st, err := pgstore.Open(ctx, pgtest.ConnString(), &pgstore.Options{Schema: schema, MaxConns: 2})
+	if err != nil {
+		t.Fatalf("Open of a version 1 database: %v", err)
+	}
+	defer st.Close()
+	want := map[billing.Table]string{"usage_events": "e1=v1", "usage_event_ids": "i1=l1", "usage_event_keys": "c1=e1", "customers": "cus1=Acme"}
+	err = st.View(ctx, func(tx billing.Tx) error {
+		for table, kv := range want {
+			k, v, _ := strings.Cut(kv, "=")
+			got, err := tx.Get(ctx, table, []byte(k))
+			if err != nil || string(got) != v {
+				t.Errorf("%s %s after the upgrade: %q, %v; want %q", table, k, got, err, v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for table := range want {
+		var n int
+		if err := conn.QueryRow(ctx, q(`select count(*) from S.`+pgstore.Relation(table)+` where tbl = $1`), string(table)).Scan(&n); err != nil || n != 1 {
+			t.Errorf("%s: %d rows in %s (err %v), want 1", table, n, pgstore.Relation(table), err)
+		}
+	}
+	tables, err := st.Tables(ctx)
+	if err != nil || len(tables) != 4 || tables[0] != "customers" || tables[3] != "usage_events" {
+		t.Errorf("Tables = %v, %v; want the four tables in byte order", tables, err)
+	}
+}
+
+// A transaction that overwrites many records it did not read first sends
+// them with COPY, which fails on the existing keys; the store must undo
+// that and overwrite them, within the same transaction.
+func TestManyBlindOverwritesAndNewKeysInOneTransaction(t *testing.T) {
+	t.Parallel()
+	st := pgtest.Open(t, nil)
+	ctx := context.Background()
+	const n = 300
+	put := func(value string, from, to int) {
+		t.Helper()
+		err := st.Update(ctx, func(tx billing.Tx) error {
+			for i := from; i < to; i++ {
+				for _, table := range []billing.Table{"usage_events", "customers"} {
+					if err := tx.Put(ctx, table, fmt.Appendf(nil, "k%04d", i), []byte(value)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Update putting %s: %v", value, err)
+		}
+	}
+	put("first", 0, n)
+	put("second", n/2, n+n/2) // half of them exist
+	err := st.View(ctx, func(tx billing.Tx) error {
+		for _, table := range []billing.Table{"usage_events", "customers"} {
+			count := 0
+			err := tx.Scan(ctx, table, billing.Range{}, func(k, v []byte) error {
+				var i int
+				fmt.Sscanf(string(k), "k%d", &i)
+				if want := map[bool]string{true: "second", false: "first"}[i >= n/2]; string(v) != want {
+					t.Errorf("%s %s = %q, want %q", table, k, v, want)
+				}
+				count++
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if count != n+n/2 {
+				t.Errorf("%s holds %d keys, want %d", table, count, n+n/2)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
