@@ -16,9 +16,10 @@ import (
 	"github.com/billingd/billing/httpserver"
 )
 
-// fixture is a real server: the Service on the test kit's store, the REST
-// API and the console mounted as billingd serve mounts them, one account
-// with a customer and a draft invoice, and a second account.
+// fixture is a real server: the Service on bbolt (the test kit's durable
+// store), the REST API and the console mounted as billingd serve mounts
+// them, one account with a customer and a draft invoice, and a second
+// account.
 type fixture struct {
 	tb       testing.TB
 	svc      *billing.Service
@@ -36,7 +37,7 @@ type fixture struct {
 // newFixture starts a fixture.
 func newFixture(tb testing.TB, opts ...billingtest.Option) *fixture {
 	tb.Helper()
-	st := billingtest.Store(tb)
+	st := billingtest.DurableStore(tb) // bbolt, as billingd serve; PostgreSQL when BILLINGD_TEST_POSTGRES is set
 	svc, clock := billingtest.NewService(tb, append(opts, billingtest.WithStore(st))...)
 	con, err := New(svc, &Config{Store: st, Now: clock.Now})
 	if err != nil {

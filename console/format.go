@@ -11,11 +11,11 @@ import (
 
 // funcs are the template functions every page may use.
 var funcs = template.FuncMap{
-	"day":      day,
-	"moment":   moment,
-	"money":    money,
-	"statusOf": statusClass,
-	"join":     strings.Join,
+	"day":    day,
+	"moment": moment,
+	"money":  money,
+	"badge":  badge,
+	"join":   strings.Join,
 	"lastAttempt": func(a []billing.DeliveryAttempt) *billing.DeliveryAttempt {
 		if len(a) == 0 {
 			return nil
@@ -66,9 +66,12 @@ func money(d billing.Decimal, c billing.Currency) string {
 	return d.String() + " " + string(c)
 }
 
-// statusClass is the CSS class of a status badge: the status in lower
-// case ("status-final", "status-paid").
-func statusClass(s any) string {
+// badge shows a status as a badge: its words ("PARTIALLY PAID") in a span
+// of class "status status-<status in lower case>" ("status-partially-paid"),
+// which the stylesheet colours.
+func badge(s any) template.HTML {
 	v := fmt.Sprint(s)
-	return "status status-" + strings.ToLower(strings.ReplaceAll(v, "_", "-"))
+	class := "status status-" + strings.ToLower(strings.ReplaceAll(v, "_", "-"))
+	return template.HTML(`<span class="` + template.HTMLEscapeString(class) + `">` +
+		template.HTMLEscapeString(strings.ReplaceAll(v, "_", " ")) + `</span>`)
 }

@@ -207,7 +207,7 @@ func (c *Console) invoiceAction(rq *request) error {
 	cf := confirmation{Heading: a.heading + " · " + invoiceTitle(inv), Question: a.question, Action: page + "/" + rq.r.PathValue("action"),
 		Button: a.button, Danger: a.danger, Back: page}
 	if rq.r.PathValue("action") == "pay" {
-		cf.Fields = paymentFields(inv, rq.r.PostForm)
+		cf.Fields = paymentFields(inv, rq.r.PostForm, c.cfg.Now())
 	}
 	if rq.r.Method != http.MethodPost {
 		return rq.confirm(cf, nil)
@@ -220,7 +220,7 @@ func (c *Console) invoiceAction(rq *request) error {
 
 // paymentFields are the inputs of the payment form: what was submitted, or
 // the amount due and today.
-func paymentFields(inv *billing.Invoice, form map[string][]string) []field {
+func paymentFields(inv *billing.Invoice, form map[string][]string, now time.Time) []field {
 	value := func(name, def string) string {
 		if v := form[name]; len(v) > 0 {
 			return v[0]
@@ -230,7 +230,7 @@ func paymentFields(inv *billing.Invoice, form map[string][]string) []field {
 	return []field{
 		{Name: "amount", Label: "Amount (" + string(inv.Currency) + ")", Value: value("amount", inv.AmountDue.String()), Required: true,
 			Hint: "At most the amount due, " + inv.AmountDue.String() + " " + string(inv.Currency) + "."},
-		{Name: "paidAt", Label: "Paid on", Type: "date", Value: value("paidAt", time.Now().UTC().Format(time.DateOnly)), Required: true},
+		{Name: "paidAt", Label: "Paid on", Type: "date", Value: value("paidAt", now.UTC().Format(time.DateOnly)), Required: true},
 		{Name: "method", Label: "Method", Value: value("method", "")},
 		{Name: "reference", Label: "Reference", Value: value("reference", "")},
 	}
