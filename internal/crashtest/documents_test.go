@@ -123,10 +123,10 @@ func idOf(body string) string {
 	return v.ID
 }
 
-// eachInvoice calls fn for every invoice of account.
-func eachInvoice(ctx context.Context, svc *billing.Service, account string, fn func(*billing.Invoice)) error {
+// eachItem calls fn for every item of a list, page by page.
+func eachItem[T any](list func(billing.ListParams) (billing.Page[T], error), fn func(*T)) error {
 	return pages(func(p billing.ListParams) (string, error) {
-		page, err := svc.ListInvoices(ctx, account, billing.InvoiceFilter{}, p)
+		page, err := list(p)
 		for i := range page.Items {
 			fn(&page.Items[i])
 		}
@@ -134,15 +134,18 @@ func eachInvoice(ctx context.Context, svc *billing.Service, account string, fn f
 	})
 }
 
+// eachInvoice calls fn for every invoice of account.
+func eachInvoice(ctx context.Context, svc *billing.Service, account string, fn func(*billing.Invoice)) error {
+	return eachItem(func(p billing.ListParams) (billing.Page[billing.Invoice], error) {
+		return svc.ListInvoices(ctx, account, billing.InvoiceFilter{}, p)
+	}, fn)
+}
+
 // eachCreditNote calls fn for every credit note of account.
 func eachCreditNote(ctx context.Context, svc *billing.Service, account string, fn func(*billing.CreditNote)) error {
-	return pages(func(p billing.ListParams) (string, error) {
-		page, err := svc.ListCreditNotes(ctx, account, billing.CreditNoteFilter{}, p)
-		for i := range page.Items {
-			fn(&page.Items[i])
-		}
-		return page.After, err
-	})
+	return eachItem(func(p billing.ListParams) (billing.Page[billing.CreditNote], error) {
+		return svc.ListCreditNotes(ctx, account, billing.CreditNoteFilter{}, p)
+	}, fn)
 }
 
 // wantGapless fails unless numbers are exactly prefix00001 to prefixN, each
@@ -306,6 +309,15 @@ func dispatchAll(t *testing.T, ctx context.Context, store billing.Store, account
 func checkWebhooks(t *testing.T, ctx context.Context, store billing.Store, svc *billing.Service, account string, rcv *receiver, round int) int {
 	t.Helper()
 	dispatchAll(t, ctx, store, account, round)
+	return checkReceived(t, ctx, svc, account, rcv, round)
+}
+
+// checkReceived checks that every committed notification of the one webhook
+// policy was delivered (SUCCEEDED) and received at least once with its
+// original id, signed, and that nothing else was received. It returns the
+// number of notifications.
+func checkReceived(t *testing.T, ctx context.Context, svc *billing.Service, account string, rcv *receiver, round int) int {
+	t.Helper()
 	policies, err := svc.ListNotificationPolicies(ctx, account, billing.NotificationPolicyFilter{}, billing.ListParams{Limit: 10})
 	if err != nil || len(policies.Items) != 1 {
 		t.Fatalf("round %d: want the one webhook policy: %v %+v", round, err, policies.Items)
