@@ -1,7 +1,14 @@
 package console
 
-// routes registers every page of the console, one line each: the one
-// place to read what the console serves.
+import (
+	"context"
+
+	"github.com/billingd/billing"
+)
+
+// routes registers every page of the console, one line each (one line a
+// kind of document: documentPages): the one place to read what the
+// console serves.
 func (c *Console) routes() {
 	c.mux.Handle("GET "+Prefix+"static/", c.static)
 	c.mux.HandleFunc("GET "+Prefix+"sign-in", c.signInPage)
@@ -12,19 +19,8 @@ func (c *Console) routes() {
 	c.handle("GET "+Prefix+"customers", c.customers)
 	c.handle("GET "+Prefix+"customers/{id}", c.customer)
 
-	c.handle("GET "+Prefix+"invoices", c.invoices)
-	c.handle("GET "+Prefix+"invoices/{id}", c.invoice)
-	c.handle("GET "+Prefix+"invoices/{id}/document", func(rq *request) error { return rq.document(c.svc.PrintableInvoice, false) })
-	c.handle("GET "+Prefix+"invoices/{id}/pdf", func(rq *request) error { return rq.document(c.svc.PrintableInvoice, true) })
-	c.handle("GET "+Prefix+"invoices/{id}/{action}", c.invoiceAction) // the confirmation
-	c.handle("POST "+Prefix+"invoices/{id}/{action}", c.invoiceAction)
-
-	c.handle("GET "+Prefix+"credit-notes", c.creditNotes)
-	c.handle("GET "+Prefix+"credit-notes/{id}", c.creditNote)
-	c.handle("GET "+Prefix+"credit-notes/{id}/document", func(rq *request) error { return rq.document(c.svc.PrintableCreditNote, false) })
-	c.handle("GET "+Prefix+"credit-notes/{id}/pdf", func(rq *request) error { return rq.document(c.svc.PrintableCreditNote, true) })
-	c.handle("GET "+Prefix+"credit-notes/{id}/{action}", c.creditNoteAction) // the confirmation
-	c.handle("POST "+Prefix+"credit-notes/{id}/{action}", c.creditNoteAction)
+	c.documentPages("invoices", c.invoices, c.invoice, c.svc.PrintableInvoice, c.invoiceAction)
+	c.documentPages("credit-notes", c.creditNotes, c.creditNote, c.svc.PrintableCreditNote, c.creditNoteAction)
 
 	c.handle("GET "+Prefix+"schedules", c.schedules)
 	c.handle("GET "+Prefix+"schedules/{id}", c.schedule)
@@ -38,4 +34,19 @@ func (c *Console) routes() {
 
 	// Anything else under the prefix is the console's 404 page.
 	c.handle(Prefix, func(*request) error { return notFound })
+}
+
+// documentPages registers the pages of one kind of document (invoices,
+// credit notes) under Prefix+path: the list, a document's page, its
+// rendering as HTML (document) and as PDF (pdf), and its actions (GET
+// confirms, POST does it).
+func (c *Console) documentPages(path string, list, page func(*request) error,
+	printable func(ctx context.Context, account, id string) (*billing.PrintableDocument, error),
+	action func(*request) error) {
+	c.handle("GET "+Prefix+path, list)
+	c.handle("GET "+Prefix+path+"/{id}", page)
+	c.handle("GET "+Prefix+path+"/{id}/document", func(rq *request) error { return rq.document(printable, false) })
+	c.handle("GET "+Prefix+path+"/{id}/pdf", func(rq *request) error { return rq.document(printable, true) })
+	c.handle("GET "+Prefix+path+"/{id}/{action}", action) // the confirmation
+	c.handle("POST "+Prefix+path+"/{id}/{action}", action)
 }
