@@ -75,6 +75,18 @@ func TestSummarizeInvoicesAddsIssuedInvoicesPerMonthAndCurrency(t *testing.T) {
 			}
 		}
 	})
+	t.Run("TodayIsTheAccountsDate", func(t *testing.T) {
+		// 20:00 UTC on 31 October is already 1 November in Auckland: the
+		// summary's last month is November there.
+		_, err := e.svc.PutAccountSettings(e.ctx, e.acct, billing.AccountSettings{TimeZone: "Pacific/Auckland"})
+		check(err)
+		e.clock.Set(time.Date(2024, 10, 31, 20, 0, 0, 0, time.UTC))
+		sum, err := e.svc.SummarizeInvoices(e.ctx, e.acct, 2)
+		check(err)
+		if sum.Today.String() != "2024-11-01" || fmt.Sprint(sum.Months) != "[2024-10-01 2024-11-01]" {
+			t.Errorf("in Auckland: today %s, months %v", sum.Today, sum.Months)
+		}
+	})
 	t.Run("OtherAccountSeesNothing", func(t *testing.T) {
 		other := billingtest.Account(t, e.svc, "other")
 		sum, err := e.svc.SummarizeInvoices(e.ctx, other, 12)
