@@ -14,6 +14,9 @@ import (
 
 func TestSignInAndPagesOfTheAccount(t *testing.T) {
 	f := newFixture(t)
+	must(f.svc.CreateUsageMetric(context.Background(), f.account, billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
+		Name: "API calls", MetricType: billing.MetricTypeSimple, EventType: "api_call", AggregationType: billing.AggregationCount,
+	}}))
 	b := f.signedIn()
 	for path, want := range map[string][]string{
 		"/console/customers":                              {"Globex Ltd"},

@@ -40,6 +40,7 @@ type navItem struct {
 var nav = []navItem{
 	{"Customers", Prefix + "customers", "customers"},
 	{"Invoices", Prefix + "invoices", "invoices"},
+	{"Usage metrics", Prefix + "usage-metrics", "usage-metrics"},
 	{"Notifications", Prefix + "deliveries", "deliveries"},
 }
 

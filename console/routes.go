@@ -24,6 +24,8 @@ func (c *Console) routes() {
 	c.handle("GET "+Prefix+"invoices/{id}/{action}", c.invoiceAction) // the confirmation
 	c.handle("POST "+Prefix+"invoices/{id}/{action}", c.invoiceAction)
 
+	c.handle("GET "+Prefix+"usage-metrics", c.usageMetrics)
+
 	c.handle("GET "+Prefix+"deliveries", c.deliveries)
 	c.handle("GET "+Prefix+"deliveries/{id}/retry", c.retryDelivery)
 	c.handle("POST "+Prefix+"deliveries/{id}/retry", c.retryDelivery)
