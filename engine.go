@@ -960,20 +960,7 @@ func (s *Service) recordRuns(ctx context.Context, run *BillingRun, runErr error,
 // pruneRuns deletes the account's run records beyond the newest
 // maxBillingRunRecords.
 func pruneRuns(ctx context.Context, tx Tx, account string) error {
-	var old [][]byte
-	n := 0
-	err := tx.Scan(ctx, tableBillingRuns, Range{Prefix: prefix(account), Reverse: true}, func(k, _ []byte) error {
-		if n++; n > maxBillingRunRecords {
-			old = append(old, append([]byte(nil), k...))
-		}
-		return nil
-	})
-	for _, k := range old {
-		if err == nil {
-			err = tx.Delete(ctx, tableBillingRuns, k)
-		}
-	}
-	return err
+	return deleteRange(ctx, tx, tableBillingRuns, Range{Prefix: prefix(account), Reverse: true}, maxBillingRunRecords)
 }
 
 // ListBillingRuns lists the account's billing run records, newest first

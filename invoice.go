@@ -562,17 +562,7 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 
 // deleteUnder deletes every key of table t under pre.
 func deleteUnder(ctx context.Context, tx Tx, t Table, pre []byte) error {
-	var keys [][]byte
-	err := tx.Scan(ctx, t, Range{Prefix: pre}, func(k, _ []byte) error {
-		keys = append(keys, append([]byte(nil), k...))
-		return nil
-	})
-	for _, k := range keys {
-		if err == nil {
-			err = tx.Delete(ctx, t, k)
-		}
-	}
-	return err
+	return deleteRange(ctx, tx, t, Range{Prefix: pre}, 0)
 }
 
 // DraftInvoice turns an IN_PROGRESS invoice into a DRAFT and emits

@@ -333,6 +333,26 @@ func scanRecords[T any](ctx context.Context, tx Tx, t Table, r Range) ([]T, erro
 	return out, err
 }
 
+// deleteRange deletes the keys of t in r, in r's order, after the first
+// skip of them. The keys are collected first: a Scan's fn must not write
+// to the table it scans.
+func deleteRange(ctx context.Context, tx Tx, t Table, r Range, skip int) error {
+	var keys [][]byte
+	n := 0
+	err := tx.Scan(ctx, t, r, func(k, _ []byte) error {
+		if n++; n > skip {
+			keys = append(keys, bytes.Clone(k))
+		}
+		return nil
+	})
+	for _, k := range keys {
+		if err == nil {
+			err = tx.Delete(ctx, t, k)
+		}
+	}
+	return err
+}
+
 // getRecord reads and decodes the JSON record under k. A missing record
 // returns ErrNotFound.
 func getRecord[T any](ctx context.Context, tx Tx, t Table, k []byte) (*T, error) {
