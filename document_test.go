@@ -71,10 +71,15 @@ func (e *docEnv) finalInvoice(q, r, tax string) *billing.Invoice {
 	return must(e.svc.FinalizeInvoice(e.ctx, e.acct, inv.ID)).of(e.t, "FinalizeInvoice")
 }
 
+// crediting creates a credit note of inv (its currency and customer).
+func (e *docEnv) crediting(inv *billing.Invoice) (*billing.CreditNote, error) {
+	return e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID, InvoiceID: inv.ID})
+}
+
 // creditNote creates a DRAFT credit note of inv with one line.
 func (e *docEnv) creditNote(inv *billing.Invoice, q, r, tax string) *billing.CreditNote {
 	e.t.Helper()
-	cn, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID, InvoiceID: inv.ID})
+	cn, err := e.crediting(inv)
 	if err != nil {
 		e.t.Fatalf("CreateCreditNote: %v", err)
 	}
@@ -439,11 +444,7 @@ func TestOptionalJSON(t *testing.T) {
 func TestDocumentLineLimit(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
-	lines := make([]billing.InvoiceLineItemParams, 1000)
-	for i := range lines {
-		lines[i] = invLine("x", "1", "0.01", "0")
-	}
-	inv := billing.CreateEngineInvoiceForTest(t, e.svc, e.acct, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID}, lines)
+	inv := e.engineDraft(billing.CurrencyGBP, manyLines(1000, "0.01", func(int) string { return "x" }))
 	if inv.NetTotal.String() != "10.00" {
 		t.Fatalf("1,000 lines of 0.01: net %s, want 10.00", inv.NetTotal)
 	}

@@ -194,6 +194,7 @@ const (
 	tableTaxRates         Table = "tax_rates"           // account id / tax rate id → TaxRate
 	tablePrices           Table = "prices"              // account id / price id → Price
 	tableMerchantDetails  Table = "merchant_details"    // account id → MerchantDetails
+	tableTimeZones        Table = "time_zones"          // account id → []zoneChange; account id / customer id → []zoneChange
 	tableSeatMetrics      Table = "seat_metrics"        // account id / seat metric id → SeatMetric
 	tableSeatMetricTypes  Table = "seat_metric_types"   // account id / seat type → seat metric id
 	tableSeatEvents       Table = "seat_events"         // account id / event id → SeatEvent (creation order)
@@ -257,6 +258,9 @@ const (
 	tableBillingWatch Table = "billing_watch" // account id / schedule id / billing date → billingWatch
 	// tableBillingLateUsage records usage that changed after its invoice was finalized.
 	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
+	// tableBillingLeases shares the engine's work out between the
+	// instances on a shared store (Config.SharedStore; engine.go).
+	tableBillingLeases Table = "billing_leases" // account id / schedule id → engineLease
 	// tableBillingRuns keeps the newest billing run records of each account.
 	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord
 )

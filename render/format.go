@@ -29,14 +29,9 @@ func money(cur billing.Currency, d billing.Decimal) string {
 	return sign + string(cur) + " " + group(digits)
 }
 
-// Money formats an amount as documents print it: exactly as stored, with
-// the currency's symbol or ISO code and thousands separators ("£1,234.50",
-// "CHF 12.00"). The console shows amounts with it, so a screen and a PDF
-// never disagree.
-func Money(cur billing.Currency, d billing.Decimal) string { return money(cur, d) }
-
 // Number formats a quantity as documents print it: as stored, with
-// thousands separators ("1,234,567.5").
+// thousands separators ("1,234,567.5"); the console's charts label their
+// axes with it.
 func Number(d billing.Decimal) string { return number(d) }
 
 // price formats a unit price: money with every stored digit, or a
@@ -129,18 +124,19 @@ func dateRange(start, end billing.Date) string {
 	return date(start) + " – " + date(end)
 }
 
-// timeRange formats a period of timestamps as the days it covers: an end
-// at midnight UTC is exclusive (the credit note period copied from an
-// invoice ends at 00:00 the day after its last day).
-func timeRange(start, end *time.Time) string {
+// timeRange formats a period of timestamps as the days of cal (the
+// customer's calendar) it covers: an end at the midnight that begins a day
+// is exclusive (the credit note period copied from an invoice ends at the
+// midnight after its last day).
+func timeRange(cal billing.Calendar, start, end *time.Time) string {
 	if start == nil || end == nil {
 		return ""
 	}
-	last := end.UTC()
-	if last.Equal(last.Truncate(24*time.Hour)) && last.After(start.UTC()) {
-		last = last.Add(-time.Nanosecond)
+	last := cal.DateOf(*end)
+	if cal.Start(last).Equal(*end) && end.After(*start) {
+		last = last.AddDays(-1)
 	}
-	return dateRange(billing.DateOf(start.UTC()), billing.DateOf(last))
+	return dateRange(cal.DateOf(*start), last)
 }
 
 // addressLines are the printed lines of an address; none for an empty one.

@@ -105,10 +105,19 @@ type server struct {
 // waits until it listens.
 func startServer(tb testing.TB, extra ...string) *server {
 	tb.Helper()
+	return startServerIn(tb, nil, nil, extra...)
+}
+
+// startServerIn is startServer with the binary run through the command
+// wrap (nil: directly; the binary's path and arguments follow it) and
+// with env added to its environment.
+func startServerIn(tb testing.TB, wrap, env []string, extra ...string) *server {
+	tb.Helper()
 	s := &server{stderr: newLogBuffer(), exited: make(chan struct{}), db: tempDB(tb)}
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", s.db, "--rate-limit", "0"}, extra...)
-	s.cmd = exec.Command(billingdBinary(tb), args...)
-	s.cmd.Env = cleanEnv()
+	args := append([]string{billingdBinary(tb), "serve", "--addr", "127.0.0.1:0", "--db", s.db, "--rate-limit", "0"}, extra...)
+	args = append(append([]string(nil), wrap...), args...)
+	s.cmd = exec.Command(args[0], args[1:]...)
+	s.cmd.Env = append(cleanEnv(), env...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -127,23 +136,11 @@ func startServer(tb testing.TB, extra ...string) *server {
 // do sends one request to the server and returns the status and body.
 func (s *server) do(tb testing.TB, method, path, auth, body string) (int, string) {
 	tb.Helper()
-	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
+	code, b := request(s.url, auth, method, path, body)
+	if code == 0 {
+		tb.Fatal(b)
 	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return code, b
 }
 
 // stop sends SIGTERM and returns the exit code once the process ends.
