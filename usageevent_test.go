@@ -42,6 +42,18 @@ func event(tb testing.TB, alias, eventType, js string) billing.UsageEventParams 
 	return p
 }
 
+// eventsAt is one event of alias and eventType, without properties, at
+// each of the timestamps.
+func eventsAt(tb testing.TB, alias, eventType string, timestamps ...string) []billing.UsageEventParams {
+	tb.Helper()
+	events := make([]billing.UsageEventParams, len(timestamps))
+	for i, ts := range timestamps {
+		events[i] = event(tb, alias, eventType, "")
+		events[i].EventTimestamp = at(tb, ts)
+	}
+	return events
+}
+
 // withID is an "api" event of alias with the properties js and the
 // customerEventId id, which supersedes an earlier event of that id.
 func withID(tb testing.TB, id, alias, js string) billing.UsageEventParams {
@@ -104,8 +116,7 @@ func TestPropertyValueJSON(t *testing.T) {
 
 func TestCreateUsageEventRoundTrip(t *testing.T) {
 	t.Parallel()
-	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		svc, _ := billingtest.NewService(t, opts...)
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
 		acct := billingtest.Account(t, svc, "a")
 		ctx := context.Background()
 		p := event(t, "cust-1", "api_call", `{"region":"EU","n":42,"price":"2.50","amount":0.10,"big":-123456789012345678901234567890.5,"ok":false}`)
@@ -189,8 +200,7 @@ func TestCreateUsageEventDefaultsAndLimits(t *testing.T) {
 
 func TestCreateUsageEventBatchAllOrNothing(t *testing.T) {
 	t.Parallel()
-	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		svc, _ := billingtest.NewService(t, opts...)
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
 		acct := billingtest.Account(t, svc, "a")
 		ctx := context.Background()
 		future := event(t, "c", "t", "")
@@ -229,11 +239,7 @@ func TestListUsageEvents(t *testing.T) {
 	acct := billingtest.Account(t, svc, "a")
 	other := billingtest.Account(t, svc, "b")
 	ctx := context.Background()
-	mk := func(alias, typ, ts string) billing.UsageEventParams {
-		p := event(t, alias, typ, "")
-		p.EventTimestamp = at(t, ts)
-		return p
-	}
+	mk := func(alias, typ, ts string) billing.UsageEventParams { return eventsAt(t, alias, typ, ts)[0] }
 	ingest(t, svc, acct,
 		mk("c1", "api", "2024-07-01T00:00:00Z"), mk("c2", "api", "2024-07-02T00:00:00Z"),
 		mk("c1", "storage", "2024-07-03T00:00:00Z"), mk("c1", "api", "2024-07-04T00:00:00Z"))
@@ -273,8 +279,7 @@ func TestListUsageEvents(t *testing.T) {
 
 func TestUsageEventSupersede(t *testing.T) {
 	t.Parallel()
-	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		svc, _ := billingtest.NewService(t, opts...)
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
 		acct := billingtest.Account(t, svc, "a")
 		other := billingtest.Account(t, svc, "b")
 		ctx := context.Background()
