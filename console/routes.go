@@ -1,5 +1,11 @@
 package console
 
+import (
+	"context"
+
+	"github.com/billingd/billing"
+)
+
 // routes registers every page of the console, one line each: the one
 // place to read what the console serves.
 func (c *Console) routes() {
@@ -12,19 +18,8 @@ func (c *Console) routes() {
 	c.handle("GET "+Prefix+"customers", c.customers)
 	c.handle("GET "+Prefix+"customers/{id}", c.customer)
 
-	c.handle("GET "+Prefix+"invoices", c.invoices)
-	c.handle("GET "+Prefix+"invoices/{id}", c.invoice)
-	c.handle("GET "+Prefix+"invoices/{id}/document", func(rq *request) error { return rq.document(c.svc.PrintableInvoice, false) })
-	c.handle("GET "+Prefix+"invoices/{id}/pdf", func(rq *request) error { return rq.document(c.svc.PrintableInvoice, true) })
-	c.handle("GET "+Prefix+"invoices/{id}/{action}", c.invoiceAction) // the confirmation
-	c.handle("POST "+Prefix+"invoices/{id}/{action}", c.invoiceAction)
-
-	c.handle("GET "+Prefix+"credit-notes", c.creditNotes)
-	c.handle("GET "+Prefix+"credit-notes/{id}", c.creditNote)
-	c.handle("GET "+Prefix+"credit-notes/{id}/document", func(rq *request) error { return rq.document(c.svc.PrintableCreditNote, false) })
-	c.handle("GET "+Prefix+"credit-notes/{id}/pdf", func(rq *request) error { return rq.document(c.svc.PrintableCreditNote, true) })
-	c.handle("GET "+Prefix+"credit-notes/{id}/{action}", c.creditNoteAction) // the confirmation
-	c.handle("POST "+Prefix+"credit-notes/{id}/{action}", c.creditNoteAction)
+	c.documentRoutes("invoices", c.invoices, c.invoice, c.invoiceAction, c.svc.PrintableInvoice)
+	c.documentRoutes("credit-notes", c.creditNotes, c.creditNote, c.creditNoteAction, c.svc.PrintableCreditNote)
 
 	c.handle("GET "+Prefix+"schedules", c.schedules)
 	c.handle("GET "+Prefix+"schedules/{id}", c.schedule)
@@ -40,4 +35,19 @@ func (c *Console) routes() {
 
 	// Anything else under the prefix is the console's 404 page.
 	c.handle(Prefix, func(*request) error { return notFound })
+}
+
+// documentRoutes registers the pages of a kind of document under
+// Prefix+kind: the list, a document's page, its rendering framed
+// (/document) and as a PDF (/pdf), and its actions: the confirmation (GET)
+// and the action itself (POST) at /{action}.
+func (c *Console) documentRoutes(kind string, list, page, action func(*request) error,
+	printable func(ctx context.Context, account, id string) (*billing.PrintableDocument, error)) {
+	base := Prefix + kind
+	c.handle("GET "+base, list)
+	c.handle("GET "+base+"/{id}", page)
+	c.handle("GET "+base+"/{id}/document", func(rq *request) error { return rq.document(printable, false) })
+	c.handle("GET "+base+"/{id}/pdf", func(rq *request) error { return rq.document(printable, true) })
+	c.handle("GET "+base+"/{id}/{action}", action)
+	c.handle("POST "+base+"/{id}/{action}", action)
 }

@@ -9,16 +9,16 @@ import (
 
 // metricList is the data of the usage metrics page.
 type metricList struct {
-	Name    string
+	Search  search
 	Metrics []billing.UsageMetric
 	Pager   pager
 }
 
-// usageMetrics lists the account's usage metrics, newest first; ?name=
-// keeps those whose name contains it (the API's filter).
+// usageMetrics lists the account's usage metrics, newest first; ?q= keeps
+// those whose name contains it (the API's name filter).
 func (c *Console) usageMetrics(rq *request) error {
-	data := metricList{Name: strings.TrimSpace(rq.r.URL.Query().Get("name"))}
-	page, err := c.svc.ListUsageMetrics(rq.ctx, rq.account, billing.UsageMetricFilter{Name: data.Name}, rq.list())
+	data := metricList{Search: search{Query: strings.TrimSpace(rq.r.URL.Query().Get("q")), Placeholder: "Part of a name"}}
+	page, err := c.svc.ListUsageMetrics(rq.ctx, rq.account, billing.UsageMetricFilter{Name: data.Search.Query}, rq.list())
 	if err != nil {
 		return err
 	}
