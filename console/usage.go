@@ -36,7 +36,10 @@ func (c *Console) customerUsage(rq *request, cu *billing.Customer) (*customerUsa
 	if err != nil {
 		return nil, err
 	}
-	today := c.cfg.Now().UTC()
+	today, err := c.customerToday(rq, cu)
+	if err != nil {
+		return nil, err
+	}
 	out := &customerUsage{}
 	for _, m := range metrics.Items {
 		ch := chart.Chart{ID: "usage-" + m.ID, Title: m.Name + " per month", Style: chart.Line, XLabel: "Month", YLabel: m.Name,
@@ -44,10 +47,10 @@ func (c *Console) customerUsage(rq *request, cu *billing.Customer) (*customerUsa
 				m.Name, cu.LegalName, usageMonths)}
 		used, failed := false, ""
 		for i := usageMonths - 1; i >= 0 && failed == ""; i-- {
-			start := time.Date(today.Year(), today.Month()-time.Month(i), 1, 0, 0, 0, 0, time.UTC)
+			start := time.Date(today.Year, today.Month-time.Month(i), 1, 0, 0, 0, 0, time.UTC)
 			end := start.AddDate(0, 1, -1)
-			if end.After(today) {
-				end = today
+			if last := today.Time(); end.After(last) {
+				end = last
 			}
 			calc, err := c.svc.CalculateUsage(rq.ctx, rq.account, billing.CalculateUsageParams{UsageMetricID: m.ID,
 				CustomerAliases: []string{cu.ID}, PeriodStart: start.Format(time.DateOnly), PeriodEnd: end.Format(time.DateOnly)})
@@ -75,4 +78,23 @@ func (c *Console) customerUsage(rq *request, cu *billing.Customer) (*customerUsa
 		}
 	}
 	return out, nil
+}
+
+// customerToday is today's date in the customer's time zone (the
+// account's when the customer has none): the date its usage periods count.
+func (c *Console) customerToday(rq *request, cu *billing.Customer) (billing.Date, error) {
+	zone := cu.TimeZone
+	if zone == "" {
+		settings, err := c.svc.GetAccountSettings(rq.ctx, rq.account)
+		if err != nil {
+			return billing.Date{}, err
+		}
+		zone = settings.TimeZone
+	}
+	loc, err := billing.LoadTimeZone(zone)
+	if err != nil {
+		loc = time.UTC // a stored zone was checked when it was set
+	}
+	t := c.cfg.Now().In(loc)
+	return billing.Date{Year: t.Year(), Month: t.Month(), Day: t.Day()}, nil
 }
