@@ -205,8 +205,12 @@ var dummySecretHash = sha256.Sum256([]byte("billingd: no such key"))
 // revocation committed).
 //
 // A store shared with other processes (PostgreSQL, where admin commands
-// revoke keys directly in the database) breaks that premise, so
-// Config.KeyCacheTTL bounds how long a cached key is trusted there.
+// and other billingd instances revoke keys directly in the database)
+// breaks that premise, so Config.KeyCacheTTL (1 s by default with
+// Config.SharedStore) bounds how long a cached key is trusted there: the
+// time is taken before the read, so a key revoked anywhere is refused
+// everywhere at most KeyCacheTTL after the revocation committed, and at
+// once by the Service that revoked it.
 type cachedKey struct {
 	key        APIKey
 	secretHash [sha256.Size]byte
@@ -231,6 +235,9 @@ func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIK
 		return &key, nil
 	}
 	gen := s.keys.Generation()
+	// Taken before the read: a revocation that commits after the read's
+	// snapshot is at most KeyCacheTTL old when the cached key expires.
+	readAt := time.Now()
 	var rec *apiKeyRecord
 	err := s.view(ctx, func(tx Tx) (err error) {
 		if len(keyID) > 255 {
@@ -255,7 +262,7 @@ func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIK
 		return nil, Errorf(CodeUnauthorized, "missing or invalid API credentials")
 	}
 	if s.keyTTL >= 0 {
-		s.keys.Put(gen, keyID, cachedKey{key: rec.APIKey, secretHash: [sha256.Size]byte(rec.SecretHash), cachedAt: time.Now()})
+		s.keys.Put(gen, keyID, cachedKey{key: rec.APIKey, secretHash: [sha256.Size]byte(rec.SecretHash), cachedAt: readAt})
 	}
 	return &rec.APIKey, nil
 }

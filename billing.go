@@ -72,8 +72,19 @@ type Config struct {
 	// this Service revokes it: right when no other process writes the store
 	// (bbolt). A store shared with other processes (PostgreSQL) needs a
 	// bound, since a key revoked elsewhere stays usable here that long;
-	// billingd uses 1s there. Negative turns the cache off. Defaults to 0.
+	// billingd uses 1s there. Negative turns the cache off. Defaults to 0,
+	// or to 1s with SharedStore.
 	KeyCacheTTL time.Duration
+
+	// SharedStore says that other processes use the store at the same
+	// time: several billingd instances on one PostgreSQL database. Then
+	// an Idempotency-Key is marked in flight in the store before its
+	// request runs (BeginIdempotent), so a request racing it on another
+	// instance answers idempotency_key_in_use, and KeyCacheTTL defaults
+	// to one second. Every other cache of the Service is correct across
+	// processes by construction (docs/ARCHITECTURE.md, "Several
+	// instances"). Defaults to false: one process owns the store (bbolt).
+	SharedStore bool
 
 	// IdempotencyTTL is how long an idempotency record answers retries.
 	// Defaults to 24 hours; shorter values are raised to 24 hours.
@@ -166,6 +177,7 @@ type Service struct {
 	log      *slog.Logger
 	idemTTL  time.Duration
 	keyTTL   time.Duration
+	shared   bool // Config.SharedStore
 	limits   Limits
 	cursors  cursor.Codec
 	custom   map[string]CustomAggregation
@@ -210,6 +222,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 		log:      c.Logger,
 		idemTTL:  c.IdempotencyTTL,
 		keyTTL:   c.KeyCacheTTL,
+		shared:   c.SharedStore,
 		limits:   c.Limits.withDefaults(),
 
 		webhookAllowPrivate: c.WebhookAllowPrivate,
@@ -251,6 +264,9 @@ func New(store Store, cfg *Config) (*Service, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.keyTTL == 0 && s.shared {
+		s.keyTTL = time.Second
 	}
 	if s.idemTTL < 24*time.Hour {
 		s.idemTTL = 24 * time.Hour
@@ -350,6 +366,14 @@ func mutateWith[T any](ctx context.Context, s *Service, run func(context.Context
 		out = zero
 		if req, _ := ctx.Value(idempotencyKey{}).(*IdempotencyRequest); req != nil {
 			req.Status, req.Body, req.Stored = 0, nil, false
+			// A request that lost a race for its key (another process
+			// stored an answer under it since) must not run again: it
+			// answers idempotency_key_in_use, never an answer of its own.
+			if req.Render != nil {
+				if err := s.idempotencyFree(ctx, tx, account, req, s.clock()); err != nil {
+					return err
+				}
+			}
 		}
 		v, err := fn(tx)
 		if err != nil {
@@ -364,6 +388,9 @@ func mutateWith[T any](ctx context.Context, s *Service, run func(context.Context
 	if err != nil {
 		var zero T
 		return zero, internal(err)
+	}
+	if req, _ := ctx.Value(idempotencyKey{}).(*IdempotencyRequest); req != nil && req.Stored {
+		req.hold = "" // the answer replaced the in-flight mark
 	}
 	return out, nil
 }
@@ -401,7 +428,11 @@ type IdempotencyRecord struct {
 	// Status is the HTTP status of the stored answer.
 	Status int `json:"status"`
 	// Body is the stored answer, byte for byte as first sent.
-	Body      []byte    `json:"body"`
+	Body []byte `json:"body"`
+	// Holder is set while the record is only an in-flight mark
+	// (BeginIdempotent on a shared store): the request holding the key has
+	// not answered yet, and Status and Body are empty.
+	Holder    string    `json:"holder,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	// ExpiresAt is when the record may be swept: CreatedAt plus
 	// Config.IdempotencyTTL (at least 24 hours).
@@ -428,6 +459,8 @@ type IdempotencyRequest struct {
 	Body []byte
 	// Stored says the operation ran and Status and Body hold its response.
 	Stored bool
+
+	hold string // the in-flight mark BeginIdempotent put on the key, if any
 }
 
 type idempotencyKey struct{}
@@ -456,25 +489,46 @@ func (s *Service) recordIdempotent(ctx context.Context, tx Tx, account string, r
 	return nil
 }
 
+// idempotencyHold is how long a request's in-flight mark on its
+// Idempotency-Key (Config.SharedStore) keeps requests with that key on other
+// instances out. It outlives any request (billingd's write timeout is a
+// minute); after it a key whose instance died is free again.
+const idempotencyHold = 2 * time.Minute
+
+// putIdempotency stores the answer of req under its key. The key must be
+// free, or held by req itself (its in-flight mark): a record stored by
+// another request, or a mark of another request, answers
+// idempotency_key_in_use.
 func (s *Service) putIdempotency(ctx context.Context, tx Tx, account string, req *IdempotencyRequest, status int, body []byte) error {
 	now := s.clock()
-	k := key(account, req.Key)
-	old, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, k)
-	switch {
-	case err == nil && now.Before(old.ExpiresAt):
-		// Another process answered this key first.
-		return Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key was processed concurrently")
-	case err != nil && !errors.Is(err, ErrNotFound):
+	if err := s.idempotencyFree(ctx, tx, account, req, now); err != nil {
 		return err
 	}
-	return putRecord(ctx, tx, tableIdempotency, k, IdempotencyRecord{
+	return putRecord(ctx, tx, tableIdempotency, key(account, req.Key), IdempotencyRecord{
 		Key: req.Key, AccountID: account, Fingerprint: req.Fingerprint,
 		Status: status, Body: body, CreatedAt: now, ExpiresAt: now.Add(s.idemTTL),
 	})
 }
 
-// IdempotentResponse returns the unexpired record stored under key for an
-// account, or nil when there is none.
+// idempotencyFree returns nil when req may use its key: no unexpired record
+// is stored under it, or the record is req's own in-flight mark.
+func (s *Service) idempotencyFree(ctx context.Context, tx Tx, account string, req *IdempotencyRequest, now time.Time) error {
+	old, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, key(account, req.Key))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case !now.Before(old.ExpiresAt) || req.hold != "" && old.Holder == req.hold:
+		return nil
+	}
+	// Another request, here or on another instance, answered or holds
+	// this key first.
+	return Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key was processed concurrently")
+}
+
+// IdempotentResponse returns the unexpired answer stored under key for an
+// account, or nil when there is none (an in-flight mark is no answer).
 func (s *Service) IdempotentResponse(ctx context.Context, account, idemKey string) (*IdempotencyRecord, error) {
 	now := s.clock()
 	var rec *IdempotencyRecord
@@ -483,7 +537,7 @@ func (s *Service) IdempotentResponse(ctx context.Context, account, idemKey strin
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
-		if err == nil && now.Before(r.ExpiresAt) {
+		if err == nil && now.Before(r.ExpiresAt) && r.Holder == "" {
 			rec = r
 		}
 		return err
@@ -491,13 +545,84 @@ func (s *Service) IdempotentResponse(ctx context.Context, account, idemKey strin
 	return rec, err
 }
 
+// BeginIdempotent starts a request sent with an Idempotency-Key, before it
+// runs: it returns the answer stored under the key, if any (the caller
+// replays it, or refuses another request with the key). Otherwise, on a
+// shared store (Config.SharedStore), it marks the key in flight in a
+// transaction of its own, so that the same key sent to another instance
+// meanwhile answers idempotency_key_in_use; it returns that error itself
+// when another request holds the key. A nil record and nil error mean the
+// request may run: with req passed to WithIdempotency, its operation
+// replaces the mark by its answer; EndIdempotent releases a mark that no
+// answer replaced. (In one process the HTTP layer refuses concurrent
+// duplicates itself; without SharedStore this is only the lookup.)
+func (s *Service) BeginIdempotent(ctx context.Context, account string, req *IdempotencyRequest) (*IdempotencyRecord, error) {
+	if !s.shared {
+		return s.IdempotentResponse(ctx, account, req.Key)
+	}
+	now := s.clock()
+	hold := s.newID()
+	var rec *IdempotencyRecord
+	err := s.store.Update(ctx, func(tx Tx) error {
+		rec = nil
+		k := key(account, req.Key)
+		old, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, k)
+		switch {
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return err
+		case err == nil && now.Before(old.ExpiresAt) && old.Holder == "":
+			rec = old
+			return nil
+		case err == nil && now.Before(old.ExpiresAt):
+			return Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is being processed; retry later")
+		}
+		return putRecord(ctx, tx, tableIdempotency, k, IdempotencyRecord{
+			Key: req.Key, AccountID: account, Fingerprint: req.Fingerprint, Holder: hold,
+			CreatedAt: now, ExpiresAt: now.Add(idempotencyHold),
+		})
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	if rec == nil {
+		req.hold = hold
+	}
+	return rec, nil
+}
+
+// EndIdempotent releases the in-flight mark BeginIdempotent put on req's
+// key when the request stored no answer (it failed before its operation
+// ran, or with an answer that is not stored), so a retry may run. It runs
+// even when ctx is done; a failure leaves the mark to expire.
+func (s *Service) EndIdempotent(ctx context.Context, account string, req *IdempotencyRequest) {
+	if req.hold == "" {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	err := s.store.Update(ctx, func(tx Tx) error {
+		k := key(account, req.Key)
+		old, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, k)
+		if err != nil || old.Holder != req.hold {
+			return nil // answered, gone, or taken over after it expired
+		}
+		return tx.Delete(ctx, tableIdempotency, k)
+	})
+	if err != nil {
+		s.log.Warn("releasing an Idempotency-Key", "err", err)
+	}
+}
+
 // StoreIdempotentResponse stores a response that no operation stored
 // itself: an error answer, which changed nothing and so needs no shared
 // transaction.
 func (s *Service) StoreIdempotentResponse(ctx context.Context, account string, req *IdempotencyRequest, status int, body []byte) error {
-	return internal(s.store.Update(ctx, func(tx Tx) error {
+	err := internal(s.store.Update(ctx, func(tx Tx) error {
 		return s.putIdempotency(ctx, tx, account, req, status, body)
 	}))
+	if err == nil {
+		req.hold = "" // the answer replaced the in-flight mark
+	}
+	return err
 }
 
 // SweepIdempotency deletes expired idempotency records and returns how many

@@ -16,18 +16,6 @@ func createCustomer(tb testing.TB, svc *billing.Service, account, name string, a
 	return must(svc.CreateCustomer(context.Background(), account, billing.CustomerParams{LegalName: name, CustomerAliases: aliases})).of(tb, "CreateCustomer")
 }
 
-func errFields(t *testing.T, err error, code billing.Code) []string {
-	t.Helper()
-	var fields []string
-	for _, e := range billing.Errors(err) {
-		if e.Code != code {
-			t.Fatalf("code %s, want %s: %v", e.Code, code, err)
-		}
-		fields = append(fields, e.Field)
-	}
-	return fields
-}
-
 func TestCreateCustomerValidation(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)

@@ -439,11 +439,7 @@ func TestOptionalJSON(t *testing.T) {
 func TestDocumentLineLimit(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
-	lines := make([]billing.InvoiceLineItemParams, 1000)
-	for i := range lines {
-		lines[i] = invLine("x", "1", "0.01", "0")
-	}
-	inv := billing.CreateEngineInvoiceForTest(t, e.svc, e.acct, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID}, lines)
+	inv := e.engineDraft(billing.CurrencyGBP, manyLines(1000, "0.01", func(int) string { return "x" }))
 	if inv.NetTotal.String() != "10.00" {
 		t.Fatalf("1,000 lines of 0.01: net %s, want 10.00", inv.NetTotal)
 	}

@@ -189,9 +189,60 @@ type watchedCharge struct {
 // stays.
 func (s *Service) RunBilling(ctx context.Context, asOf time.Time) (*BillingRun, error) {
 	start, started := time.Now(), s.clock() // a duration for Config.Observer; a stamp for the records
-	run, err := s.runBilling(ctx, "", NormalizeTime(asOf))
+	run, err := s.runBilling(ctx, "", NormalizeTime(asOf), s.now())
 	s.observeRun(ctx, run, start)
 	return run, s.recordRuns(ctx, run, err, "", started)
+}
+
+// RunScheduledBilling is what a program's periodic billing loop calls every
+// interval (billingd's --billing-interval). With one process it is
+// RunBilling(now). On a shared store (Config.SharedStore) the instances
+// bill in rounds: the first instance whose tick comes after the last round
+// is an interval old starts a round as of now; the others' ticks within
+// that interval join it (as of the round's time) and skip what it billed,
+// so across the cluster each schedule is billed once per interval, and a
+// round an instance left unfinished (it died) is finished by the others
+// once its leases expire.
+func (s *Service) RunScheduledBilling(ctx context.Context, now time.Time, interval time.Duration) (*BillingRun, error) {
+	asOf, since := NormalizeTime(now), s.now()
+	if s.shared {
+		var err error
+		if asOf, since, err = s.billingRound(ctx, asOf, since, interval); err != nil {
+			return nil, err
+		}
+	}
+	start, started := time.Now(), s.clock() // a duration for Config.Observer; a stamp for the records
+	run, err := s.runBilling(ctx, "", asOf, since)
+	s.observeRun(ctx, run, start)
+	return run, s.recordRuns(ctx, run, err, "", started)
+}
+
+// billingRound is the round of scheduled billing a tick at asOf takes part
+// in (see RunScheduledBilling): the round started less than interval ago,
+// or a new one starting at asOf. It returns the round's asOf and the
+// instant it started (work claimed since then counts as done).
+func (s *Service) billingRound(ctx context.Context, asOf, started time.Time, interval time.Duration) (time.Time, time.Time, error) {
+	type round struct {
+		AsOf    time.Time `json:"asOf"`
+		Started time.Time `json:"started"`
+	}
+	var r round
+	err := s.store.Update(ctx, func(tx Tx) error {
+		b, err := tx.Get(ctx, tableMeta, []byte("billing_round"))
+		if err == nil && json.Unmarshal(b, &r) == nil && started.Sub(r.Started) < interval && !r.AsOf.After(asOf) {
+			return nil // join it
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		r = round{AsOf: asOf, Started: started}
+		b, err = json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		return tx.Put(ctx, tableMeta, []byte("billing_round"), b)
+	})
+	return r.AsOf, r.Started, internal(err)
 }
 
 // RunAccountBilling is RunBilling for one account (POST /billing-runs).
@@ -210,14 +261,17 @@ func (s *Service) RunAccountBilling(ctx context.Context, account string, asOf *t
 		}
 	}
 	start := time.Now() // a duration for Config.Observer, not a stamp
-	run, err := s.runBilling(ctx, account, at)
+	run, err := s.runBilling(ctx, account, at, s.now())
 	s.observeRun(ctx, run, start)
 	return run, s.recordRuns(ctx, run, err, account, now)
 }
 
 // runBilling visits the runnable schedules of account (all accounts when
-// empty) in key order, a batch per transaction.
-func (s *Service) runBilling(ctx context.Context, account string, asOf time.Time) (*BillingRun, error) {
+// empty) in key order, a batch per transaction. On a shared store each
+// batch is first claimed (engineLease): schedules another run holds are
+// left to it and waited for at the end, and schedules another run billed
+// as of asOf or later, having claimed them at or after since, are done.
+func (s *Service) runBilling(ctx context.Context, account string, asOf, since time.Time) (*BillingRun, error) {
 	now := s.clock()
 	run := &BillingRun{AsOf: asOf, InvoiceIDs: []string{}, CreditNoteIDs: []string{}, Failures: []BillingFailure{}, CatchingUp: []string{}}
 	// Credit expires first, so no invoice of the run uses credit past its
@@ -231,17 +285,234 @@ func (s *Service) runBilling(ctx context.Context, account string, asOf time.Time
 	if account != "" {
 		pre = prefix(account)
 	}
+	var l *runLeases
+	if s.shared {
+		l = &runLeases{hold: s.newID(), asOf: asOf, since: since}
+	}
 	var after []byte
 	for {
-		keys, err := s.runnableKeys(ctx, pre, after)
-		if err != nil || len(keys) == 0 {
+		keys, last, err := s.nextBatch(ctx, pre, after, l)
+		if err != nil || last == nil {
+			if err == nil && l != nil {
+				err = s.awaitHeld(ctx, l, asOf, now, run)
+			}
 			return run, err
 		}
-		after = keys[len(keys)-1]
-		if err := s.billBatch(ctx, keys, asOf, now, run); err != nil {
+		after = last
+		if err := s.billClaimed(ctx, keys, asOf, now, run, l); err != nil {
 			return run, err
 		}
 	}
+}
+
+// nextBatch returns the next batch of schedule keys after after and the
+// last key it looked at (nil at the end): with leases, the ones it claimed.
+func (s *Service) nextBatch(ctx context.Context, pre, after []byte, l *runLeases) (keys [][]byte, last []byte, err error) {
+	if l == nil {
+		keys, err = s.runnableKeys(ctx, pre, after)
+		if len(keys) > 0 {
+			last = keys[len(keys)-1]
+		}
+		return keys, last, err
+	}
+	return s.claimRunnable(ctx, pre, after, l)
+}
+
+// billClaimed bills keys (claimed by l, when not nil); when that fails, it
+// releases what l still holds of them, so other runs need not wait for the
+// leases to expire (a shutdown cancelling ctx, a store outage).
+func (s *Service) billClaimed(ctx context.Context, keys [][]byte, asOf, now time.Time, run *BillingRun, l *runLeases) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	err := s.billBatch(ctx, keys, asOf, now, run, l)
+	if err != nil && l != nil {
+		s.releaseLeases(context.WithoutCancel(ctx), keys, l)
+	}
+	return err
+}
+
+// engineLeaseTime is how long a run holds the schedules of a batch it
+// claimed: far longer than billing a batch takes, and the time after which
+// the schedules of a run that died are billed by others.
+const engineLeaseTime = 2 * time.Minute
+
+// engineLease is the lease of one schedule on a shared store
+// (tableBillingLeases): which run holds it, until when, and what the last
+// run that held it did. Leases only share work out; exactly-once comes from
+// the billing markers written with each invoice.
+type engineLease struct {
+	Holder    string    `json:"holder,omitempty"` // the holding run; empty once released
+	Until     time.Time `json:"until"`            // when a held lease expires
+	ClaimedAt time.Time `json:"claimedAt"`        // when the last run claimed it (Config.Now, untruncated)
+	AsOf      time.Time `json:"asOf"`             // what that run billed it as of; zero when it failed
+}
+
+// runLeases is one run's side of the leases.
+type runLeases struct {
+	hold        string    // this run's id
+	asOf, since time.Time // see runBilling
+	claimedAt   time.Time // when the batch being billed was claimed
+	held        [][]byte  // keys another run held when this run came to them
+}
+
+// leaseState is what a run may do with a schedule, given its lease.
+type leaseState int
+
+const (
+	leaseFree leaseState = iota // claim it
+	leaseHeld                   // another run holds it: wait for it
+	leaseDone                   // another run billed it as of asOf since the run began
+)
+
+func (l *runLeases) state(e *engineLease, now time.Time) leaseState {
+	switch {
+	case e == nil:
+		return leaseFree
+	case e.Holder != "" && now.Before(e.Until):
+		return leaseHeld
+	case e.Holder == "" && !e.AsOf.IsZero() && !e.AsOf.Before(l.asOf) && !e.ClaimedAt.Before(l.since):
+		return leaseDone
+	}
+	return leaseFree
+}
+
+// claimRunnable claims, in one transaction, up to engineBatchSize free
+// schedules of the runnable index under pre after after, looking at no
+// more than four batches' worth of keys. It returns them and the last key
+// it looked at (nil when none is left); held ones go to l.held.
+func (s *Service) claimRunnable(ctx context.Context, pre, after []byte, l *runLeases) (claimed [][]byte, last []byte, err error) {
+	r := Range{Prefix: pre}
+	if after != nil {
+		r.Start = append(append([]byte(nil), after...), 0)
+	}
+	var held [][]byte
+	err = s.store.Update(ctx, func(tx Tx) error {
+		claimed, last, held = nil, nil, nil
+		var keys [][]byte
+		err := tx.Scan(ctx, tableBillingRunnable, r, func(k, _ []byte) error {
+			keys = append(keys, append([]byte(nil), k...))
+			if len(keys) == 4*engineBatchSize {
+				return ErrStopScan
+			}
+			return nil
+		})
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		claimed, held, last, err = s.claimAmong(ctx, tx, keys, l)
+		return err
+	})
+	if err == nil {
+		l.held = append(l.held, held...)
+	}
+	return claimed, last, err
+}
+
+// claimAmong claims the free schedules of keys (in key order) in tx, up to
+// engineBatchSize, and returns them, the held ones and the last key looked
+// at.
+func (s *Service) claimAmong(ctx context.Context, tx Tx, keys [][]byte, l *runLeases) (claimed, held [][]byte, last []byte, err error) {
+	now := s.now()
+	leases := map[string]*engineLease{}
+	end := append(append([]byte(nil), keys[len(keys)-1]...), 0)
+	err = tx.Scan(ctx, tableBillingLeases, Range{Start: keys[0], End: end}, func(k, v []byte) error {
+		var e engineLease
+		if err := json.Unmarshal(v, &e); err != nil {
+			return err
+		}
+		leases[string(k)] = &e
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, k := range keys {
+		last = k
+		switch l.state(leases[string(k)], now) {
+		case leaseHeld:
+			held = append(held, k)
+		case leaseFree:
+			claimed = append(claimed, k)
+			if err := putRecord(ctx, tx, tableBillingLeases, k, engineLease{Holder: l.hold, Until: now.Add(engineLeaseTime), ClaimedAt: now}); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		if len(claimed) == engineBatchSize {
+			break
+		}
+	}
+	l.claimedAt = now
+	return claimed, held, last, nil
+}
+
+// release marks the lease of k released in tx, with the asOf it was billed
+// as of (billed) or none (it failed). A nil l does nothing.
+func (l *runLeases) release(ctx context.Context, tx Tx, k []byte, billed bool) error {
+	if l == nil {
+		return nil
+	}
+	e := engineLease{ClaimedAt: l.claimedAt}
+	if billed {
+		e.AsOf = l.asOf
+	}
+	return putRecord(ctx, tx, tableBillingLeases, k, e)
+}
+
+// releaseLeases releases the leases of keys that l still holds, after a
+// batch failed; a failure leaves them to expire.
+func (s *Service) releaseLeases(ctx context.Context, keys [][]byte, l *runLeases) {
+	err := s.store.Update(ctx, func(tx Tx) error {
+		for _, k := range keys {
+			e, err := getRecord[engineLease](ctx, tx, tableBillingLeases, k)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			if err == nil && e.Holder == l.hold {
+				if err := l.release(ctx, tx, k, false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("billing engine: releasing leases", "err", err)
+	}
+}
+
+// awaitHeld bills the schedules other runs held when this run came to
+// them, once they are released (or their leases expired), unless those
+// runs billed them as of asOf already: when a run returns, every schedule
+// it visited is billed as of asOf, by it or by another run.
+func (s *Service) awaitHeld(ctx context.Context, l *runLeases, asOf, now time.Time, run *BillingRun) error {
+	for wait := 10 * time.Millisecond; len(l.held) > 0; wait = min(2*wait, time.Second) {
+		held := l.held
+		l.held = nil
+		for chunk := range slices.Chunk(held, engineBatchSize) {
+			var claimed, still [][]byte
+			err := s.store.Update(ctx, func(tx Tx) (err error) {
+				claimed, still, _, err = s.claimAmong(ctx, tx, chunk, l)
+				return err
+			})
+			if err != nil {
+				return internal(err)
+			}
+			l.held = append(l.held, still...)
+			if err := s.billClaimed(ctx, claimed, asOf, now, run, l); err != nil {
+				return err
+			}
+		}
+		if len(l.held) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return nil
 }
 
 // runnableKeys returns up to engineBatchSize keys of the runnable index
@@ -279,7 +550,7 @@ var errScheduleFailed = errors.New("billing: a schedule of the batch failed")
 // billBatch bills the schedules of keys in one transaction. When one of
 // them fails, the transaction is rolled back and each schedule is billed in
 // a transaction of its own, the failing ones recording their error.
-func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.Time, run *BillingRun) error {
+func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.Time, run *BillingRun, l *runLeases) error {
 	var parts []BillingRun
 	err := s.store.Update(ctx, func(tx Tx) error {
 		parts = make([]BillingRun, len(keys))
@@ -289,6 +560,9 @@ func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.T
 					return err
 				}
 				return errScheduleFailed
+			}
+			if err := l.release(ctx, tx, k, true); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -312,13 +586,16 @@ func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.T
 			if failure != nil && CodeOf(failure) != CodeUnavailable {
 				return errScheduleFailed
 			}
-			return failure
+			if failure != nil {
+				return failure
+			}
+			return l.release(ctx, tx, k, true)
 		})
 		switch {
 		case err == nil:
 			run.add(k, &part)
 		case errors.Is(err, errScheduleFailed):
-			if err := s.recordBillingError(ctx, k, failure, run); err != nil {
+			if err := s.recordBillingError(ctx, k, failure, run, l); err != nil {
 				return err
 			}
 		default:
@@ -367,7 +644,7 @@ func (r *BillingRun) merge(o *BillingRun) {
 }
 
 // recordBillingError stores why the schedule under k could not be billed.
-func (s *Service) recordBillingError(ctx context.Context, k []byte, failure error, run *BillingRun) error {
+func (s *Service) recordBillingError(ctx context.Context, k []byte, failure error, run *BillingRun, l *runLeases) error {
 	f := BillingFailure{Code: CodeOf(failure), Error: "internal error: the cause is in the server's log"}
 	if es := Errors(failure); len(es) > 0 && es[0].Code != CodeInternal {
 		f.Error = es[0].Message
@@ -380,6 +657,9 @@ func (s *Service) recordBillingError(ctx context.Context, k []byte, failure erro
 	}
 	msg := f.Error
 	err := s.store.Update(ctx, func(tx Tx) error {
+		if err := l.release(ctx, tx, k, false); err != nil {
+			return err
+		}
 		sc, err := getRecord[BillingSchedule](ctx, tx, tableBillingSchedules, k)
 		if err != nil {
 			return err

@@ -2,7 +2,12 @@ package billing_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/billingd/billing"
@@ -60,6 +65,26 @@ func Example() {
 	// total: 1
 }
 
+// exampleCustomer is the start of the examples that bill a customer: the
+// steps of the package example above (a Service on the in-memory store, its
+// clock fixed at now, an account "Acme"), then a customer of that account
+// made of p. Call done when finished: it closes the store.
+func exampleCustomer(now time.Time, p billing.CustomerParams) (svc *billing.Service, account *billing.Account, customer *billing.Customer, done func()) {
+	ctx := context.Background()
+	store := memstore.New()
+	svc, err := billing.New(store, &billing.Config{Now: func() time.Time { return now }})
+	if err == nil {
+		account, err = svc.CreateAccount(ctx, billing.CreateAccountParams{Name: "Acme"})
+	}
+	if err == nil {
+		customer, err = svc.CreateCustomer(ctx, account.ID, p)
+	}
+	if err != nil {
+		panic(err)
+	}
+	return svc, account, customer, func() { store.Close() }
+}
+
 // Invalid requests report every invalid field at once, with stable codes.
 func ExampleCodeOf() {
 	svc, _ := billing.New(memstore.New(), nil)
@@ -74,4 +99,172 @@ func ExampleCodeOf() {
 	// validation_failed
 	// eventType: eventType is required
 	// aggregationProperty: aggregationProperty is required for SUM metrics
+}
+
+// The invoice flow: create an invoice for a customer, add a line, send it.
+// Sending finalizes the invoice (number, dates, journal) and queues the
+// e-mail to the customer's billing contacts.
+func ExampleService_SendInvoice() {
+	ctx := context.Background()
+	svc, account, customer, done := exampleCustomer(time.Date(2024, 7, 30, 12, 0, 0, 0, time.UTC), billing.CustomerParams{
+		LegalName: "Globex Ltd",
+		Contacts:  []billing.Contact{{Name: "Ann", Email: "ann@globex.test", BillingPreference: billing.BillingPreferencePrimary}},
+	})
+	defer done()
+	inv, err := svc.CreateInvoice(ctx, account.ID, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: customer.ID})
+	if err != nil {
+		panic(err)
+	}
+	_, err = svc.CreateInvoiceLineItem(ctx, account.ID, inv.ID, billing.InvoiceLineItemParams{
+		Title:       "Consulting",
+		Quantity:    new(billing.MustDecimal("3")),
+		Rate:        new(billing.MustDecimal("0.335")),
+		TaxRate:     new(billing.MustDecimal("0.2")),
+		ExternalIDs: []billing.KeyValue{},
+	})
+	if err != nil {
+		panic(err)
+	}
+	inv, err = svc.SendInvoice(ctx, account.ID, inv.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(inv.Status, inv.InvoiceNumber, inv.CustomerEmails)
+	fmt.Println("net", inv.NetTotal, "tax", inv.TotalTax, "gross", inv.GrossTotal, inv.Currency)
+	fmt.Println("issued", inv.IssueDate, "due", inv.DueDate, inv.PaymentStatus)
+	// Output:
+	// SENT INV00001 [ann@globex.test]
+	// net 1.01 tax 0.20 gross 1.21 GBP
+	// issued 2024-07-30 due 2024-08-29 UNPAID
+}
+
+// Prepaid credit: grant a customer 100.00 USD, then finalize an invoice of
+// 60.00 with the credit applied. The invoice gets a line for the credit
+// used (BURNDOWN, with the grant's id) and nothing is due; 40.00 is left.
+
+func ExampleService_ApplyCredits() {
+	ctx := context.Background()
+	svc, account, customer, done := exampleCustomer(time.Date(2024, 7, 30, 12, 0, 0, 0, time.UTC), billing.CustomerParams{LegalName: "Globex Ltd"})
+	defer done()
+	grant, err := svc.CreateCreditGrant(ctx, account.ID, billing.CreditGrantParams{
+		CustomerID: customer.ID, Name: "Prepaid", CreditUnitType: billing.CreditUnitCurrency,
+		Currency: billing.CurrencyUSD, Amount: new(billing.MustDecimal("100.00")),
+	})
+	if err != nil {
+		panic(err)
+	}
+	inv, err := svc.CreateInvoice(ctx, account.ID, billing.InvoiceParams{Currency: billing.CurrencyUSD, CustomerID: customer.ID})
+	if err != nil {
+		panic(err)
+	}
+	_, err = svc.CreateInvoiceLineItem(ctx, account.ID, inv.ID, billing.InvoiceLineItemParams{
+		Title: "Platform", Quantity: new(billing.MustDecimal("1")), Rate: new(billing.MustDecimal("50.00")),
+		TaxRate: new(billing.MustDecimal("0.2")), ExternalIDs: []billing.KeyValue{},
+	})
+	if err != nil {
+		panic(err)
+	}
+	inv, err = svc.ApplyCredits(ctx, account.ID, inv.ID)
+	if err != nil {
+		panic(err)
+	}
+	lines, err := svc.ListInvoiceLineItems(ctx, account.ID, inv.ID, billing.LineItemFilter{}, billing.ListParams{})
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range lines.Items {
+		fmt.Println(l.Title, l.GrossTotal, l.CreditGrantID == grant.ID)
+	}
+	fmt.Println(inv.Status, "due", inv.AmountDue, inv.PaymentStatus)
+	fmt.Println(inv.CreditBalances)
+	grant, err = svc.GetCreditGrant(ctx, account.ID, grant.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(grant.Status, grant.CurrentBalance)
+	// Output:
+	// Platform 60.00 false
+	// Credit applied: Prepaid -60.00 true
+	// FINAL due 0.00 PAID
+	// Remaining credit: 40.00 USD
+	// ACTIVE 40.00
+}
+
+// A subscription that invoices itself: a monthly fixed fee billed in
+// advance from 15 July, activated at once. One run of the engine on 2
+// September bills every period that has started (catch-up): a prorated
+// first period, then the full months. Running it again bills nothing twice.
+
+func ExampleService_RunBilling() {
+	ctx := context.Background()
+	now := time.Date(2024, 9, 2, 9, 0, 0, 0, time.UTC)
+	svc, account, customer, done := exampleCustomer(now, billing.CustomerParams{LegalName: "Globex Ltd"})
+	defer done()
+	product, err := svc.CreateProduct(ctx, account.ID, billing.CreateProductParams{Name: "Platform"})
+	if err != nil {
+		panic(err)
+	}
+	fee := billing.MustDecimal("31.00")
+	price, err := svc.CreatePrice(ctx, account.ID, billing.CreatePriceParams{
+		ProductID: product.ID, Name: "Platform fee", Currency: billing.CurrencyGBP,
+		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInAdvance,
+		Structure: billing.PriceStructure{PricingType: billing.PricingFixed, Price: &fee},
+	})
+	if err != nil {
+		panic(err)
+	}
+	start, _ := billing.ParseDate("2024-07-15")
+	no, day := false, 1
+	_, err = svc.CreateBillingSchedule(ctx, account.ID, billing.BillingScheduleParams{
+		CustomerID: customer.ID, StartDate: &start, AutoIssueInvoices: &no, IsDraft: &no,
+		RecurrenceDayOfMonth: &day,
+		Phases:               []billing.PhaseParams{{StartDate: &start, PriceIDs: []string{price.ID}}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	run, err := svc.RunBilling(ctx, now)
+	if err != nil {
+		panic(err)
+	}
+	again, err := svc.RunBilling(ctx, now)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("created", run.InvoicesCreated, "then", again.InvoicesCreated)
+	page, err := svc.ListInvoices(ctx, account.ID, billing.InvoiceFilter{SortOrder: billing.SortAsc}, billing.ListParams{})
+	if err != nil {
+		panic(err)
+	}
+	for _, inv := range page.Items {
+		fmt.Println(inv.Status, inv.BillingPeriod.Start, inv.BillingPeriod.EndInclusive, inv.GrossTotal)
+	}
+	// Output:
+	// created 3 then 0
+	// DRAFT 2024-07-15 2024-07-31 17.00
+	// DRAFT 2024-08-01 2024-08-31 31.00
+	// DRAFT 2024-09-01 2024-09-30 31.00
+}
+
+// A receiver checks each webhook with VerifyWebhook before trusting it, and
+// de-duplicates on the webhook-id header (a notification may arrive twice).
+func ExampleVerifyWebhook() {
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a secret of at least 24 bytes"))
+	body := []byte(`{"id":"n1","type":"INVOICE_ISSUED"}`)
+
+	// What billingd sends (computed here to make the example self-contained).
+	ts := time.Now().Unix()
+	key, _ := base64.StdEncoding.DecodeString(secret[len("whsec_"):])
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%d.%s", "n1", ts, body)
+	h := http.Header{}
+	h.Set("webhook-id", "n1")
+	h.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+
+	fmt.Println(billing.VerifyWebhook(secret, h, body, 0))
+	fmt.Println(billing.VerifyWebhook(secret, h, []byte(`{"id":"n1","type":"forged"}`), 0))
+	// Output:
+	// <nil>
+	// billing: no webhook signature matches
 }

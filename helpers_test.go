@@ -6,6 +6,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/google/go-cmp/cmp"
 )
 
 // The fixtures and checks the root package's external tests share. Builders
@@ -58,4 +59,43 @@ func (r result[T]) of(tb testing.TB, what string) T {
 		tb.Fatalf("%s: %v", what, r.err)
 	}
 	return r.v
+}
+
+// fieldCase is a row of a validation table: a change to valid parameters
+// and the fields the refusal names, in order.
+type fieldCase[P any] struct {
+	name   string
+	change func(p *P)
+	fields []string
+}
+
+// refuseFields runs each case as a subtest: valid() changed by the case is
+// refused by create with validation_failed naming exactly the case's fields.
+// The cases run one after another, so a check after refuseFields (nothing
+// was stored) sees them all done.
+func refuseFields[P any](t *testing.T, valid func() P, create func(p P) error, cases []fieldCase[P]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := valid()
+			tc.change(&p)
+			if diff := cmp.Diff(tc.fields, errFields(t, create(p), billing.CodeValidationFailed)); diff != "" {
+				t.Fatalf("invalid fields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// errFields returns the fields err names, failing the test unless each
+// error has code.
+func errFields(t *testing.T, err error, code billing.Code) []string {
+	t.Helper()
+	var fields []string
+	for _, e := range billing.Errors(err) {
+		if e.Code != code {
+			t.Fatalf("code %s, want %s: %v", e.Code, code, err)
+		}
+		fields = append(fields, e.Field)
+	}
+	return fields
 }

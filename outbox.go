@@ -326,6 +326,30 @@ func (s *Service) claimOne(ctx context.Context, tx Tx, k []byte, now time.Time, 
 	return c, putRecord(ctx, tx, tableDeliveries, key(account, id), d)
 }
 
+// releaseClaim gives back a claimed delivery that was not sent (the
+// dispatcher is stopping): due again now, for any dispatcher, without an
+// attempt recorded. A failure leaves the lease to expire.
+func (s *Service) releaseClaim(ctx context.Context, c *claim) {
+	now := s.clock()
+	err := s.store.Update(ctx, func(tx Tx) error {
+		d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, key(c.account, c.id))
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil || d.Lease != c.lease || d.Status != DeliveryPending {
+			return err
+		}
+		d.Lease = ""
+		if err := reschedule(ctx, tx, d, &now); err != nil {
+			return err
+		}
+		return putRecord(ctx, tx, tableDeliveries, key(c.account, c.id), d)
+	})
+	if err != nil {
+		s.log.Warn("releasing a claimed delivery", "delivery", c.id, "err", err)
+	}
+}
+
 // finish records a last attempt and takes the delivery out of the queue.
 func (s *Service) finish(ctx context.Context, tx Tx, d *deliveryRecord, now time.Time, a DeliveryAttempt, status DeliveryStatus) error {
 	d.Attempts = append(d.Attempts, a)
@@ -553,9 +577,22 @@ func (d *Dispatcher) sendAll(ctx context.Context, claims []claim) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			c := &claims[i]
+			if ctx.Err() != nil {
+				// Shutting down: hand the delivery back at once rather than
+				// hold it until its lease expires.
+				d.svc.releaseClaim(context.WithoutCancel(ctx), c)
+				return
+			}
 			r := d.send(ctx, c)
 			if d.cfg.afterSend != nil {
 				d.cfg.afterSend()
+			}
+			if r.err != "" && ctx.Err() != nil {
+				// Cut off by the shutdown, not refused by the receiver: no
+				// failure to count, and another dispatcher may send it
+				// now (at least once: the receiver may have had it).
+				d.svc.releaseClaim(context.WithoutCancel(ctx), c)
+				return
 			}
 			if r.err != "" {
 				d.log.Warn("notification delivery attempt failed", "delivery", c.id, "status", r.statusCode, "err", r.err)

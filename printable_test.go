@@ -61,14 +61,8 @@ func TestMerchantLogo(t *testing.T) {
 func TestThousandLineInvoicePaginates(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
-	lines := make([]billing.InvoiceLineItemParams, 1000)
-	for i := range lines {
-		lines[i] = invLine(fmt.Sprintf("Line %04d", i+1), "1", "1.00", "0")
-	}
-	inv := billing.CreateEngineInvoiceForTest(t, e.svc, e.acct, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID}, lines)
-	if _, err := e.svc.FinalizeInvoice(e.ctx, e.acct, inv.ID); err != nil {
-		t.Fatalf("FinalizeInvoice: %v", err)
-	}
+	inv := e.engineDraft(billing.CurrencyGBP, manyLines(1000, "1.00", func(i int) string { return fmt.Sprintf("Line %04d", i) }))
+	e.finalize(inv.ID)
 	d, err := e.svc.PrintableInvoice(e.ctx, e.acct, inv.ID)
 	if err != nil || len(d.InvoiceLines) != 1000 {
 		t.Fatalf("PrintableInvoice: %v, %d lines", err, len(d.InvoiceLines))

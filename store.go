@@ -257,6 +257,9 @@ const (
 	tableBillingWatch Table = "billing_watch" // account id / schedule id / billing date → billingWatch
 	// tableBillingLateUsage records usage that changed after its invoice was finalized.
 	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
+	// tableBillingLeases shares the engine's work out between the
+	// instances on a shared store (Config.SharedStore; engine.go).
+	tableBillingLeases Table = "billing_leases" // account id / schedule id → engineLease
 	// tableBillingRuns keeps the newest billing run records of each account.
 	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord
 )

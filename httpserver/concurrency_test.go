@@ -139,13 +139,7 @@ func TestIdempotencyRaceEveryOperation(t *testing.T) {
 		}
 		checked++
 		r := withKey(req{method: rt.method, path: f.path(rt.path), body: bodies[rt.String()]}, "op-"+rt.String())
-		const n = 8
-		answers := make([]response, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { answers[i] = e.do(r) })
-		}
-		wg.Wait()
+		answers := e.doAtOnce(r, 8)
 		fresh := 0
 		var first *response
 		for i, a := range answers {

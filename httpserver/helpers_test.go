@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -51,6 +52,18 @@ func (e *env) newKey(account string) string {
 		e.tb.Fatalf("CreateAPIKey: %v", err)
 	}
 	return k.Authorization()
+}
+
+// doAtOnce sends r n times at once and returns the answers, in the order
+// of the senders.
+func (e *env) doAtOnce(r req, n int) []response {
+	answers := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { answers[i] = e.do(r) })
+	}
+	wg.Wait()
+	return answers
 }
 
 // response is a recorded answer.

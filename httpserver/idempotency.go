@@ -39,8 +39,9 @@ func validIdempotencyKey(key string) bool {
 
 // inflightSet holds the (account, key) pairs being processed by this
 // process, so a concurrent duplicate is refused instead of racing the first.
-// (Across processes the Service refuses the second write in its
-// transaction.)
+// (Across processes, billing.Service.BeginIdempotent marks the key in flight
+// in the store when the store is shared, and the Service refuses a second
+// answer in its transaction in any case.)
 type inflightSet struct {
 	mu  sync.Mutex
 	set map[string]struct{}
@@ -96,15 +97,17 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 		},
 	}
 	if !s.answerFromRecord(g, c, req) {
+		defer s.svc.EndIdempotent(c.ctx, c.account, req)
 		s.runAndStore(g, c, rt, req)
 	}
 }
 
 // answerFromRecord answers from the record stored under the key, if any:
-// the stored answer for the same request, idempotency_key_reused for another.
+// the stored answer for the same request, idempotency_key_reused for another,
+// idempotency_key_in_use while another instance runs a request with the key.
 // It reports whether it answered.
 func (s *Server) answerFromRecord(g *gin.Context, c *call, req *billing.IdempotencyRequest) bool {
-	rec, err := s.svc.IdempotentResponse(c.ctx, c.account, req.Key)
+	rec, err := s.svc.BeginIdempotent(c.ctx, c.account, req)
 	switch {
 	case err != nil:
 		s.writeError(g, err)

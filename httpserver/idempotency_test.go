@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -198,13 +197,7 @@ func TestIdempotencyRace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	r := withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("raced")}, "race")
-	const n = 32
-	answers := make([]response, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { answers[i] = e.do(r) })
-	}
-	wg.Wait()
+	answers := e.doAtOnce(r, 32)
 	var created []byte
 	fresh := 0
 	for _, a := range answers {

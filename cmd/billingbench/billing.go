@@ -3,12 +3,16 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/storage/boltstore"
+	"github.com/jackc/pgx/v5"
 )
 
 // eventsPerSchedule is the usage of each P6 schedule in its period.
@@ -125,6 +129,148 @@ func setUpSchedules(ctx context.Context, srv *server, n int, month time.Time) er
 				return err
 			}
 			batch.Events = batch.Events[:0]
+		}
+	}
+	return nil
+}
+
+// measureP9: RunBilling over b.cfg.schedules schedules like P6's, on
+// PostgreSQL, as billingd instances on one database run it
+// (Config.SharedStore): first one instance, then, on an identical copy of
+// the database, two instances (two Services, each with its own pool) at
+// once, sharing the schedules out through the engine's leases. Each run
+// must create each invoice once; GET /usage-metrics is served by the first
+// instance during both. The target (60 s for 10,000 schedules) scales with
+// the number of schedules.
+func measureP9(ctx context.Context, b *bench) ([]row, error) {
+	name := fmt.Sprintf("RunBilling over %d schedules on PostgreSQL", b.cfg.schedules)
+	if pgBase == "" {
+		return []row{{id: "P9", name: name, notAvailable: true, note: "needs -store postgres://..."}}, nil
+	}
+	now := time.Now().UTC()
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, -1, 0)
+	shared := billing.Config{SharedStore: true}
+	onePath, twoPath := b.path("p9-one"), b.path("p9-two")
+	one, err := startServerWith(ctx, onePath, nil, shared, "", "")
+	if err != nil {
+		return nil, err
+	}
+	defer one.stop()
+	b.progress("creating %d schedules with %d events each", b.cfg.schedules, eventsPerSchedule)
+	if err := setUpSchedules(ctx, one, b.cfg.schedules, month); err != nil {
+		return nil, err
+	}
+	if err := cloneSchema(ctx, onePath, twoPath); err != nil {
+		return nil, err
+	}
+	b.progress("one instance")
+	oneTime, oneP99, err := timedRuns(ctx, b, one, now, one.svc)
+	if err != nil {
+		return nil, err
+	}
+	two, err := startServerWith(ctx, twoPath, nil, shared, "", "")
+	if err != nil {
+		return nil, err
+	}
+	defer two.stop()
+	st, err := openStore(ctx, twoPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	other, err := billing.New(st, &shared)
+	if err != nil {
+		return nil, err
+	}
+	b.progress("two instances at once")
+	twoTime, twoP99, err := timedRuns(ctx, b, two, now, two.svc, other)
+	if err != nil {
+		return nil, err
+	}
+	target := 60 * float64(b.cfg.schedules) / 10_000
+	note := "each invoice created once; target 60 s per 10,000 schedules"
+	return []row{
+		{id: "P9", name: name + ", one instance", value: oneTime.Seconds(), unit: "s", target: target, targetUnit: "s", note: note},
+		{id: "P9", name: "p99 GET /usage-metrics during it", value: ms(oneP99), unit: "ms", target: 50, targetUnit: "ms"},
+		{id: "P9", name: name + ", two instances at once", value: twoTime.Seconds(), unit: "s", target: target, targetUnit: "s", note: note},
+		{id: "P9", name: "p99 GET /usage-metrics during it", value: ms(twoP99), unit: "ms", target: 50, targetUnit: "ms"},
+	}, nil
+}
+
+// timedRuns runs RunBilling as of now on every Service at once while srv
+// serves GET /usage-metrics, and returns the time until the last run
+// returned and the p99 of the lists. Between them the runs must create two
+// invoices per schedule (last month's fee, this month's fee with last
+// month's usage), each once.
+func timedRuns(ctx context.Context, b *bench, srv *server, now time.Time, svcs ...*billing.Service) (time.Duration, time.Duration, error) {
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	l := load{conns: 4, requests: 1 << 30, limit: time.Hour, status: http.StatusOK, auth: srv.auth,
+		request: func(int) (string, string, []byte) { return http.MethodGet, "/usage-metrics?limit=20", nil }}
+	listed := make(chan loadResult, 1)
+	listErr := make(chan error, 1)
+	go func() {
+		r, err := l.run(loadCtx, srv.url)
+		listed <- r
+		listErr <- err
+	}()
+	runs := make([]*billing.BillingRun, len(svcs))
+	errs := make([]error, len(svcs))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, svc := range svcs {
+		wg.Go(func() { runs[i], errs[i] = svc.RunBilling(ctx, now) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopLoad()
+	lr := <-listed
+	if err := errors.Join(append(errs, <-listErr)...); err != nil {
+		return 0, 0, err
+	}
+	created := 0
+	for _, r := range runs {
+		if len(r.Failures) > 0 {
+			return 0, 0, fmt.Errorf("%d schedules failed, the first: %s", len(r.Failures), r.Failures[0].Error)
+		}
+		created += r.InvoicesCreated
+	}
+	page, err := srv.svc.ListInvoices(ctx, srv.account, billing.InvoiceFilter{}, billing.ListParams{Limit: 1})
+	if err != nil {
+		return 0, 0, err
+	}
+	if want := 2 * b.cfg.schedules; created != want || page.TotalResultSize != want {
+		return 0, 0, fmt.Errorf("the runs created %d invoices and %d are stored, want %d", created, page.TotalResultSize, want)
+	}
+	return elapsed, lr.p99, nil
+}
+
+// cloneSchema makes the database of to a copy of the database of from
+// (PostgreSQL): every table of from's schema copied into to's, which
+// opening a store there creates.
+func cloneSchema(ctx context.Context, from, to string) error {
+	st, err := openStore(ctx, to, nil)
+	if err != nil {
+		return err
+	}
+	st.Close()
+	conn, err := pgx.Connect(ctx, pgBase)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	src, dst := strings.ToLower(schemaOf(from)), strings.ToLower(schemaOf(to))
+	rows, err := conn.Query(ctx, `select table_name from information_schema.tables where table_schema = $1 and table_type = 'BASE TABLE'`, src)
+	if err != nil {
+		return err
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		s, d := pgx.Identifier{src, t}.Sanitize(), pgx.Identifier{dst, t}.Sanitize()
+		if _, err := conn.Exec(ctx, `truncate `+d+`; insert into `+d+` select * from `+s); err != nil {
+			return fmt.Errorf("copying %s: %w", t, err)
 		}
 	}
 	return nil

@@ -1,5 +1,5 @@
 // Command billingbench measures billingd against its performance targets
-// (BENCHMARKS.md, P1-P7; P8 on PostgreSQL) and prints one table.
+// (BENCHMARKS.md, P1-P7; P8 and P9 on PostgreSQL) and prints one table.
 //
 // Everything runs in this process on loopback: the billingd server
 // (httpserver.New over a bbolt file in a temporary directory, rate limiting
@@ -160,7 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	name := fs.String("scale", "quick", "`scale` of the run: quick (about a minute), full (the targets' sizes) or tiny (smoke test)")
-	only := fs.String("only", "", "comma-separated `measures` to run (P1-P8); default all")
+	only := fs.String("only", "", "comma-separated `measures` to run (P1-P9); default all")
 	dir := fs.String("dir", "", "`directory` for the temporary databases (default the system's)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	store := fs.String("store", "", "run on PostgreSQL: a postgres:// `URL` of a database the run may create schemas in (one per server, dropped at the end); default bbolt files")
@@ -202,7 +202,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		for id := range strings.SplitSeq(strings.ToUpper(*only), ",") {
 			id = strings.TrimSpace(id)
 			if !slices.ContainsFunc(measures, func(m measure) bool { return m.id == id }) {
-				return nil, fmt.Errorf("-only: unknown measure %q (want P1 to P8)", id)
+				return nil, fmt.Errorf("-only: unknown measure %q (want P1 to P9)", id)
 			}
 			cfg.only = append(cfg.only, id)
 		}
@@ -248,6 +248,7 @@ var measures = []measure{
 	{"P6", "RunBilling", measureP6},
 	{"P7", "ingestion memory and disk", measureP7},
 	{"P8", "batch ingestion on PostgreSQL", measureP8},
+	{"P9", "RunBilling on PostgreSQL, one and two instances", measureP9},
 }
 
 // row is one line of the table. A ratio target is met when ratio >= min

@@ -54,7 +54,7 @@ func TestOnlyRunsTheSubset(t *testing.T) {
 // measuring.
 func TestBadFlags(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"-scale", "huge"}, {"-only", "P9"}, {"-batch-events", "1500"}, {"extra"}} {
+	for _, args := range [][]string{{"-scale", "huge"}, {"-only", "P10"}, {"-batch-events", "1500"}, {"extra"}} {
 		var stdout, stderr bytes.Buffer
 		if status := run(context.Background(), args, &stdout, &stderr); status != 2 || stdout.Len() != 0 {
 			t.Errorf("%q: status %d, stdout %q; want 2 and nothing printed", args, status, stdout.String())
@@ -78,17 +78,20 @@ func lineOf(s, prefix string) string {
 func TestPostgres(t *testing.T) {
 	pgtest.Require(t)
 	var stdout, stderr bytes.Buffer
-	status := run(context.Background(), []string{"-scale", "tiny", "-only", "P1,P2,P8", "-store", pgtest.ConnString(), "-dir", t.TempDir()}, &stdout, &stderr)
+	status := run(context.Background(), []string{"-scale", "tiny", "-only", "P1,P2,P8,P9", "-store", pgtest.ConnString(), "-dir", t.TempDir()}, &stdout, &stderr)
 	out := stdout.String()
 	if status != 0 && status != 1 {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", status, out, stderr.String())
 	}
-	for _, id := range []string{"P1", "P2", "P8"} {
+	for _, id := range []string{"P1", "P2", "P8", "P9"} {
 		if line := lineOf(out, id+" "); !strings.Contains(line, "PASS") && !strings.Contains(line, "FAIL") {
 			t.Errorf("%s has no result: %q\n%s", id, line, out)
 		}
 	}
 	if !strings.Contains(lineOf(out, "P8 "), "pgx CopyFrom") {
 		t.Errorf("P8 is not measured against CopyFrom:\n%s", out)
+	}
+	if !strings.Contains(out, "two instances at once") {
+		t.Errorf("P9 has no row for two instances:\n%s", out)
 	}
 }

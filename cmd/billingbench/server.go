@@ -75,12 +75,19 @@ func startServer(ctx context.Context, path string, opts *boltstore.Options) (*se
 // startServerAs is startServer with the account and auth of a read-only
 // server.
 func startServerAs(ctx context.Context, path string, opts *boltstore.Options, account, auth string) (*server, error) {
+	return startServerWith(ctx, path, opts, billing.Config{}, account, auth)
+}
+
+// startServerWith is startServerAs with the Service's configuration (its
+// Logger is replaced by one that discards).
+func startServerWith(ctx context.Context, path string, opts *boltstore.Options, cfg billing.Config, account, auth string) (*server, error) {
 	st, err := openStore(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
 	log := slog.New(slog.DiscardHandler)
-	svc, err := billing.New(st, &billing.Config{Logger: log})
+	cfg.Logger = log
+	svc, err := billing.New(st, &cfg)
 	if err != nil {
 		st.Close()
 		return nil, err

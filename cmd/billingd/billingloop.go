@@ -11,10 +11,13 @@ import (
 // billingLoop runs the billing engine over every account each interval,
 // as of now, until ctx is done. A run in progress when ctx is cancelled
 // stops at its next transaction; what it committed stays (the engine is
-// exactly-once per charge, so the next start simply continues).
+// exactly-once per charge, so the next start simply continues). On
+// PostgreSQL every instance runs this loop: RunScheduledBilling makes the
+// instances' ticks of one interval one round, its work shared out by
+// leases.
 func billingLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, interval time.Duration, now func() time.Time) {
 	every(ctx, interval, func() {
-		run, err := svc.RunBilling(ctx, now())
+		run, err := svc.RunScheduledBilling(ctx, now(), interval)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Error("billing run failed", "err", err)

@@ -127,23 +127,11 @@ func startServer(tb testing.TB, extra ...string) *server {
 // do sends one request to the server and returns the status and body.
 func (s *server) do(tb testing.TB, method, path, auth, body string) (int, string) {
 	tb.Helper()
-	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
+	code, b := request(s.url, auth, method, path, body)
+	if code == 0 {
+		tb.Fatal(b)
 	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return code, b
 }
 
 // stop sends SIGTERM and returns the exit code once the process ends.

@@ -195,11 +195,7 @@ func TestAccountsListTextAndJSON(t *testing.T) {
 func TestAccountsListEmptyDatabaseIsEmptyArray(t *testing.T) {
 	t.Parallel()
 	db := tempDB(t)
-	st, err := boltstore.Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	openBolt(t, db).Close()
 	if out := mustRun(t, "accounts", "list", "--db", db, "--json"); strings.TrimSpace(out) != "[]" {
 		t.Errorf("accounts list --json on an empty database printed %q, want []", out)
 	}
@@ -265,11 +261,7 @@ func TestAdminCommandErrorsExit1(t *testing.T) {
 func TestAdminCommandOnHeldDatabaseFailsWithin2s(t *testing.T) {
 	t.Parallel()
 	db := tempDB(t)
-	st, err := boltstore.Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	defer openBolt(t, db).Close()
 	// A socket file nobody answers on, as a crashed server leaves it: bound,
 	// never listening (a listener closed here could live on for a moment
 	// in a parallel test's fork).
@@ -328,11 +320,7 @@ func TestCompactRefusesHeldDatabase(t *testing.T) {
 	t.Parallel()
 	db := tempDB(t)
 	mustRun(t, "accounts", "create", "--name", "acme", "--db", db)
-	st, err := boltstore.Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	defer openBolt(t, db).Close()
 	code, _, stderr := runCLI(t, nil, "compact", "--db", db)
 	if code != exitError || !strings.Contains(stderr, "stop billingd serve") {
 		t.Errorf("exit %d, stderr %q; want 1 and advice to stop the server", code, stderr)

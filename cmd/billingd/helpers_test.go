@@ -48,16 +48,24 @@ func tempDB(tb testing.TB) string {
 // Service; the store is closed when the test ends.
 func openService(tb testing.TB, path string) (*billing.Service, *boltstore.Store) {
 	tb.Helper()
-	st, err := boltstore.Open(path, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	st := openBolt(tb, path)
 	tb.Cleanup(func() { st.Close() })
 	svc, err := billing.New(st, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return svc, st
+}
+
+// openBolt opens (or creates) the database at path directly; the caller
+// closes it.
+func openBolt(tb testing.TB, path string) *boltstore.Store {
+	tb.Helper()
+	st, err := boltstore.Open(path, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }
 
 // logBuffer collects output written concurrently and lets a test wait for

@@ -30,19 +30,11 @@ func TestServeDeliversWebhooks(t *testing.T) {
 	auth := out.waitFor(t, bootstrapRE)[4]
 	post := func(path, body string) []byte {
 		t.Helper()
-		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", auth)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		code, b := request(url, auth, "POST", path, body)
+		if code != 201 {
+			t.Fatalf("POST %s: %d %s", path, code, b)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 201 {
-			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
-		}
-		return b
+		return []byte(b)
 	}
 	policy := post("/notifications/policies", `{"name":"x","channel":"WEBHOOK","recipients":["`+recv.URL+`"]}`)
 	secret := strings.Split(strings.Split(string(policy), `"webhookSecret":"`)[1], `"`)[0]

@@ -69,6 +69,7 @@ type serveConfig struct {
 	smtpUsername        string
 	smtpPassword        string
 	deliveryRetention   time.Duration
+	deliveryLease       time.Duration
 }
 
 // parseServe parses and validates the flags of serve.
@@ -98,6 +99,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&cfg.smtpUsername, "smtp-username", "", "SMTP PLAIN auth `user` (only over TLS or to localhost)")
 	fs.StringVar(&cfg.smtpPassword, "smtp-password", "", "SMTP PLAIN auth `password` (prefer the environment variable)")
 	fs.DurationVar(&cfg.deliveryRetention, "delivery-retention", 30*24*time.Hour, "how long finished notification deliveries are kept")
+	fs.DurationVar(&cfg.deliveryLease, "delivery-lease", time.Minute, "how long a claimed notification delivery is reserved for this instance; when it dies, another sends it after this (more than the 15s webhook timeout)")
 	if err := c.parseCommand(fs, "serve", args); err != nil {
 		return nil, err
 	}
@@ -133,6 +135,8 @@ func (cfg *serveConfig) validate(level string) error {
 		return usagef("--addr and --db must not be empty")
 	case cfg.deliveryRetention <= 0:
 		return usagef("--delivery-retention must be more than 0, got %v", cfg.deliveryRetention)
+	case cfg.deliveryLease <= billing.WebhookTimeout:
+		return usagef("--delivery-lease must be more than the webhook timeout %v, got %v", billing.WebhookTimeout, cfg.deliveryLease)
 	case cfg.smtpAddr != "" && cfg.smtpFrom == "":
 		return usagef("--smtp-from is required with --smtp-addr")
 	case cfg.smtpAddr == "" && (cfg.smtpFrom != "" || cfg.smtpUsername != ""):
@@ -171,7 +175,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := prommetrics.New(reg)
 	svc, err := billing.New(m.Store(st), &billing.Config{
-		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, KeyCacheTTL: keyCacheTTL(cfg.db),
+		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, SharedStore: isPostgres(cfg.db),
 		LateUsageWindow: cfg.lateUsageWindow, Observer: m.Observer(),
 	})
 	if err != nil {
@@ -237,7 +241,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
 	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
-		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: render.Renderer{}, Retention: r.cfg.deliveryRetention, Logger: r.log,
+		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: render.Renderer{}, Retention: r.cfg.deliveryRetention, Lease: r.cfg.deliveryLease, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 3)

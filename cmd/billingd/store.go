@@ -51,14 +51,3 @@ func dbName(db string) string {
 
 // errBackupPostgres answers billingd backup on PostgreSQL.
 var errBackupPostgres = errors.New("billingd backup copies a bbolt file; on PostgreSQL, back up with the database's own tools (pg_dump, or base backups and WAL archiving)")
-
-// keyCacheTTL is billing.Config.KeyCacheTTL for --db: on PostgreSQL other
-// processes (admin commands, other servers) may revoke keys, so a cached
-// key is read again after a second; a bbolt file has one process, which
-// sees every revocation itself.
-func keyCacheTTL(db string) time.Duration {
-	if isPostgres(db) {
-		return time.Second
-	}
-	return 0
-}

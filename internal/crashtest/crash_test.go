@@ -46,16 +46,32 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// client sends requests to the child's own server.
+// client sends requests to the child's own server, or (router set) to the
+// instances of a cluster.
 type client struct {
 	base, auth string
 	customer   string // the customer documents are for
 	http       *http.Client
+	router     router // when set, picks the server of each request instead of base
 }
+
+// router spreads a client's requests over several servers.
+type router interface {
+	// route returns the base URL of the next request's server, and a
+	// function telling whether that server was killed since.
+	route() (base string, killed func() bool)
+}
+
+// errKilled marks a request that failed because its server was killed.
+var errKilled = errors.New("the server was killed")
 
 // post sends body to path and returns the status and the response body.
 func (c *client) post(ctx context.Context, path, body string, header map[string]string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", c.base+path, strings.NewReader(body))
+	base, killed := c.base, func() bool { return false }
+	if c.router != nil {
+		base, killed = c.router.route()
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", base+path, strings.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
@@ -65,12 +81,17 @@ func (c *client) post(ctx context.Context, path, body string, header map[string]
 		req.Header.Set(k, v)
 	}
 	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, "", err
+	if err == nil {
+		defer resp.Body.Close()
+		var b []byte
+		if b, err = io.ReadAll(resp.Body); err == nil {
+			return resp.StatusCode, string(b), nil
+		}
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
+	if killed() {
+		return 0, "", fmt.Errorf("%w: %v", errKilled, err)
+	}
+	return 0, "", err
 }
 
 // workload is one kind of acknowledged write. write runs in the child and
@@ -448,6 +469,15 @@ func verify(t *testing.T, db, account string, acked map[string]map[string]bool, 
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	checkAcked(t, ctx, svc, account, acked, round)
+	totals.invoices, totals.creditNotes = checkDocuments(t, ctx, svc, account, round)
+	totals.notifications = checkWebhooks(t, ctx, store, svc, account, rcv, round)
+}
+
+// checkAcked checks that every acknowledged write is stored, and that
+// nothing is stored twice.
+func checkAcked(t *testing.T, ctx context.Context, svc *billing.Service, account string, acked map[string]map[string]bool, round int) {
+	t.Helper()
 	for _, w := range workloads {
 		stored, err := w.stored(ctx, svc, account)
 		if err != nil {
@@ -465,6 +495,4 @@ func verify(t *testing.T, db, account string, acked map[string]map[string]bool, 
 			}
 		}
 	}
-	totals.invoices, totals.creditNotes = checkDocuments(t, ctx, svc, account, round)
-	totals.notifications = checkWebhooks(t, ctx, store, svc, account, rcv, round)
 }

@@ -37,4 +37,15 @@
 // POST /usage-events against `billingd serve`, sends SIGTERM mid-load and
 // checks that every acknowledged (201) event is present after reopening the
 // database and that the consistency check is clean.
+//
+// TestSeveralInstances (PostgreSQL) builds billingd and starts three
+// `billingd serve` processes on one database (a cluster: fixtures and
+// checks go through a Service of the test's own on the same database), and
+// spreads requests over them: parallel sends of one invoice, parallel
+// finalizations, concurrent billing runs, a key revoked through one
+// instance or directly in the database, one Idempotency-Key raced on all
+// three. TestCrashOneOfThreeInstances runs the workloads above against
+// such a cluster through a round-robin client and SIGKILLs one instance at
+// a random moment in each of at least 10 rounds, restarting it after; see
+// their doc comments for what is checked.
 package crashtest

@@ -292,6 +292,24 @@ func (f *faults) advance(d time.Duration) {
 	f.now = f.now.Add(d)
 }
 
+// wantOpens fails the test unless the file was opened n times; why says
+// what that count stands for.
+func (f *faults) wantOpens(t *testing.T, n int32, why string) {
+	t.Helper()
+	if got := f.opens.Load(); got != n {
+		t.Fatalf("file opened %d times, want %s", got, why)
+	}
+}
+
+// wantUnavailable fails the test unless err is ErrUnavailable; what says
+// what returned it.
+func wantUnavailable(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, billing.ErrUnavailable) {
+		t.Fatalf("%s: err = %v, want ErrUnavailable", what, err)
+	}
+}
+
 func TestCommitFailureClosesAndReopens(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -345,18 +363,10 @@ func testCommitFailure(t *testing.T, size int, batch bool) {
 	if batch {
 		first = s.Batch
 	}
-	if err := first(ctx, write("lost")); !errors.Is(err, billing.ErrUnavailable) {
-		t.Fatalf("write to an unwritable file: err = %v, want ErrUnavailable", err)
-	}
-	if err := s.View(ctx, func(billing.Tx) error { return nil }); !errors.Is(err, billing.ErrUnavailable) {
-		t.Fatalf("View after a failed commit: err = %v, want ErrUnavailable", err)
-	}
-	if err := s.Batch(ctx, write("lost too")); !errors.Is(err, billing.ErrUnavailable) {
-		t.Fatalf("Batch after a failed commit: err = %v, want ErrUnavailable", err)
-	}
-	if n := f.opens.Load(); n != 1 {
-		t.Fatalf("file opened %d times, want no reopen within a second of the failure", n)
-	}
+	wantUnavailable(t, "write to an unwritable file", first(ctx, write("lost")))
+	wantUnavailable(t, "View after a failed commit", s.View(ctx, func(billing.Tx) error { return nil }))
+	wantUnavailable(t, "Batch after a failed commit", s.Batch(ctx, write("lost too")))
+	f.wantOpens(t, 1, "no reopen within a second of the failure")
 
 	// A second later the next transaction tries to reopen, and fails.
 	f.advance(time.Second)
@@ -364,12 +374,8 @@ func testCommitFailure(t *testing.T, size int, batch bool) {
 	if err := s.Update(ctx, write("lost")); !errors.Is(err, billing.ErrUnavailable) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("Update while the file cannot be opened: err = %v, want ErrUnavailable wrapping EIO", err)
 	}
-	if err := s.Update(ctx, write("lost")); !errors.Is(err, billing.ErrUnavailable) {
-		t.Fatalf("Update: err = %v, want ErrUnavailable", err)
-	}
-	if n := f.opens.Load(); n != 2 {
-		t.Fatalf("file opened %d times, want one reopen attempt per second", n)
-	}
+	wantUnavailable(t, "Update", s.Update(ctx, write("lost")))
+	f.wantOpens(t, 2, "one reopen attempt per second")
 
 	// Once the disk is healthy again, the store recovers by itself.
 	f.advance(time.Second)

@@ -1,0 +1,175 @@
+package billing_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+)
+
+// Several Services over one store with Config.SharedStore stand for several
+// billingd instances on one PostgreSQL database (memstore without
+// BILLINGD_TEST_POSTGRES: the rules are the Service's, not the store's).
+// The multi-process tests in internal/crashtest drive real processes.
+
+// sharedPair returns a fixture and a second Service (another instance) on
+// the fixture's store, both with SharedStore, sharing the stub clock and
+// one id sequence.
+func sharedPair(t *testing.T) (*sched, *billing.Service) {
+	t.Helper()
+	store := billingtest.Store(t)
+	ids := billingtest.IDs()
+	f := newSched(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{SharedStore: true, NewID: ids}))
+	other, err := billing.New(store, &billing.Config{SharedStore: true, NewID: ids, Now: f.clock.Now})
+	f.must(err)
+	return f, other
+}
+
+func TestSharedStoreInstancesBillEachScheduleOnce(t *testing.T) {
+	t.Parallel()
+	f, other := sharedPair(t)
+	var ids []string
+	for i := range 120 { // more than one engine batch
+		c := f.newCustomer(billing.TaxStatusTaxed)
+		if i%50 == 0 {
+			f.events(c, "api_call", ts("2024-01-10T00:00:00Z"), i+1)
+		}
+		sc, _, _ := f.usageSchedule(c, nil)
+		ids = append(ids, sc.ID)
+	}
+	asOf := ts("2024-02-01T05:00:00Z")
+	runs := concurrentRuns(t, asOf, f.svc, other, f.svc, other)
+	if t.Failed() {
+		return
+	}
+	created, visited := 0, 0
+	for _, r := range runs {
+		created += r.InvoicesCreated
+		visited += r.SchedulesVisited
+		if len(r.Failures) != 0 {
+			t.Errorf("failures: %+v", r.Failures)
+		}
+	}
+	// Two billing dates each (January in advance and in arrears, February
+	// in advance): 2 invoices per schedule, created once across the runs.
+	if created != 2*len(ids) {
+		t.Errorf("the runs created %d invoices together, want %d", created, 2*len(ids))
+	}
+	// The leases shared the work out: far fewer visits than four full runs.
+	if visited >= 4*len(ids) || visited < len(ids) {
+		t.Errorf("the runs visited %d schedules together, want at least %d and fewer than %d", visited, len(ids), 4*len(ids))
+	}
+	for _, id := range ids {
+		if n := f.wantOnce(id); n < 2 { // 3 with usage in January
+			t.Errorf("schedule %s: %d charges, want 2 or 3", id, n)
+		}
+	}
+	// A later run of either instance finds everything billed.
+	again, err := other.RunBilling(f.ctx, asOf)
+	f.must(err)
+	if again.InvoicesCreated != 0 {
+		t.Errorf("a later run created %d invoices", again.InvoicesCreated)
+	}
+}
+
+// concurrentRuns runs RunBilling as of asOf on every Service at once.
+func concurrentRuns(t *testing.T, asOf time.Time, svcs ...*billing.Service) []*billing.BillingRun {
+	runs := make([]*billing.BillingRun, len(svcs))
+	var wg sync.WaitGroup
+	for i, svc := range svcs {
+		wg.Go(func() {
+			r, err := svc.RunBilling(context.Background(), asOf)
+			if err != nil {
+				t.Error(err)
+			}
+			runs[i] = r
+		})
+	}
+	wg.Wait()
+	return runs
+}
+
+func TestSharedStoreScheduledBillingRunsOnceAnInterval(t *testing.T) {
+	t.Parallel()
+	f, other := sharedPair(t)
+	for range 3 {
+		c := f.newCustomer(billing.TaxStatusTaxed)
+		f.usageSchedule(c, nil)
+	}
+	at := ts("2024-02-01T05:00:00Z")
+	first, err := f.svc.RunScheduledBilling(f.ctx, at, time.Minute)
+	f.must(err)
+	if first.InvoicesCreated != 6 || first.SchedulesVisited != 3 {
+		t.Fatalf("first tick: %+v", first)
+	}
+	// The other instance's tick within the interval joins the round: as of
+	// the round's time, with nothing left to do.
+	f.clock.Advance(time.Minute / 2)
+	joined, err := other.RunScheduledBilling(f.ctx, f.clock.Now(), time.Minute)
+	f.must(err)
+	if !joined.AsOf.Equal(first.AsOf) || joined.SchedulesVisited != 0 {
+		t.Errorf("a tick within the interval: asOf %v (round %v), %d schedules visited, want the round and 0", joined.AsOf, first.AsOf, joined.SchedulesVisited)
+	}
+	// A tick an interval later starts a new round.
+	f.clock.Advance(time.Minute)
+	next, err := other.RunScheduledBilling(f.ctx, f.clock.Now(), time.Minute)
+	f.must(err)
+	if next.SchedulesVisited != 3 {
+		t.Errorf("a tick an interval later visited %d schedules, want 3", next.SchedulesVisited)
+	}
+}
+
+func TestSharedStoreIdempotencyKeyHeldAcrossInstances(t *testing.T) {
+	t.Parallel()
+	f, other := sharedPair(t)
+	req := func() *billing.IdempotencyRequest {
+		return &billing.IdempotencyRequest{Key: "k1", Fingerprint: "fp",
+			Render: func(any) (int, []byte, error) { return 201, []byte(`{"ok":true}`), nil }}
+	}
+	first := req()
+	rec, err := f.svc.BeginIdempotent(f.ctx, f.account, first)
+	if err != nil || rec != nil {
+		t.Fatalf("first BeginIdempotent: %v %v", rec, err)
+	}
+	// While the first request runs, the key is busy on the other instance.
+	if _, err := other.BeginIdempotent(f.ctx, f.account, req()); billing.CodeOf(err) != billing.CodeIdempotencyKeyInUse {
+		t.Fatalf("second instance while the first runs: %v, want idempotency_key_in_use", err)
+	}
+	// A request that skipped BeginIdempotent (it raced ahead of the mark)
+	// cannot store an answer over it.
+	ctx := billing.WithIdempotency(f.ctx, req())
+	if _, err := other.CreateCustomer(ctx, f.account, billing.CustomerParams{LegalName: "Racer"}); billing.CodeOf(err) != billing.CodeIdempotencyKeyInUse {
+		t.Fatalf("an operation racing the mark: %v, want idempotency_key_in_use", err)
+	}
+	// The first request's operation replaces its mark by its answer.
+	if _, err := f.svc.CreateCustomer(billing.WithIdempotency(f.ctx, first), f.account, billing.CustomerParams{LegalName: "Winner"}); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.EndIdempotent(f.ctx, f.account, first) // nothing left to release
+	rec, err = other.BeginIdempotent(f.ctx, f.account, req())
+	if err != nil || rec == nil || string(rec.Body) != `{"ok":true}` || rec.Holder != "" {
+		t.Fatalf("after the answer: %+v %v, want the stored answer", rec, err)
+	}
+	page, err := f.svc.ListCustomers(f.ctx, f.account, billing.CustomerFilter{}, billing.ListParams{Limit: 100})
+	f.must(err)
+	names := map[string]int{}
+	for _, c := range page.Items {
+		names[c.LegalName]++
+	}
+	if names["Winner"] != 1 || names["Racer"] != 0 {
+		t.Errorf("customers %v: want Winner once and no Racer", names)
+	}
+
+	// A request that stores nothing releases its mark at once.
+	lost := &billing.IdempotencyRequest{Key: "k2", Fingerprint: "fp"}
+	if rec, err := f.svc.BeginIdempotent(f.ctx, f.account, lost); err != nil || rec != nil {
+		t.Fatalf("BeginIdempotent k2: %v %v", rec, err)
+	}
+	f.svc.EndIdempotent(f.ctx, f.account, lost)
+	if rec, err := other.BeginIdempotent(f.ctx, f.account, &billing.IdempotencyRequest{Key: "k2", Fingerprint: "fp"}); err != nil || rec != nil {
+		t.Errorf("k2 after release: %v %v, want free", rec, err)
+	}
+}
