@@ -546,3 +546,97 @@ func isHexColour(c string) bool {
 	}
 	return true
 }
+
+// AccountSettings are the settings of an account (GET and PUT
+// /account-settings).
+type AccountSettings struct {
+	// TimeZone is the IANA time zone whose calendar dates the account's dates
+	// are (unless a customer has its own): period boundaries are its
+	// midnights. Default UTC. A change applies to days that have not begun.
+	TimeZone string `json:"timeZone"`
+}
+
+// GetAccountSettings returns the account's settings; an account that never
+// set them has the defaults.
+func (s *Service) GetAccountSettings(ctx context.Context, account string) (*AccountSettings, error) {
+	return read(ctx, s, func(tx Tx) (*AccountSettings, error) {
+		h, err := zoneHistory(ctx, tx, key(account))
+		return &AccountSettings{TimeZone: currentZone(h, DefaultTimeZone)}, err
+	})
+}
+
+// PutAccountSettings replaces the account's settings (a timeZone left out
+// is UTC). A new time zone is in force from now on: days that began before
+// keep their instants, so no period that has begun moves. Returns
+// validation_failed naming the field for an unknown zone.
+func (s *Service) PutAccountSettings(ctx context.Context, account string, p AccountSettings) (*AccountSettings, error) {
+	if p.TimeZone == "" {
+		p.TimeZone = DefaultTimeZone
+	}
+	var v validator
+	checkTimeZone(&v, "timeZone", p.TimeZone)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	return mutate(ctx, s, account, func(tx Tx) (*AccountSettings, error) {
+		return &p, setZone(ctx, tx, key(account), DefaultTimeZone, p.TimeZone, now)
+	})
+}
+
+// zoneHistory reads the zone history stored under k (the account's, or a
+// customer's); nil when none was ever set.
+func zoneHistory(ctx context.Context, tx Tx, k []byte) ([]zoneChange, error) {
+	h, err := getRecord[[]zoneChange](ctx, tx, tableTimeZones, k)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return *h, nil
+}
+
+// currentZone is the zone last set in h, or def.
+func currentZone(h []zoneChange, def string) string {
+	if len(h) == 0 {
+		return def
+	}
+	return h[len(h)-1].Zone
+}
+
+// setZone records that zone is in force from now on in the history under k
+// (whose zone before any change is def); no change when it already is.
+func setZone(ctx context.Context, tx Tx, k []byte, def, zone string, now time.Time) error {
+	h, err := zoneHistory(ctx, tx, k)
+	if err != nil || currentZone(h, def) == zone {
+		return err
+	}
+	if len(h) == 0 {
+		h = []zoneChange{{Zone: def}}
+	}
+	if last := &h[len(h)-1]; !last.Since.Before(now) && len(h) > 1 {
+		last.Zone = zone // a second change at the same instant replaces the first
+	} else {
+		h = append(h, zoneChange{Zone: zone, Since: now})
+	}
+	return putRecord(ctx, tx, tableTimeZones, k, h)
+}
+
+// calendarFor returns the calendar of a customer of account (customerID
+// "": the account's own): the one place that decides which zone applies.
+func (s *Service) calendarFor(ctx context.Context, tx Tx, account, customerID string) (Calendar, error) {
+	ah, err := zoneHistory(ctx, tx, key(account))
+	if err != nil || customerID == "" {
+		return calendarOf(ah, nil), err
+	}
+	ch, err := zoneHistory(ctx, tx, key(account, customerID))
+	return calendarOf(ah, ch), err
+}
+
+// dateOf returns the date of instant t in the calendar of a customer of
+// account ("": the account's): "today" for now.
+func (s *Service) dateOf(ctx context.Context, tx Tx, account, customerID string, t time.Time) (Date, error) {
+	cal, err := s.calendarFor(ctx, tx, account, customerID)
+	return cal.DateOf(t), err
+}

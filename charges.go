@@ -258,8 +258,8 @@ type chargeQuantity struct {
 }
 
 // measure returns the usage or seats a charge is computed from.
-func (s *Service) measure(ctx context.Context, tx Tx, sc *BillingSchedule, c *Customer, ch charge) (chargeQuantity, error) {
-	st := &ch.Price.Structure
+func (s *Service) measure(ctx context.Context, tx Tx, lc *lineContext, ch charge) (chargeQuantity, error) {
+	sc, st := lc.sc, &ch.Price.Structure
 	switch {
 	case st.PricingType.UsageBased():
 		m, err := s.getUsageMetric(ctx, tx, sc.ServiceAccountID, st.UsageMetricID)
@@ -274,8 +274,7 @@ func (s *Service) measure(ctx context.Context, tx Tx, sc *BillingSchedule, c *Cu
 				}
 			}
 		}
-		p := ch.Period
-		period := UsagePeriod{Start: p.Start.Time(), End: p.End.Time(), StartText: p.Start.String(), EndText: p.EndInclusive().String()}
+		period := lc.cal.Period(ch.Period.Start, ch.Period.End)
 		calc, err := s.calculateUsage(ctx, tx, sc.ServiceAccountID, m, []string{sc.CustomerID}, period, overrides)
 		if err != nil {
 			return chargeQuantity{}, err
@@ -287,7 +286,7 @@ func (s *Service) measure(ctx context.Context, tx Tx, sc *BillingSchedule, c *Cu
 			return chargeQuantity{}, fmt.Errorf("seat metric of price %s: %w", ch.Price.ID, err)
 		}
 		highest := ch.Price.BillingType == BillingTypeInArrears
-		n, err := s.seatsInPeriod(ctx, tx, c, sm.SeatType, ch.Period.Start.Time(), ch.Period.End.Time(), highest)
+		n, err := s.seatsInPeriod(ctx, tx, lc.customer, sm.SeatType, lc.cal.Start(ch.Period.Start), lc.cal.Start(ch.Period.End), highest)
 		return chargeQuantity{value: DecimalFromInt(n)}, err
 	}
 	return chargeQuantity{}, nil
@@ -322,12 +321,18 @@ type lineContext struct {
 	// rounding is the mode of the invoice being computed: the Service's
 	// for a new one, the draft's own when a draft is recomputed.
 	rounding Rounding
+	// cal is the customer's calendar: the instants of the periods' days.
+	cal Calendar
 }
 
 // newLineContext loads the tax rates of sc's mapping; every rate is 0 for a
 // TAX_EXEMPT or REVERSE_CHARGED customer.
 func (s *Service) newLineContext(ctx context.Context, tx Tx, sc *BillingSchedule, c *Customer, prices map[string]*Price) (*lineContext, error) {
-	lc := &lineContext{sc: sc, customer: c, taxRates: map[string]Decimal{}, rounding: s.rounding}
+	cal, err := s.calendarFor(ctx, tx, sc.ServiceAccountID, sc.CustomerID)
+	if err != nil {
+		return nil, err
+	}
+	lc := &lineContext{sc: sc, customer: c, taxRates: map[string]Decimal{}, rounding: s.rounding, cal: cal}
 	for _, id := range scheduleDistinctPrices(sc) {
 		if pr := prices[id]; pr != nil {
 			lc.currency = pr.Currency
@@ -521,11 +526,11 @@ func (s *Service) applyMinimum(lc *lineContext, lines []engineLine, pi int, m Mi
 }
 
 // lineParams converts engine lines to the documents' line parameters.
-func lineParams(lines []engineLine) []InvoiceLineItemParams {
+func lineParams(cal Calendar, lines []engineLine) []InvoiceLineItemParams {
 	out := make([]InvoiceLineItemParams, len(lines))
 	for i, l := range lines {
 		q, r, t := l.quantity, l.rate, l.taxRate
-		start, end := l.period.Start.Time(), l.period.End.Time()
+		start, end := cal.Start(l.period.Start), cal.Start(l.period.End)
 		display := RateDisplayAbsolute
 		if l.percentage {
 			display = RateDisplayPercentage
@@ -546,7 +551,7 @@ func lineParams(lines []engineLine) []InvoiceLineItemParams {
 func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charges []charge) (InvoiceParams, []InvoiceLineItemParams, []chargeQuantity, error) {
 	qs := make([]chargeQuantity, len(charges))
 	for i, ch := range charges {
-		q, err := s.measure(ctx, tx, lc.sc, lc.customer, ch)
+		q, err := s.measure(ctx, tx, lc, ch)
 		if err != nil {
 			return InvoiceParams{}, nil, nil, err
 		}
@@ -561,7 +566,7 @@ func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charge
 			BillingPeriod: invoicePeriod(charges),
 		},
 	}
-	return p, lineParams(lines), qs, nil
+	return p, lineParams(lc.cal, lines), qs, nil
 }
 
 // engineLines computes the lines of charges from their measured quantities

@@ -361,9 +361,12 @@ func (s *Service) CreateCreditGrant(ctx context.Context, account string, p Credi
 		g := &grantRecord{CreditGrant: CreditGrant{
 			ID: s.newID(), ServiceAccountID: account, CustomerID: c.ID, Name: p.Name, Type: typ,
 			Currency: p.Currency, MetricID: p.MetricID, OriginalAmount: *p.Amount, TaxRateID: p.TaxRateID,
-			EffectiveDate: DateOf(now), ExpiryDate: p.ExpiryDate, Status: CreditGrantActive,
+			ExpiryDate: p.ExpiryDate, Status: CreditGrantActive,
 			CreatedAt: now, UpdatedAt: now,
 		}}
+		if g.EffectiveDate, err = s.dateOf(ctx, tx, account, c.ID, now); err != nil {
+			return nil, err
+		}
 		if p.EffectiveDate != nil {
 			g.EffectiveDate = *p.EffectiveDate
 		}
@@ -599,18 +602,22 @@ func grantTransactions(ctx context.Context, tx Tx, account, grantID string) ([]C
 // id. Returns not_found for an unknown customer, validation_failed for a
 // date out of bounds.
 func (s *Service) GetCreditBalances(ctx context.Context, account, customerID string, date *Date) (*CreditBalances, error) {
-	d := DateOf(s.clock())
-	if date != nil {
-		var v validator
-		checkDate(&v, "date", date)
-		if err := v.err(); err != nil {
-			return nil, err
-		}
-		d = *date
+	var v validator
+	checkDate(&v, "date", date)
+	if err := v.err(); err != nil {
+		return nil, err
 	}
+	now := s.clock()
 	return read(ctx, s, func(tx Tx) (*CreditBalances, error) {
 		if _, err := s.getCustomer(ctx, tx, account, customerID); err != nil {
 			return nil, err
+		}
+		d, err := s.dateOf(ctx, tx, account, customerID, now)
+		if err != nil {
+			return nil, err
+		}
+		if date != nil {
+			d = *date
 		}
 		items, err := s.balancesTx(ctx, tx, account, customerID, d, true)
 		if err != nil {
@@ -687,7 +694,7 @@ func (s *Service) VoidCreditGrant(ctx context.Context, account, id string) (*Cre
 		if g.SourceCreditNoteID != "" {
 			return nil, Errorf(CodeInvalidState, "the credit grant comes from credit note %s; void the credit note instead", g.SourceCreditNoteID)
 		}
-		if err := s.closeGrant(ctx, tx, g, CreditTxVoid, DateOf(now), "voided", true, now); err != nil {
+		if err := s.closeGrant(ctx, tx, g, CreditTxVoid, Date{}, "voided", true, now); err != nil {
 			return nil, err
 		}
 		return &g.CreditGrant, nil
@@ -950,7 +957,7 @@ func (s *Service) revokePrepaidGrants(ctx context.Context, tx Tx, account, invID
 				g.ID, g.Status, g.CurrentBalance, g.OriginalAmount)
 		}
 		// The invoice's reversed journal takes the deferred revenue back.
-		return s.closeGrant(ctx, tx, g, CreditTxVoid, DateOf(now), "its invoice was voided", false, now)
+		return s.closeGrant(ctx, tx, g, CreditTxVoid, Date{}, "its invoice was voided", false, now)
 	})
 }
 
@@ -974,6 +981,13 @@ func (s *Service) creditBalancesText(ctx context.Context, tx Tx, account, custom
 // income.
 func (s *Service) closeGrant(ctx context.Context, tx Tx, g *grantRecord, typ CreditTransactionType, d Date, reason string, release bool, now time.Time) error {
 	a := g.ServiceAccountID
+	if d.IsZero() {
+		today, err := s.dateOf(ctx, tx, a, g.CustomerID, now)
+		if err != nil {
+			return err
+		}
+		d = today
+	}
 	if g.ExpiryDate != nil {
 		if err := tx.Delete(ctx, tableCreditExpiries, key(g.ExpiryDate.String(), a, g.ID)); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
@@ -1032,7 +1046,11 @@ func (s *Service) reverseUse(ctx context.Context, tx Tx, account, invID, grantID
 	if err != nil {
 		return err
 	}
-	amount, d := t.Amount.Neg(), DateOf(now)
+	d, err := s.dateOf(ctx, tx, account, g.CustomerID, now)
+	if err != nil {
+		return err
+	}
+	amount := t.Amount.Neg()
 	g.DeferredLeft = g.DeferredLeft.Add(t.Deferred)
 	if _, err := s.appendCreditTx(ctx, tx, g, creditEntry{
 		typ: CreditTxReversal, amount: amount, date: d, invoiceID: invID, reason: "invoice voided", deferred: t.Deferred,
@@ -1059,7 +1077,9 @@ const expiryBatch = 100
 // left, the deferred revenue to breakage income, CREDIT_GRANT_EXPIRED. A
 // batch of grants per transaction. It returns how many grants expired.
 func (s *Service) expireCredits(ctx context.Context, account string, asOf time.Time) (int, error) {
-	end := []byte(DateOf(asOf).String())
+	// No zone is more than a day ahead of UTC: scan every expiry date up
+	// to UTC's today, and let expireOne decide in the customer's calendar.
+	end := []byte(DateOf(asOf).AddDays(1).String())
 	var after []byte
 	n := 0
 	keep := func(k []byte) bool { return account == "" || expiryAccount(k) == account }
@@ -1073,7 +1093,7 @@ func (s *Service) expireCredits(ctx context.Context, account string, asOf time.T
 		err = s.store.Update(ctx, func(tx Tx) error {
 			done = 0
 			for _, k := range keys {
-				ok, err := s.expireOne(ctx, tx, k)
+				ok, err := s.expireOne(ctx, tx, k, asOf)
 				if err != nil {
 					return err
 				}
@@ -1099,9 +1119,10 @@ func expiryAccount(k []byte) string {
 	return parts[1]
 }
 
-// expireOne expires the grant of expiry key k if it is still ACTIVE, and
-// reports whether it expired one.
-func (s *Service) expireOne(ctx context.Context, tx Tx, k []byte) (bool, error) {
+// expireOne expires the grant of expiry key k if it is still ACTIVE and its
+// last day has ended at asOf in its customer's calendar, and reports
+// whether it expired one.
+func (s *Service) expireOne(ctx context.Context, tx Tx, k []byte, asOf time.Time) (bool, error) {
 	parts := strings.Split(string(k), string(rune(keySep)))
 	if len(parts) != 3 {
 		return false, fmt.Errorf("malformed credit expiry key %q", k)
@@ -1117,6 +1138,10 @@ func (s *Service) expireOne(ctx context.Context, tx Tx, k []byte) (bool, error) 
 		// Nothing left to expire: a DEPLETED grant stays DEPLETED (a
 		// voided invoice that gives credit back expires it then).
 		return false, tx.Delete(ctx, tableCreditExpiries, k)
+	}
+	cal, err := s.calendarFor(ctx, tx, g.ServiceAccountID, g.CustomerID)
+	if err != nil || cal.Start(g.ExpiryDate.AddDays(1)).After(asOf) {
+		return false, err
 	}
 	if err := s.closeGrant(ctx, tx, g, CreditTxExpiry, g.ExpiryDate.AddDays(1), "expired", true, s.clock()); err != nil {
 		return false, err
@@ -1152,7 +1177,7 @@ func (s *Service) voidCreditNoteGrant(ctx context.Context, tx Tx, account string
 	if g.CurrentBalance.Cmp(g.OriginalAmount) != 0 || g.Status != CreditGrantActive {
 		return Errorf(CodeInvalidState, "the credit grant of this credit note was already used (%s of %s left) or closed", g.CurrentBalance, g.OriginalAmount)
 	}
-	return s.closeGrant(ctx, tx, g, CreditTxVoid, DateOf(now), "credit note voided", false, now)
+	return s.closeGrant(ctx, tx, g, CreditTxVoid, Date{}, "credit note voided", false, now)
 }
 
 // ApplyCredits finalizes a DRAFT or IN_PROGRESS invoice with the customer's

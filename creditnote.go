@@ -356,7 +356,11 @@ func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string,
 			Billing: inv.CustomerBillingAddress, Shipping: inv.CustomerShippingAddress, TaxID: inv.CustomerTaxID}
 		cn.InvoiceID, cn.InvoiceNumber, cn.BillingScheduleID = inv.ID, inv.InvoiceNumber, inv.BillingScheduleID
 		if bp := inv.BillingPeriod; bp != nil && cn.BillingPeriodStart == nil && cn.BillingPeriodEnd == nil {
-			start, end := bp.Start.Time(), bp.EndInclusive.AddDays(1).Time()
+			cal, err := s.calendarFor(ctx, tx, account, c.ID)
+			if err != nil {
+				return nil, err
+			}
+			start, end := cal.Start(bp.Start), cal.Start(bp.EndInclusive.AddDays(1))
 			cn.BillingPeriodStart, cn.BillingPeriodEnd = &start, &end
 		}
 		inv.CreditNoteIDs = append(inv.CreditNoteIDs, cn.ID)
@@ -638,7 +642,9 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	}
 	cn.Status, cn.CreditNoteNumber, cn.MerchantDetails = StatusFinal, number, md
 	if cn.IssueDate.IsZero() {
-		cn.IssueDate = DateOf(now)
+		if cn.IssueDate, err = s.dateOf(ctx, tx, account, cn.CustomerID, now); err != nil {
+			return err
+		}
 	}
 	if cn.AccountingDate.IsZero() {
 		cn.AccountingDate = cn.IssueDate

@@ -211,8 +211,7 @@ func TestCreditingGuard(t *testing.T) {
 		if _, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, draft.ID); billing.CodeOf(err) != billing.CodeInvalidState {
 			t.Errorf("finalizing a credit note of a VOIDED invoice: %v", err)
 		}
-		_, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID, InvoiceID: inv.ID})
-		if billing.CodeOf(err) != billing.CodeInvalidState {
+		if _, err := e.crediting(inv); billing.CodeOf(err) != billing.CodeInvalidState {
 			t.Errorf("crediting a VOIDED invoice: %v", err)
 		}
 	})
@@ -238,8 +237,7 @@ func TestCreditingGuard(t *testing.T) {
 		t.Parallel()
 		e := newDocEnv(t)
 		inv := e.invoice(billing.CurrencyGBP, "")
-		_, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID, InvoiceID: inv.ID})
-		if billing.CodeOf(err) != billing.CodeInvalidState {
+		if _, err := e.crediting(inv); billing.CodeOf(err) != billing.CodeInvalidState {
 			t.Errorf("crediting a DRAFT invoice: %v", err)
 		}
 	})

@@ -90,6 +90,11 @@ type Customer struct {
 	URL string `json:"url,omitempty"`
 	// Label is free text for people.
 	Label string `json:"label,omitempty"`
+	// TimeZone is the IANA time zone whose calendar dates the customer's
+	// dates are (periods, service periods, due dates); absent: the account's
+	// (AccountSettings.TimeZone). A change applies to days that have not
+	// begun.
+	TimeZone string `json:"timeZone,omitempty"`
 	// ArchivedAt is when the customer was archived (no new invoices; credit notes
 	// still allowed); nil while active.
 	ArchivedAt *time.Time `json:"archivedAt,omitempty"`
@@ -130,6 +135,8 @@ type CustomerParams struct {
 	URL string `json:"url"`
 	// Label is free text for people; optional.
 	Label string `json:"label"`
+	// TimeZone: see Customer.TimeZone; empty means the account's.
+	TimeZone string `json:"timeZone"`
 }
 
 // CustomerFilter selects customers in ListCustomers.
@@ -144,6 +151,7 @@ func (s *Service) validateCustomer(p *CustomerParams) error {
 	s.checkString(&v, "taxId", p.TaxID, false)
 	s.checkString(&v, "url", p.URL, false)
 	s.checkString(&v, "label", p.Label, false)
+	checkTimeZone(&v, "timeZone", p.TimeZone)
 	switch p.TaxStatus {
 	case "", TaxStatusTaxed, TaxStatusTaxExempt, TaxStatusReverseCharged:
 	default:
@@ -235,12 +243,17 @@ func (s *Service) CreateCustomer(ctx context.Context, account string, p Customer
 		if err := putRecord(ctx, tx, tableCustomers, key(account, c.ID), c); err != nil {
 			return nil, err
 		}
+		if c.TimeZone != "" { // the customer's zone from the start: it has no period yet
+			if err := putRecord(ctx, tx, tableTimeZones, key(account, c.ID), []zoneChange{{Zone: c.TimeZone}}); err != nil {
+				return nil, err
+			}
+		}
 		return c, s.emit(ctx, tx, account, NotificationCustomerCreated, c)
 	})
 }
 
 func applyCustomer(c *Customer, p *CustomerParams) {
-	c.LegalName, c.TaxID, c.URL, c.Label = p.LegalName, p.TaxID, p.URL, p.Label
+	c.LegalName, c.TaxID, c.URL, c.Label, c.TimeZone = p.LegalName, p.TaxID, p.URL, p.Label, p.TimeZone
 	c.CustomerAliases = append([]string{}, p.CustomerAliases...)
 	c.Contacts = append([]Contact{}, p.Contacts...)
 	c.TaxStatus = p.TaxStatus
@@ -329,6 +342,9 @@ func (s *Service) UpdateCustomer(ctx context.Context, account, id string, p Cust
 		if err := putRecord(ctx, tx, tableCustomers, key(account, id), c); err != nil {
 			return nil, err
 		}
+		if err := setZone(ctx, tx, key(account, id), "", c.TimeZone, now); err != nil {
+			return nil, err
+		}
 		return c, s.emit(ctx, tx, account, NotificationCustomerUpdated, c)
 	})
 }
@@ -398,19 +414,29 @@ func (s *Service) customerByAlias(ctx context.Context, tx Tx, account, value str
 // deduplicated and sorted. Aliases resolve at calculation time, so moving an
 // alias to another customer moves its events with it.
 func (s *Service) resolveAliases(ctx context.Context, tx Tx, account string, values []string) ([]string, error) {
-	out := make([]string, 0, len(values))
+	owners, err := s.aliasOwners(ctx, tx, account, values)
+	return sortedKeys(owners), err
+}
+
+// aliasOwners is resolveAliases with the customer each alias stands for:
+// alias → customer id ("" for an alias no customer has claimed).
+func (s *Service) aliasOwners(ctx context.Context, tx Tx, account string, values []string) (map[string]string, error) {
+	out := make(map[string]string, len(values))
 	for _, v := range values {
 		c, err := s.customerByAlias(ctx, tx, account, v)
 		if err != nil {
 			return nil, err
 		}
 		if c == nil {
-			out = append(out, v)
+			if _, ok := out[v]; !ok {
+				out[v] = ""
+			}
 			continue
 		}
-		out = append(out, c.ID)
-		out = append(out, c.CustomerAliases...)
+		out[c.ID] = c.ID
+		for _, a := range c.CustomerAliases {
+			out[a] = c.ID
+		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return out, nil
 }

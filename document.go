@@ -331,6 +331,9 @@ type PrintableDocument struct {
 	// Date is the PDF's creation date (it has no modification date): the
 	// finalization time of an issued document, the last change of a draft.
 	Date time.Time
+	// Calendar is the customer's calendar (its time zone, else the
+	// account's): the days that periods given as timestamps are printed as.
+	Calendar Calendar
 }
 
 // Status returns the document's status.
@@ -403,6 +406,9 @@ func (s *Service) PrintableInvoice(ctx context.Context, account, id string) (*Pr
 			return nil, err
 		}
 		d := &PrintableDocument{Kind: DocumentInvoice, Invoice: &r.Invoice, CustomerTaxStatus: r.CustomerTaxStatus}
+		if d.Calendar, err = s.calendarFor(ctx, tx, account, r.CustomerID); err != nil {
+			return nil, err
+		}
 		if d.InvoiceLines, err = scanValues[InvoiceLineItem](ctx, tx, tableInvoiceLines, account, id); err != nil {
 			return nil, err
 		}
@@ -422,6 +428,9 @@ func (s *Service) PrintableCreditNote(ctx context.Context, account, id string) (
 			return nil, err
 		}
 		d := &PrintableDocument{Kind: DocumentCreditNote, CreditNote: cn}
+		if d.Calendar, err = s.calendarFor(ctx, tx, account, cn.CustomerID); err != nil {
+			return nil, err
+		}
 		if d.CreditNoteLines, err = scanValues[CreditNoteLineItem](ctx, tx, tableCreditNoteLines, account, id); err != nil {
 			return nil, err
 		}

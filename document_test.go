@@ -71,10 +71,15 @@ func (e *docEnv) finalInvoice(q, r, tax string) *billing.Invoice {
 	return must(e.svc.FinalizeInvoice(e.ctx, e.acct, inv.ID)).of(e.t, "FinalizeInvoice")
 }
 
+// crediting creates a credit note of inv (its currency and customer).
+func (e *docEnv) crediting(inv *billing.Invoice) (*billing.CreditNote, error) {
+	return e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID, InvoiceID: inv.ID})
+}
+
 // creditNote creates a DRAFT credit note of inv with one line.
 func (e *docEnv) creditNote(inv *billing.Invoice, q, r, tax string) *billing.CreditNote {
 	e.t.Helper()
-	cn, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID, InvoiceID: inv.ID})
+	cn, err := e.crediting(inv)
 	if err != nil {
 		e.t.Fatalf("CreateCreditNote: %v", err)
 	}

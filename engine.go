@@ -716,8 +716,8 @@ func (s *Service) lastBilledDay(ctx context.Context, tx Tx, sc *BillingSchedule)
 
 // due reports whether a charge's billing date has come at asOf: IN_ARREARS
 // charges only once the grace period after it has passed.
-func (s *Service) due(ch charge, asOf time.Time) bool {
-	at := ch.BillingDate.Time()
+func (s *Service) due(cal Calendar, ch charge, asOf time.Time) bool {
+	at := cal.Start(ch.BillingDate)
 	if ch.Price.BillingType == BillingTypeInArrears && !oneTime(ch.Price) {
 		at = at.Add(s.grace)
 	}
@@ -726,12 +726,12 @@ func (s *Service) due(ch charge, asOf time.Time) bool {
 
 // dueDates groups charges by billing date, keeping only the dates all of
 // whose charges are due, so one invoice carries every charge of its date.
-func (s *Service) dueDates(charges []charge, asOf time.Time) [][]charge {
+func (s *Service) dueDates(cal Calendar, charges []charge, asOf time.Time) [][]charge {
 	var out [][]charge
 	for _, group := range byBillingDate(charges) {
 		ok := true
 		for _, ch := range group {
-			ok = ok && s.due(ch, asOf)
+			ok = ok && s.due(cal, ch, asOf)
 		}
 		if ok {
 			out = append(out, group)
@@ -767,8 +767,8 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 	created := map[Date]bool{}
 	catchingUp := false
 	if sc.runnable() {
-		charges := scheduleCharges(sc, prices, DateOf(asOf).AddDays(1))
-		groups, billed := s.dueDates(charges, asOf), 0
+		charges := scheduleCharges(sc, prices, lc.cal.DateOf(asOf).AddDays(1))
+		groups, billed := s.dueDates(lc.cal, charges, asOf), 0
 		for _, group := range groups {
 			if billed == s.catchUp {
 				// The rest follows in the next runs: one run of a schedule
@@ -792,7 +792,7 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 	if err := s.reviewWatched(ctx, tx, lc, prices, created, asOf, now, run); err != nil {
 		return err
 	}
-	return s.settleSchedule(ctx, tx, sc, &orig, prices, asOf, now, catchingUp, run)
+	return s.settleSchedule(ctx, tx, lc, &orig, prices, asOf, now, catchingUp, run)
 }
 
 // dateInvoice is what the engine does for one billing date of a schedule:
@@ -1009,7 +1009,7 @@ func (s *Service) reviewWatch(ctx context.Context, tx Tx, lc *lineContext, price
 	if err := s.reviewFinalized(ctx, tx, lc, w, wk, charges, now, run); err != nil {
 		return err
 	}
-	if w.BillingDate.Time().Add(s.late).Before(asOf) {
+	if lc.cal.Start(w.BillingDate).Add(s.late).Before(asOf) {
 		return drop()
 	}
 	return nil
@@ -1018,14 +1018,15 @@ func (s *Service) reviewWatch(ctx context.Context, tx Tx, lc *lineContext, price
 // settleSchedule clears a recorded billing error, completes a schedule
 // whose last period is billed, and drops it from the runnable index when
 // the engine has nothing left to do for it.
-func (s *Service) settleSchedule(ctx context.Context, tx Tx, sc, orig *BillingSchedule, prices map[string]*Price, asOf, now time.Time, catchingUp bool, run *BillingRun) error {
+func (s *Service) settleSchedule(ctx context.Context, tx Tx, lc *lineContext, orig *BillingSchedule, prices map[string]*Price, asOf, now time.Time, catchingUp bool, run *BillingRun) error {
+	sc := lc.sc
 	done := !sc.runnable()
 	completed := false
 	if sc.runnable() && sc.EndDate != nil && !catchingUp {
 		all := scheduleCharges(sc, prices, sc.EndDate.AddDays(1))
 		done = true
 		for _, ch := range all {
-			done = done && s.due(ch, asOf)
+			done = done && s.due(lc.cal, ch, asOf)
 		}
 		if done && sc.Status != ScheduleStatusCancelled {
 			sc.Status, sc.UpdatedAt, completed = ScheduleStatusCompleted, now, true
@@ -1091,7 +1092,7 @@ func (s *Service) PreviewInvoice(ctx context.Context, account, scheduleID string
 		if err != nil {
 			return nil, err
 		}
-		for _, group := range byBillingDate(scheduleCharges(sc, prices, DateOf(asOf).AddDays(400))) {
+		for _, group := range byBillingDate(scheduleCharges(sc, prices, lc.cal.DateOf(asOf).AddDays(400))) {
 			plan, err := s.planDate(ctx, tx, lc, group)
 			if err != nil {
 				return nil, err
@@ -1286,7 +1287,7 @@ func (s *Service) reviewFinalized(ctx context.Context, tx Tx, lc *lineContext, w
 	billed := make([]chargeQuantity, len(charges))
 	var changed []int
 	for i, ch := range charges {
-		q, err := s.measure(ctx, tx, lc.sc, lc.customer, ch)
+		q, err := s.measure(ctx, tx, lc, ch)
 		if err != nil {
 			return err
 		}
@@ -1472,7 +1473,7 @@ func correctionParams(lc *lineContext, l correctionLine, sign Decimal, number st
 			l.usage[0], l.usage[1], after)
 	}
 	one, rate, tax := DecimalFromInt(1), l.diff.Mul(sign), lc.taxRates[l.priceID]
-	start, end := l.period.Start.Time(), l.period.End.Time()
+	start, end := lc.cal.Start(l.period.Start), lc.cal.Start(l.period.End)
 	return InvoiceLineItemParams{
 		Title: "Late usage correction: " + l.name, Description: desc, Quantity: &one, Rate: &rate, TaxRate: &tax,
 		ServicePeriodStart: &start, ServicePeriodEnd: &end,

@@ -352,8 +352,8 @@ func (s *Service) checkInvoiceHeader(v *validator, p *InvoiceUpdateParams) {
 }
 
 // applyInvoiceHeader sets the header of r from h, copying missing customer
-// fields from c.
-func applyInvoiceHeader(r *invoiceRecord, h *InvoiceUpdateParams, c *Customer) {
+// fields from c; created is the date of r's creation in c's calendar.
+func applyInvoiceHeader(r *invoiceRecord, h *InvoiceUpdateParams, c *Customer, created Date) {
 	cf := fromCustomer(c).fill(h.CustomerEmails, h.CustomerLegalCompanyName, h.CustomerBillingAddress, h.CustomerShippingAddress, h.CustomerTaxID)
 	r.CustomerEmails, r.CustomerLegalCompanyName, r.CustomerTaxID = cf.Emails, cf.LegalName, cf.TaxID
 	r.CustomerBillingAddress, r.CustomerShippingAddress = cf.Billing, cf.Shipping
@@ -370,7 +370,7 @@ func applyInvoiceHeader(r *invoiceRecord, h *InvoiceUpdateParams, c *Customer) {
 	if h.DueDate != nil {
 		r.DueDate = *h.DueDate
 	}
-	r.AccountingDate, r.AccountingDateSet = DateOf(r.CreatedAt), h.AccountingDate != nil
+	r.AccountingDate, r.AccountingDateSet = created, h.AccountingDate != nil
 	if h.AccountingDate != nil {
 		r.AccountingDate = *h.AccountingDate
 	}
@@ -412,7 +412,11 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 		RenderSettings: RenderSettings{PaymentLinkDisplay: "HIDE_PAYMENT_LINK"}, BillingScheduleID: p.BillingScheduleID,
 		PaymentStatus: PaymentStatusUnpaid, AmountPaid: p.Currency.Zero(), AmountCredited: p.Currency.Zero(),
 	}}
-	applyInvoiceHeader(r, &h, c)
+	created, err := s.dateOf(ctx, tx, account, c.ID, now)
+	if err != nil {
+		return nil, err
+	}
+	applyInvoiceHeader(r, &h, c, created)
 	r.setTotals(zeroTotals(p.Currency), now)
 	return r, nil
 }
@@ -524,7 +528,11 @@ func (s *Service) UpdateInvoice(ctx context.Context, account, id string, p Invoi
 		if err != nil {
 			return err
 		}
-		applyInvoiceHeader(r, &p, c)
+		created, err := s.dateOf(ctx, tx, account, c.ID, r.CreatedAt)
+		if err != nil {
+			return err
+		}
+		applyInvoiceHeader(r, &p, c, created)
 		return nil
 	})
 }
@@ -612,7 +620,9 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	}
 	r.Status, r.InvoiceNumber, r.MerchantDetails = StatusFinal, number, md
 	if r.IssueDate.IsZero() {
-		r.IssueDate = DateOf(now)
+		if r.IssueDate, err = s.dateOf(ctx, tx, account, r.CustomerID, now); err != nil {
+			return err
+		}
 	}
 	if r.CalculatedAt != nil {
 		if err := s.drawUsage(ctx, tx, account, r, r.IssueDate, now); err != nil {

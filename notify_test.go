@@ -227,24 +227,33 @@ func TestWebhookEndToEnd(t *testing.T) {
 	}
 }
 
-// TestWebhookPayloadIsTheResource: data is the resource as its GET returns
-// it; the headers follow Standard Webhooks.
-func TestWebhookPayloadIsTheResource(t *testing.T) {
-	t.Parallel()
-	e := newNotifyEnv(t, true)
+// onlyWebhookOf subscribes a receiver to typ alone, creates a customer
+// named customer and puts merchant details (one CUSTOMER_CREATED and one
+// MERCHANT_UPDATED), runs the dispatcher once and returns the one request
+// the receiver got, and the customer.
+func (e *notifyEnv) onlyWebhookOf(t *testing.T, typ billing.NotificationType, customer string) (hit, *billing.Customer) {
+	t.Helper()
 	rc := newReceiver(t, nil)
-	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL}, billing.NotificationCustomerCreated)
+	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL}, typ)
 	rc.setSecret(p.WebhookSecret)
-	c := e.customer("Globex")
+	c := e.customer(customer)
 	if _, err := e.svc.PutMerchantDetails(context.Background(), e.account, billing.MerchantDetails{LegalCompanyName: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
 	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
 	hits := rc.got()
 	if len(hits) != 1 {
-		t.Fatalf("%d requests, want 1 (the policy lists CUSTOMER_CREATED only)", len(hits))
+		t.Fatalf("%d requests, want 1 (the policy lists %s only)", len(hits), typ)
 	}
-	h := hits[0]
+	return hits[0], c
+}
+
+// TestWebhookPayloadIsTheResource: data is the resource as its GET returns
+// it; the headers follow Standard Webhooks.
+func TestWebhookPayloadIsTheResource(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, true)
+	h, c := e.onlyWebhookOf(t, billing.NotificationCustomerCreated, "Globex")
 	if h.header.Get("Content-Type") != "application/json" || h.header.Get("webhook-timestamp") != itoa(e.clock.Now().Unix()) {
 		t.Errorf("headers %v", h.header)
 	}
@@ -268,24 +277,13 @@ func TestWebhookPayloadIsTheResource(t *testing.T) {
 func TestMerchantUpdatedIsEmitted(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
-	rc := newReceiver(t, nil)
-	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL}, billing.NotificationMerchantUpdated)
-	rc.setSecret(p.WebhookSecret)
-	e.customer("not listed")
-	if _, err := e.svc.PutMerchantDetails(context.Background(), e.account, billing.MerchantDetails{LegalCompanyName: "Acme"}); err != nil {
-		t.Fatal(err)
-	}
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
-	hits := rc.got()
-	if len(hits) != 1 {
-		t.Fatalf("%d requests, want 1", len(hits))
-	}
+	h, _ := e.onlyWebhookOf(t, billing.NotificationMerchantUpdated, "not listed")
 	var n struct {
 		Type billing.NotificationType `json:"type"`
 		Data billing.MerchantDetails  `json:"data"`
 	}
-	if err := json.Unmarshal(hits[0].body, &n); err != nil || n.Type != billing.NotificationMerchantUpdated || n.Data.LegalCompanyName != "Acme" {
-		t.Errorf("payload %s (%v)", hits[0].body, err)
+	if err := json.Unmarshal(h.body, &n); err != nil || n.Type != billing.NotificationMerchantUpdated || n.Data.LegalCompanyName != "Acme" {
+		t.Errorf("payload %s (%v)", h.body, err)
 	}
 }
 

@@ -798,7 +798,10 @@ func (s *Service) activate(ctx context.Context, tx Tx, sc *BillingSchedule, now 
 		}
 	}
 	if n := len(sc.Suspensions); n > 0 && sc.Suspensions[n-1].End == nil {
-		today := DateOf(now)
+		today, err := s.dateOf(ctx, tx, sc.ServiceAccountID, sc.CustomerID, now)
+		if err != nil {
+			return err
+		}
 		sc.Suspensions[n-1].End = &today
 	}
 	sc.Status, sc.UpdatedAt = ScheduleStatusActive, now
@@ -851,7 +854,10 @@ func (s *Service) CancelBillingSchedule(ctx context.Context, account, id string,
 		if sc.ArchivedAt != nil || (sc.Status != ScheduleStatusActive && sc.Status != ScheduleStatusSuspended && sc.Status != ScheduleStatusPending) {
 			return "", Errorf(CodeInvalidState, "a %s schedule cannot be cancelled", sc.Status)
 		}
-		at := DateOf(now)
+		at, err := s.dateOf(ctx, tx, account, sc.CustomerID, now)
+		if err != nil {
+			return "", err
+		}
 		if p.At != nil {
 			at = *p.At
 		}
@@ -882,7 +888,11 @@ func (s *Service) SuspendBillingSchedule(ctx context.Context, account, id string
 		if sc.Status != ScheduleStatusActive || sc.ArchivedAt != nil {
 			return "", Errorf(CodeInvalidState, "only an ACTIVE schedule can be suspended; this one is %s", sc.Status)
 		}
-		sc.Suspensions = append(sc.Suspensions, Suspension{Start: DateOf(now)})
+		today, err := s.dateOf(ctx, tx, account, sc.CustomerID, now)
+		if err != nil {
+			return "", err
+		}
+		sc.Suspensions = append(sc.Suspensions, Suspension{Start: today})
 		sc.Status, sc.UpdatedAt = ScheduleStatusSuspended, now
 		return NotificationBillingScheduleUpdated, nil
 	})

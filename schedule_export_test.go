@@ -34,7 +34,7 @@ func (s *Service) DueInvoices(ctx context.Context, account, id string, asOf time
 		if err != nil {
 			return err
 		}
-		for _, group := range s.dueDates(scheduleCharges(sc, prices, DateOf(asOf).AddDays(1)), asOf) {
+		for _, group := range s.dueDates(lc.cal, scheduleCharges(sc, prices, lc.cal.DateOf(asOf).AddDays(1)), asOf) {
 			p, lines, _, err := s.invoiceFor(ctx, tx, lc, group)
 			if err != nil {
 				return err

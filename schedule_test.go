@@ -243,34 +243,37 @@ func TestScheduleLines(t *testing.T) {
 			"2024-01-15: Seats IN_ADVANCE|2.741935483870|10.00|0|27.42|2024-01-15..2024-01-31;",
 			"2024-02-01: Seats IN_ARREARS|2.741935483870|10.00|0|27.42|2024-01-15..2024-01-31; Seats IN_ADVANCE|2|10.00|0|20.00|2024-02-01..2024-02-29;")
 	})
-	t.Run("PhaseChangeContinue", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
-		a, b := f.fixed("A", "100.00", billing.CurrencyUSD), f.fixed("B", "200.00", billing.CurrencyUSD)
-		p1 := phase("2024-01-01", a)
-		p1.EndDate = date("2024-02-14")
-		sc := f.schedule(f.customer, "2024-01-01", nil, p1, phase("2024-02-15", b))
-		wantLines(t, f.renderDue(sc.ID, "2024-03-01T00:00:00Z"),
+	// A second phase from 15 February either continues the periods of the
+	// first (CONTINUE, the default) or starts its own on its start date (RESET).
+	for _, tc := range []struct {
+		name string
+		pref billing.RecurrencePreference
+		due  string
+		want []string
+	}{
+		{"PhaseChangeContinue", "", "2024-03-01T00:00:00Z", []string{
 			"2024-01-01: A|1|100.00|0|100.00|2024-01-01..2024-01-31;",
 			"2024-02-01: A|0.48275862069|100.00|0|48.28|2024-02-01..2024-02-14;",
 			"2024-02-15: B|0.51724137931|200.00|0|103.45|2024-02-15..2024-02-29;",
-			"2024-03-01: B|1|200.00|0|200.00|2024-03-01..2024-03-31;")
-	})
-	t.Run("PhaseChangeReset", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
-		a, b := f.fixed("A", "100.00", billing.CurrencyUSD), f.fixed("B", "200.00", billing.CurrencyUSD)
-		p1 := phase("2024-01-01", a)
-		p1.EndDate = date("2024-02-14")
-		p2 := phase("2024-02-15", b)
-		p2.RecurrencePreference = billing.RecurrenceReset
-		sc := f.schedule(f.customer, "2024-01-01", nil, p1, p2)
-		wantLines(t, f.renderDue(sc.ID, "2024-03-15T00:00:00Z"),
+			"2024-03-01: B|1|200.00|0|200.00|2024-03-01..2024-03-31;"}},
+		{"PhaseChangeReset", billing.RecurrenceReset, "2024-03-15T00:00:00Z", []string{
 			"2024-01-01: A|1|100.00|0|100.00|2024-01-01..2024-01-31;",
 			"2024-02-01: A|0.48275862069|100.00|0|48.28|2024-02-01..2024-02-14;",
 			"2024-02-15: B|1|200.00|0|200.00|2024-02-15..2024-03-14;",
-			"2024-03-15: B|1|200.00|0|200.00|2024-03-15..2024-04-14;")
-	})
+			"2024-03-15: B|1|200.00|0|200.00|2024-03-15..2024-04-14;"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newSched(t)
+			a, b := f.fixed("A", "100.00", billing.CurrencyUSD), f.fixed("B", "200.00", billing.CurrencyUSD)
+			p1 := phase("2024-01-01", a)
+			p1.EndDate = date("2024-02-14")
+			p2 := phase("2024-02-15", b)
+			p2.RecurrencePreference = tc.pref
+			sc := f.schedule(f.customer, "2024-01-01", nil, p1, p2)
+			wantLines(t, f.renderDue(sc.ID, tc.due), tc.want...)
+		})
+	}
 	t.Run("PercentageDiscountSeparateAndFolded", func(t *testing.T) {
 		t.Parallel()
 		f := newSched(t)

@@ -439,8 +439,13 @@ type SeatBalanceFilter struct {
 	// CustomerIDs keeps these customers, at most 100; ids that name no
 	// customer of the account match nothing.
 	CustomerIDs []string
-	// AsOf is the moment of the balances; nil means now.
+	// AsOf is the moment of the balances; nil means now (or AsOfDate).
 	AsOf *time.Time
+	// AsOfDate, when set (and AsOf is nil), is the day at whose start each
+	// customer's balance is taken, in the customer's calendar (its time
+	// zone, else the account's): the moment an IN_ADVANCE seat charge of a
+	// period starting that day reads.
+	AsOfDate *Date
 }
 
 // ListSeatBalances returns one balance per customer of the account
@@ -451,6 +456,7 @@ type SeatBalanceFilter struct {
 // for more than 100 customerIds or customerAliases, bad limits or cursors.
 func (s *Service) ListSeatBalances(ctx context.Context, account string, f SeatBalanceFilter, p ListParams) (Page[SeatBalance], error) {
 	var v validator
+	checkDate(&v, "asOf", f.AsOfDate)
 	v.check(len(f.CustomerIDs) <= maxFilterIDs, "customerIds", "customerIds names at most %d customers", maxFilterIDs)
 	v.check(len(f.CustomerAliases) <= maxFilterIDs, "customerAliases", "customerAliases names at most %d aliases", maxFilterIDs)
 	if err := v.err(); err != nil {
@@ -458,9 +464,12 @@ func (s *Service) ListSeatBalances(ctx context.Context, account string, f SeatBa
 	}
 	asOf := s.clock()
 	filterAsOf := ""
-	if f.AsOf != nil {
+	switch {
+	case f.AsOf != nil:
 		asOf = NormalizeTime(*f.AsOf)
 		filterAsOf = FormatTimestamp(asOf)
+	case f.AsOfDate != nil:
+		filterAsOf = f.AsOfDate.String()
 	}
 	var page Page[SeatBalance]
 	err := s.view(ctx, func(tx Tx) error {
@@ -480,7 +489,15 @@ func (s *Service) ListSeatBalances(ctx context.Context, account string, f SeatBa
 				if err != nil {
 					return SeatBalance{}, false, err
 				}
-				b, err := s.seatBalance(ctx, tx, c, asOf)
+				at := asOf
+				if f.AsOf == nil && f.AsOfDate != nil {
+					cal, err := s.calendarFor(ctx, tx, account, c.ID)
+					if err != nil {
+						return SeatBalance{}, false, err
+					}
+					at = cal.Start(*f.AsOfDate)
+				}
+				b, err := s.seatBalance(ctx, tx, c, at)
 				return b, err == nil && (!f.ExcludeZeroQuantity || b.Total != 0), err
 			},
 		}

@@ -194,6 +194,7 @@ const (
 	tableTaxRates         Table = "tax_rates"           // account id / tax rate id → TaxRate
 	tablePrices           Table = "prices"              // account id / price id → Price
 	tableMerchantDetails  Table = "merchant_details"    // account id → MerchantDetails
+	tableTimeZones        Table = "time_zones"          // account id → []zoneChange; account id / customer id → []zoneChange
 	tableSeatMetrics      Table = "seat_metrics"        // account id / seat metric id → SeatMetric
 	tableSeatMetricTypes  Table = "seat_metric_types"   // account id / seat type → seat metric id
 	tableSeatEvents       Table = "seat_events"         // account id / event id → SeatEvent (creation order)

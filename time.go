@@ -3,8 +3,12 @@ package billing
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	// The zone database is embedded so that zones load, and every host
+	// computes the same instants, where the host has no database of its own.
+	_ "time/tzdata"
 )
 
 // TimestampLayout is the output form of every timestamp: UTC, second
@@ -154,4 +158,215 @@ func (d *Date) UnmarshalJSON(b []byte) error {
 	}
 	*d = v
 	return nil
+}
+
+// DefaultTimeZone is the zone of an account that never set one.
+const DefaultTimeZone = "UTC"
+
+// LoadTimeZone returns the IANA time zone named name ("Europe/London",
+// "UTC"). The zone database is embedded in the binary (time/tzdata), so
+// this works on hosts without one. Returns validation_failed (without a
+// field: the caller knows it) for an unknown name.
+func LoadTimeZone(name string) (*time.Location, error) {
+	// time.LoadLocation accepts "" and "Local" (the host's zone), which are
+	// not IANA names a caller can mean, and file paths never are zones.
+	if name == "" || name == "Local" || strings.ContainsAny(name, "\\") || strings.Contains(name, "..") || len(name) > 64 {
+		return nil, Errorf(CodeValidationFailed, "must be an IANA time zone name such as \"Europe/London\"")
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, Errorf(CodeValidationFailed, "must be an IANA time zone name such as \"Europe/London\"; %q is not one", name)
+	}
+	return loc, nil
+}
+
+// checkTimeZone records an error on field when name is set and not an IANA
+// time zone.
+func checkTimeZone(v *validator, field, name string) {
+	if name == "" {
+		return
+	}
+	if _, err := LoadTimeZone(name); err != nil {
+		v.add(field, "%s %s", lastName(field), err.(*Error).Message)
+	}
+}
+
+// zoneChange is one entry of a zone history: from Since on, Zone is in
+// force. Zone "" on a customer means "the account's zone". The first entry
+// of a history has a zero Since: it is in force from the beginning of time.
+type zoneChange struct {
+	Zone  string    `json:"zone"`
+	Since time.Time `json:"since"`
+}
+
+// zoneSpan is a zone in force over [since, the next span's since).
+type zoneSpan struct {
+	loc   *time.Location
+	since time.Time
+}
+
+// Calendar maps the calendar dates of one customer (or of an account) to
+// instants and back; the zero Calendar is UTC's. It is the one rule for every <date> that bounds a
+// period: day d begins at the first instant at which the zone in force
+// shows date d or later. With one zone that is the zone's midnight of d
+// (the first instant of d when DST skips or repeats midnight). When the
+// zone changes at instant T, days that began before T keep their instants
+// and days that begin after T begin at the new zone's midnight; a day
+// never begins twice and no instant belongs to two days, so every event
+// falls in exactly one period of every period sequence.
+type Calendar struct {
+	spans []zoneSpan // ordered by since; spans[0].since is zero
+}
+
+// utcCalendar is the calendar of an account that never set a zone.
+var utcCalendar = Calendar{spans: []zoneSpan{{loc: time.UTC}}}
+
+// calendarOf builds the calendar of a customer from the account's zone
+// history and the customer's (nil for the account's own calendar): at any
+// instant the customer's zone is in force when it has one, else the
+// account's.
+func calendarOf(account, customer []zoneChange) Calendar {
+	if len(account) == 0 {
+		account = []zoneChange{{Zone: DefaultTimeZone}}
+	}
+	var cuts []time.Time
+	for _, h := range [][]zoneChange{account, customer} {
+		for _, z := range h {
+			cuts = append(cuts, z.Since)
+		}
+	}
+	slices.SortFunc(cuts, time.Time.Compare)
+	cuts = slices.CompactFunc(cuts, time.Time.Equal)
+	var c Calendar
+	for _, at := range cuts {
+		name := zoneAt(account, at)
+		if n := zoneAt(customer, at); n != "" {
+			name = n
+		}
+		loc, err := LoadTimeZone(name)
+		if err != nil {
+			loc = time.UTC // unreachable: zones are validated before they are stored
+		}
+		if len(c.spans) > 0 && c.spans[len(c.spans)-1].loc.String() == loc.String() {
+			continue
+		}
+		c.spans = append(c.spans, zoneSpan{loc: loc, since: at})
+	}
+	c.spans[0].since = time.Time{}
+	return c
+}
+
+// zoneAt returns the zone of history h in force at t ("" if none).
+func zoneAt(h []zoneChange, t time.Time) string {
+	name := ""
+	for _, z := range h {
+		if !z.Since.After(t) {
+			name = z.Zone
+		}
+	}
+	return name
+}
+
+// Location returns the zone in force now (the last one).
+func (c Calendar) Location() *time.Location {
+	if len(c.spans) == 0 {
+		return time.UTC
+	}
+	return c.spans[len(c.spans)-1].loc
+}
+
+// end returns the end of span i (zero for the last: open).
+func (c Calendar) end(i int) time.Time {
+	if i+1 < len(c.spans) {
+		return c.spans[i+1].since
+	}
+	return time.Time{}
+}
+
+// Start returns the instant at which day d begins: the earliest instant at
+// which the zone in force shows d or a later date.
+func (c Calendar) Start(d Date) time.Time {
+	if len(c.spans) == 0 {
+		c = utcCalendar
+	}
+	var best time.Time
+	for i, sp := range c.spans {
+		t := midnight(d, sp.loc)
+		if t.Before(sp.since) {
+			t = sp.since
+		}
+		if end := c.end(i); !end.IsZero() && !t.Before(end) {
+			continue // d does not begin while this zone is in force
+		}
+		if best.IsZero() || t.Before(best) {
+			best = t
+		}
+	}
+	return best
+}
+
+// DateOf returns the date of instant t: the latest day that began at or
+// before t.
+func (c Calendar) DateOf(t time.Time) Date {
+	if len(c.spans) == 0 {
+		c = utcCalendar
+	}
+	var best Date
+	for i, sp := range c.spans {
+		if t.Before(sp.since) {
+			break
+		}
+		at := t
+		if end := c.end(i); !end.IsZero() && !at.Before(end) {
+			at = end.Add(-time.Nanosecond)
+		}
+		if d := localDate(at, sp.loc); best.IsZero() || d.After(best) {
+			best = d
+		}
+	}
+	return best
+}
+
+// Period returns the instants [Start(first), Start(endExclusive)) of the
+// days first up to endExclusive (exclusive), as a usage period.
+func (c Calendar) Period(first, endExclusive Date) UsagePeriod {
+	return UsagePeriod{Start: c.Start(first), End: c.Start(endExclusive),
+		StartText: first.String(), EndText: endExclusive.AddDays(-1).String()}
+}
+
+// midnight returns the first instant of day d in loc: its midnight, or
+// where DST skips midnight the instant the day begins, or where DST repeats
+// it the first of the two.
+func midnight(d Date, loc *time.Location) time.Time {
+	t := time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, loc)
+	if wallDate(t, loc).Before(d) { // landed before a skipped midnight
+		_, end := t.ZoneBounds()
+		return end
+	}
+	// Where the clocks went back shortly before t, the same wall midnight
+	// may have happened first under the previous offset.
+	if start, _ := t.ZoneBounds(); !start.IsZero() && start.After(t.Add(-3*time.Hour)) {
+		_, prev := start.Add(-time.Second).Zone()
+		earlier := time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC).Add(-time.Duration(prev) * time.Second)
+		if earlier.Before(start) && wallDate(earlier, loc) == d {
+			return earlier
+		}
+	}
+	return t
+}
+
+// wallDate is the date on a wall clock in loc at t.
+func wallDate(t time.Time, loc *time.Location) Date {
+	y, m, d := t.In(loc).Date()
+	return Date{Year: y, Month: m, Day: d}
+}
+
+// localDate is the date in loc of t, in the sense of midnight: the latest
+// day whose first instant is at or before t.
+func localDate(t time.Time, loc *time.Location) Date {
+	d := wallDate(t, loc)
+	if midnight(d, loc).After(t) {
+		return d.AddDays(-1)
+	}
+	return d
 }

@@ -109,6 +109,10 @@ type UsagePeriod struct {
 	Start, End time.Time
 	// StartText and EndText are the period as the caller wrote it.
 	StartText, EndText string
+	// first and endExclusive are the days of a period given as dates; its
+	// instants are then each customer's (calendarFor), and Start and End
+	// those of UTC.
+	first, endExclusive Date
 }
 
 // ParseUsagePeriod parses the periodStart and periodEnd of a calculation:
@@ -136,7 +140,9 @@ func ParseUsagePeriod(start, end string) (UsagePeriod, error) {
 		if de.Before(ds) {
 			return UsagePeriod{}, FieldError("periodEnd", "periodEnd must not be before periodStart")
 		}
-		return UsagePeriod{Start: ds.Time(), End: de.AddDays(1).Time(), StartText: ds.String(), EndText: de.String()}, nil
+		p := utcCalendar.Period(ds, de.AddDays(1))
+		p.first, p.endExclusive = ds, de.AddDays(1)
+		return p, nil
 	}
 	ts, err1 := ParseTimestamp(start)
 	te, err2 := ParseTimestamp(end)
@@ -194,12 +200,12 @@ func (s *Service) calculateUsage(ctx context.Context, tx Tx, account string, m *
 			return nil, Errorf(CodeInvalidState, "no custom aggregation function is registered under the name %q (Config.CustomAggregations)", m.Name)
 		}
 	}
-	aliases, err := s.resolveAliases(ctx, tx, account, customers)
+	owners, err := s.aliasOwners(ctx, tx, account, customers)
 	if err != nil {
 		return nil, err
 	}
-	src := &usageSource{ctx: ctx, tx: tx, account: account, eventType: m.EventType, period: period}
-	if src.series, err = src.seriesOf(aliases); err != nil {
+	src := &usageSource{ctx: ctx, tx: tx, account: account, eventType: m.EventType}
+	if src.series, err = s.seriesOf(src, owners, period); err != nil {
 		return nil, err
 	}
 	c := newUsageCalc(m)
@@ -251,18 +257,25 @@ type usageSource struct {
 	tx        Tx
 	account   string
 	eventType string
-	period    UsagePeriod
 	series    []usageSeries
 }
 
+// usageSeries is one alias's series and the instants [start, end) of the
+// period in its customer's calendar.
 type usageSeries struct {
-	no    []byte
-	alias string
+	no         []byte
+	alias      string
+	start, end time.Time
 }
 
-func (src *usageSource) seriesOf(aliases []string) ([]usageSeries, error) {
+// seriesOf returns the series of the aliases of owners (alias → customer
+// id) in key order, each with the period's instants: a period given as dates
+// runs from midnight to midnight of its customer's calendar, so a
+// calculation and the billing engine count the same events.
+func (s *Service) seriesOf(src *usageSource, owners map[string]string, period UsagePeriod) ([]usageSeries, error) {
 	var out []usageSeries
-	for _, a := range aliases {
+	cals := map[string]Calendar{}
+	for _, a := range sortedKeys(owners) {
 		no, err := seriesNo(src.ctx, src.tx, src.account, src.eventType, a, false)
 		if errors.Is(err, ErrNotFound) {
 			continue
@@ -270,7 +283,18 @@ func (src *usageSource) seriesOf(aliases []string) ([]usageSeries, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, usageSeries{no: no, alias: a})
+		sr := usageSeries{no: no, alias: a, start: period.Start, end: period.End}
+		if !period.first.IsZero() {
+			cal, ok := cals[owners[a]]
+			if !ok {
+				if cal, err = s.calendarFor(src.ctx, src.tx, src.account, owners[a]); err != nil {
+					return nil, err
+				}
+				cals[owners[a]] = cal
+			}
+			sr.start, sr.end = cal.Start(period.first), cal.Start(period.endExclusive)
+		}
+		out = append(out, sr)
 	}
 	return out, nil
 }
@@ -280,8 +304,8 @@ func (src *usageSource) seriesOf(aliases []string) ([]usageSeries, error) {
 // needs no Prefix, which saves a comparison per event.
 func (src *usageSource) rangeOf(s usageSeries) Range {
 	return Range{
-		Start: eventcodec.AppendTime(slices.Clone(s.no), src.period.Start),
-		End:   eventcodec.AppendTime(slices.Clone(s.no), src.period.End),
+		Start: eventcodec.AppendTime(slices.Clone(s.no), s.start),
+		End:   eventcodec.AppendTime(slices.Clone(s.no), s.end),
 	}
 }
 
@@ -291,11 +315,10 @@ func (src *usageSource) rangeOf(s usageSeries) Range {
 // range, ending the scan itself with two integer comparisons (series
 // number, timestamp) instead of the store comparing every key with End.
 func (src *usageSource) each(c *usageCalc) error {
-	end := eventcodec.TimeBound(src.period.End)
 	// A plain SUM, the metric of most usage prices, is inlined here.
 	sum, prop, total := c.plain && c.m.AggregationType == AggregationSum, c.m.AggregationProperty, &c.total
 	for _, s := range src.series {
-		no := eventcodec.No(s.no)
+		no, end := eventcodec.No(s.no), eventcodec.TimeBound(s.end)
 		r := Range{Start: src.rangeOf(s).Start}
 		err := src.tx.Scan(src.ctx, tableUsageEvents, r, func(k, v []byte) error {
 			if len(k) < 12 || eventcodec.No(k) != no || eventcodec.KeyTime(k) >= end {

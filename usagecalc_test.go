@@ -197,13 +197,7 @@ func TestCalculateUsagePeriods(t *testing.T) {
 		svc, clock := billingtest.NewService(t, opts...)
 		clock.Set(billingtest.Start.AddDate(0, 2, 0))
 		acct := billingtest.Account(t, svc, "a")
-		var events []billing.UsageEventParams
-		for _, ts := range []string{"2024-06-30T23:59:59Z", "2024-07-01T00:00:00Z", "2024-07-31T23:59:59Z", "2024-08-01T00:00:00Z"} {
-			e := event(t, "c", "api", "")
-			e.EventTimestamp = at(t, ts)
-			events = append(events, e)
-		}
-		ingest(t, svc, acct, events...)
+		ingest(t, svc, acct, eventsAt(t, "c", "api", "2024-06-30T23:59:59Z", "2024-07-01T00:00:00Z", "2024-07-31T23:59:59Z", "2024-08-01T00:00:00Z")...)
 		m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "n", MetricType: billing.MetricTypeSimple,
 			EventType: "api", AggregationType: billing.AggregationCount})
 		checkCalc(t, svc, acct, m, []string{"c"}, "2024-07-01", "2024-07-31", 2, 0, "2")
@@ -268,11 +262,7 @@ func TestCalculateUsageStaysInSeries(t *testing.T) {
 		var events []billing.UsageEventParams
 		for i, series := range [][2]string{{"c", "api"}, {"d", "api"}, {"c", "other"}} {
 			for range i + 1 {
-				for _, ts := range []string{"2024-07-01T00:00:00Z", "2024-07-15T00:00:00Z", "2024-07-31T23:59:59Z"} {
-					e := event(t, series[0], series[1], "")
-					e.EventTimestamp = at(t, ts)
-					events = append(events, e)
-				}
+				events = append(events, eventsAt(t, series[0], series[1], "2024-07-01T00:00:00Z", "2024-07-15T00:00:00Z", "2024-07-31T23:59:59Z")...)
 			}
 		}
 		ingest(t, svc, acct, events...)

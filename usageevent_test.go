@@ -42,6 +42,18 @@ func event(tb testing.TB, alias, eventType, js string) billing.UsageEventParams 
 	return p
 }
 
+// eventsAt is one event of alias and eventType, without properties, at
+// each of the timestamps.
+func eventsAt(tb testing.TB, alias, eventType string, timestamps ...string) []billing.UsageEventParams {
+	tb.Helper()
+	events := make([]billing.UsageEventParams, len(timestamps))
+	for i, ts := range timestamps {
+		events[i] = event(tb, alias, eventType, "")
+		events[i].EventTimestamp = at(tb, ts)
+	}
+	return events
+}
+
 // withID is an "api" event of alias with the properties js and the
 // customerEventId id, which supersedes an earlier event of that id.
 func withID(tb testing.TB, id, alias, js string) billing.UsageEventParams {
@@ -229,11 +241,7 @@ func TestListUsageEvents(t *testing.T) {
 	acct := billingtest.Account(t, svc, "a")
 	other := billingtest.Account(t, svc, "b")
 	ctx := context.Background()
-	mk := func(alias, typ, ts string) billing.UsageEventParams {
-		p := event(t, alias, typ, "")
-		p.EventTimestamp = at(t, ts)
-		return p
-	}
+	mk := func(alias, typ, ts string) billing.UsageEventParams { return eventsAt(t, alias, typ, ts)[0] }
 	ingest(t, svc, acct,
 		mk("c1", "api", "2024-07-01T00:00:00Z"), mk("c2", "api", "2024-07-02T00:00:00Z"),
 		mk("c1", "storage", "2024-07-03T00:00:00Z"), mk("c1", "api", "2024-07-04T00:00:00Z"))

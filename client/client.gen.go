@@ -1320,6 +1320,18 @@ func (e ListUsageMetricsParamsSortOrder) Valid() bool {
 // APIVersion The versions of the API.
 type APIVersion string
 
+// AccountSettings defines model for AccountSettings.
+type AccountSettings struct {
+	// TimeZone The IANA time zone whose calendar dates the account's dates are, unless a customer has its own. Period boundaries are its midnights; timestamps stay UTC. A change applies to days that have not begun, so no period that has begun moves.
+	TimeZone string `json:"timeZone"`
+}
+
+// AccountSettingsInput defines model for AccountSettingsInput.
+type AccountSettingsInput struct {
+	// TimeZone An IANA time zone name; absent means UTC. An unknown name is refused (400 on timeZone).
+	TimeZone *string `json:"timeZone,omitempty"`
+}
+
 // Address defines model for Address.
 type Address struct {
 	Country  string  `json:"country"`
@@ -2095,6 +2107,9 @@ type Customer struct {
 	TaxId             *string   `json:"taxId,omitempty"`
 	TaxStatus         TaxStatus `json:"taxStatus"`
 
+	// TimeZone The IANA time zone whose calendar dates the customer's dates are (billing and service periods, due dates); absent means the account's (GET /account-settings). A change applies to days that have not begun.
+	TimeZone *string `json:"timeZone,omitempty"`
+
 	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
@@ -2117,7 +2132,10 @@ type CustomerRequest struct {
 	LegalName       string          `json:"legalName"`
 	TaxId           *string         `json:"taxId,omitempty"`
 	TaxStatus       *TaxStatus      `json:"taxStatus,omitempty"`
-	Url             *string         `json:"url,omitempty"`
+
+	// TimeZone An IANA time zone name such as "Asia/Tokyo"; absent or empty means the account's zone. An unknown name is refused (400 on timeZone).
+	TimeZone *string `json:"timeZone,omitempty"`
+	Url      *string `json:"url,omitempty"`
 }
 
 // Date A calendar date YYYY-MM-DD between 2000-01-01 and 2199-12-31, in the customer's time zone if set, else the account's.
@@ -3675,6 +3693,27 @@ type Unavailable = Error
 // Examples: {"errors":[{"code":"validation_failed","field":"limit","message":"limit must be between 1 and 100"}]}
 type UnsupportedMediaType = Error
 
+// GetAccountSettingsParams defines parameters for GetAccountSettings.
+type GetAccountSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// PutAccountSettingsParams defines parameters for PutAccountSettings.
+type PutAccountSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // RunBillingParams defines parameters for RunBilling.
 type RunBillingParams struct {
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
@@ -4994,8 +5033,8 @@ type ListSeatBalancesParams struct {
 	// CustomerIds Only these customers (comma-separated ids, at most 100).
 	CustomerIds *string `form:"customerIds,omitempty" json:"customerIds,omitempty"`
 
-	// AsOf Balances at this time (default now).
-	AsOf *time.Time `form:"asOf,omitempty" json:"asOf,omitempty"`
+	// AsOf Balances at this time (default now), a timestamp or a date. A date (YYYY-MM-DD) means the start of that day in each customer's time zone (the customer's, else the account's), the moment an IN_ADVANCE seat charge reads.
+	AsOf *string `form:"asOf,omitempty" json:"asOf,omitempty"`
 
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
 	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
@@ -5340,6 +5379,9 @@ type CalculateUsageMetricParams struct {
 	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
 }
 
+// PutAccountSettingsJSONRequestBody defines body for PutAccountSettings for application/json ContentType.
+type PutAccountSettingsJSONRequestBody = AccountSettingsInput
+
 // RunBillingJSONRequestBody defines body for RunBilling for application/json ContentType.
 type RunBillingJSONRequestBody = BillingRunRequest
 
@@ -5674,6 +5716,31 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// GetAccountSettings Get the account settings
+	//
+	// The account's settings, its time zone (default UTC).
+	//
+	// Corresponds with GET /account-settings (the `GetAccountSettings` operationId).
+	GetAccountSettings(ctx context.Context, params *GetAccountSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutAccountSettingsWithBody Replace the account settings
+	//
+	// Sets the account's time zone. Days that began before the change keep their instants; later days begin at the new zone's midnight.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /account-settings (the `PutAccountSettings` operationId).
+	PutAccountSettingsWithBody(ctx context.Context, params *PutAccountSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutAccountSettings Replace the account settings
+	//
+	// Sets the account's time zone. Days that began before the change keep their instants; later days begin at the new zone's midnight.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /account-settings (the `PutAccountSettings` operationId).
+	PutAccountSettings(ctx context.Context, params *PutAccountSettingsParams, body PutAccountSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunBillingWithBody Run the billing engine now
 	//
@@ -6670,6 +6737,61 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /usage-metrics/{id}/calculate (the `CalculateUsageMetric` operationId).
 	CalculateUsageMetric(ctx context.Context, id string, params *CalculateUsageMetricParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetAccountSettings Get the account settings
+//
+// The account's settings, its time zone (default UTC).
+//
+// Corresponds with GET /account-settings (the `GetAccountSettings` operationId).
+func (c *Client) GetAccountSettings(ctx context.Context, params *GetAccountSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAccountSettingsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutAccountSettingsWithBody Replace the account settings
+//
+// Sets the account's time zone. Days that began before the change keep their instants; later days begin at the new zone's midnight.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /account-settings (the `PutAccountSettings` operationId).
+func (c *Client) PutAccountSettingsWithBody(ctx context.Context, params *PutAccountSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutAccountSettingsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutAccountSettings Replace the account settings
+//
+// Sets the account's time zone. Days that began before the change keep their instants; later days begin at the new zone's midnight.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /account-settings (the `PutAccountSettings` operationId).
+func (c *Client) PutAccountSettings(ctx context.Context, params *PutAccountSettingsParams, body PutAccountSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutAccountSettingsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // RunBillingWithBody Run the billing engine now
@@ -9186,6 +9308,136 @@ func (c *Client) CalculateUsageMetric(ctx context.Context, id string, params *Ca
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetAccountSettingsRequest constructs an http.Request for the GetAccountSettings method
+func NewGetAccountSettingsRequest(server string, params *GetAccountSettingsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account-settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPutAccountSettingsRequest calls the generic PutAccountSettings builder with application/json body
+func NewPutAccountSettingsRequest(server string, params *PutAccountSettingsParams, body PutAccountSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutAccountSettingsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPutAccountSettingsRequestWithBody constructs an http.Request for the PutAccountSettings method, with any body, and a specified content type
+func NewPutAccountSettingsRequestWithBody(server string, params *PutAccountSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account-settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
 }
 
 // NewRunBillingRequest calls the generic RunBilling builder with application/json body
@@ -17111,7 +17363,7 @@ func NewListSeatBalancesRequest(server string, params *ListSeatBalancesParams) (
 
 		if params.AsOf != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "asOf", *params.AsOf, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "asOf", *params.AsOf, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -19064,6 +19316,33 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetAccountSettingsWithResponse Get the account settings
+	//
+	// The account's settings, its time zone (default UTC).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /account-settings (the `GetAccountSettings` operationId).
+	GetAccountSettingsWithResponse(ctx context.Context, params *GetAccountSettingsParams, reqEditors ...RequestEditorFn) (*GetAccountSettingsResponse, error)
+
+	// PutAccountSettingsWithBodyWithResponse Replace the account settings
+	//
+	// Sets the account's time zone. Days that began before the change keep their instants; later days begin at the new zone's midnight.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /account-settings (the `PutAccountSettings` operationId).
+	PutAccountSettingsWithBodyWithResponse(ctx context.Context, params *PutAccountSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAccountSettingsResponse, error)
+
+	// PutAccountSettingsWithResponse Replace the account settings
+	//
+	// Sets the account's time zone. Days that began before the change keep their instants; later days begin at the new zone's midnight.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /account-settings (the `PutAccountSettings` operationId).
+	PutAccountSettingsWithResponse(ctx context.Context, params *PutAccountSettingsParams, body PutAccountSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAccountSettingsResponse, error)
+
 	// RunBillingWithBodyWithResponse Run the billing engine now
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -20213,6 +20492,135 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /usage-metrics/{id}/calculate (the `CalculateUsageMetric` operationId).
 	CalculateUsageMetricWithResponse(ctx context.Context, id string, params *CalculateUsageMetricParams, reqEditors ...RequestEditorFn) (*CalculateUsageMetricResponse, error)
+}
+
+// GetAccountSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetAccountSettings
+type GetAccountSettingsResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetAccountSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for GetAccountSettings
+type GetAccountSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetAccountSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AccountSettings
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAccountSettingsResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetAccountSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAccountSettingsResponse) GetJSON200() *AccountSettings {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAccountSettingsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAccountSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAccountSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAccountSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAccountSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutAccountSettingsResponse200Headers the declared response headers of an HTTP 200 response for PutAccountSettings
+type PutAccountSettingsResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// PutAccountSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for PutAccountSettings
+type PutAccountSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type PutAccountSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AccountSettings
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutAccountSettingsResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutAccountSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutAccountSettingsResponse) GetJSON200() *AccountSettings {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PutAccountSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutAccountSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutAccountSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutAccountSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutAccountSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // RunBillingResponse200Headers the declared response headers of an HTTP 200 response for RunBilling
@@ -27531,6 +27939,51 @@ func (r CalculateUsageMetricResponse) ContentType() string {
 	return ""
 }
 
+// GetAccountSettingsWithResponse Get the account settings
+//
+// The account's settings, its time zone (default UTC).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /account-settings (the `GetAccountSettings` operationId).
+func (c *ClientWithResponses) GetAccountSettingsWithResponse(ctx context.Context, params *GetAccountSettingsParams, reqEditors ...RequestEditorFn) (*GetAccountSettingsResponse, error) {
+	rsp, err := c.GetAccountSettings(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAccountSettingsResponse(rsp)
+}
+
+// PutAccountSettingsWithBodyWithResponse Replace the account settings
+//
+// Sets the account's time zone. Days that began before the change keep their instants; later days begin at the new zone's midnight.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /account-settings (the `PutAccountSettings` operationId).
+func (c *ClientWithResponses) PutAccountSettingsWithBodyWithResponse(ctx context.Context, params *PutAccountSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAccountSettingsResponse, error) {
+	rsp, err := c.PutAccountSettingsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutAccountSettingsResponse(rsp)
+}
+
+// PutAccountSettingsWithResponse Replace the account settings
+//
+// Sets the account's time zone. Days that began before the change keep their instants; later days begin at the new zone's midnight.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /account-settings (the `PutAccountSettings` operationId).
+func (c *ClientWithResponses) PutAccountSettingsWithResponse(ctx context.Context, params *PutAccountSettingsParams, body PutAccountSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAccountSettingsResponse, error) {
+	rsp, err := c.PutAccountSettings(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutAccountSettingsResponse(rsp)
+}
+
 // RunBillingWithBodyWithResponse Run the billing engine now
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -29591,6 +30044,153 @@ func (c *ClientWithResponses) CalculateUsageMetricWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseCalculateUsageMetricResponse(rsp)
+}
+
+// ParseGetAccountSettingsResponse parses an HTTP response from a GetAccountSettingsWithResponse call
+func ParseGetAccountSettingsResponse(rsp *http.Response) (*GetAccountSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAccountSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AccountSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAccountSettingsResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetAccountSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutAccountSettingsResponse parses an HTTP response from a PutAccountSettingsWithResponse call
+func ParsePutAccountSettingsResponse(rsp *http.Response) (*PutAccountSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutAccountSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AccountSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutAccountSettingsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers PutAccountSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
 }
 
 // ParseRunBillingResponse parses an HTTP response from a RunBillingWithResponse call

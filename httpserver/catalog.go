@@ -8,7 +8,7 @@ import (
 
 // catalogRoutes mounts the catalog (docs/concepts.md): customers, products, tax
 // rates, prices (operation 5), seat metrics, events and balances
-// (operations 6-8) and merchant details.
+// (operations 6-8), merchant details and account settings.
 func (a api) catalogRoutes() {
 	a.customerRoutes()
 	a.productRoutes()
@@ -17,6 +17,8 @@ func (a api) catalogRoutes() {
 	a.seatEventRoutes()
 	a.get("/merchant-details", 200, onAccount(a.svc.GetMerchantDetails))
 	a.put("/merchant-details", 200, withBody(a.svc.PutMerchantDetails))
+	a.get("/account-settings", 200, onAccount(a.svc.GetAccountSettings))
+	a.put("/account-settings", 200, withBody(a.svc.PutAccountSettings))
 }
 
 func (a api) customerRoutes() {
@@ -94,7 +96,11 @@ func (a api) seatEventRoutes() {
 	a.get("/seat-balances", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		f := billing.SeatBalanceFilter{CustomerAliases: c.csv("customerAliases"), CustomerIDs: c.csv("customerIds")}
 		var v timestampParams
-		f.AsOf = v.parse(c, "asOf")
+		if d := c.query.Get("asOf"); len(d) == len(time.DateOnly) {
+			f.AsOfDate = v.parseDate(c, "asOf")
+		} else {
+			f.AsOf = v.parse(c, "asOf")
+		}
 		switch c.query.Get("excludeZeroQuantity") {
 		case "", "false":
 		case "true":
@@ -135,6 +141,16 @@ func parseTimestampParam(name, value string) (time.Time, *billing.Error) {
 		return t, billing.FieldError(name, "%s %s", name, billing.Errors(err)[0].Message)
 	}
 	return t, nil
+}
+
+// parseDate parses the date query parameter name (YYYY-MM-DD).
+func (v *timestampParams) parseDate(c *call, name string) *billing.Date {
+	d, err := billing.ParseDate(c.query.Get(name))
+	if err != nil {
+		v.errs = append(v.errs, billing.FieldError(name, "%s %s", name, billing.Errors(err)[0].Message))
+		return nil
+	}
+	return &d
 }
 
 func (v *timestampParams) err() error {

@@ -129,18 +129,19 @@ func dateRange(start, end billing.Date) string {
 	return date(start) + " – " + date(end)
 }
 
-// timeRange formats a period of timestamps as the days it covers: an end
-// at midnight UTC is exclusive (the credit note period copied from an
-// invoice ends at 00:00 the day after its last day).
-func timeRange(start, end *time.Time) string {
+// timeRange formats a period of timestamps as the days of cal (the
+// customer's calendar) it covers: an end at the midnight that begins a day
+// is exclusive (the credit note period copied from an invoice ends at the
+// midnight after its last day).
+func timeRange(cal billing.Calendar, start, end *time.Time) string {
 	if start == nil || end == nil {
 		return ""
 	}
-	last := end.UTC()
-	if last.Equal(last.Truncate(24*time.Hour)) && last.After(start.UTC()) {
-		last = last.Add(-time.Nanosecond)
+	last := cal.DateOf(*end)
+	if cal.Start(last).Equal(*end) && end.After(*start) {
+		last = last.AddDays(-1)
 	}
-	return dateRange(billing.DateOf(start.UTC()), billing.DateOf(last))
+	return dateRange(cal.DateOf(*start), last)
 }
 
 // addressLines are the printed lines of an address; none for an empty one.

@@ -122,7 +122,7 @@ func buildInvoice(v *view, d *billing.PrintableDocument) {
 	lines := make([]lineSource, len(d.InvoiceLines))
 	for i := range d.InvoiceLines {
 		l := &d.InvoiceLines[i]
-		lines[i] = lineSource{item: &l.LineItem, period: invoiceLinePeriod(l)}
+		lines[i] = lineSource{item: &l.LineItem, period: invoiceLinePeriod(d.Calendar, l)}
 	}
 	groups := make([]*billing.LineItemGroup, len(d.InvoiceGroups))
 	for i := range d.InvoiceGroups {
@@ -150,7 +150,7 @@ func buildCreditNote(v *view, d *billing.PrintableDocument) {
 	if credited == "" && cn.InvoiceID != "" {
 		credited = cn.InvoiceID
 	}
-	v.Refs = facts("Credits invoice", credited, "Billing period", timeRange(cn.BillingPeriodStart, cn.BillingPeriodEnd),
+	v.Refs = facts("Credits invoice", credited, "Billing period", timeRange(d.Calendar, cn.BillingPeriodStart, cn.BillingPeriodEnd),
 		"Purchase order", cn.PurchaseOrderNumber)
 	lines := make([]lineSource, len(d.CreditNoteLines))
 	for i := range d.CreditNoteLines {
@@ -172,11 +172,11 @@ func buildCreditNote(v *view, d *billing.PrintableDocument) {
 
 // invoiceLinePeriod is the service period of an invoice line: its dates,
 // else its timestamps.
-func invoiceLinePeriod(l *billing.InvoiceLineItem) string {
+func invoiceLinePeriod(cal billing.Calendar, l *billing.InvoiceLineItem) string {
 	if l.ServicePeriod != nil {
 		return dateRange(l.ServicePeriod.StartDate, l.ServicePeriod.EndDate)
 	}
-	return timeRange(l.ServicePeriodStart, l.ServicePeriodEnd)
+	return timeRange(cal, l.ServicePeriodStart, l.ServicePeriodEnd)
 }
 
 // lineSource is a stored line of either document with its printed period.

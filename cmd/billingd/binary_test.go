@@ -105,10 +105,19 @@ type server struct {
 // waits until it listens.
 func startServer(tb testing.TB, extra ...string) *server {
 	tb.Helper()
+	return startServerIn(tb, nil, nil, extra...)
+}
+
+// startServerIn is startServer with the binary run through the command
+// wrap (nil: directly; the binary's path and arguments follow it) and
+// with env added to its environment.
+func startServerIn(tb testing.TB, wrap, env []string, extra ...string) *server {
+	tb.Helper()
 	s := &server{stderr: newLogBuffer(), exited: make(chan struct{}), db: tempDB(tb)}
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", s.db, "--rate-limit", "0"}, extra...)
-	s.cmd = exec.Command(billingdBinary(tb), args...)
-	s.cmd.Env = cleanEnv()
+	args := append([]string{billingdBinary(tb), "serve", "--addr", "127.0.0.1:0", "--db", s.db, "--rate-limit", "0"}, extra...)
+	args = append(append([]string(nil), wrap...), args...)
+	s.cmd = exec.Command(args[0], args[1:]...)
+	s.cmd.Env = append(cleanEnv(), env...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatal(err)

@@ -123,10 +123,10 @@ func idOf(body string) string {
 	return v.ID
 }
 
-// eachInvoice calls fn for every invoice of account.
-func eachInvoice(ctx context.Context, svc *billing.Service, account string, fn func(*billing.Invoice)) error {
+// eachItem calls fn for every item of a list, page by page.
+func eachItem[T any](list func(billing.ListParams) (billing.Page[T], error), fn func(*T)) error {
 	return pages(func(p billing.ListParams) (string, error) {
-		page, err := svc.ListInvoices(ctx, account, billing.InvoiceFilter{}, p)
+		page, err := list(p)
 		for i := range page.Items {
 			fn(&page.Items[i])
 		}
@@ -134,15 +134,18 @@ func eachInvoice(ctx context.Context, svc *billing.Service, account string, fn f
 	})
 }
 
+// eachInvoice calls fn for every invoice of account.
+func eachInvoice(ctx context.Context, svc *billing.Service, account string, fn func(*billing.Invoice)) error {
+	return eachItem(func(p billing.ListParams) (billing.Page[billing.Invoice], error) {
+		return svc.ListInvoices(ctx, account, billing.InvoiceFilter{}, p)
+	}, fn)
+}
+
 // eachCreditNote calls fn for every credit note of account.
 func eachCreditNote(ctx context.Context, svc *billing.Service, account string, fn func(*billing.CreditNote)) error {
-	return pages(func(p billing.ListParams) (string, error) {
-		page, err := svc.ListCreditNotes(ctx, account, billing.CreditNoteFilter{}, p)
-		for i := range page.Items {
-			fn(&page.Items[i])
-		}
-		return page.After, err
-	})
+	return eachItem(func(p billing.ListParams) (billing.Page[billing.CreditNote], error) {
+		return svc.ListCreditNotes(ctx, account, billing.CreditNoteFilter{}, p)
+	}, fn)
 }
 
 // wantGapless fails unless numbers are exactly prefix00001 to prefixN, each

@@ -86,8 +86,10 @@ func get(tb testing.TB, s billing.Store, key string) string {
 	return got
 }
 
-func TestDataSurvivesReopen(t *testing.T) {
-	t.Parallel()
+// closedFileWithKV creates a database file under a new temporary directory,
+// puts "k" = "v" in it, closes it and returns its path.
+func closedFileWithKV(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "billing.db")
 	s, err := boltstore.Open(path, nil)
 	if err != nil {
@@ -97,7 +99,13 @@ func TestDataSurvivesReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = open(t, path, nil)
+	return path
+}
+
+func TestDataSurvivesReopen(t *testing.T) {
+	t.Parallel()
+	path := closedFileWithKV(t)
+	s := open(t, path, nil)
 	if got := get(t, s, "k"); got != "v" {
 		t.Errorf("after reopen Get = %q, want %q", got, "v")
 	}
@@ -231,15 +239,7 @@ func TestCompactReclaimsSpace(t *testing.T) {
 
 func TestReadOnlyWritesAreErrUnavailable(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "billing.db")
-	s, err := boltstore.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	put(t, s, "k", "v")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := closedFileWithKV(t)
 
 	ro := open(t, path, &boltstore.Options{ReadOnly: true})
 	write := func(tx billing.Tx) error {
@@ -330,15 +330,7 @@ func TestCommitFailureClosesAndReopens(t *testing.T) {
 
 // Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func testCommitFailure(t *testing.T, size int, batch bool) {
-	path := filepath.Join(t.TempDir(), "billing.db")
-	seed, err := boltstore.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	put(t, seed, "k", "v")
-	if err := seed.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := closedFileWithKV(t)
 
 	f := &faults{now: time.Unix(1_700_000_000, 0)}
 	f.unwritable.Store(true)
