@@ -43,6 +43,7 @@ var nav = []navItem{
 	{"Invoices", Prefix + "invoices", "invoices"},
 	{"Credit notes", Prefix + "credit-notes", "credit-notes"},
 	{"Schedules", Prefix + "schedules", "schedules"},
+	{"Usage metrics", Prefix + "usage-metrics", "usage-metrics"},
 	{"Notifications", Prefix + "deliveries", "deliveries"},
 	{"Billing runs", Prefix + "billing-runs", "billing-runs"},
 }

@@ -32,6 +32,8 @@ func (c *Console) routes() {
 	c.handle("GET "+Prefix+"billing-runs", c.billingRuns)
 	c.handle("GET "+Prefix+"billing-runs/{id}", c.billingRun)
 
+	c.handle("GET "+Prefix+"usage-metrics", c.usageMetrics)
+
 	c.handle("GET "+Prefix+"deliveries", c.deliveries)
 	c.handle("GET "+Prefix+"deliveries/{id}/retry", c.retryDelivery)
 	c.handle("POST "+Prefix+"deliveries/{id}/retry", c.retryDelivery)
