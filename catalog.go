@@ -164,7 +164,7 @@ type IntegrationID struct {
 	// Service names the external system.
 	Service string `json:"service"`
 	ID      string `json:"id"`
-	// IsPending says the record is not yet synced to the external system.
+	// IsPending is the external system's pending flag, stored and echoed.
 	IsPending bool `json:"isPending"`
 	// LastSynced is when the record was last synced there; nil when never.
 	LastSynced *time.Time `json:"lastSynced,omitempty"`

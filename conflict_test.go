@@ -1,6 +1,7 @@
 package billing_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -91,6 +92,61 @@ func TestConcurrentWritesThroughTheService(t *testing.T) {
 		t.Logf("PostgreSQL: %d transaction functions run again after a serialization failure", pg.Retries())
 		if pg.Retries() == 0 {
 			t.Errorf("no transaction was retried: the test did not make any conflict")
+		}
+	}
+}
+
+// TestConcurrentBatchesSupersedeByCustomerEventID sends batches that carry
+// the same customerEventIds at the same time, each large enough that
+// PostgreSQL receives its rows with COPY: every customerEventId must end
+// with exactly one event, and no caller may see the conflicts the store
+// resolved by running a transaction again.
+func TestConcurrentBatchesSupersedeByCustomerEventID(t *testing.T) {
+	t.Parallel()
+	var store billing.Store
+	if billingtest.Postgres() {
+		store = pgtest.Open(t, &pgstore.Options{MaxConns: 8})
+	} else {
+		store = billingtest.DurableStore(t)
+	}
+	svc, _ := billingtest.NewService(t, billingtest.WithStore(store))
+	acct := billingtest.Account(t, svc, "acme")
+	ctx := context.Background()
+	const senders, events = 4, 100
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Go(func() {
+			batch := make([]billing.UsageEventParams, events)
+			for i := range batch {
+				batch[i] = billing.UsageEventParams{CustomerAlias: "acme", EventType: "call", CustomerEventID: fmt.Sprintf("e-%03d", i),
+					EventProperties: billing.EventProperties{"sender": billing.StringProperty(fmt.Sprint(s))}}
+			}
+			if _, err := svc.CreateUsageEventBatch(ctx, acct, billing.UsageEventBatchParams{Events: batch}); err != nil {
+				t.Errorf("CreateUsageEventBatch of sender %d: %v", s, err)
+			}
+		})
+	}
+	wg.Wait()
+	stored := map[string]int{}
+	for p := (billing.ListParams{Limit: 100}); ; {
+		page, err := svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Items {
+			stored[e.CustomerEventID]++
+		}
+		if page.After == "" {
+			break
+		}
+		p.After = page.After
+	}
+	if len(stored) != events {
+		t.Errorf("%d distinct customerEventIds stored, want %d", len(stored), events)
+	}
+	for id, n := range stored {
+		if n != 1 {
+			t.Errorf("customerEventId %s: %d events, want 1", id, n)
 		}
 	}
 }

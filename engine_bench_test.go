@@ -34,8 +34,7 @@ func BenchmarkRunBilling(b *testing.B) {
 		b.StopTimer()
 		f := newSched(b, billingtest.WithBolt())
 		fixed := f.fixed("Plan", "100.00", billing.CurrencyUSD)
-		usage := f.price("API calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-			billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("0.25"), UsageMetricID: f.metric("api_call")})
+		usage := f.apiCalls("0.25")
 		var batch billing.UsageEventBatchParams
 		for i := range n {
 			c := f.newCustomer(billing.TaxStatusTaxed)

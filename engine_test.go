@@ -66,8 +66,7 @@ func (f *sched) run(asOf string) *billing.BillingRun {
 func (f *sched) usageSchedule(customer string, mod func(*billing.BillingScheduleParams)) (*billing.BillingSchedule, string, string) {
 	f.tb.Helper()
 	fixed := f.fixed("Plan", "100.00", billing.CurrencyUSD)
-	usage := f.price("API calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-		billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("0.25"), UsageMetricID: f.metric("api_call")})
+	usage := f.apiCalls("0.25")
 	return f.schedule(customer, "2024-01-01", mod, phase("2024-01-01", fixed, usage)), fixed, usage
 }
 

@@ -903,19 +903,24 @@ const maxSummaryMonths = 120
 // (by issue date, the current month last), the amount due and the amount
 // overdue. It reads every invoice of the account in one transaction, through
 // the record memo, so its cost grows with the number of invoices; the
-// console's overview uses it. Today is the UTC date of the Service's clock.
+// console's overview uses it. Today is the date of the Service's clock in
+// the account's time zone.
 // Returns validation_failed when months is not between 1 and 120.
 func (s *Service) SummarizeInvoices(ctx context.Context, account string, months int) (*InvoiceSummary, error) {
 	if months < 1 || months > maxSummaryMonths {
 		return nil, FieldError("months", "months must be between 1 and %d", maxSummaryMonths)
 	}
-	today := DateOf(s.clock())
-	sum := &InvoiceSummary{Today: today, Currencies: []CurrencySummary{}}
-	for i := months - 1; i >= 0; i-- {
-		sum.Months = append(sum.Months, DateOf(time.Date(today.Year, today.Month-time.Month(i), 1, 0, 0, 0, 0, time.UTC)))
-	}
+	sum := &InvoiceSummary{Currencies: []CurrencySummary{}}
 	byCurrency := map[Currency]*CurrencySummary{}
 	err := s.view(ctx, func(tx Tx) error {
+		today, err := s.dateOf(ctx, tx, account, "", s.clock())
+		if err != nil {
+			return err
+		}
+		sum.Today, sum.Months = today, nil
+		for i := months - 1; i >= 0; i-- {
+			sum.Months = append(sum.Months, DateOf(time.Date(today.Year, today.Month-time.Month(i), 1, 0, 0, 0, 0, time.UTC)))
+		}
 		return tx.Scan(ctx, tableInvoices, Range{Prefix: prefix(account)}, func(k, v []byte) error {
 			_, inv, err := memoDecode[invoiceRecord](s, tableInvoices, k, v)
 			if err != nil || !inv.Status.finalized() {
@@ -926,7 +931,7 @@ func (s *Service) SummarizeInvoices(ctx context.Context, account string, months 
 				c = &CurrencySummary{Currency: inv.Currency, Invoiced: make([]Decimal, months)}
 				byCurrency[inv.Currency] = c
 			}
-			c.add(&inv.Invoice, today, months)
+			c.add(&inv.Invoice, sum.Today, months)
 			return nil
 		})
 	})

@@ -128,8 +128,7 @@ func TestLineNetRoundsTheExactProduct(t *testing.T) {
 func TestUpcomingInvoiceSkipsDatesTheRunDoesNotInvoice(t *testing.T) {
 	t.Parallel()
 	f := newSched(t, billingtest.WithBolt())
-	usage := f.price("API calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-		billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("0.25"), UsageMetricID: f.metric("api_call")})
+	usage := f.apiCalls("0.25")
 	fixed := f.price("Quarter", billing.CurrencyUSD, billing.FrequencyQuarterly, billing.BillingTypeInArrears,
 		billing.PriceStructure{PricingType: billing.PricingFixed, Price: dp("30.00")})
 	sc := f.schedule(f.customer, "2023-01-01", func(p *billing.BillingScheduleParams) { p.EndDate = date("2023-03-31") },

@@ -61,7 +61,7 @@ type Mailer interface {
 // alternative), with the JSON payload attached for machines (notification
 // e-mails) or files attached for people (a document's PDF).
 type Email struct {
-	// To are the recipients' addresses; at least one.
+	// To are the recipients' addresses.
 	To []string `json:"to"`
 	// Subject is the subject line, plain text.
 	Subject string `json:"subject"`
@@ -253,8 +253,8 @@ type NotificationPolicy struct {
 	// ServiceAccountID is the account that owns the policy.
 	ServiceAccountID string `json:"serviceAccountId"`
 	Name             string `json:"name"`
-	// Recipients are e-mail addresses (EMAIL) or https URLs (WEBHOOK); at
-	// least one, at most 100. Each gets its own delivery.
+	// Recipients are e-mail addresses (EMAIL) or webhook URLs (WEBHOOK), at
+	// most 100. Each gets its own delivery.
 	Recipients []string `json:"recipients"`
 	// Channel is EMAIL or WEBHOOK; it cannot change.
 	Channel Channel `json:"channel"`
@@ -295,7 +295,7 @@ type CreateNotificationPolicyParams struct {
 	Name string `json:"name"`
 	// Channel is EMAIL or WEBHOOK; required.
 	Channel Channel `json:"channel"`
-	// Recipients are e-mail addresses (EMAIL) or https URLs (WEBHOOK);
+	// Recipients are e-mail addresses (EMAIL) or webhook URLs (WEBHOOK);
 	// required, at most 100.
 	Recipients []string `json:"recipients"`
 	// NotificationTypes are the types to send; empty: every type.

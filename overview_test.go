@@ -1,6 +1,7 @@
 package billing_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,6 +26,36 @@ func summaryText(s *billing.InvoiceSummary) string {
 	return b.String()
 }
 
+// issuedInvoices gives e's account, by 5 October 2024: a GBP invoice
+// issued 30 July (100.00, due 29 August), a draft, a GBP invoice issued 10
+// September (120.00, 20.00 paid, due 10 October), an uncollectible USD
+// invoice (30.00) and a voided one (999.00) issued the same day.
+func issuedInvoices(e *docEnv, check func(error)) {
+	e.finalInvoice("1", "100.00", "0")
+	e.invoice(billing.CurrencyGBP, "")
+	e.clock.Set(time.Date(2024, 9, 10, 9, 0, 0, 0, time.UTC))
+	sept := e.finalInvoice("2", "50.00", "0.2")
+	_, err := e.svc.RecordPayment(e.ctx, e.acct, sept.ID, billing.PaymentParams{Amount: dec("20.00"), PaidAt: date("2024-09-11")})
+	check(err)
+	for _, inv := range []struct {
+		rate string
+		last func(*billing.Service, context.Context, string, string) (*billing.Invoice, error)
+	}{
+		{"30.00", func(s *billing.Service, ctx context.Context, acct, id string) (*billing.Invoice, error) {
+			return s.SetPaymentStatus(ctx, acct, id, billing.PaymentStatusUncollectible)
+		}},
+		{"999.00", (*billing.Service).VoidInvoice},
+	} {
+		usd := e.invoice(billing.CurrencyUSD, "")
+		e.line(usd.ID, invLine("Setup", "1", inv.rate, "0"))
+		_, err = e.svc.FinalizeInvoice(e.ctx, e.acct, usd.ID)
+		check(err)
+		_, err = inv.last(e.svc, e.ctx, e.acct, usd.ID)
+		check(err)
+	}
+	e.clock.Set(time.Date(2024, 10, 5, 9, 0, 0, 0, time.UTC))
+}
+
 func TestSummarizeInvoicesAddsIssuedInvoicesPerMonthAndCurrency(t *testing.T) {
 	t.Parallel()
 	e := newDocEnv(t)
@@ -34,31 +65,19 @@ func TestSummarizeInvoicesAddsIssuedInvoicesPerMonthAndCurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.finalInvoice("1", "100.00", "0") // issued 2024-07-30, due 2024-08-29
-	e.invoice(billing.CurrencyGBP, "") // a draft: not issued
-	e.clock.Set(time.Date(2024, 9, 10, 9, 0, 0, 0, time.UTC))
-	sept := e.finalInvoice("2", "50.00", "0.2") // 120.00, due 2024-10-10
-	_, err := e.svc.RecordPayment(e.ctx, e.acct, sept.ID, billing.PaymentParams{Amount: dec("20.00"), PaidAt: date("2024-09-11")})
-	check(err)
-	usd := e.invoice(billing.CurrencyUSD, "")
-	e.line(usd.ID, invLine("Setup", "1", "30.00", "0"))
-	_, err = e.svc.FinalizeInvoice(e.ctx, e.acct, usd.ID)
-	check(err)
-	_, err = e.svc.SetPaymentStatus(e.ctx, e.acct, usd.ID, billing.PaymentStatusUncollectible)
-	check(err)
-	voided := e.invoice(billing.CurrencyUSD, "")
-	e.line(voided.ID, invLine("Mistake", "1", "999.00", "0"))
-	_, err = e.svc.FinalizeInvoice(e.ctx, e.acct, voided.ID)
-	check(err)
-	_, err = e.svc.VoidInvoice(e.ctx, e.acct, voided.ID)
-	check(err)
-	e.clock.Set(time.Date(2024, 10, 5, 9, 0, 0, 0, time.UTC))
+	issuedInvoices(e, check)
 
-	sum, err := e.svc.SummarizeInvoices(e.ctx, e.acct, 4)
-	check(err)
-	if sum.Today.String() != "2024-10-05" || fmt.Sprint(sum.Months) != "[2024-07-01 2024-08-01 2024-09-01 2024-10-01]" {
-		t.Errorf("today %s, months %v", sum.Today, sum.Months)
+	// summary summarizes months months and checks its today and months.
+	summary := func(months int, today, first, last string) *billing.InvoiceSummary {
+		t.Helper()
+		sum, err := e.svc.SummarizeInvoices(e.ctx, e.acct, months)
+		check(err)
+		if sum.Today.String() != today || len(sum.Months) != months || sum.Months[0].String() != first || sum.Months[months-1].String() != last {
+			t.Errorf("today %s, months %v; want %s, %s .. %s", sum.Today, sum.Months, today, first, last)
+		}
+		return sum
 	}
+	sum := summary(4, "2024-10-05", "2024-07-01", "2024-10-01")
 	// July's invoice is overdue (due 29 August); September's is due but not
 	// overdue; the uncollectible USD invoice was invoiced but is not due; the
 	// voided one counts nowhere.
@@ -74,6 +93,14 @@ func TestSummarizeInvoicesAddsIssuedInvoicesPerMonthAndCurrency(t *testing.T) {
 				t.Errorf("months %d: %v", n, err)
 			}
 		}
+	})
+	t.Run("TodayIsTheAccountsDate", func(t *testing.T) {
+		// 20:00 UTC on 31 October is already 1 November in Auckland: the
+		// summary's last month is November there.
+		_, err := e.svc.PutAccountSettings(e.ctx, e.acct, billing.AccountSettings{TimeZone: "Pacific/Auckland"})
+		check(err)
+		e.clock.Set(time.Date(2024, 10, 31, 20, 0, 0, 0, time.UTC))
+		summary(2, "2024-11-01", "2024-10-01", "2024-11-01")
 	})
 	t.Run("OtherAccountSeesNothing", func(t *testing.T) {
 		other := billingtest.Account(t, e.svc, "other")

@@ -83,6 +83,14 @@ func (f *sched) fixed(name, amount string, cur billing.Currency) string {
 		billing.PriceStructure{PricingType: billing.PricingFixed, Price: dp(amount)})
 }
 
+// apiCalls is a monthly USD price "API calls", billed in arrears, of rate
+// per api_call event.
+func (f *sched) apiCalls(rate string) string {
+	f.tb.Helper()
+	return f.price("API calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
+		billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp(rate), UsageMetricID: f.metric("api_call")})
+}
+
 // metric returns the COUNT metric of event type typ, created on first use.
 func (f *sched) metric(typ string) string {
 	f.tb.Helper()
@@ -199,8 +207,7 @@ func TestScheduleLines(t *testing.T) {
 	t.Run("LinearUsageInArrearsAfterGrace", func(t *testing.T) {
 		t.Parallel()
 		f := newSched(t)
-		pr := f.price("API calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-			billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("0.25"), UsageMetricID: f.metric("api_call")})
+		pr := f.apiCalls("0.25")
 		f.events(f.customer, "api_call", ts("2024-01-31T23:59:00Z"), 7)
 		f.events(f.customer, "api_call", ts("2024-02-01T00:00:00Z"), 3) // February's
 		sc := f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", pr))
@@ -290,8 +297,7 @@ func TestScheduleLines(t *testing.T) {
 	t.Run("NominalDiscountAndMinimumTopUp", func(t *testing.T) {
 		t.Parallel()
 		f := newSched(t)
-		usage := f.price("API calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-			billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("0.25"), UsageMetricID: f.metric("api_call")})
+		usage := f.apiCalls("0.25")
 		f.events(f.customer, "api_call", ts("2024-01-05T00:00:00Z"), 7)
 		ph := phase("2024-01-01", usage)
 		ph.Discounts = []billing.DiscountParams{{Type: billing.DiscountNominal, Amount: num("0.75"), Message: "Credit"}}

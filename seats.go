@@ -38,7 +38,7 @@ type CreateSeatMetricParams struct {
 	// SeatType is the name seat events use; required, unique in the account,
 	// immutable.
 	SeatType string `json:"seatType"`
-	// Label is free text for people; optional.
+	// Label is free text for people; required.
 	Label       string `json:"label"`
 	Description string `json:"description"`
 	// CreatedBy records who created the metric (see above).
@@ -48,7 +48,7 @@ type CreateSeatMetricParams struct {
 // UpdateSeatMetricParams are the fields of a seat metric that can change;
 // the seat type is immutable.
 type UpdateSeatMetricParams struct {
-	// Label is free text for people; empty clears it.
+	// Label is free text for people; required.
 	Label       string `json:"label"`
 	Description string `json:"description"`
 }

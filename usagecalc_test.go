@@ -193,8 +193,7 @@ func TestCalculateUsageRendering(t *testing.T) {
 
 func TestCalculateUsagePeriods(t *testing.T) {
 	t.Parallel()
-	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		svc, clock := billingtest.NewService(t, opts...)
+	stores(t, func(t *testing.T, svc *billing.Service, clock *billingtest.Clock) {
 		clock.Set(billingtest.Start.AddDate(0, 2, 0))
 		acct := billingtest.Account(t, svc, "a")
 		ingest(t, svc, acct, eventsAt(t, "c", "api", "2024-06-30T23:59:59Z", "2024-07-01T00:00:00Z", "2024-07-31T23:59:59Z", "2024-08-01T00:00:00Z")...)
@@ -255,8 +254,7 @@ func TestCalculateUsageErrors(t *testing.T) {
 // customer, another event type) in the same period are not counted.
 func TestCalculateUsageStaysInSeries(t *testing.T) {
 	t.Parallel()
-	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		svc, clock := billingtest.NewService(t, opts...)
+	stores(t, func(t *testing.T, svc *billing.Service, clock *billingtest.Clock) {
 		clock.Set(billingtest.Start.AddDate(0, 2, 0))
 		acct := billingtest.Account(t, svc, "a")
 		var events []billing.UsageEventParams

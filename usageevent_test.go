@@ -116,8 +116,7 @@ func TestPropertyValueJSON(t *testing.T) {
 
 func TestCreateUsageEventRoundTrip(t *testing.T) {
 	t.Parallel()
-	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		svc, _ := billingtest.NewService(t, opts...)
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
 		acct := billingtest.Account(t, svc, "a")
 		ctx := context.Background()
 		p := event(t, "cust-1", "api_call", `{"region":"EU","n":42,"price":"2.50","amount":0.10,"big":-123456789012345678901234567890.5,"ok":false}`)
@@ -201,8 +200,7 @@ func TestCreateUsageEventDefaultsAndLimits(t *testing.T) {
 
 func TestCreateUsageEventBatchAllOrNothing(t *testing.T) {
 	t.Parallel()
-	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		svc, _ := billingtest.NewService(t, opts...)
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
 		acct := billingtest.Account(t, svc, "a")
 		ctx := context.Background()
 		future := event(t, "c", "t", "")
@@ -281,8 +279,7 @@ func TestListUsageEvents(t *testing.T) {
 
 func TestUsageEventSupersede(t *testing.T) {
 	t.Parallel()
-	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		svc, _ := billingtest.NewService(t, opts...)
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
 		acct := billingtest.Account(t, svc, "a")
 		other := billingtest.Account(t, svc, "b")
 		ctx := context.Background()

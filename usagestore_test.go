@@ -19,8 +19,7 @@ import (
 // resolved once per batch even when a batch mixes series.
 func TestUsageEventSupersedeFreshAccount(t *testing.T) {
 	t.Parallel()
-	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		svc, _ := billingtest.NewService(t, opts...)
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
 		acct := billingtest.Account(t, svc, "a")
 		m := sumOfN(t, svc, acct)
 		// No explicit customerEventId yet: a plain event is replaced by a

@@ -105,7 +105,7 @@ type Console struct {
 	static   http.Handler
 }
 
-//go:embed templates/*.html
+//go:embed templates/*.html templates/partials/*.html
 var templateFS embed.FS
 
 //go:embed static
@@ -172,7 +172,9 @@ func securityHeaders(h http.Header) {
 }
 
 // parsePages parses every page template with the layout: one template set
-// per page, named after its file.
+// per page, named after its file. The partials (templates/partials: tables
+// and sections several pages show) are parsed into every set; a partial
+// fills the page's empty {{block}} of the same name.
 func parsePages() (map[string]*template.Template, error) {
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {
@@ -188,7 +190,7 @@ func parsePages() (map[string]*template.Template, error) {
 		if name == "layout" {
 			continue
 		}
-		t, err := template.Must(base.Clone()).ParseFS(templateFS, f)
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, f, "templates/partials/*.html")
 		if err != nil {
 			return nil, fmt.Errorf("console template %s: %w", f, err)
 		}

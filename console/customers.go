@@ -62,6 +62,7 @@ type customerPage struct {
 	CreditNotes billing.Page[billing.CreditNote]
 	Credits     *billing.CreditBalances
 	Seats       []billing.SeatTypeBalance
+	Usage       *customerUsage // the charts of the customerUsage block (usage.go)
 }
 
 // customer shows one customer: details, aliases, billing schedules,
@@ -94,6 +95,9 @@ func (c *Console) customer(rq *request) error {
 	}
 	for _, b := range seats.Items {
 		data.Seats = append(data.Seats, b.Balances...)
+	}
+	if data.Usage, err = c.customerUsage(rq, cu); err != nil {
+		return err
 	}
 	return rq.render(http.StatusOK, "customer", cu.LegalName, data)
 }

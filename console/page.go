@@ -38,9 +38,14 @@ type navItem struct {
 // nav is the navigation bar, in design order. A section is added here when
 // its pages exist.
 var nav = []navItem{
+	{"Overview", Prefix, ""},
 	{"Customers", Prefix + "customers", "customers"},
 	{"Invoices", Prefix + "invoices", "invoices"},
+	{"Credit notes", Prefix + "credit-notes", "credit-notes"},
+	{"Schedules", Prefix + "schedules", "schedules"},
+	{"Usage metrics", Prefix + "usage-metrics", "usage-metrics"},
 	{"Notifications", Prefix + "deliveries", "deliveries"},
+	{"Billing runs", Prefix + "billing-runs", "billing-runs"},
 }
 
 // view is what layout.html executes: the page's own data is Data.
@@ -67,6 +72,10 @@ var doneMessages = map[string]string{
 	"voided":    "The invoice was voided.",
 	"paid":      "The payment was recorded.",
 	"retried":   "The delivery was queued again.",
+
+	"cn-finalized": "The credit note was finalized.",
+	"cn-sent":      "The credit note was sent.",
+	"cn-voided":    "The credit note was voided.",
 }
 
 // handle registers a page that needs a session: without one a GET is

@@ -29,14 +29,9 @@ func money(cur billing.Currency, d billing.Decimal) string {
 	return sign + string(cur) + " " + group(digits)
 }
 
-// Money formats an amount as documents print it: exactly as stored, with
-// the currency's symbol or ISO code and thousands separators ("£1,234.50",
-// "CHF 12.00"). The console shows amounts with it, so a screen and a PDF
-// never disagree.
-func Money(cur billing.Currency, d billing.Decimal) string { return money(cur, d) }
-
 // Number formats a quantity as documents print it: as stored, with
-// thousands separators ("1,234,567.5").
+// thousands separators ("1,234,567.5"); the console's charts label their
+// axes with it.
 func Number(d billing.Decimal) string { return number(d) }
 
 // price formats a unit price: money with every stored digit, or a

@@ -34,8 +34,12 @@ const (
 
 // Point is one value of a chart: its label on the x axis and its value.
 type Point struct {
-	// Label names the point on the x axis and in the table ("Nov 2026").
+	// Label names the point in its hover title and in the table
+	// ("November 2026").
 	Label string
+	// Short is the point's text on the x axis, where a slot is narrow
+	// ("Nov"); empty means Label.
+	Short string
 	// Value is the exact value drawn.
 	Value billing.Decimal
 	// Text is the value as people read it ("£1,234.50"), in the hover
@@ -114,9 +118,10 @@ type tick struct {
 }
 
 // mark is one point drawn: a bar (X, Y, W, H) or a dot (CX, CY), its
-// label's centre (LX) and its text.
+// axis label's centre (LX) and its texts.
 type mark struct {
-	Label, Text   string
+	Label, Short  string
+	Text          string
 	X, Y, W, H    string
 	CX, CY, LX    string
 	Negative, Dot bool
@@ -189,7 +194,10 @@ func (d *drawing) place(left int, zero billing.Decimal, y func(billing.Decimal) 
 		if err != nil {
 			return err
 		}
-		m := mark{Label: p.Label, Text: p.Text, LX: px(centre), Negative: p.Value.Sign() < 0, Dot: d.Style == Line}
+		m := mark{Label: p.Label, Short: p.Short, Text: p.Text, LX: px(centre), Negative: p.Value.Sign() < 0, Dot: d.Style == Line}
+		if m.Short == "" {
+			m.Short = p.Label
+		}
 		if m.Text == "" {
 			m.Text = d.Format(p.Value)
 		}
@@ -311,7 +319,7 @@ var figure = template.Must(template.New("figure").Parse(`<figure class="chart" i
 </g>
 <g class="chart-labels" font-size="12" text-anchor="middle" fill="#475467">
 {{- range .Marks}}
-<text x="{{.LX}}" y="{{$.LabelY}}">{{.Label}}</text>
+<text x="{{.LX}}" y="{{$.LabelY}}">{{.Short}}</text>
 {{- end}}
 </g>
 <text class="chart-axis-title" x="{{.XTitleX}}" y="{{.XTitleY}}" font-size="12" text-anchor="middle" fill="#344054">{{.XLabel}}</text>

@@ -1,0 +1,93 @@
+package console
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/billingd/billing"
+)
+
+// scheduleStatuses are the choices of the schedules page's filter.
+var scheduleStatuses = []billing.ScheduleStatus{billing.ScheduleStatusDraft, billing.ScheduleStatusPending, billing.ScheduleStatusActive,
+	billing.ScheduleStatusSuspended, billing.ScheduleStatusCancelled, billing.ScheduleStatusCompleted}
+
+// scheduleList is the data of the schedules page.
+type scheduleList struct {
+	Status    string
+	Failing   bool
+	Statuses  []billing.ScheduleStatus
+	Schedules []billing.BillingSchedule
+	Pager     pager
+}
+
+// schedules lists the account's billing schedules, newest first, filtered
+// by status and by billing failure.
+func (c *Console) schedules(rq *request) error {
+	q := rq.r.URL.Query()
+	data := scheduleList{Status: q.Get("status"), Failing: q.Get("failing") != "", Statuses: scheduleStatuses}
+	f := billing.BillingScheduleFilter{Status: billing.ScheduleStatus(data.Status), Failing: data.Failing}
+	page, err := c.svc.ListBillingSchedules(rq.ctx, rq.account, f, rq.list())
+	if data.Schedules, data.Pager, err = listed(rq, page, err); err != nil {
+		return err
+	}
+	return rq.render(http.StatusOK, "schedules", "Billing schedules", data)
+}
+
+// schedulePage is the data of a schedule's page.
+type schedulePage struct {
+	Schedule *billing.BillingSchedule
+	Customer *billing.Customer
+	Phases   []phaseView
+	// Upcoming is the next invoice as the engine would create it; nil when
+	// none is coming (NoUpcoming says why, or that the engine cannot bill it).
+	Upcoming   *billing.UpcomingInvoice
+	NoUpcoming string
+	Invoices   []billing.Invoice
+}
+
+// phaseView is a phase with its number (from 1) and its prices.
+type phaseView struct {
+	billing.Phase
+	Number int
+	Prices []billing.Price
+}
+
+// schedule shows one billing schedule: its facts, its phases with their
+// prices, discounts and minimums, the upcoming invoice and its invoices.
+func (c *Console) schedule(rq *request) error {
+	sc, err := c.svc.GetBillingSchedule(rq.ctx, rq.account, rq.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	data := schedulePage{Schedule: sc}
+	if data.Customer, err = c.svc.GetCustomer(rq.ctx, rq.account, sc.CustomerID); err != nil {
+		return err
+	}
+	prices := make(map[string]billing.Price, len(sc.Prices))
+	for _, p := range sc.Prices {
+		prices[p.ID] = p
+	}
+	for i, ph := range sc.Phases {
+		v := phaseView{Phase: ph, Number: i + 1}
+		for _, id := range ph.PriceIDs {
+			v.Prices = append(v.Prices, prices[id])
+		}
+		data.Phases = append(data.Phases, v)
+	}
+	data.Upcoming, err = c.svc.PreviewInvoice(rq.ctx, rq.account, sc.ID, time.Time{})
+	switch code := billing.CodeOf(err); {
+	case err == nil:
+	case code == billing.CodeNotFound:
+		data.NoUpcoming = "No invoice is coming: every billing date of the schedule is billed, or it has nothing to charge."
+	case code == billing.CodeInternal || code == billing.CodeUnavailable:
+		return err
+	default:
+		data.NoUpcoming = "The billing engine cannot bill the next invoice: " + err.Error()
+	}
+	invoices, err := c.svc.ListInvoices(rq.ctx, rq.account, billing.InvoiceFilter{BillingScheduleID: sc.ID}, billing.ListParams{Limit: pageSize})
+	if err != nil {
+		return err
+	}
+	data.Invoices = invoices.Items
+	return rq.render(http.StatusOK, "schedule", "Billing schedule · "+data.Customer.LegalName, data)
+}
