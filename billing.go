@@ -29,6 +29,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/billingd/billing/internal/cache"
@@ -190,6 +191,9 @@ type Service struct {
 	keys cache.Keys[cachedKey] // authenticated API keys (account.go)
 	memo memo.Memo             // decoded list records (store.go: lists)
 	nums cache.Numbers         // committed usage account and series numbers (usagestore.go)
+	// largeBatches counts the batch ingestions of ownCommitEvents or more
+	// in progress (usage.go).
+	largeBatches atomic.Int32
 }
 
 // New returns a Service over store. It validates cfg (nil means all

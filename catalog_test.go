@@ -283,8 +283,7 @@ func TestProducts(t *testing.T) {
 
 func TestTaxRates(t *testing.T) {
 	t.Parallel()
-	svc, _ := billingtest.NewService(t)
-	ctx, a, b := tenants(t, svc)
+	svc, ctx, a, b := newTenants(t)
 	for _, tc := range []struct {
 		name, amount string
 		ok           bool

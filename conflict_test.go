@@ -12,6 +12,17 @@ import (
 	"github.com/billingd/billing/storage/pgstore/pgtest"
 )
 
+// concurrentStore is a durable store for tests of concurrent writers: on
+// PostgreSQL with conns connections, enough for the transactions to really
+// overlap.
+func concurrentStore(tb testing.TB, conns int32) billing.Store {
+	tb.Helper()
+	if billingtest.Postgres() {
+		return pgtest.Open(tb, &pgstore.Options{MaxConns: conns})
+	}
+	return billingtest.DurableStore(tb)
+}
+
 // TestConcurrentWritesThroughTheService races finalizations (each takes the
 // next invoice number from a counter) with customers created under the
 // same aliases, on a durable store. On PostgreSQL these transactions fail
@@ -22,13 +33,7 @@ import (
 // Long on purpose: the set-up, the concurrent run and the checks of its outcome belong together.
 func TestConcurrentWritesThroughTheService(t *testing.T) {
 	t.Parallel()
-	var store billing.Store
-	if billingtest.Postgres() {
-		// Enough connections for the transactions to really overlap.
-		store = pgtest.Open(t, &pgstore.Options{MaxConns: 16})
-	} else {
-		store = billingtest.DurableStore(t)
-	}
+	store := concurrentStore(t, 16)
 	e := newDocEnv(t, billingtest.WithStore(store))
 	const invoices, aliases, contenders = 24, 6, 4
 	ids := make([]string, invoices)
@@ -103,13 +108,7 @@ func TestConcurrentWritesThroughTheService(t *testing.T) {
 // resolved by running a transaction again.
 func TestConcurrentBatchesSupersedeByCustomerEventID(t *testing.T) {
 	t.Parallel()
-	var store billing.Store
-	if billingtest.Postgres() {
-		store = pgtest.Open(t, &pgstore.Options{MaxConns: 8})
-	} else {
-		store = billingtest.DurableStore(t)
-	}
-	svc, _ := billingtest.NewService(t, billingtest.WithStore(store))
+	svc, _ := billingtest.NewService(t, billingtest.WithStore(concurrentStore(t, 8)))
 	acct := billingtest.Account(t, svc, "acme")
 	ctx := context.Background()
 	const senders, events = 4, 100

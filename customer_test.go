@@ -123,8 +123,7 @@ func TestCustomerLifecycle(t *testing.T) {
 
 func TestResolveAliases(t *testing.T) {
 	t.Parallel()
-	svc, _ := billingtest.NewService(t)
-	ctx, a, b := tenants(t, svc)
+	svc, ctx, a, b := newTenants(t)
 	acme := createCustomer(t, svc, a, "Acme", "acme", "acme-2")
 	other := createCustomer(t, svc, b, "Other", "other")
 	for _, tc := range []struct {
@@ -151,8 +150,7 @@ func TestResolveAliases(t *testing.T) {
 
 func TestCustomersAreInvisibleToOtherAccounts(t *testing.T) {
 	t.Parallel()
-	svc, _ := billingtest.NewService(t)
-	ctx, a, b := tenants(t, svc)
+	svc, ctx, a, b := newTenants(t)
 	c := createCustomer(t, svc, a, "Acme", "acme")
 	if _, err := svc.GetCustomer(ctx, b, c.ID); billing.CodeOf(err) != billing.CodeNotFound {
 		t.Fatalf("B reads A's customer: %v", err)

@@ -561,6 +561,10 @@ func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.T
 				}
 				return errScheduleFailed
 			}
+		}
+		// Released last: the store then writes the leases with the
+		// batch's other writes at the commit, not between schedules.
+		for _, k := range keys {
 			if err := l.release(ctx, tx, k, true); err != nil {
 				return err
 			}

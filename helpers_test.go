@@ -42,6 +42,14 @@ func tenants(tb testing.TB, svc *billing.Service) (ctx context.Context, a, b str
 	return context.Background(), billingtest.Account(tb, svc, "a"), billingtest.Account(tb, svc, "b")
 }
 
+// newTenants is tenants on a fresh Service of the test kit's store.
+func newTenants(tb testing.TB) (svc *billing.Service, ctx context.Context, a, b string) {
+	tb.Helper()
+	svc, _ = billingtest.NewService(tb)
+	ctx, a, b = tenants(tb, svc)
+	return svc, ctx, a, b
+}
+
 // result is what a call returned, to be checked by of.
 type result[T any] struct {
 	v   T

@@ -148,8 +148,7 @@ func ptr[T any](v T) *T { return &v }
 // Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestListSeatEventsFilters(t *testing.T) {
 	t.Parallel()
-	svc, _ := billingtest.NewService(t)
-	ctx, a, b := tenants(t, svc)
+	svc, ctx, a, b := newTenants(t)
 	acme := createCustomer(t, svc, a, "Acme", "acme", "acme-eu")
 	foreign := createCustomer(t, svc, b, "Foreign", "zeta")
 	// Created in this order; timestamps deliberately out of creation order.

@@ -29,8 +29,12 @@ const boundsMessage = "must be between 2000-01-01 and 2199-12-31"
 // TimeInBounds reports whether t (in any zone) lies between MinDate
 // 00:00:00Z and MaxDate 23:59:59Z.
 func TimeInBounds(t time.Time) bool {
-	return !t.Before(MinDate.Time()) && t.Before(MaxDate.AddDays(1).Time())
+	return !t.Before(minTime) && t.Before(endTime)
 }
+
+// minTime and endTime are the instants of TimeInBounds, computed once: it
+// runs twice for every ingested event.
+var minTime, endTime = MinDate.Time(), MaxDate.AddDays(1).Time()
 
 // InBounds reports whether d lies between MinDate and MaxDate.
 func (d Date) InBounds() bool { return !d.Before(MinDate) && !d.After(MaxDate) }

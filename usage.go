@@ -362,7 +362,10 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 	w := prepareUsageWrite(account, events)
 	write := mutateBatch[Items[UsageEvent]]
 	if len(events) >= ownCommitEvents {
-		write = mutate[Items[UsageEvent]]
+		if s.largeBatches.Add(1) == 1 {
+			write = mutate[Items[UsageEvent]]
+		}
+		defer s.largeBatches.Add(-1)
 	}
 	out, err := write(ctx, s, account, func(tx Tx) (Items[UsageEvent], error) {
 		return Items[UsageEvent]{Items: events}, s.putUsageEvents(ctx, tx, w)
@@ -374,13 +377,14 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 	return out, err
 }
 
-// ownCommitEvents is the size from which a batch of events commits in a
-// transaction of its own (Store.Update) rather than through group commit
-// (Store.Batch). Group commit waits up to its batch delay (2 ms on bbolt)
-// for other writers, which a lone client sending batches one after another
-// pays on every batch while nothing else is written; a batch this large
-// already spreads its commit and fsync over many events, and concurrent
-// batches still overlap their decoding with each other's commits.
+// ownCommitEvents is the size from which a batch of events, when no other
+// such batch is being ingested, commits in a transaction of its own
+// (Store.Update) rather than through group commit (Store.Batch). Group
+// commit waits up to its batch delay (2 ms on bbolt) for other writers,
+// which a lone client sending batches one after another pays on every
+// batch while nothing else is written; a batch this large already spreads
+// its commit and fsync over many events. Concurrent large batches still
+// share commits.
 const ownCommitEvents = 100
 
 // Items is a response holding a list of items and no pagination, such as

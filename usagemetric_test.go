@@ -139,8 +139,7 @@ func TestUsageMetricLifecycle(t *testing.T) {
 
 func TestUsageMetricsAreInvisibleToOtherAccounts(t *testing.T) {
 	t.Parallel()
-	svc, _ := billingtest.NewService(t)
-	ctx, a, b := tenants(t, svc)
+	svc, ctx, a, b := newTenants(t)
 	ids := createMetrics(t, svc, a, 2)
 	if _, err := svc.GetUsageMetric(ctx, b, ids[0]); billing.CodeOf(err) != billing.CodeNotFound {
 		t.Fatalf("B reads A's metric: %v", err)

@@ -218,4 +218,18 @@ func TestUsageEventLargeBatches(t *testing.T) {
 	checkCalc(t, svc, acct, m, []string{"c3"}, "2024-07-01", "2024-07-31", 100, 0, "100")
 	checkCalc(t, svc, acct, m, []string{"c2"}, "2024-07-01", "2024-07-31", 100, 0, "100")
 	checkCalc(t, svc, acct, m, []string{"c1"}, "2024-07-01", "2024-07-31", 266, 0, "266")
+
+	// Concurrent large batches (sharing commits, or one on its own), each
+	// with the same customerEventId: one of them keeps it.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			_, err := svc.CreateUsageEventBatch(context.Background(), acct, billing.UsageEventBatchParams{Events: batch("c4", 100, map[int]string{50: "conc"})})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	checkCalc(t, svc, acct, m, []string{"c4"}, "2024-07-01", "2024-07-31", 4*100-3, 0, "397")
 }

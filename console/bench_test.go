@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +20,26 @@ func BenchmarkCustomerPage(b *testing.B) {
 	for range 999 {
 		f.newInvoice(f.account, f.customer.ID, "1", "10")
 	}
+	benchPage(b, f, Prefix+"customers/"+f.customer.ID, "1000 in all")
+}
+
+// BenchmarkOverview renders the overview of an account with 1,000 issued
+// invoices: SummarizeInvoices reads them all (per currency, 12 months), the
+// chart, the failed deliveries, the failing schedules and the last run.
+//
+//	go test -run '^$' -bench Overview -benchtime 200x ./console
+func BenchmarkOverview(b *testing.B) {
+	f := newFixture(b)
+	for range 1000 {
+		inv := f.newInvoice(f.account, f.customer.ID, "1", "10")
+		must(f.svc.FinalizeInvoice(context.Background(), f.account, inv.ID))
+	}
+	benchPage(b, f, Prefix, "<title>July 2024: 12000.00 GBP</title>")
+}
+
+// benchPage serves path to a signed-in session of f's account b.N times
+// and checks the last answer is 200 and contains want.
+func benchPage(b *testing.B, f *fixture, path, want string) {
 	br := f.signedIn()
 	var cookie *http.Cookie
 	for _, c := range br.client.Jar.Cookies(must(http.NewRequest(http.MethodGet, f.srv.URL+Prefix, nil)).URL) {
@@ -26,7 +47,7 @@ func BenchmarkCustomerPage(b *testing.B) {
 			cookie = c
 		}
 	}
-	req := httptest.NewRequest(http.MethodGet, Prefix+"customers/"+f.customer.ID, nil)
+	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.AddCookie(cookie)
 	b.ReportAllocs()
 	w := httptest.NewRecorder()
@@ -34,7 +55,7 @@ func BenchmarkCustomerPage(b *testing.B) {
 		w.Body.Reset()
 		f.con.ServeHTTP(w, req)
 	}
-	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "1000 in all") {
-		b.Fatalf("the page of the customer with 1,000 invoices: %d\n%s", w.Code, w.Body)
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), want) {
+		b.Fatalf("GET %s: %d, want %q in\n%s", path, w.Code, want, w.Body)
 	}
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -13,6 +14,9 @@ import (
 
 func TestSignInAndPagesOfTheAccount(t *testing.T) {
 	f := newFixture(t)
+	must(f.svc.CreateUsageMetric(context.Background(), f.account, billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
+		Name: "API calls", MetricType: billing.MetricTypeSimple, EventType: "api_call", AggregationType: billing.AggregationCount,
+	}}))
 	b := f.signedIn()
 	for path, want := range map[string][]string{
 		"/console/customers":                              {"Globex Ltd"},
@@ -189,4 +193,40 @@ func TestSessionsEnd(t *testing.T) {
 			t.Error("still signed in with a revoked key")
 		}
 	})
+}
+
+func TestSessionCookieIsSecureOverTLS(t *testing.T) {
+	f := newFixture(t)
+	tls := httptest.NewTLSServer(f.con)
+	defer tls.Close()
+	b := f.newBrowser()
+	b.client.Transport = tls.Client().Transport
+	f.srv.URL = tls.URL // the browser's requests go to the TLS server
+	resp, _ := b.signIn(f.key.ID, f.key.Secret)
+	for _, c := range resp.Cookies() {
+		if c.Name == cookieName && !c.Secure {
+			t.Errorf("the session cookie over TLS is not Secure: %+v", c)
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-in over TLS: %d", resp.StatusCode)
+	}
+}
+
+func TestRefusedActionShowsTheServiceMessage(t *testing.T) {
+	f := newFixture(t)
+	must(f.svc.FinalizeInvoice(context.Background(), f.account, f.invoice.ID))
+	b := f.signedIn()
+	path := "/console/invoices/" + f.invoice.ID + "/pay"
+	resp, body := b.post(path, url.Values{"csrf": {b.token(path)}, "amount": {"5000.00"}, "paidAt": {"2024-07-30"}})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `role="alert"`) || !strings.Contains(body, `value="5000.00"`) {
+		t.Fatalf("a payment above the amount due: %d\n%s", resp.StatusCode, body)
+	}
+	resp, body = b.post(path, url.Values{"csrf": {b.token(path)}, "amount": {"lots"}, "paidAt": {"2024-07-30"}})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "amount must be a decimal number") {
+		t.Fatalf("a payment of no number: %d\n%s", resp.StatusCode, body)
+	}
+	if inv := must(f.svc.GetInvoice(context.Background(), f.account, f.invoice.ID)); inv.PaymentStatus != billing.PaymentStatusUnpaid {
+		t.Errorf("a refused payment changed the invoice: %s", inv.PaymentStatus)
+	}
 }

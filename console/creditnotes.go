@@ -7,23 +7,13 @@ import (
 	"github.com/billingd/billing"
 )
 
-// creditNoteList is the data of the credit notes page.
-type creditNoteList struct {
-	Status      string
-	Statuses    []billing.DocumentStatus
-	CreditNotes []billing.CreditNote
-	Pager       pager
-}
-
 // creditNotes lists the account's credit notes, newest first, filtered by
 // status (the API's filter).
 func (c *Console) creditNotes(rq *request) error {
-	data := creditNoteList{Status: rq.r.URL.Query().Get("status"), Statuses: invoiceStatuses}
-	page, err := c.svc.ListCreditNotes(rq.ctx, rq.account, billing.CreditNoteFilter{Status: billing.DocumentStatus(data.Status)}, rq.list())
-	if data.CreditNotes, data.Pager, err = listed(rq, page, err); err != nil {
-		return err
-	}
-	return rq.render(http.StatusOK, "creditnotes", "Credit notes", data)
+	return listByStatus(rq, "creditnotes", "Credit notes", invoiceStatuses,
+		func(st billing.DocumentStatus, p billing.ListParams) (billing.Page[billing.CreditNote], error) {
+			return c.svc.ListCreditNotes(rq.ctx, rq.account, billing.CreditNoteFilter{Status: st}, p)
+		})
 }
 
 // creditNotePage is the data of a credit note's page.

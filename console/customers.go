@@ -9,7 +9,7 @@ import (
 
 // customerList is the data of the customers page.
 type customerList struct {
-	Query     string
+	Search    search
 	Customers []billing.Customer
 	Pager     pager
 }
@@ -22,7 +22,7 @@ func (c *Console) customers(rq *request) error {
 	list := func(p billing.ListParams) (billing.Page[billing.Customer], error) {
 		return c.svc.ListCustomers(rq.ctx, rq.account, billing.CustomerFilter{}, p)
 	}
-	data := customerList{Query: q}
+	data := customerList{Search: search{Query: q, Placeholder: "Name, id, alias or e-mail"}}
 	var err error
 	if q == "" {
 		var page billing.Page[billing.Customer]

@@ -9,24 +9,13 @@ import (
 // deliveryStatuses are the choices of the deliveries page's filter.
 var deliveryStatuses = []billing.DeliveryStatus{billing.DeliveryPending, billing.DeliverySucceeded, billing.DeliveryFailed}
 
-// deliveryList is the data of the deliveries page.
-type deliveryList struct {
-	Status     string
-	Statuses   []billing.DeliveryStatus
-	Deliveries []billing.Delivery
-	Pager      pager
-}
-
 // deliveries lists the account's notification deliveries (webhooks and
 // e-mails), newest first, filtered by status.
 func (c *Console) deliveries(rq *request) error {
-	data := deliveryList{Status: rq.r.URL.Query().Get("status"), Statuses: deliveryStatuses}
-	page, err := c.svc.ListDeliveries(rq.ctx, rq.account, billing.DeliveryFilter{Status: billing.DeliveryStatus(data.Status)}, rq.list())
-	if err != nil {
-		return err
-	}
-	data.Deliveries, data.Pager = page.Items, rq.pager(page.Before, page.After, page.TotalResultSize)
-	return rq.render(http.StatusOK, "deliveries", "Notifications", data)
+	return listByStatus(rq, "deliveries", "Notifications", deliveryStatuses,
+		func(st billing.DeliveryStatus, p billing.ListParams) (billing.Page[billing.Delivery], error) {
+			return c.svc.ListDeliveries(rq.ctx, rq.account, billing.DeliveryFilter{Status: st}, p)
+		})
 }
 
 // retryDelivery confirms (GET) and queues again (POST) a failed delivery.

@@ -16,20 +16,12 @@ var funcs = template.FuncMap{
 	"money":  money,
 	"badge":  badge,
 	"join":   strings.Join,
-	"frame":  func(path, noun string) documentFrame { return documentFrame{Path: path, Noun: noun} },
 	"lastAttempt": func(a []billing.DeliveryAttempt) *billing.DeliveryAttempt {
 		if len(a) == 0 {
 			return nil
 		}
 		return &a[len(a)-1]
 	},
-}
-
-// documentFrame is the argument of the "documentSection" partial (the
-// rendered document on the invoice and credit note pages).
-type documentFrame struct {
-	Path string // the document's console page, e.g. /console/invoices/{id}
-	Noun string // what the document is, for the frame's title: "invoice"
 }
 
 // day formats a date as design's rendering does: "24 Nov 2026"; "" for

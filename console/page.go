@@ -43,6 +43,7 @@ var nav = []navItem{
 	{"Invoices", Prefix + "invoices", "invoices"},
 	{"Credit notes", Prefix + "credit-notes", "credit-notes"},
 	{"Schedules", Prefix + "schedules", "schedules"},
+	{"Usage metrics", Prefix + "usage-metrics", "usage-metrics"},
 	{"Notifications", Prefix + "deliveries", "deliveries"},
 	{"Billing runs", Prefix + "billing-runs", "billing-runs"},
 }
@@ -224,6 +225,33 @@ func (rq *request) pager(before, after string, total int) pager {
 		return rq.r.URL.Path + "?" + q.Encode()
 	}
 	return pager{Prev: link("before", before), Next: link("after", after), Total: total}
+}
+
+// statusList is the data of a list filtered by status (the API's filter):
+// credit notes, deliveries. Its template shows the filter with
+// {{template "statusFilter" .}}.
+type statusList[S ~string, T any] struct {
+	Status   string
+	Statuses []S
+	Items    []T
+	Pager    pager
+}
+
+// listByStatus answers with the page tmpl of the items list returns for
+// the status the query asks for ("" is any).
+func listByStatus[S ~string, T any](rq *request, tmpl, title string, statuses []S, list func(S, billing.ListParams) (billing.Page[T], error)) error {
+	data := statusList[S, T]{Status: rq.r.URL.Query().Get("status"), Statuses: statuses}
+	page, err := list(S(data.Status), rq.list())
+	if data.Items, data.Pager, err = listed(rq, page, err); err != nil {
+		return err
+	}
+	return rq.render(http.StatusOK, tmpl, title, data)
+}
+
+// search is the search box of a list ({{template "search" .Search}}):
+// what was searched (?q=) and the box's placeholder.
+type search struct {
+	Query, Placeholder string
 }
 
 // field is one input of a form.

@@ -6,9 +6,8 @@ import (
 	"github.com/billingd/billing"
 )
 
-// routes registers every page of the console, one line each (one line a
-// kind of document: documentPages): the one place to read what the
-// console serves.
+// routes registers every page of the console, one line each: the one
+// place to read what the console serves.
 func (c *Console) routes() {
 	c.mux.Handle("GET "+Prefix+"static/", c.static)
 	c.mux.HandleFunc("GET "+Prefix+"sign-in", c.signInPage)
@@ -19,14 +18,16 @@ func (c *Console) routes() {
 	c.handle("GET "+Prefix+"customers", c.customers)
 	c.handle("GET "+Prefix+"customers/{id}", c.customer)
 
-	c.documentPages("invoices", c.invoices, c.invoice, c.svc.PrintableInvoice, c.invoiceAction)
-	c.documentPages("credit-notes", c.creditNotes, c.creditNote, c.svc.PrintableCreditNote, c.creditNoteAction)
+	c.documentRoutes("invoices", c.invoices, c.invoice, c.invoiceAction, c.svc.PrintableInvoice)
+	c.documentRoutes("credit-notes", c.creditNotes, c.creditNote, c.creditNoteAction, c.svc.PrintableCreditNote)
 
 	c.handle("GET "+Prefix+"schedules", c.schedules)
 	c.handle("GET "+Prefix+"schedules/{id}", c.schedule)
 
 	c.handle("GET "+Prefix+"billing-runs", c.billingRuns)
 	c.handle("GET "+Prefix+"billing-runs/{id}", c.billingRun)
+
+	c.handle("GET "+Prefix+"usage-metrics", c.usageMetrics)
 
 	c.handle("GET "+Prefix+"deliveries", c.deliveries)
 	c.handle("GET "+Prefix+"deliveries/{id}/retry", c.retryDelivery)
@@ -36,17 +37,17 @@ func (c *Console) routes() {
 	c.handle(Prefix, func(*request) error { return notFound })
 }
 
-// documentPages registers the pages of one kind of document (invoices,
-// credit notes) under Prefix+path: the list, a document's page, its
-// rendering as HTML (document) and as PDF (pdf), and its actions (GET
-// confirms, POST does it).
-func (c *Console) documentPages(path string, list, page func(*request) error,
-	printable func(ctx context.Context, account, id string) (*billing.PrintableDocument, error),
-	action func(*request) error) {
-	c.handle("GET "+Prefix+path, list)
-	c.handle("GET "+Prefix+path+"/{id}", page)
-	c.handle("GET "+Prefix+path+"/{id}/document", func(rq *request) error { return rq.document(printable, false) })
-	c.handle("GET "+Prefix+path+"/{id}/pdf", func(rq *request) error { return rq.document(printable, true) })
-	c.handle("GET "+Prefix+path+"/{id}/{action}", action) // the confirmation
-	c.handle("POST "+Prefix+path+"/{id}/{action}", action)
+// documentRoutes registers the pages of a kind of document under
+// Prefix+kind: the list, a document's page, its rendering framed
+// (/document) and as a PDF (/pdf), and its actions: the confirmation (GET)
+// and the action itself (POST) at /{action}.
+func (c *Console) documentRoutes(kind string, list, page, action func(*request) error,
+	printable func(ctx context.Context, account, id string) (*billing.PrintableDocument, error)) {
+	base := Prefix + kind
+	c.handle("GET "+base, list)
+	c.handle("GET "+base+"/{id}", page)
+	c.handle("GET "+base+"/{id}/document", func(rq *request) error { return rq.document(printable, false) })
+	c.handle("GET "+base+"/{id}/pdf", func(rq *request) error { return rq.document(printable, true) })
+	c.handle("GET "+base+"/{id}/{action}", action)
+	c.handle("POST "+base+"/{id}/{action}", action)
 }

@@ -342,3 +342,38 @@ func TestDraftFilenameAndHTML(t *testing.T) {
 		}
 	}
 }
+
+// TestCreditNotePeriodInTheCustomersZone prints the billing period a
+// credit note copies from its invoice (as timestamps: the midnights of
+// Pacific/Kiritimati, UTC+14) as the customer's days, not UTC's.
+func TestCreditNotePeriodInTheCustomersZone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Unused")
+	c, err := e.svc.CreateCustomer(e.ctx, e.acct, billing.CustomerParams{LegalName: "Line Islands", TimeZone: "Pacific/Kiritimati"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cust = c
+	period := &billing.DateRange{Start: billing.Date{Year: 2024, Month: 7, Day: 1}, EndInclusive: billing.Date{Year: 2024, Month: 7, Day: 31}}
+	inv := e.invoice(billing.CurrencyGBP, billing.InvoiceUpdateParams{BillingPeriod: period})
+	e.line(inv.ID, "", "Platform fee", "1", "49.00", "0")
+	e.finalize(inv.ID)
+	cn, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: billing.CurrencyGBP, CustomerID: c.ID, InvoiceID: inv.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := billing.FormatTimestamp(*cn.BillingPeriodStart); got != "2024-06-30T10:00:00Z" {
+		t.Errorf("billingPeriodStart %s, want Kiritimati's midnight 2024-06-30T10:00:00Z", got)
+	}
+	d, err := e.svc.PrintableCreditNote(e.ctx, e.acct, cn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, err := render.HTML(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "1 Jul 2024 – 31 Jul 2024") {
+		t.Errorf("the credit note does not print the period as 1 Jul 2024 – 31 Jul 2024:\n%s", html)
+	}
+}

@@ -272,6 +272,13 @@ func cloneSchema(ctx context.Context, from, to string) error {
 		if _, err := conn.Exec(ctx, `truncate `+d+`; insert into `+d+` select * from `+s); err != nil {
 			return fmt.Errorf("copying %s: %w", t, err)
 		}
+		// Both copies start the runs vacuumed and analysed, so neither
+		// run competes with autovacuum catching up on the set-up.
+		for _, tbl := range []string{s, d} {
+			if _, err := conn.Exec(ctx, `vacuum analyze `+tbl); err != nil {
+				return fmt.Errorf("vacuuming %s: %w", tbl, err)
+			}
+		}
 	}
 	return nil
 }

@@ -57,17 +57,7 @@ func startCluster(t *testing.T, db string, n int, args ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, bin: buildBillingd(t), db: db, args: args,
 		http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
-	out, err := c.cli("accounts", "create", "--name", "cluster", "--json")
-	if err != nil {
-		t.Fatalf("accounts create: %v\n%s", err, out)
-	}
-	var cred struct {
-		ServiceAccountID string `json:"serviceAccountId"`
-		Authorization    string `json:"authorization"`
-	}
-	if err := json.Unmarshal([]byte(out), &cred); err != nil {
-		t.Fatalf("accounts create printed %q: %v", out, err)
-	}
+	cred := c.credential("accounts", "create", "--name", "cluster", "--json")
 	c.account, c.auth = cred.ServiceAccountID, cred.Authorization
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -104,6 +94,21 @@ func (c *cluster) cli(args ...string) (string, error) {
 		return stderr.String(), err
 	}
 	return string(out), nil
+}
+
+// credential runs an admin command that prints a new credential as JSON
+// (accounts create, keys create) and returns it.
+func (c *cluster) credential(args ...string) struct{ ServiceAccountID, KeyID, Authorization string } {
+	c.t.Helper()
+	out, err := c.cli(args...)
+	if err != nil {
+		c.t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	var cred struct{ ServiceAccountID, KeyID, Authorization string } // JSON names match case-insensitively
+	if err := json.Unmarshal([]byte(out), &cred); err != nil {
+		c.t.Fatalf("%v printed %q: %v", args, out, err)
+	}
+	return cred
 }
 
 // cleanEnv is the test's environment without BILLINGD_ variables, so
@@ -496,17 +501,7 @@ func (c *cluster) monthlySchedules(t *testing.T, n int) []string {
 // that revoked it refuses it at once.
 func (c *cluster) revokeAndWatch(t *testing.T, args ...string) {
 	t.Helper()
-	out, err := c.cli("keys", "create", "--account", c.account, "--json")
-	if err != nil {
-		t.Fatalf("keys create: %v %s", err, out)
-	}
-	var cred struct {
-		KeyID         string `json:"keyId"`
-		Authorization string `json:"authorization"`
-	}
-	if err := json.Unmarshal([]byte(out), &cred); err != nil {
-		t.Fatal(err)
-	}
+	cred := c.credential("keys", "create", "--account", c.account, "--json")
 	ctx := context.Background()
 	get := func(i int) int {
 		a, err := c.do(ctx, i, "GET", "/usage-metrics?limit=1", "", cred.Authorization, nil)

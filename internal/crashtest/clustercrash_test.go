@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -100,15 +98,7 @@ func (l *clusterLoad) snapshot() map[string]map[string]bool {
 func TestCrashOneOfThreeInstances(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("CRASH_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("CRASH_SEED=%q: %v", v, err)
-		}
-	}
-	t.Logf("CRASH_SEED=%d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	seed, rng := crashSeed(t)
 	c := startCluster(t, db, 3, "--billing-interval", "1s", "--delivery-lease", "16s")
 	ctx := context.Background()
 	rcv := newReceiver(t)

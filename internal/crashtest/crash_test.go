@@ -357,15 +357,7 @@ func openStore(db string) (billing.Store, error) {
 
 // crashTest runs the crash rounds against db.
 func crashTest(t *testing.T, db string) {
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("CRASH_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("CRASH_SEED=%q: %v", v, err)
-		}
-	}
-	t.Logf("CRASH_SEED=%d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	seed, rng := crashSeed(t)
 	rcv := newReceiver(t)
 	acked := map[string]map[string]bool{} // kind → key → acknowledged
 	for _, w := range workloads {
@@ -495,4 +487,19 @@ func checkAcked(t *testing.T, ctx context.Context, svc *billing.Service, account
 			}
 		}
 	}
+}
+
+// crashSeed returns CRASH_SEED (a new seed when unset), logged, and the
+// random source of the kill moments it seeds.
+func crashSeed(t *testing.T) (uint64, *rand.Rand) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CRASH_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("CRASH_SEED=%q: %v", v, err)
+		}
+	}
+	t.Logf("CRASH_SEED=%d", seed)
+	return seed, rand.New(rand.NewPCG(seed, seed))
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -65,11 +64,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 	bin := buildBillingd(t)
 	db := filepath.Join(t.TempDir(), "billing.db")
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-limit", "0")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BILLINGD_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = cleanEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -42,8 +42,24 @@ type tx struct {
 	// seen holds what this transaction knows of single keys: values it
 	// read or wrote, and missing for keys it found absent or deleted. A
 	// SERIALIZABLE transaction reads the same value twice unless it wrote
-	// it itself, so a known key costs no round trip.
-	seen map[string][]byte
+	// it itself, so a known key costs no round trip. By table, then key.
+	seen map[billing.Table]map[string][]byte
+	// arena holds the copies of the keys and values put, a chunk at a
+	// time rather than two allocations per Put.
+	arena []byte
+}
+
+// arenaChunk is the size of a chunk of tx.arena.
+const arenaChunk = 64 << 10
+
+// keep returns a copy of b in the arena (never nil).
+func (t *tx) keep(b []byte) []byte {
+	if t.arena == nil || len(b) > cap(t.arena)-len(t.arena) {
+		t.arena = make([]byte, 0, max(arenaChunk, len(b)))
+	}
+	start := len(t.arena)
+	t.arena = append(t.arena, b...)
+	return t.arena[start:len(t.arena):len(t.arena)]
 }
 
 // missing marks a key known to be absent in seen.
@@ -52,21 +68,27 @@ var missing = []byte("\x00pgstore: missing")
 // isMissing reports whether v, a value of seen, is the mark missing.
 func isMissing(v []byte) bool { return len(v) > 0 && &v[0] == &missing[0] }
 
-// seenKey is the key of seen: table names contain no 0x00 byte.
-func seenKey(table billing.Table, key []byte) string {
-	return string(table) + "\x00" + string(key)
+// known returns what the transaction knows of key: ok false when nothing.
+func (t *tx) known(table billing.Table, key []byte) (v []byte, ok bool) {
+	v, ok = t.seen[table][string(key)]
+	return v, ok
 }
 
 // remember records what the transaction knows of key (value nil: nothing).
 func (t *tx) remember(table billing.Table, key, value []byte) {
-	if t.seen == nil {
-		t.seen = make(map[string][]byte)
-	}
+	m := t.seen[table]
 	if value == nil {
-		delete(t.seen, seenKey(table, key))
+		delete(m, string(key))
 		return
 	}
-	t.seen[seenKey(table, key)] = value
+	if m == nil {
+		if t.seen == nil {
+			t.seen = make(map[billing.Table]map[string][]byte)
+		}
+		m = make(map[string][]byte)
+		t.seen[table] = m
+	}
+	m[string(key)] = value
 }
 
 // putBuffer holds a table's unsent Puts; a key put twice keeps its last
@@ -151,7 +173,7 @@ func (t *tx) flush(ctx context.Context) error {
 		b := t.pending[table]
 		var err error
 		if len(b.keys) >= copyMin && b.existing == 0 && !t.noCopy {
-			_, err = t.ptx.CopyFrom(ctx, pgx.Identifier{Relation(table)}, []string{"tbl", "k", "v"}, &putRows{table: string(table), b: b, i: -1})
+			_, err = t.ptx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(copyStream(string(table), b)), stmts(table).copy)
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ {
 				t.retryable = errCopyConflict
@@ -169,26 +191,31 @@ func (t *tx) flush(ctx context.Context) error {
 	return nil
 }
 
-// putRows is a pgx.CopyFromSource over a put buffer, without a row slice
-// per Put.
-type putRows struct {
-	table string
-	b     *putBuffer
-	i     int
-	row   [3]any
-}
+// copyHeader starts a COPY stream in binary format: the signature, no
+// flags, no header extension.
+var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
 
-func (r *putRows) Next() bool {
-	r.i++
-	return r.i < len(r.b.keys)
+// copyStream encodes b's Puts of table as a binary COPY stream of rows
+// (tbl, k, v): in binary format text and bytea are their bytes, so this
+// is all the encoding there is (pgx's CopyFrom would look up an encoder
+// for every value).
+func copyStream(table string, b *putBuffer) []byte {
+	n := len(copyHeader) + 2
+	for i := range b.keys {
+		n += 2 + 12 + len(table) + len(b.keys[i]) + len(b.vals[i])
+	}
+	buf := append(make([]byte, 0, n), copyHeader...)
+	for i := range b.keys {
+		buf = binary.BigEndian.AppendUint16(buf, 3) // fields
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(table)))
+		buf = append(buf, table...)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.keys[i])))
+		buf = append(buf, b.keys[i]...)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.vals[i])))
+		buf = append(buf, b.vals[i]...)
+	}
+	return binary.BigEndian.AppendUint16(buf, 0xffff) // trailer
 }
-
-func (r *putRows) Values() ([]any, error) {
-	r.row = [3]any{r.table, r.b.keys[r.i], r.b.vals[r.i]}
-	return r.row[:], nil
-}
-
-func (r *putRows) Err() error { return nil }
 
 // read prepares a statement that reads or conditionally writes: the
 // buffered Puts go first, so it sees them.
@@ -204,7 +231,7 @@ func (t *tx) Get(ctx context.Context, table billing.Table, key []byte) ([]byte, 
 	if err := t.check(ctx, false); err != nil {
 		return nil, err
 	}
-	if v, ok := t.seen[seenKey(table, key)]; ok {
+	if v, ok := t.known(table, key); ok {
 		if isMissing(v) {
 			return nil, billing.ErrNotFound
 		}
@@ -243,20 +270,27 @@ func (t *tx) Put(ctx context.Context, table billing.Table, key, value []byte) er
 		b = &putBuffer{index: make(map[string]int)}
 		t.pending[table] = b
 	}
-	v := append(make([]byte, 0, len(value)), value...)
+	v := t.keep(value)
 	if i, ok := b.index[string(key)]; ok {
 		b.vals[i] = v
 		t.remember(table, key, v)
 		return nil
 	}
-	if v, ok := t.seen[seenKey(table, key)]; ok && !isMissing(v) {
+	prev, known := t.known(table, key)
+	if known && !isMissing(prev) {
 		b.existing++
 	}
-	b.index[string(key)] = len(b.keys)
-	b.keys = append(b.keys, append([]byte(nil), key...))
+	k := t.keep(key)
+	b.index[string(k)] = len(b.keys)
+	b.keys = append(b.keys, k)
 	b.vals = append(b.vals, v)
 	t.npend++
-	t.remember(table, key, v)
+	if known || len(b.keys) <= copyMin {
+		// A key put in bulk (usage events) is not read back in the
+		// same transaction; remembering each would cost a map entry.
+		// Unremembered, a Get of it flushes and asks the server.
+		t.remember(table, k, v)
+	}
 	return nil
 }
 
