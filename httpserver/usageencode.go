@@ -88,16 +88,11 @@ func (a *aheadAnswer) MarshalJSON() ([]byte, error) { return a.AppendJSON(nil) }
 
 // appendUsageEvent appends e in the field order and form of its struct.
 func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
-	b = append(b, `{"id":`...)
-	b = appendjson.String(b, e.ID)
-	b = append(b, `,"serviceAccountId":`...)
-	b = appendjson.String(b, e.ServiceAccountID)
-	b = append(b, `,"customerEventId":`...)
-	b = appendjson.String(b, e.CustomerEventID)
-	b = append(b, `,"customerAlias":`...)
-	b = appendjson.String(b, e.CustomerAlias)
-	b = append(b, `,"eventType":`...)
-	b = appendjson.String(b, e.EventType)
+	b = appendjson.Member(b, `{"id":`, e.ID)
+	b = appendjson.Member(b, `,"serviceAccountId":`, e.ServiceAccountID)
+	b = appendjson.Member(b, `,"customerEventId":`, e.CustomerEventID)
+	b = appendjson.Member(b, `,"customerAlias":`, e.CustomerAlias)
+	b = appendjson.Member(b, `,"eventType":`, e.EventType)
 	b = append(b, `,"eventTimestamp":`...)
 	if y := e.EventTimestamp.Year(); y < 0 || y > 9999 {
 		ts, err := e.EventTimestamp.MarshalJSON() // its error, as encoding/json reports it

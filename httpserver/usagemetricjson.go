@@ -39,13 +39,11 @@ func appendEncodedPage(b []byte, p billing.Page[[]byte]) []byte {
 	}
 	b = append(b, `],"pagination":{`...)
 	if p.After != "" {
-		b = append(b, `"after":`...)
-		b = appendjson.String(b, p.After)
+		b = appendjson.Member(b, `"after":`, p.After)
 		b = append(b, ',')
 	}
 	if p.Before != "" {
-		b = append(b, `"before":`...)
-		b = appendjson.String(b, p.Before)
+		b = appendjson.Member(b, `"before":`, p.Before)
 		b = append(b, ',')
 	}
 	b = append(b, `"totalResultSize":`...)
@@ -62,19 +60,13 @@ func appendEncodedPage(b []byte, p billing.Page[[]byte]) []byte {
 // order, so that it can be compared with the struct line by line.
 func appendUsageMetric(b []byte, m *billing.UsageMetric) ([]byte, error) {
 	var err error
-	b = append(b, `{"id":`...)
-	b = appendjson.String(b, m.ID)
-	b = append(b, `,"serviceAccountId":`...)
-	b = appendjson.String(b, m.ServiceAccountID)
-	b = append(b, `,"name":`...)
-	b = appendjson.String(b, m.Name)
+	b = appendjson.Member(b, `{"id":`, m.ID)
+	b = appendjson.Member(b, `,"serviceAccountId":`, m.ServiceAccountID)
+	b = appendjson.Member(b, `,"name":`, m.Name)
 	b = appendjson.Field(b, `,"description":`, m.Description)
-	b = append(b, `,"metricType":`...)
-	b = appendjson.String(b, string(m.MetricType))
-	b = append(b, `,"eventType":`...)
-	b = appendjson.String(b, m.EventType)
-	b = append(b, `,"aggregationType":`...)
-	b = appendjson.String(b, string(m.AggregationType))
+	b = appendjson.Member(b, `,"metricType":`, string(m.MetricType))
+	b = appendjson.Member(b, `,"eventType":`, m.EventType)
+	b = appendjson.Member(b, `,"aggregationType":`, string(m.AggregationType))
 	b = appendjson.Field(b, `,"aggregationProperty":`, m.AggregationProperty)
 	b = appendjson.Field(b, `,"groupingProperty":`, m.GroupingProperty)
 	b = appendjson.Field(b, `,"unit":`, m.Unit)
@@ -124,14 +116,10 @@ func appendUsageMetric(b []byte, m *billing.UsageMetric) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"id":`...)
-			b = appendjson.String(b, p.ID)
-			b = append(b, `,"usageMetricId":`...)
-			b = appendjson.String(b, p.UsageMetricID)
-			b = append(b, `,"name":`...)
-			b = appendjson.String(b, p.Name)
-			b = append(b, `,"type":`...)
-			b = appendjson.String(b, string(p.Type))
+			b = appendjson.Member(b, `{"id":`, p.ID)
+			b = appendjson.Member(b, `,"usageMetricId":`, p.UsageMetricID)
+			b = appendjson.Member(b, `,"name":`, p.Name)
+			b = appendjson.Member(b, `,"type":`, string(p.Type))
 			b = appendjson.Field(b, `,"description":`, p.Description)
 			b = appendjson.Field(b, `,"defaultValue":`, p.DefaultValue)
 			b = append(b, '}')

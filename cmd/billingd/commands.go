@@ -20,13 +20,7 @@ import (
 func (c *cli) accountsCreate(ctx context.Context, args []string) error {
 	cmd := adminCommand{name: "accounts create", synopsis: "billingd accounts create --name NAME [--db PATH] [--json]",
 		flag: "name", flagUsage: "account `name` (required)", jsonUsage: jsonCredential, create: true}
-	return c.runAdmin(ctx, args, cmd, func(a admin, name string, asJSON bool) error {
-		cred, err := a.CreateAccount(ctx, name)
-		if err != nil {
-			return err
-		}
-		return c.printCredential(cred, asJSON)
-	})
+	return c.runCreate(ctx, args, cmd, admin.CreateAccount)
 }
 
 // accountsList lists every account.
@@ -47,8 +41,15 @@ func (c *cli) accountsList(ctx context.Context, args []string) error {
 func (c *cli) keysCreate(ctx context.Context, args []string) error {
 	cmd := adminCommand{name: "keys create", synopsis: "billingd keys create --account ID [--db PATH] [--json]",
 		flag: "account", flagUsage: accountUsage, jsonUsage: jsonCredential}
-	return c.runAdmin(ctx, args, cmd, func(a admin, account string, asJSON bool) error {
-		cred, err := a.CreateKey(ctx, account)
+	return c.runCreate(ctx, args, cmd, admin.CreateKey)
+}
+
+// runCreate runs a command that creates a credential (an account's first
+// key, or another key) with create, called with the command's required
+// flag, and prints it.
+func (c *cli) runCreate(ctx context.Context, args []string, cmd adminCommand, create func(admin, context.Context, string) (*credential, error)) error {
+	return c.runAdmin(ctx, args, cmd, func(a admin, arg string, asJSON bool) error {
+		cred, err := create(a, ctx, arg)
 		if err != nil {
 			return err
 		}

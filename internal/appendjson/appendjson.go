@@ -47,6 +47,12 @@ func Field(b []byte, name, s string) []byte {
 	if s == "" {
 		return b
 	}
+	return Member(b, name, s)
+}
+
+// Member appends name (the member's `"name":` prefix, comma included when
+// needed) and s: a string field that is always present.
+func Member(b []byte, name, s string) []byte {
 	return String(append(b, name...), s)
 }
 

@@ -27,6 +27,9 @@ func TestMatchesEncodingJSON(t *testing.T) {
 	if got := Field([]byte("{"), `"a":`, "x"); string(got) != `{"a":"x"` {
 		t.Errorf("Field = %s", got)
 	}
+	if got := Member([]byte("{"), `"a":`, ""); string(got) != `{"a":""` {
+		t.Errorf("Member with empty value = %s, want it present", got)
+	}
 	for _, tm := range []time.Time{time.Date(2024, 3, 1, 12, 0, 0, 5, time.UTC), time.Date(2024, 3, 1, 0, 0, 0, 0, time.FixedZone("x", 3600))} {
 		want, _ := json.Marshal(tm)
 		got, err := Time(nil, tm)

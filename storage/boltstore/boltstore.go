@@ -313,66 +313,68 @@ func (s *Store) View(ctx context.Context, fn func(billing.Tx) error) error {
 // Update runs fn in a bbolt read-write transaction and commits it, with an
 // fsync unless Options.NoSync is set.
 func (s *Store) Update(ctx context.Context, fn func(billing.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var failedDB *bolt.DB
-	var commitErr error
-	err := s.withDB(func(db *bolt.DB) error {
+	return s.write(ctx, func(db *bolt.DB) (err, commitErr error) {
 		btx, err := db.Begin(true)
 		if err != nil {
-			return s.unavailable("begin", err) // a ReadOnly store, or a closed file
+			return s.unavailable("begin", err), nil // a ReadOnly store, or a closed file
 		}
 		// A no-op once committed; rolls back on error and on panic.
 		defer func() { _ = btx.Rollback() }()
 		if err := s.ready(ctx); err != nil {
-			return err
+			return err, nil
 		}
 		if err := run(btx, fn); err != nil {
-			return err
+			return err, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return err // the caller gave up: no effect, nothing acknowledged
+			return err, nil // the caller gave up: no effect, nothing acknowledged
 		}
-		if err := btx.Commit(); err != nil {
-			failedDB, commitErr = db, err
-			s.failed.CompareAndSwap(nil, &err)
-		}
-		return nil
+		return nil, btx.Commit()
 	})
-	if commitErr != nil {
-		return s.fail(failedDB, commitErr)
-	}
-	return err
 }
 
 // Batch runs fn through bbolt's DB.Batch, which commits the functions of
 // concurrent callers in one transaction and one fsync. As the port
 // documents, fn may run more than once.
 func (s *Store) Batch(ctx context.Context, fn func(billing.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var failedDB *bolt.DB
-	var commitErr error
-	err := s.withDB(func(db *bolt.DB) error {
+	return s.write(ctx, func(db *bolt.DB) (err, commitErr error) {
 		// fnErr is the result of fn's last run. DB.Batch returns either it
 		// or a commit error; only the latter means the file is in trouble.
 		// DB.Batch hands the result over on a channel after fn's last run,
 		// which orders these accesses.
 		var fnErr error
-		err := db.Batch(func(btx *bolt.Tx) error {
+		err = db.Batch(func(btx *bolt.Tx) error {
 			if fnErr = s.ready(ctx); fnErr == nil {
 				fnErr = run(btx, fn)
 			}
 			return fnErr
 		})
 		if err == nil || err == fnErr {
+			return err, nil
+		}
+		return nil, err
+	})
+}
+
+// write runs one write transaction of Update or Batch on the current file.
+// do returns either err, the result of the caller's fn (no change was
+// committed), or commitErr, a failed commit: that one marks the store
+// failed before the file is released (unless it only says the store is
+// ReadOnly), and fail then recovers it.
+func (s *Store) write(ctx context.Context, do func(db *bolt.DB) (err, commitErr error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var failedDB *bolt.DB
+	var commitErr error
+	err := s.withDB(func(db *bolt.DB) error {
+		err, cerr := do(db)
+		if cerr == nil {
 			return err
 		}
-		failedDB, commitErr = db, err
-		if !errors.Is(err, bolterrors.ErrDatabaseReadOnly) {
-			s.failed.CompareAndSwap(nil, &err)
+		failedDB, commitErr = db, cerr
+		if !errors.Is(cerr, bolterrors.ErrDatabaseReadOnly) {
+			s.failed.CompareAndSwap(nil, &cerr)
 		}
 		return nil
 	})

@@ -45,8 +45,12 @@ func (t *tx) bucket(table billing.Table) *bolt.Bucket {
 	return b
 }
 
-// writeBucket returns the bucket of table, creating it on first write.
-func (t *tx) writeBucket(table billing.Table) (*bolt.Bucket, error) {
+// writeBucket checks that t may write (check) and returns the bucket of
+// table, creating it on first write.
+func (t *tx) writeBucket(ctx context.Context, table billing.Table) (*bolt.Bucket, error) {
+	if err := t.check(ctx, true); err != nil {
+		return nil, err
+	}
 	if b := t.bucket(table); b != nil {
 		return b, nil
 	}
@@ -106,10 +110,7 @@ func (t *tx) Get(ctx context.Context, table billing.Table, key []byte) ([]byte, 
 // Put stores value under key. bbolt keeps a reference to the value until
 // commit, so it gets a copy the caller cannot change.
 func (t *tx) Put(ctx context.Context, table billing.Table, key, value []byte) error {
-	if err := t.check(ctx, true); err != nil {
-		return err
-	}
-	b, err := t.writeBucket(table)
+	b, err := t.writeBucket(ctx, table)
 	if err != nil {
 		return err
 	}
@@ -125,10 +126,7 @@ func put(b *bolt.Bucket, table billing.Table, key, value []byte) error {
 
 // Insert stores value under key unless the key exists.
 func (t *tx) Insert(ctx context.Context, table billing.Table, key, value []byte) error {
-	if err := t.check(ctx, true); err != nil {
-		return err
-	}
-	b, err := t.writeBucket(table)
+	b, err := t.writeBucket(ctx, table)
 	if err != nil {
 		return err
 	}
@@ -158,10 +156,7 @@ func (t *tx) Delete(ctx context.Context, table billing.Table, key []byte) error 
 
 // Increment adds one to the 8-byte big-endian counter under key.
 func (t *tx) Increment(ctx context.Context, table billing.Table, key []byte) (uint64, error) {
-	if err := t.check(ctx, true); err != nil {
-		return 0, err
-	}
-	b, err := t.writeBucket(table)
+	b, err := t.writeBucket(ctx, table)
 	if err != nil {
 		return 0, err
 	}

@@ -44,14 +44,11 @@ var errKeyRequired = errors.New("memstore: key required")
 
 // View runs fn in a read-only transaction under a shared lock.
 func (s *Store) View(ctx context.Context, fn func(billing.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	unlock, err := s.begin(ctx, false)
+	if err != nil {
 		return err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return billing.ErrClosed
-	}
+	defer unlock()
 	t := &tx{s: s}
 	defer func() { t.done = true }()
 	return fn(t)
@@ -61,14 +58,11 @@ func (s *Store) View(ctx context.Context, fn func(billing.Tx) error) error {
 // apply directly; if fn returns an error or panics they are undone before
 // Update returns (or the panic resumes).
 func (s *Store) Update(ctx context.Context, fn func(billing.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	unlock, err := s.begin(ctx, true)
+	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return billing.ErrClosed
-	}
+	defer unlock()
 	t := &tx{s: s, writable: true}
 	committed := false
 	// A deferred rollback, rather than recover, also covers panics and
@@ -89,6 +83,25 @@ func (s *Store) Update(ctx context.Context, fn func(billing.Tx) error) error {
 	}
 	committed = true
 	return nil
+}
+
+// begin starts a transaction: it refuses a done ctx, takes the store's lock
+// (exclusive for a writable transaction, shared otherwise) and refuses a
+// closed store. On success the caller releases the lock with unlock.
+func (s *Store) begin(ctx context.Context, writable bool) (unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	lock, unlock := s.mu.RLock, s.mu.RUnlock
+	if writable {
+		lock, unlock = s.mu.Lock, s.mu.Unlock
+	}
+	lock()
+	if s.closed {
+		unlock()
+		return nil, billing.ErrClosed
+	}
+	return unlock, nil
 }
 
 // Batch runs fn as an Update. An in-memory store has no commit cost to
