@@ -359,6 +359,11 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 	if accepted != nil {
 		accepted(events)
 	}
+	if s.shared {
+		if err := s.createSeries(ctx, account, events); err != nil {
+			return Items[UsageEvent]{}, err
+		}
+	}
 	w := prepareUsageWrite(account, events)
 	write := mutateBatch[Items[UsageEvent]]
 	if len(events) >= ownCommitEvents {

@@ -65,6 +65,61 @@ func seriesNo(ctx context.Context, tx Tx, account, eventType, alias string, crea
 	return number(ctx, tx, tableUsageSeries, k, false)
 }
 
+// createSeries commits, in a short transaction of its own, the account's
+// number and the series of events that the number cache does not know yet,
+// so that the batch's own transaction finds them all cached and increments
+// no counter. On a shared store (Config.SharedStore: PostgreSQL) concurrent
+// batches that create series all increment one counter row, and at the
+// serializable level all but one of them fail and run again: inside the
+// batch's transaction that re-runs the whole batch, here only this small
+// transaction. A series left without events, when the batch then fails,
+// holds nothing: a calculation reads no event from it, as from a missing
+// one. It runs outside any idempotency record (the batch's transaction
+// stores that), and is cached only after its commit.
+func (s *Service) createSeries(ctx context.Context, account string, events []UsageEvent) error {
+	_, haveAcct := s.nums.Account(account)
+	var missing []seriesName
+	seen := map[seriesName]bool{}
+	for i := range events {
+		name := seriesName{events[i].EventType, events[i].CustomerAlias}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if _, ok := s.nums.Series(account, name.eventType, name.alias); !ok {
+			missing = append(missing, name)
+		}
+	}
+	if haveAcct && len(missing) == 0 {
+		return nil
+	}
+	var learnedAcct []byte
+	var learned []cache.Series
+	err := s.store.Update(ctx, func(tx Tx) error {
+		learnedAcct, learned = nil, nil
+		acct, err := number(ctx, tx, tableUsageAccounts, []byte(account), true)
+		if err != nil {
+			return err
+		}
+		if !haveAcct {
+			learnedAcct = acct
+		}
+		for _, name := range missing {
+			no, err := seriesNo(ctx, tx, account, name.eventType, name.alias, true)
+			if err != nil {
+				return err
+			}
+			learned = append(learned, cache.Series{EventType: name.eventType, Alias: name.alias, No: no})
+		}
+		return nil
+	})
+	if err != nil {
+		return internal(err)
+	}
+	s.nums.Learn(account, learnedAcct, learned)
+	return nil
+}
+
 // usageWrite is one ingestion: its events with everything their records
 // need that no lookup does (ids, values) encoded before the transaction, so
 // that the store's single writer runs only the lookups and the writes.

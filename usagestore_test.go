@@ -233,3 +233,36 @@ func TestUsageEventLargeBatches(t *testing.T) {
 	wg.Wait()
 	checkCalc(t, svc, acct, m, []string{"c4"}, "2024-07-01", "2024-07-31", 4*100-3, 0, "397")
 }
+
+// TestSharedStoreSeriesCreatedBeforeTheBatch checks a batch on a shared
+// store (Config.SharedStore): its new series are committed by a transaction
+// of their own before the batch's, so that concurrent batches do not re-run
+// over one counter. Whichever of the two commits fails, the batch stores
+// nothing, and a series left without events holds nothing: the events sent
+// again later are counted alone.
+func TestSharedStoreSeriesCreatedBeforeTheBatch(t *testing.T) {
+	t.Parallel()
+	fs := faultstore.New(billingtest.DurableStore(t))
+	svc, _ := billingtest.NewService(t, billingtest.WithStore(fs), billingtest.WithConfig(billing.Config{SharedStore: true}))
+	ctx := context.Background()
+	acct := billingtest.Account(t, svc, "a")
+	m := sumOfN(t, svc, acct)
+	batch := func(alias string, first, second string) error {
+		_, err := svc.CreateUsageEventBatch(ctx, acct, billing.UsageEventBatchParams{Events: []billing.UsageEventParams{
+			event(t, alias, "api", first), event(t, alias, "api", second)}})
+		return err
+	}
+	// After 0: the series' own commit fails; after 1: the series are
+	// committed and the batch's commit fails.
+	for after, alias := range []string{"series-commit-fails", "batch-commit-fails"} {
+		fs.Inject(faultstore.Fault{Op: faultstore.OpCommit, After: after})
+		if err := batch(alias, `{"n":1}`, `{"n":2}`); err == nil {
+			t.Fatalf("%s: ingestion succeeded through a failed commit", alias)
+		}
+		fs.Clear()
+		if err := batch(alias, `{"n":10}`, `{"n":20}`); err != nil {
+			t.Fatal(err)
+		}
+		checkCalc(t, svc, acct, m, []string{alias}, "2024-07-01", "2024-07-31", 2, 0, "30")
+	}
+}

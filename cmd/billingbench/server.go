@@ -87,6 +87,9 @@ func startServerWith(ctx context.Context, path string, opts *boltstore.Options, 
 	}
 	log := slog.New(slog.DiscardHandler)
 	cfg.Logger = log
+	// On PostgreSQL the server runs as billingd runs there: other
+	// processes may share the database.
+	cfg.SharedStore = cfg.SharedStore || pgBase != ""
 	svc, err := billing.New(st, &cfg)
 	if err != nil {
 		st.Close()
