@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/billingd/billing/internal/billingdtest"
 	"github.com/billingd/billing/storage/boltstore"
 	"github.com/gin-gonic/gin"
 )
@@ -40,6 +41,7 @@ func TestMain(m *testing.M) {
 
 var (
 	buildOnce sync.Once
+	binPath   string
 	buildErr  error
 )
 
@@ -47,29 +49,11 @@ var (
 // path.
 func billingdBinary(tb testing.TB) string {
 	tb.Helper()
-	path := filepath.Join(binDir, "billingd")
-	buildOnce.Do(func() {
-		out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
+	buildOnce.Do(func() { binPath, buildErr = billingdtest.Build(binDir) })
 	if buildErr != nil {
 		tb.Fatal(buildErr)
 	}
-	return path
-}
-
-// cleanEnv returns the test process's environment without BILLINGD_
-// variables, so a developer's settings cannot leak into the tests.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BILLINGD_") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return binPath
 }
 
 // runBinary runs the binary to completion and returns its exit code,
@@ -79,7 +63,7 @@ func runBinary(tb testing.TB, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, billingdBinary(tb), args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = billingdtest.CleanEnv()
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -117,7 +101,7 @@ func startServerIn(tb testing.TB, wrap, env []string, extra ...string) *server {
 	args := append([]string{billingdBinary(tb), "serve", "--addr", "127.0.0.1:0", "--db", s.db, "--rate-limit", "0"}, extra...)
 	args = append(append([]string(nil), wrap...), args...)
 	s.cmd = exec.Command(args[0], args[1:]...)
-	s.cmd.Env = append(cleanEnv(), env...)
+	s.cmd.Env = append(billingdtest.CleanEnv(), env...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -205,7 +189,7 @@ func TestServeBinaryBootstrapsOnlyOnce(t *testing.T) {
 	}
 	again := newLogBuffer()
 	cmd := exec.Command(billingdBinary(t), "serve", "--addr", "127.0.0.1:0", "--db", s.db)
-	cmd.Env, cmd.Stderr = cleanEnv(), again
+	cmd.Env, cmd.Stderr = billingdtest.CleanEnv(), again
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/internal/billingdtest"
 )
 
 // TestHelpOnStdoutForEveryCommand: --help of every command and subcommand
@@ -43,7 +44,7 @@ func TestOneOffCommandsIgnoreServeEnvironment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, billingdBinary(t), "accounts", "create", "--name", "Acme")
-	cmd.Env = append(cleanEnv(), "BILLINGD_DB="+db, "BILLINGD_JSON=true", "BILLINGD_NAME=Wrong")
+	cmd.Env = append(billingdtest.CleanEnv(), "BILLINGD_DB="+db, "BILLINGD_JSON=true", "BILLINGD_NAME=Wrong")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("accounts create: %v\n%s", err, out)

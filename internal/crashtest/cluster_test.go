@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/internal/billingdtest"
 	"github.com/billingd/billing/storage/pgstore"
 	"github.com/billingd/billing/storage/pgstore/pgtest"
 )
@@ -86,7 +86,7 @@ func startCluster(t *testing.T, db string, n int, args ...string) *cluster {
 // its standard output.
 func (c *cluster) cli(args ...string) (string, error) {
 	cmd := exec.Command(c.bin, append(args, "--db", c.db)...)
-	cmd.Env = cleanEnv()
+	cmd.Env = billingdtest.CleanEnv()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -111,18 +111,6 @@ func (c *cluster) credential(args ...string) struct{ ServiceAccountID, KeyID, Au
 	return cred
 }
 
-// cleanEnv is the test's environment without BILLINGD_ variables, so
-// nothing but the flags configures a child.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BILLINGD_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // start starts (or restarts) instance i and waits until it listens.
 func (c *cluster) start(i int) {
 	c.t.Helper()
@@ -130,7 +118,7 @@ func (c *cluster) start(i int) {
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", c.db, "--rate-limit", "0", "--no-bootstrap",
 		"--webhook-allow-private", "--admin-socket", nd.socket}, c.args...)
 	cmd := exec.Command(c.bin, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = billingdtest.CleanEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		c.t.Fatal(err)

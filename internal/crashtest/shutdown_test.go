@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/internal/billingdtest"
 	"github.com/billingd/billing/storage/boltstore"
 )
 
@@ -49,10 +50,9 @@ func (l *syncLog) String() string {
 // buildBillingd builds the real binary into a temporary directory.
 func buildBillingd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "billingd")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/billingd/billing/cmd/billingd").CombinedOutput()
+	bin, err := billingdtest.Build(t.TempDir())
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -64,7 +64,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 	bin := buildBillingd(t)
 	db := filepath.Join(t.TempDir(), "billing.db")
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--rate-limit", "0")
-	cmd.Env = cleanEnv()
+	cmd.Env = billingdtest.CleanEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
