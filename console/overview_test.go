@@ -131,7 +131,7 @@ func TestCreditNotePagesAndActions(t *testing.T) {
 	}
 	// A refusal of the Service is shown beside the form: finalizing again.
 	resp, body = b.post(path+"/finalize", url.Values{"csrf": {b.token(path)}})
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `class="error"`) {
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, `class="error"`) {
 		t.Errorf("finalizing a final credit note: %d", resp.StatusCode)
 	}
 	if resp, _ := b.post(path+"/void", url.Values{}); resp.StatusCode != http.StatusForbidden {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/httpserver"
 )
 
 // pageSize is the length of every list page, as design asks (the API's
@@ -173,15 +174,16 @@ type problem struct {
 // fail answers with the error page for err: the Service's message for a
 // client error, a generic one (and a log line) for anything else.
 func (rq *request) fail(err error) {
-	status, p := http.StatusInternalServerError, problem{"Something went wrong", "The console could not show this page. The cause has been logged."}
+	code := billing.CodeOf(err)
+	status, p := httpserver.StatusOf(code), problem{"Something went wrong", "The console could not show this page. The cause has been logged."}
 	var be *billing.Error
-	switch code := billing.CodeOf(err); {
+	switch {
 	case code == billing.CodeNotFound:
-		status, p = http.StatusNotFound, problem{"Not found", "There is nothing here, or it belongs to another account."}
+		p = problem{"Not found", "There is nothing here, or it belongs to another account."}
 	case code == csrfRefused:
 		status, p = http.StatusForbidden, problem{"Form refused", err.(*billing.Error).Message}
-	case errors.As(err, &be) && code != billing.CodeInternal && code != billing.CodeUnavailable:
-		status, p = http.StatusBadRequest, problem{"Cannot do that", be.Message}
+	case status < 500 && errors.As(err, &be):
+		p = problem{"Cannot do that", be.Message}
 	default:
 		rq.c.log.ErrorContext(rq.ctx, "console page failed", "path", rq.r.URL.Path, "err", err)
 	}
@@ -274,15 +276,16 @@ type confirmation struct {
 }
 
 // confirm answers with the confirmation page of an action; a refusal by
-// the Service (err) is shown beside the form with status 400.
+// the Service (err) is shown beside the form, with the API's status for its
+// code (400 for a bad field, 409 for a state that forbids the action).
 func (rq *request) confirm(cf confirmation, err error) error {
 	status := http.StatusOK
 	if err != nil {
 		var be *billing.Error
-		if !errors.As(err, &be) || be.Code == billing.CodeInternal || be.Code == billing.CodeUnavailable || be.Code == billing.CodeNotFound {
+		if !errors.As(err, &be) || be.Code == billing.CodeNotFound || httpserver.StatusOf(be.Code) >= 500 {
 			return err
 		}
-		status, cf.Error = http.StatusBadRequest, be.Message
+		status, cf.Error = httpserver.StatusOf(be.Code), be.Message
 	}
 	return rq.render(status, "confirm", cf.Heading, cf)
 }

@@ -34,6 +34,17 @@ var statusOf = map[billing.Code]int{
 	billing.CodeUnavailable:          http.StatusServiceUnavailable,
 }
 
+// StatusOf returns the HTTP status of an error code: the status every API
+// answer with that code carries, 500 for a code the table does not know.
+// The Service's other HTTP front ends (the console) answer with it too, so
+// that one table decides every status.
+func StatusOf(code billing.Code) int {
+	if status, ok := statusOf[code]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
+}
+
 // internalMessage is all a client learns about an internal error.
 const internalMessage = "internal error"
 
@@ -63,10 +74,7 @@ func (s *Server) renderError(ctx context.Context, err error) (int, []byte) {
 // (WriteError).
 func errorAnswer(ctx context.Context, log *slog.Logger, err error) (int, []byte) {
 	errs := billing.Errors(err)
-	status, ok := statusOf[errs[0].Code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
+	status := StatusOf(errs[0].Code)
 	out := errorBody{Errors: make([]wireError, 0, len(errs))}
 	for _, e := range errs {
 		w := wireError{Code: e.Code, Message: e.Message, Field: e.Field}
