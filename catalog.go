@@ -431,11 +431,7 @@ func (s *Service) CreatePrice(ctx context.Context, account string, p CreatePrice
 // GetPrice returns a price. Returns not_found if the account has no such
 // price.
 func (s *Service) GetPrice(ctx context.Context, account, id string) (*Price, error) {
-	return read(ctx, s, func(tx Tx) (*Price, error) { return s.getPrice(ctx, tx, account, id) })
-}
-
-func (s *Service) getPrice(ctx context.Context, tx Tx, account, id string) (*Price, error) {
-	return getOwned[Price](ctx, tx, tablePrices, account, id, "price")
+	return getOne[Price](ctx, s, tablePrices, account, id, "price")
 }
 
 // UpdatePrice changes a price's name and status, the only mutable fields.
@@ -450,22 +446,18 @@ func (s *Service) UpdatePrice(ctx context.Context, account, id string, p UpdateP
 		return nil, err
 	}
 	now := s.clock()
-	return mutate(ctx, s, account, func(tx Tx) (*Price, error) {
-		pr, err := s.getPrice(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return updateOwned(ctx, s, tablePrices, account, id, "price", func(tx Tx, pr *Price) error {
 		if pr.Status == PriceStatusActive && p.Status == PriceStatusDraft {
 			used, err := s.priceUsedByActiveSchedule(ctx, tx, account, id)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if used {
-				return nil, Errorf(CodeInvalidState, "an ACTIVE billing schedule uses this price: it cannot go back to DRAFT")
+				return Errorf(CodeInvalidState, "an ACTIVE billing schedule uses this price: it cannot go back to DRAFT")
 			}
 		}
 		pr.Name, pr.Status, pr.UpdatedAt = p.Name, p.Status, now
-		return pr, putRecord(ctx, tx, tablePrices, key(account, id), pr)
+		return nil
 	})
 }
 

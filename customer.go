@@ -320,32 +320,25 @@ func (s *Service) UpdateCustomer(ctx context.Context, account, id string, p Cust
 		return nil, err
 	}
 	now := s.clock()
-	return mutate(ctx, s, account, func(tx Tx) (*Customer, error) {
-		c, err := s.getCustomer(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return updateOwned(ctx, s, tableCustomers, account, id, "customer", func(tx Tx, c *Customer) error {
 		oldAliases, oldName := c.CustomerAliases, c.LegalName
 		applyCustomer(c, &p)
 		c.UpdatedAt = now
 		if err := s.claimAliases(ctx, tx, c, oldAliases); err != nil {
-			return nil, err
+			return err
 		}
 		if oldName != c.LegalName {
 			if err := tx.Delete(ctx, tableCustomerNames, key(account, oldName, id)); err != nil && !errors.Is(err, ErrNotFound) {
-				return nil, err
+				return err
 			}
 			if err := tx.Put(ctx, tableCustomerNames, key(account, c.LegalName, id), []byte(id)); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		if err := putRecord(ctx, tx, tableCustomers, key(account, id), c); err != nil {
-			return nil, err
-		}
 		if err := setZone(ctx, tx, key(account, id), "", c.TimeZone, now); err != nil {
-			return nil, err
+			return err
 		}
-		return c, s.emit(ctx, tx, account, NotificationCustomerUpdated, c)
+		return s.emit(ctx, tx, account, NotificationCustomerUpdated, c)
 	})
 }
 

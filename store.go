@@ -385,6 +385,23 @@ func getOne[T any](ctx context.Context, s *Service, t Table, account, id, kind s
 	return read(ctx, s, func(tx Tx) (*T, error) { return getOwned[T](ctx, tx, t, account, id, kind) })
 }
 
+// updateOwned is the read-change-write of one record in one Update: it reads
+// the record id of account from t (not_found names kind), lets change edit
+// it or refuse (change may also write other records in tx), and stores it
+// back.
+func updateOwned[T any](ctx context.Context, s *Service, t Table, account, id, kind string, change func(tx Tx, v *T) error) (*T, error) {
+	return mutate(ctx, s, account, func(tx Tx) (*T, error) {
+		v, err := getOwned[T](ctx, tx, t, account, id, kind)
+		if err != nil {
+			return nil, err
+		}
+		if err := change(tx, v); err != nil {
+			return nil, err
+		}
+		return v, putRecord(ctx, tx, t, key(account, id), v)
+	})
+}
+
 // putRecord encodes v as JSON and stores it under k.
 func putRecord(ctx context.Context, tx Tx, t Table, k []byte, v any) error {
 	b, err := json.Marshal(v)
