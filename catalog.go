@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -338,37 +337,30 @@ func (s *Service) validatePrice(p *CreatePriceParams) error {
 // in the account: another account's records count as missing.
 func (s *Service) checkPriceReferences(ctx context.Context, tx Tx, account string, p *CreatePriceParams) error {
 	var v validator
-	exists := func(t Table, id string) (bool, error) {
-		_, err := tx.Get(ctx, t, key(account, id))
-		if errors.Is(err, ErrNotFound) {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	ok, err := exists(tableProducts, p.ProductID)
+	ok, err := exists(ctx, tx, tableProducts, key(account, p.ProductID))
 	if err != nil {
 		return err
 	}
 	v.check(ok, "productId", "no product %q in this account", p.ProductID)
 	if p.ListPriceID != "" {
-		if ok, err = exists(tablePrices, p.ListPriceID); err != nil {
+		if ok, err = exists(ctx, tx, tablePrices, key(account, p.ListPriceID)); err != nil {
 			return err
 		}
 		v.check(ok, "listPriceId", "no price %q in this account", p.ListPriceID)
 	}
 	if id := p.Structure.SeatMetricID; id != "" {
-		if ok, err = exists(tableSeatMetrics, id); err != nil {
+		if ok, err = exists(ctx, tx, tableSeatMetrics, key(account, id)); err != nil {
 			return err
 		}
 		v.check(ok, "structure.seatMetricId", "no seat metric %q in this account", id)
 	}
 	if id := p.Structure.UsageMetricID; id != "" {
-		m, err := getRecord[UsageMetric](ctx, tx, tableUsageMetrics, key(account, id))
+		m, err := findRecord[UsageMetric](ctx, tx, tableUsageMetrics, key(account, id))
 		switch {
-		case errors.Is(err, ErrNotFound) || err == nil && m.DeletedAt != nil:
-			v.add("structure.usageMetricId", "no usage metric %q in this account", id)
 		case err != nil:
 			return err
+		case m == nil || m.DeletedAt != nil:
+			v.add("structure.usageMetricId", "no usage metric %q in this account", id)
 		default:
 			checkCustomParameters(&v, m, p.CustomMetricParameters)
 		}

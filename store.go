@@ -371,6 +371,25 @@ func getRecord[T any](ctx context.Context, tx Tx, t Table, k []byte) (*T, error)
 	return v, nil
 }
 
+// findRecord is getRecord for a record that may be missing: nil and no
+// error when there is none.
+func findRecord[T any](ctx context.Context, tx Tx, t Table, k []byte) (*T, error) {
+	v, err := getRecord[T](ctx, tx, t, k)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// exists reports whether t holds a record under k.
+func exists(ctx context.Context, tx Tx, t Table, k []byte) (bool, error) {
+	_, err := tx.Get(ctx, t, k)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // getOwned reads the record id of account from table, answering not_found
 // for kind when the account has no such record (another account's record
 // included: its key is under another prefix).
