@@ -361,9 +361,7 @@ func TestCreditGrantStateTable(t *testing.T) {
 	}
 	for _, op := range ops {
 		for _, st := range states {
-			t.Run(op.name+"/"+string(st), func(t *testing.T) {
-				t.Parallel()
-				e := newDocEnv(t)
+			parallelOn(t, op.name+"/"+string(st), newDocEnv, func(t *testing.T, e *docEnv) {
 				g := inState(t, e, st)
 				before := jsonOf(t, g) + fmt.Sprint(len(e.ledger(g.ID)))
 				err := op.run(e, g)
