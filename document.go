@@ -658,6 +658,27 @@ func saveDoc[D any, PD interface {
 	return putRecord(ctx, tx, k.docs, key(account, d.docID()), d)
 }
 
+// normalizedPtr returns a copy of the instant t points to, normalized
+// (NormalizeTime); nil for nil. Documents take their optional timestamps
+// from their parameters with it.
+func normalizedPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := NormalizeTime(*t)
+	return &n
+}
+
+// copyOf returns a pointer to a copy of *p, nil for nil: a record keeps its
+// own copy of an optional value of its parameters, not the caller's.
+func copyOf[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 // stateError is the invalid_state answer for an operation the status of a
 // document does not allow.
 func stateError(kind, op string, st DocumentStatus) *Error {
