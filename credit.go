@@ -1287,11 +1287,7 @@ func (s *Service) drawUsage(ctx context.Context, tx Tx, account string, r *invoi
 	if !ok {
 		return nil
 	}
-	c, err := s.getCustomer(ctx, tx, account, r.CustomerID)
-	if err != nil {
-		return err
-	}
-	lc, err := s.newLineContext(ctx, tx, sc, c, prices)
+	lc, err := s.newLineContext(ctx, tx, sc, prices)
 	if err != nil {
 		return err
 	}
