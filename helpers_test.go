@@ -111,6 +111,17 @@ func filterTable[F, T any](t *testing.T, list func(context.Context, string, F, b
 	}
 }
 
+// listsNothing fails the test unless list answers no item on account under
+// the zero filter; what says why the list must be empty.
+func listsNothing[F, T any](t *testing.T, list func(context.Context, string, F, billing.ListParams) (billing.Page[T], error), account, what string) {
+	t.Helper()
+	var f F
+	page, err := list(context.Background(), account, f, billing.ListParams{})
+	if err != nil || len(page.Items) != 0 || page.TotalResultSize != 0 {
+		t.Fatalf("%s: %+v, %v", what, page, err)
+	}
+}
+
 // fieldCase is a row of a validation table: a change to valid parameters
 // and the fields the refusal names, in order.
 type fieldCase[P any] struct {

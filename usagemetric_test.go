@@ -53,10 +53,7 @@ func TestCreateUsageMetricValidation(t *testing.T) {
 		{"ErrControlCharacters", func(p *billing.UsageMetricParams) { p.Name = "a\x00b" }, []string{"name"}},
 		{"ErrLongEventType", func(p *billing.UsageMetricParams) { p.EventType = strings.Repeat("e", 256) }, []string{"eventType"}},
 	})
-	page, err := svc.ListUsageMetrics(context.Background(), acct, billing.UsageMetricFilter{}, billing.ListParams{})
-	if err != nil || page.TotalResultSize != 0 {
-		t.Fatalf("invalid creates stored metrics: %+v, %v", page, err)
-	}
+	listsNothing(t, svc.ListUsageMetrics, acct, "invalid creates stored metrics")
 }
 
 // Long on purpose: one scenario walked in order; each step starts from the state the previous steps
@@ -149,10 +146,7 @@ func TestUsageMetricsAreInvisibleToOtherAccounts(t *testing.T) {
 	if _, err := svc.DeleteUsageMetric(ctx, b, ids[0]); billing.CodeOf(err) != billing.CodeNotFound {
 		t.Fatalf("B deletes A's metric: %v", err)
 	}
-	page, err := svc.ListUsageMetrics(ctx, b, billing.UsageMetricFilter{}, billing.ListParams{})
-	if err != nil || len(page.Items) != 0 || page.TotalResultSize != 0 {
-		t.Fatalf("B's list = %+v, %v", page, err)
-	}
+	listsNothing(t, svc.ListUsageMetrics, b, "B's list")
 	// Names are unique per account, not globally.
 	if _, err := svc.CreateUsageMetric(ctx, b, metricParams("metric 000")); err != nil {
 		t.Fatalf("B cannot reuse a name of A: %v", err)
