@@ -464,11 +464,11 @@ func (l *runLeases) release(ctx context.Context, tx Tx, k []byte, billed bool) e
 func (s *Service) releaseLeases(ctx context.Context, keys [][]byte, l *runLeases) {
 	err := s.store.Update(ctx, func(tx Tx) error {
 		for _, k := range keys {
-			e, err := getRecord[engineLease](ctx, tx, tableBillingLeases, k)
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			e, err := findRecord[engineLease](ctx, tx, tableBillingLeases, k)
+			if err != nil {
 				return err
 			}
-			if err == nil && e.Holder == l.hold {
+			if e != nil && e.Holder == l.hold {
 				if err := l.release(ctx, tx, k, false); err != nil {
 					return err
 				}
@@ -819,22 +819,22 @@ func (s *Service) planDate(ctx context.Context, tx Tx, lc *lineContext, group []
 	sc := lc.sc
 	var todo []charge
 	for _, ch := range group {
-		_, err := tx.Get(ctx, tableBillingMarkers, markerKey(sc, ch))
-		switch {
-		case errors.Is(err, ErrNotFound):
-			todo = append(todo, ch)
-		case err != nil:
+		billed, err := exists(ctx, tx, tableBillingMarkers, markerKey(sc, ch))
+		if err != nil {
 			return nil, err
+		}
+		if !billed {
+			todo = append(todo, ch)
 		}
 	}
 	if len(todo) == 0 {
 		return nil, nil
 	}
 	date := todo[0].BillingDate
-	if _, err := tx.Get(ctx, tableBillingDateInvoices, key(sc.ServiceAccountID, sc.ID, date.String())); err == nil {
-		return nil, Errorf(CodeInvalidState, "charges due on %s cannot join that date's invoice any more", date)
-	} else if !errors.Is(err, ErrNotFound) {
+	if closed, err := exists(ctx, tx, tableBillingDateInvoices, key(sc.ServiceAccountID, sc.ID, date.String())); err != nil {
 		return nil, err
+	} else if closed {
+		return nil, Errorf(CodeInvalidState, "charges due on %s cannot join that date's invoice any more", date)
 	}
 	if lc.customer.ArchivedAt != nil {
 		return nil, Errorf(CodeInvalidState, "the schedule's customer is archived")
