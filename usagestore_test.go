@@ -501,6 +501,34 @@ func idIndexRecords(tb testing.TB, store billing.Store) map[string]string {
 	return recs
 }
 
+// toOldLayout rewrites every record of store's id index that holds several
+// events as the records of the layout before records held several: one per
+// event, account no | id → series no | timestamp.
+func toOldLayout(tb testing.TB, store billing.Store) {
+	tb.Helper()
+	ctx := context.Background()
+	recs := idIndexRecords(tb, store)
+	err := store.Update(ctx, func(tx billing.Tx) error {
+		for k, v := range recs {
+			if len(v) == 12 {
+				continue
+			}
+			if err := tx.Put(ctx, "usage_event_ids", []byte(k), []byte(v[:12])); err != nil {
+				return err
+			}
+			for e := v[12:]; len(e) > 0; e = e[28:] {
+				if err := tx.Put(ctx, "usage_event_ids", []byte(k[:4]+"u"+e[:16]), []byte(e[16:28])); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // TestUsageIDBlocksOldFormatRecords checks that an id index written before
 // records held several events (one 12-byte record per event: account no |
 // id → series no | timestamp) is read as it is: it lists, its cursors
@@ -520,31 +548,7 @@ func TestUsageIDBlocksOldFormatRecords(t *testing.T) {
 	}
 	b := ingest(t, svc, acct, events...)
 	m.add(b)
-	// Rewrite every record of several events as the records of the old
-	// layout, one per event.
-	err := store.Update(ctx, func(tx billing.Tx) error {
-		for k, v := range idIndexRecords(t, store) {
-			if len(v) == 12 {
-				continue
-			}
-			if err := tx.Delete(ctx, "usage_event_ids", []byte(k)); err != nil {
-				return err
-			}
-			if err := tx.Put(ctx, "usage_event_ids", []byte(k), []byte(v[:12])); err != nil {
-				return err
-			}
-			acctNo := k[:4]
-			for e := v[12:]; len(e) > 0; e = e[28:] {
-				if err := tx.Put(ctx, "usage_event_ids", []byte(acctNo+"u"+e[:16]), []byte(e[16:28])); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	toOldLayout(t, store)
 	if recs := idIndexRecords(t, store); len(recs) != 8 {
 		t.Fatalf("%d records in the old layout, want 8", len(recs))
 	}
