@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -44,18 +42,9 @@ func TestIdempotencyRaceEveryCreate(t *testing.T) {
 		}
 		checked++
 		before := e.listTotal(list)
-		const n = 16
-		answers := make([]response, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				answers[i] = e.do(withKey(req{method: "POST", path: rt.path, body: body}, "race-"+rt.path))
-			})
-		}
-		wg.Wait()
 		fresh := 0
 		var created []byte
-		for _, a := range answers {
+		for _, a := range e.doAtOnce(withKey(req{method: "POST", path: rt.path, body: body}, "race-"+rt.path), 16) {
 			if a.status == http.StatusConflict {
 				wantError(t, a, http.StatusConflict, billing.CodeIdempotencyKeyInUse)
 				continue
@@ -90,24 +79,17 @@ func TestParallelDuplicateUsageEventsCountOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithBolt())
 	metric := e.createMetric("calls")
-	const n = 24
-	var wg sync.WaitGroup
-	statuses := make([]int, n)
-	for i := range n {
-		wg.Go(func() {
-			body := usageEventBody("dup", "same-id")
-			if i%3 == 0 {
-				body = `{"events":[` + usageEventBody("dup", "same-id") + `,` + usageEventBody("dup", "batch-id") + `]}`
-				statuses[i] = e.post("/usage-events/batch", body).status
-				return
-			}
-			statuses[i] = e.post("/usage-events", body).status
-		})
+	var rs []req
+	for i := range 24 {
+		r := req{method: "POST", path: "/usage-events", body: usageEventBody("dup", "same-id")}
+		if i%3 == 0 {
+			r.path, r.body = "/usage-events/batch", `{"events":[`+usageEventBody("dup", "same-id")+`,`+usageEventBody("dup", "batch-id")+`]}`
+		}
+		rs = append(rs, r)
 	}
-	wg.Wait()
-	for i, s := range statuses {
-		if s != http.StatusCreated {
-			t.Errorf("request %d: %d", i, s)
+	for i, a := range e.doEachAtOnce(rs) {
+		if a.status != http.StatusCreated {
+			t.Errorf("request %d: %d", i, a.status)
 		}
 	}
 	events := decode[eventPage](t, e.get("/usage-events?customerAlias=dup&limit=100"))
@@ -186,10 +168,8 @@ func TestParallelCreditNoteNumbersGapless(t *testing.T) {
 		paths = append(paths, "/credit-notes/"+cn+op)
 		want = append(want, fmt.Sprintf("CN%05d", i+1))
 	}
-	srv := httptest.NewServer(e.h)
-	defer srv.Close()
 	var numbers []string
-	for _, r := range parallelPOSTs(t, srv, e.auth, paths) {
+	for _, r := range e.postAtOnce(paths) {
 		wantStatus(t, r, http.StatusOK)
 		n, _ := decode[map[string]any](t, r)["creditNoteNumber"].(string)
 		numbers = append(numbers, n)
@@ -210,10 +190,8 @@ func TestParallelBillingRunsBillOnce(t *testing.T) {
 		id := e.create("/billing-schedules", scheduleBody(customer, price, ""))
 		wantStatus(t, e.put("/billing-schedules/"+id+"/activate", ""), http.StatusOK)
 	}
-	srv := httptest.NewServer(e.h)
-	defer srv.Close()
 	created := 0
-	for _, r := range parallelPOSTs(t, srv, e.auth, slices.Repeat([]string{"/billing-runs"}, 8)) {
+	for _, r := range e.postAtOnce(slices.Repeat([]string{"/billing-runs"}, 8)) {
 		wantStatus(t, r, http.StatusOK)
 		created += decode[billing.BillingRun](t, r).InvoicesCreated
 	}

@@ -47,19 +47,39 @@ func (e *env) newAccount(name string) (account, auth string) {
 // newKey creates an API key for account and returns its Authorization value.
 func (e *env) newKey(account string) string {
 	e.tb.Helper()
+	return e.apiKey(account).Authorization()
+}
+
+// apiKey creates an API key for account.
+func (e *env) apiKey(account string) *billing.NewAPIKey {
+	e.tb.Helper()
 	k, err := e.svc.CreateAPIKey(context.Background(), account)
 	if err != nil {
 		e.tb.Fatalf("CreateAPIKey: %v", err)
 	}
-	return k.Authorization()
+	return k
+}
+
+// revokeKey revokes the API key id.
+func (e *env) revokeKey(id string) {
+	e.tb.Helper()
+	if _, err := e.svc.RevokeAPIKey(context.Background(), id); err != nil {
+		e.tb.Fatalf("RevokeAPIKey: %v", err)
+	}
 }
 
 // doAtOnce sends r n times at once and returns the answers, in the order
 // of the senders.
 func (e *env) doAtOnce(r req, n int) []response {
-	answers := make([]response, n)
+	return e.doEachAtOnce(slices.Repeat([]req{r}, n))
+}
+
+// doEachAtOnce sends every request of rs at once and returns the answers
+// in the order of rs.
+func (e *env) doEachAtOnce(rs []req) []response {
+	answers := make([]response, len(rs))
 	var wg sync.WaitGroup
-	for i := range n {
+	for i, r := range rs {
 		wg.Go(func() { answers[i] = e.do(r) })
 	}
 	wg.Wait()

@@ -503,12 +503,10 @@ func TestConcurrentSendOverHTTP(t *testing.T) {
 	cust := e.customer("Acme Ltd")
 	id := e.invoice(cust, "")["id"].(string)
 	e.create("/invoices/"+id+"/line-items", lineBody("Plan", "1", "10", "0.2", ""))
-	srv := httptest.NewServer(e.h)
-	defer srv.Close()
 
 	const n = 50
 	count := map[int]int{}
-	for _, r := range parallelPOSTs(t, srv, e.auth, slices.Repeat([]string{"/invoices/" + id + "/send"}, n)) {
+	for _, r := range e.postAtOnce(slices.Repeat([]string{"/invoices/" + id + "/send"}, n)) {
 		count[r.status]++
 		if r.status != http.StatusOK {
 			wantError(t, r, http.StatusConflict, billing.CodeInvalidState)
@@ -673,10 +671,13 @@ func TestDocumentNotificationsOverHTTP(t *testing.T) {
 	}
 }
 
-// parallelPOSTs posts to every path at once through srv and returns the
-// answers in the order of paths.
-func parallelPOSTs(t *testing.T, srv *httptest.Server, auth string, paths []string) []response {
-	t.Helper()
+// postAtOnce posts to every path at once with the env's key, through a
+// real HTTP server (so net/http's connection handling runs as well), and
+// returns the answers in the order of paths.
+func (e *env) postAtOnce(paths []string) []response {
+	e.tb.Helper()
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
 	out := make([]response, len(paths))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -685,19 +686,19 @@ func parallelPOSTs(t *testing.T, srv *httptest.Server, auth string, paths []stri
 			<-start
 			hr, err := http.NewRequest(http.MethodPost, srv.URL+p, nil)
 			if err != nil {
-				t.Error(err)
+				e.tb.Error(err)
 				return
 			}
-			hr.Header.Set("Authorization", auth)
+			hr.Header.Set("Authorization", e.auth)
 			res, err := srv.Client().Do(hr)
 			if err != nil {
-				t.Error(err)
+				e.tb.Error(err)
 				return
 			}
 			defer res.Body.Close()
 			b, err := io.ReadAll(res.Body)
 			if err != nil {
-				t.Error(err)
+				e.tb.Error(err)
 			}
 			out[i] = response{status: res.StatusCode, header: res.Header, body: b}
 		})
@@ -718,10 +719,8 @@ func TestConcurrentFinalizeNumbersOverHTTP(t *testing.T) {
 	for range 20 {
 		paths = append(paths, e.invoiceIn(cust, "DRAFT")+"/finalize")
 	}
-	srv := httptest.NewServer(e.h)
-	defer srv.Close()
 	var numbers, want []string
-	for i, r := range parallelPOSTs(t, srv, e.auth, paths) {
+	for i, r := range e.postAtOnce(paths) {
 		wantStatus(t, r, http.StatusOK)
 		numbers = append(numbers, decode[map[string]any](t, r)["invoiceNumber"].(string))
 		want = append(want, fmt.Sprintf("INV%05d", i+1))

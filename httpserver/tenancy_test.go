@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -186,7 +185,7 @@ func swapIDs(tb testing.TB, body string, swap map[string]string, at string, fiel
 			}
 		case []any:
 			for i, c := range x {
-				x[i] = walk(c, at+"["+url.PathEscape(string(rune('0'+i)))+"]")
+				x[i] = walk(c, fmt.Sprintf("%s[%d]", at, i))
 			}
 		case string:
 			if to, ok := swap[x]; ok && to != "" {

@@ -46,18 +46,10 @@ func TestVersion(t *testing.T) {
 func TestUnauthorized(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	revoked, err := e.svc.CreateAPIKey(context.Background(), e.account)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.svc.RevokeAPIKey(context.Background(), revoked.ID); err != nil {
-		t.Fatal(err)
-	}
+	revoked := e.apiKey(e.account)
+	e.revokeKey(revoked.ID)
 	keyID, secret, _ := billing.ParseBasicAuthorization(e.auth)
-	other, err := e.svc.CreateAPIKey(context.Background(), e.account)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := e.apiKey(e.account)
 	for name, auth := range map[string]string{
 		"Missing":            "-",
 		"NotBasic":           "Bearer abc",
@@ -82,17 +74,20 @@ func TestUnauthorized(t *testing.T) {
 			}
 		})
 	}
+	// A key that authenticated requests (so it is in the Service's key
+	// cache) gets 401 on the very next request after RevokeAPIKey returns,
+	// while another key of the account keeps working.
 	t.Run("RevokedKeyStopsAtOnce", func(t *testing.T) {
 		t.Parallel()
-		k, err := e.svc.CreateAPIKey(context.Background(), e.account)
-		if err != nil {
-			t.Fatal(err)
+		k := e.apiKey(e.account)
+		for range 3 {
+			wantStatus(t, e.do(req{method: "GET", path: "/usage-metrics", auth: k.Authorization()}), http.StatusOK)
 		}
-		wantStatus(t, e.do(req{method: "GET", path: "/usage-metrics", auth: k.Authorization()}), http.StatusOK)
-		if _, err := e.svc.RevokeAPIKey(context.Background(), k.ID); err != nil {
-			t.Fatal(err)
-		}
+		e.revokeKey(k.ID)
 		wantError(t, e.do(req{method: "GET", path: "/usage-metrics", auth: k.Authorization()}),
+			http.StatusUnauthorized, billing.CodeUnauthorized)
+		wantStatus(t, e.get("/usage-metrics"), http.StatusOK)
+		wantError(t, e.do(req{method: "GET", path: "/usage-metrics", auth: billing.BasicAuthorization(k.ID, k.Secret+"x")}),
 			http.StatusUnauthorized, billing.CodeUnauthorized)
 	})
 	t.Run("NothingCreated", func(t *testing.T) {
