@@ -502,17 +502,9 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 			}
 		}
 	}
-	live := x.added[:0:0]
-	for _, e := range x.added {
-		if e.loc != nil {
-			live = append(live, e)
-		}
-	}
-	byID := func(a, b idEntry) int { return bytes.Compare(a.id, b.id) }
-	if !slices.IsSortedFunc(live, byID) {
-		if len(live) == len(x.added) {
-			live = slices.Clone(live) // added stays in event order
-		}
+	// The last use of added in this run: sorted in place.
+	live := slices.DeleteFunc(x.added, func(e idEntry) bool { return e.loc == nil })
+	if byID := func(a, b idEntry) int { return bytes.Compare(a.id, b.id) }; !slices.IsSortedFunc(live, byID) {
 		slices.SortFunc(live, byID)
 	}
 	for len(live) > 0 {

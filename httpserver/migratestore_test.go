@@ -3,7 +3,10 @@ package httpserver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -21,8 +24,13 @@ func TestMigratedStoreAnswersIdentically(t *testing.T) {
 	pgtest.Require(t)
 	ctx := context.Background()
 	bolt := billingtest.Bolt(t)
-	src := newEnv(t, &Config{RateLimit: -1}, billingtest.WithStore(bolt))
+	// Ids of one millisecond, so that the usage events' id index holds
+	// records of several events.
+	var n atomic.Int64
+	newID := func() string { return fmt.Sprintf("00000000-0000-7000-8000-%012x", n.Add(1)) }
+	src := newEnv(t, &Config{RateLimit: -1}, billingtest.WithStore(bolt), billingtest.WithConfig(billing.Config{NewID: newID}))
 	f := buildFixtures(t, src, src.auth, "m")
+	wantStatus(t, src.post("/usage-events/batch", `{"events":[`+strings.Repeat(`{"customerAlias":"c","eventType":"t"},`, 4)+`{"customerAlias":"c","eventType":"t"}]}`), http.StatusCreated)
 	// The billing engine's and the idempotency layer's records too.
 	src.do(req{method: "POST", path: "/billing-runs", body: `{}`, header: map[string]string{"Idempotency-Key": "migrate-run"}})
 
@@ -44,6 +52,7 @@ func TestMigratedStoreAnswersIdentically(t *testing.T) {
 	paths := []string{
 		"/journal-entries?sourceId=" + f.ids["invoices/sent"],
 		"/usage-events?limit=100",
+		"/usage-events?limit=3",
 		"/notifications/deliveries?limit=100",
 	}
 	for _, rt := range apiRoutes(t, src) {
