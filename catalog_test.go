@@ -26,6 +26,14 @@ func newCatalog(tb testing.TB, svc *billing.Service, name string) catalog {
 	return catalog{account: acct, product: createProduct(tb, svc, acct, "Platform").ID, metric: m.ID}
 }
 
+// newCatalogs is a fresh Service with the catalogs of accounts "a" and "b":
+// the set-up of the tests that check what one account may use of another's.
+func newCatalogs(tb testing.TB) (svc *billing.Service, ctx context.Context, a, b catalog) {
+	tb.Helper()
+	svc, _ = billingtest.NewService(tb)
+	return svc, context.Background(), newCatalog(tb, svc, "a"), newCatalog(tb, svc, "b")
+}
+
 func (c catalog) linear(name string) billing.CreatePriceParams {
 	return billing.CreatePriceParams{
 		ProductID: c.product, Name: name, Currency: billing.CurrencyUSD,
@@ -37,10 +45,7 @@ func (c catalog) linear(name string) billing.CreatePriceParams {
 // Long on purpose: a table of cases, one line each; its length is the cases, not logic.
 func TestCreatePriceValidation(t *testing.T) {
 	t.Parallel()
-	svc, _ := billingtest.NewService(t)
-	ctx := context.Background()
-	c := newCatalog(t, svc, "a")
-	other := newCatalog(t, svc, "b")
+	svc, ctx, c, other := newCatalogs(t)
 	deleted, err := svc.CreateUsageMetric(ctx, c.account, metricParams("old"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,10 +172,7 @@ func TestPriceLifecycle(t *testing.T) {
 
 func TestPricesOfOtherAccounts(t *testing.T) {
 	t.Parallel()
-	svc, _ := billingtest.NewService(t)
-	ctx := context.Background()
-	a := newCatalog(t, svc, "a")
-	b := newCatalog(t, svc, "b")
+	svc, ctx, a, b := newCatalogs(t)
 	pr, err := svc.CreatePrice(ctx, a.account, a.linear("p"))
 	if err != nil {
 		t.Fatal(err)

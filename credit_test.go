@@ -3,7 +3,6 @@ package billing_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -362,9 +361,7 @@ func TestCreditGrantStateTable(t *testing.T) {
 	}
 	for _, op := range ops {
 		for _, st := range states {
-			t.Run(op.name+"/"+string(st), func(t *testing.T) {
-				t.Parallel()
-				e := newDocEnv(t)
+			parallelOn(t, op.name+"/"+string(st), newDocEnv, func(t *testing.T, e *docEnv) {
 				g := inState(t, e, st)
 				before := jsonOf(t, g) + fmt.Sprint(len(e.ledger(g.ID)))
 				err := op.run(e, g)
@@ -410,11 +407,7 @@ func contains[T comparable](s []T, v T) bool {
 // Long on purpose: a property test: the generator, the model and the checks read together.
 func TestCreditProperty(t *testing.T) {
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CREDIT_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("CREDIT_SEED=%d", seed)
+	seed := billingtest.Seed(t, "CREDIT_SEED")
 	rng := rand.New(rand.NewPCG(seed, 7))
 	e := newDocEnv(t)
 	amount := func(max int) string { return fmt.Sprintf("%d.%02d", rng.IntN(max), rng.IntN(100)) }

@@ -111,30 +111,15 @@ func TestCreditNoteStateTable(t *testing.T) {
 				t.Errorf("updated: %s", jsonOf(t, a.cn))
 			}
 		}},
-		{"Draft", []billing.DocumentStatus{ip}, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.DraftCreditNote(e.ctx, e.acct, id)
-			return err
-		}, func(t *testing.T, _ *docEnv, _, a creditedDoc) {
+		{"Draft", []billing.DocumentStatus{ip}, transition((*billing.Service).DraftCreditNote), func(t *testing.T, _ *docEnv, _, a creditedDoc) {
 			if a.cn.Status != dr {
 				t.Errorf("status %s", a.cn.Status)
 			}
 		}},
-		{"Finalize", editable, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, id)
-			return err
-		}, finalized(fi)},
-		{"MarkAsSent", []billing.DocumentStatus{ip, dr, fi, se}, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.MarkCreditNoteSent(e.ctx, e.acct, id)
-			return err
-		}, finalized(se)},
-		{"Send", []billing.DocumentStatus{ip, dr, fi}, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.SendCreditNote(e.ctx, e.acct, id)
-			return err
-		}, finalized(se)},
-		{"Void", []billing.DocumentStatus{ip, dr, fi, se}, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.VoidCreditNote(e.ctx, e.acct, id)
-			return err
-		}, func(t *testing.T, _ *docEnv, _, a creditedDoc) {
+		{"Finalize", editable, transition((*billing.Service).FinalizeCreditNote), finalized(fi)},
+		{"MarkAsSent", []billing.DocumentStatus{ip, dr, fi, se}, transition((*billing.Service).MarkCreditNoteSent), finalized(se)},
+		{"Send", []billing.DocumentStatus{ip, dr, fi}, transition((*billing.Service).SendCreditNote), finalized(se)},
+		{"Void", []billing.DocumentStatus{ip, dr, fi, se}, transition((*billing.Service).VoidCreditNote), func(t *testing.T, _ *docEnv, _, a creditedDoc) {
 			if a.cn.Status != vo || a.inv.AmountCredited.String() != "0.00" || a.inv.AmountDue.String() != "120.00" {
 				t.Errorf("voided: %s; invoice credited %s", a.cn.Status, a.inv.AmountCredited)
 			}
@@ -166,9 +151,7 @@ func TestCreditNoteStateTable(t *testing.T) {
 // Long on purpose: short subtests of one rule group that share the group's set-up.
 func TestCreditingGuard(t *testing.T) {
 	t.Parallel()
-	t.Run("ErrOverCrediting", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrOverCrediting", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.finalInvoice("1", "100", "0.2") // gross 120.00
 		if _, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("50"), PaidAt: &billing.Date{Year: 2024, Month: 8, Day: 1}}); err != nil {
 			t.Fatal(err)
@@ -200,9 +183,7 @@ func TestCreditingGuard(t *testing.T) {
 			t.Errorf("fully settled invoice: due %s, %s", got.AmountDue, got.PaymentStatus)
 		}
 	})
-	t.Run("ErrVoidedInvoiceNotCreditable", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrVoidedInvoiceNotCreditable", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.finalInvoice("1", "100", "0")
 		draft := e.creditNote(inv, "1", "10", "0") // a DRAFT credit note does not stop a void
 		if _, err := e.svc.VoidInvoice(e.ctx, e.acct, inv.ID); err != nil {
@@ -215,9 +196,7 @@ func TestCreditingGuard(t *testing.T) {
 			t.Errorf("crediting a VOIDED invoice: %v", err)
 		}
 	})
-	t.Run("ErrInvoiceWithLiveCreditNoteNotVoidable", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrInvoiceWithLiveCreditNoteNotVoidable", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.finalInvoice("1", "100", "0")
 		cn := e.creditNote(inv, "1", "10", "0")
 		if _, err := e.svc.MarkCreditNoteSent(e.ctx, e.acct, cn.ID); err != nil {
@@ -233,17 +212,13 @@ func TestCreditingGuard(t *testing.T) {
 			t.Fatalf("voiding once its credit note is voided: %v", err)
 		}
 	})
-	t.Run("ErrInvoiceNotFinal", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrInvoiceNotFinal", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.invoice(billing.CurrencyGBP, "")
 		if _, err := e.crediting(inv); billing.CodeOf(err) != billing.CodeInvalidState {
 			t.Errorf("crediting a DRAFT invoice: %v", err)
 		}
 	})
-	t.Run("ErrOtherCurrencyOrCustomer", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrOtherCurrencyOrCustomer", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.finalInvoice("1", "100", "0")
 		other := createCustomer(t, e.svc, e.acct, "Other")
 		_, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: billing.CurrencyEUR, CustomerID: other.ID, InvoiceID: inv.ID})

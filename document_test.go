@@ -142,9 +142,7 @@ func TestLineTotals(t *testing.T) {
 
 func TestDocumentTotalsAreSumsOfLines(t *testing.T) {
 	t.Parallel()
-	t.Run("NoLines", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "NoLines", newDocEnv, func(t *testing.T, e *docEnv) {
 		for cur, want := range map[billing.Currency]string{billing.CurrencyGBP: "0.00", billing.CurrencyJPY: "0"} {
 			inv := e.invoice(cur, "")
 			if diff := cmp.Diff([3]string{want, want, want}, totalsOf(inv.Totals)); diff != "" {
@@ -152,9 +150,7 @@ func TestDocumentTotalsAreSumsOfLines(t *testing.T) {
 			}
 		}
 	})
-	t.Run("ManyLinesSumExactly", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ManyLinesSumExactly", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.invoice(billing.CurrencyGBP, "")
 		for i := range 100 {
 			e.line(inv.ID, invLine(fmt.Sprint("line ", i), "1", "0.335", "0.2")) // 0.34 + 0.07
@@ -163,9 +159,7 @@ func TestDocumentTotalsAreSumsOfLines(t *testing.T) {
 			t.Error(diff)
 		}
 	})
-	t.Run("NegativeLines", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "NegativeLines", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.invoice(billing.CurrencyGBP, "")
 		e.line(inv.ID, invLine("fee", "1", "100", "0.2"))
 		e.line(inv.ID, invLine("discount", "1", "-12.345", "0.2"))

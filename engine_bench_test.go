@@ -2,8 +2,6 @@ package billing_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -22,14 +20,7 @@ import (
 //
 // BILLING_BENCH_SCHEDULES overrides N.
 func BenchmarkRunBilling(b *testing.B) {
-	n := 10_000
-	if s := os.Getenv("BILLING_BENCH_SCHEDULES"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			b.Fatalf("BILLING_BENCH_SCHEDULES=%q", s)
-		}
-		n = v
-	}
+	n := billingtest.EnvCount(b, "BILLING_BENCH_SCHEDULES", 10_000, 1)
 	for b.Loop() {
 		b.StopTimer()
 		f := newSched(b, billingtest.WithBolt())

@@ -3,7 +3,6 @@ package billing_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,15 +23,8 @@ import (
 // BILLING_PROPERTY_CASES sets the number of schedules.
 func TestUpcomingInvoiceIsTheInvoiceTheRunCreates(t *testing.T) {
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("BILLING_PROPERTY_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	cases := 24
-	if s := os.Getenv("BILLING_PROPERTY_CASES"); s != "" {
-		cases, _ = strconv.Atoi(s)
-	}
-	t.Logf("BILLING_PROPERTY_SEED=%d", seed)
+	seed := billingtest.Seed(t, "BILLING_PROPERTY_SEED")
+	cases := billingtest.EnvCount(t, "BILLING_PROPERTY_CASES", 24, 1)
 	compared := 0
 	for i := range cases {
 		r := rand.New(rand.NewPCG(seed, uint64(i)))

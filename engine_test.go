@@ -223,9 +223,7 @@ func TestPreviewInvoiceIsDeterministicAndStoresNothing(t *testing.T) {
 // left, so pieces would repeat the set-up.
 func TestRunBillingLifecycle(t *testing.T) {
 	t.Parallel()
-	t.Run("AutoIssueAndCompleted", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "AutoIssueAndCompleted", newSched, func(t *testing.T, f *sched) {
 		f.events(f.customer, "api_call", ts("2024-01-10T00:00:00Z"), 2)
 		f.events(f.customer, "api_call", ts("2024-02-05T00:00:00Z"), 2)
 		sc, _, _ := f.usageSchedule(f.customer, func(p *billing.BillingScheduleParams) {
@@ -253,9 +251,7 @@ func TestRunBillingLifecycle(t *testing.T) {
 			t.Errorf("status %s, want COMPLETED", got.Status)
 		}
 	})
-	t.Run("CancelProratesTheLastPeriod", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "CancelProratesTheLastPeriod", newSched, func(t *testing.T, f *sched) {
 		sc := f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", f.fixed("Plan", "31.00", billing.CurrencyUSD)))
 		f.clock.Set(ts("2024-01-20T00:00:00Z"))
 		f.run("2024-01-20T00:00:00Z")
@@ -273,9 +269,7 @@ func TestRunBillingLifecycle(t *testing.T) {
 			t.Errorf("after cancel: %d invoices, last %v", len(invs), lines[len(lines)-1])
 		}
 	})
-	t.Run("SuspendedPeriodsSkipped", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "SuspendedPeriodsSkipped", newSched, func(t *testing.T, f *sched) {
 		sc := f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", f.fixed("Plan", "10.00", billing.CurrencyUSD)))
 		f.clock.Set(ts("2024-01-20T00:00:00Z"))
 		_, err := f.svc.SuspendBillingSchedule(f.ctx, f.account, sc.ID)

@@ -35,6 +35,16 @@ func onStores(t *testing.T, fn func(t *testing.T, opts ...billingtest.Option)) {
 	t.Run("boltstore", func(t *testing.T) { t.Parallel(); fn(t, billingtest.WithBolt()) })
 }
 
+// parallelOn runs test as a parallel subtest named name, on a fixture of
+// its own made by newFixture (newDocEnv, newSched).
+func parallelOn[F any](t *testing.T, name string, newFixture func(testing.TB, ...billingtest.Option) F, test func(t *testing.T, f F)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		test(t, newFixture(t))
+	})
+}
+
 // tenants returns a context and two accounts of svc, "a" and "b": the set-up
 // of the tests that check what one account may see or change of another's.
 func tenants(tb testing.TB, svc *billing.Service) (ctx context.Context, a, b string) {

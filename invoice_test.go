@@ -97,27 +97,18 @@ func TestInvoiceStateTable(t *testing.T) {
 					t.Errorf("invoice still there: %s", a.Status)
 				}
 			}},
-		{"Draft", []billing.DocumentStatus{ip}, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.DraftInvoice(e.ctx, e.acct, id)
-			return err
-		}, func(t *testing.T, _ *docEnv, _, a *billing.Invoice) {
+		{"Draft", []billing.DocumentStatus{ip}, transition((*billing.Service).DraftInvoice), func(t *testing.T, _ *docEnv, _, a *billing.Invoice) {
 			if a.Status != dr {
 				t.Errorf("status %s", a.Status)
 			}
 		}},
-		{"Finalize", editable, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.FinalizeInvoice(e.ctx, e.acct, id)
-			return err
-		}, func(t *testing.T, e *docEnv, _, a *billing.Invoice) {
+		{"Finalize", editable, transition((*billing.Service).FinalizeInvoice), func(t *testing.T, e *docEnv, _, a *billing.Invoice) {
 			if a.Status != fi || a.InvoiceNumber != "INV00001" || a.MerchantDetails == nil || a.IssueDate.String() != "2024-07-30" ||
 				a.DueDate.String() != "2024-08-29" || journalLen(t, e, a.ID) != 3 {
 				t.Errorf("finalized: %s", jsonOf(t, a))
 			}
 		}},
-		{"Send", []billing.DocumentStatus{ip, dr, fi}, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.SendInvoice(e.ctx, e.acct, id)
-			return err
-		}, func(t *testing.T, e *docEnv, _, a *billing.Invoice) {
+		{"Send", []billing.DocumentStatus{ip, dr, fi}, transition((*billing.Service).SendInvoice), func(t *testing.T, e *docEnv, _, a *billing.Invoice) {
 			if a.Status != se || a.InvoiceNumber != "INV00001" || journalLen(t, e, a.ID) != 3 {
 				t.Errorf("sent: %s", jsonOf(t, a))
 			}
@@ -144,10 +135,7 @@ func TestInvoiceStateTable(t *testing.T) {
 				t.Errorf("patched: %s", jsonOf(t, a))
 			}
 		}},
-		{"Void", []billing.DocumentStatus{ip, dr, fi, se}, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.VoidInvoice(e.ctx, e.acct, id)
-			return err
-		}, func(t *testing.T, e *docEnv, b, a *billing.Invoice) {
+		{"Void", []billing.DocumentStatus{ip, dr, fi, se}, transition((*billing.Service).VoidInvoice), func(t *testing.T, e *docEnv, b, a *billing.Invoice) {
 			want := 0
 			if b.Status == fi || b.Status == se {
 				want = 6
@@ -193,9 +181,7 @@ func TestInvoiceStateTable(t *testing.T) {
 // Long on purpose: short subtests of one rule group that share the group's set-up.
 func TestInvoiceRules(t *testing.T) {
 	t.Parallel()
-	t.Run("ErrEngineInvoiceNotDeletable", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrEngineInvoiceNotDeletable", newDocEnv, func(t *testing.T, e *docEnv) {
 		// An engine-created invoice (calculatedAt set) through the export
 		// of the engine entry point.
 		inv := billing.CreateEngineInvoiceForTest(t, e.svc, e.acct, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID},
@@ -210,9 +196,7 @@ func TestInvoiceRules(t *testing.T) {
 			t.Fatalf("void: %v", err)
 		}
 	})
-	t.Run("ErrArchivedCustomer", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrArchivedCustomer", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.finalInvoice("1", "10", "0")
 		if _, err := e.svc.ArchiveCustomer(e.ctx, e.acct, e.cust.ID); err != nil {
 			t.Fatal(err)
@@ -230,18 +214,14 @@ func TestInvoiceRules(t *testing.T) {
 			t.Errorf("invoice after archiving its customer: isCustomerArchived %v, err %v; want true", got != nil && got.IsCustomerArchived, err)
 		}
 	})
-	t.Run("ErrPatchSentNullDueDate", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrPatchSentNullDueDate", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv, _, _ := invoiceInState(t, e, billing.StatusSent)
 		_, err := e.svc.PatchSentInvoice(e.ctx, e.acct, inv.ID, billing.PatchSentInvoiceParams{DueDate: billing.Null[billing.Date](), Memo: billing.Null[string]()})
 		if diff := cmp.Diff([]string{"dueDate"}, errFields(t, err, billing.CodeValidationFailed)); diff != "" {
 			t.Error(diff)
 		}
 	})
-	t.Run("ErrLineValidationAllFields", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrLineValidationAllFields", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.invoice(billing.CurrencyGBP, "")
 		_, err := e.svc.CreateInvoiceLineItem(e.ctx, e.acct, inv.ID, billing.InvoiceLineItemParams{
 			TaxRate: dec("1.5"), GroupID: "nope", PriceID: "nope", RateDisplay: "X",
@@ -251,9 +231,7 @@ func TestInvoiceRules(t *testing.T) {
 			t.Error(diff)
 		}
 	})
-	t.Run("ErrGroupWithLinesNotDeletable", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrGroupWithLinesNotDeletable", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.invoice(billing.CurrencyGBP, "")
 		g, err := e.svc.CreateInvoiceLineItemGroup(e.ctx, e.acct, inv.ID, billing.InvoiceLineItemGroupParams{Title: "g"})
 		if err != nil {
@@ -266,9 +244,7 @@ func TestInvoiceRules(t *testing.T) {
 			t.Fatalf("delete group: %v, want invalid_state", err)
 		}
 	})
-	t.Run("ErrPaymentAboveDue", func(t *testing.T) {
-		t.Parallel()
-		e := newDocEnv(t)
+	parallelOn(t, "ErrPaymentAboveDue", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.finalInvoice("1", "100", "0")
 		_, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("100.01"), PaidAt: &billing.Date{Year: 2024, Month: 8, Day: 1}})
 		if billing.CodeOf(err) != billing.CodeInvalidState {

@@ -3,6 +3,7 @@ package billing_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -40,118 +41,111 @@ func pageIDs(p billing.Page[billing.UsageMetric]) []string {
 
 func TestPaginationVisitsEveryItemOnceBothWays(t *testing.T) {
 	t.Parallel()
-	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
-		ctx := context.Background()
-		acct := billingtest.Account(t, svc, "a")
-		created := createMetrics(t, svc, acct, 45)
-		for _, order := range []billing.SortOrder{billing.SortDesc, billing.SortAsc} {
-			want := created
-			if order == billing.SortDesc {
-				want = reversed(created)
+	metricsBothWays(t, 45, func(t *testing.T, svc *billing.Service, acct string, f billing.UsageMetricFilter, want []string) {
+		ctx, order := context.Background(), f.SortOrder
+		var pages []billing.Page[billing.UsageMetric]
+		p := billing.ListParams{Limit: 20}
+		for {
+			page, err := svc.ListUsageMetrics(ctx, acct, f, p)
+			if err != nil {
+				t.Fatalf("%s: ListUsageMetrics: %v", order, err)
 			}
-			f := billing.UsageMetricFilter{SortOrder: order}
-			var pages []billing.Page[billing.UsageMetric]
-			p := billing.ListParams{Limit: 20}
-			for {
-				page, err := svc.ListUsageMetrics(ctx, acct, f, p)
-				if err != nil {
-					t.Fatalf("%s: ListUsageMetrics: %v", order, err)
-				}
-				if page.TotalResultSize != 45 {
-					t.Fatalf("%s: totalResultSize = %d, want 45", order, page.TotalResultSize)
-				}
-				pages = append(pages, page)
-				if page.After == "" {
-					break
-				}
-				p = billing.ListParams{Limit: 20, After: page.After}
+			if page.TotalResultSize != 45 {
+				t.Fatalf("%s: totalResultSize = %d, want 45", order, page.TotalResultSize)
 			}
-			var got []string
-			for _, pg := range pages {
-				got = append(got, pageIDs(pg)...)
+			pages = append(pages, page)
+			if page.After == "" {
+				break
 			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("%s: following after visited %v, want %v", order, got, want)
+			p = billing.ListParams{Limit: 20, After: page.After}
+		}
+		var got []string
+		for _, pg := range pages {
+			got = append(got, pageIDs(pg)...)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: following after visited %v, want %v", order, got, want)
+		}
+		if len(pages) != 3 || pages[0].Before != "" || pages[1].Before == "" || pages[2].Before == "" {
+			t.Fatalf("%s: before cursors on pages: %q %q %q", order, pages[0].Before, pages[1].Before, pages[2].Before)
+		}
+		// Back from the last page to the first with before.
+		back := pages[2]
+		for i := 1; i >= 0; i-- {
+			page, err := svc.ListUsageMetrics(ctx, acct, f, billing.ListParams{Limit: 20, Before: back.Before})
+			if err != nil {
+				t.Fatalf("%s: before page: %v", order, err)
 			}
-			if len(pages) != 3 || pages[0].Before != "" || pages[1].Before == "" || pages[2].Before == "" {
-				t.Fatalf("%s: before cursors on pages: %q %q %q", order, pages[0].Before, pages[1].Before, pages[2].Before)
+			if fmt.Sprint(pageIDs(page)) != fmt.Sprint(pageIDs(pages[i])) {
+				t.Fatalf("%s: before page %d = %v, want %v", order, i, pageIDs(page), pageIDs(pages[i]))
 			}
-			// Back from the last page to the first with before.
-			back := pages[2]
-			for i := 1; i >= 0; i-- {
-				page, err := svc.ListUsageMetrics(ctx, acct, f, billing.ListParams{Limit: 20, Before: back.Before})
-				if err != nil {
-					t.Fatalf("%s: before page: %v", order, err)
-				}
-				if fmt.Sprint(pageIDs(page)) != fmt.Sprint(pageIDs(pages[i])) {
-					t.Fatalf("%s: before page %d = %v, want %v", order, i, pageIDs(page), pageIDs(pages[i]))
-				}
-				if page.After == "" {
-					t.Fatalf("%s: a page reached with before has no after cursor", order)
-				}
-				back = page
+			if page.After == "" {
+				t.Fatalf("%s: a page reached with before has no after cursor", order)
 			}
-			if back.Before != "" {
-				t.Fatalf("%s: the first page reached with before has a before cursor", order)
-			}
+			back = page
+		}
+		if back.Before != "" {
+			t.Fatalf("%s: the first page reached with before has a before cursor", order)
 		}
 	})
 }
 
-func reversed(s []string) []string {
-	out := make([]string, len(s))
-	for i, v := range s {
-		out[len(s)-1-i] = v
-	}
-	return out
+// metricsBothWays runs test on each store with n usage metrics in account
+// "a", once per sort order (newest first, then oldest first): f lists in
+// that order and ids are the metrics' ids in it.
+func metricsBothWays(t *testing.T, n int, test func(t *testing.T, svc *billing.Service, acct string, f billing.UsageMetricFilter, ids []string)) {
+	t.Helper()
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
+		acct := billingtest.Account(t, svc, "a")
+		created := createMetrics(t, svc, acct, n)
+		newestFirst := slices.Clone(created)
+		slices.Reverse(newestFirst)
+		test(t, svc, acct, billing.UsageMetricFilter{SortOrder: billing.SortDesc}, newestFirst)
+		test(t, svc, acct, billing.UsageMetricFilter{SortOrder: billing.SortAsc}, created)
+	})
 }
 
 func TestPaginationStableUnderConcurrentInserts(t *testing.T) {
 	t.Parallel()
-	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
-		ctx := context.Background()
-		acct := billingtest.Account(t, svc, "a")
-		created := createMetrics(t, svc, acct, 30)
-		for _, order := range []billing.SortOrder{billing.SortDesc, billing.SortAsc} {
-			f := billing.UsageMetricFilter{SortOrder: order}
-			seen := map[string]int{}
-			p := billing.ListParams{Limit: 7}
-			var wg sync.WaitGroup
-			for i := 0; ; i++ {
-				name := fmt.Sprintf("%s inserted %d", order, i)
-				page, err := svc.ListUsageMetrics(ctx, acct, f, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, id := range pageIDs(page) {
-					seen[id]++
-				}
-				// Insert while paging, between every two pages.
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if _, err := svc.CreateUsageMetric(ctx, acct, metricParams(name)); err != nil {
-						t.Errorf("CreateUsageMetric: %v", err)
-					}
-				}()
-				wg.Wait()
-				if page.After == "" {
-					break
-				}
-				p.After = page.After
+	metricsBothWays(t, 30, func(t *testing.T, svc *billing.Service, acct string, f billing.UsageMetricFilter, created []string) {
+		ctx, order := context.Background(), f.SortOrder
+		seen := map[string]int{}
+		p := billing.ListParams{Limit: 7}
+		var wg sync.WaitGroup
+		for i := 0; ; i++ {
+			name := fmt.Sprintf("%s inserted %d", order, i)
+			page, err := svc.ListUsageMetrics(ctx, acct, f, p)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if len(seen) < len(created) {
-				t.Fatalf("%s: saw %d items, want at least %d", order, len(seen), len(created))
+			for _, id := range pageIDs(page) {
+				seen[id]++
 			}
-			for _, id := range created {
-				if seen[id] != 1 {
-					t.Fatalf("%s: item %s seen %d times while inserting", order, id, seen[id])
+			// Insert while paging, between every two pages.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := svc.CreateUsageMetric(ctx, acct, metricParams(name)); err != nil {
+					t.Errorf("CreateUsageMetric: %v", err)
 				}
+			}()
+			wg.Wait()
+			if page.After == "" {
+				break
 			}
-			for id, n := range seen {
-				if n != 1 {
-					t.Fatalf("%s: item %s seen %d times", order, id, n)
-				}
+			p.After = page.After
+		}
+		if len(seen) < len(created) {
+			t.Fatalf("%s: saw %d items, want at least %d", order, len(seen), len(created))
+		}
+		for _, id := range created {
+			if seen[id] != 1 {
+				t.Fatalf("%s: item %s seen %d times while inserting", order, id, seen[id])
+			}
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("%s: item %s seen %d times", order, id, n)
 			}
 		}
 	})

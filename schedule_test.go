@@ -179,9 +179,7 @@ func wantLines(t *testing.T, got string, want ...string) {
 // Long on purpose: short subtests of one rule group that share the group's set-up.
 func TestScheduleLines(t *testing.T) {
 	t.Parallel()
-	t.Run("MonthlyFixedInAdvanceOverAYear", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "MonthlyFixedInAdvanceOverAYear", newSched, func(t *testing.T, f *sched) {
 		sc := f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", f.fixed("Plan", "100.00", billing.CurrencyUSD)))
 		var want []string
 		for m := 1; m <= 12; m++ {
@@ -194,9 +192,7 @@ func TestScheduleLines(t *testing.T) {
 			t.Errorf("firstBillingDate = %v", sc.FirstBillingDate)
 		}
 	})
-	t.Run("MidMonthStartIsProrated", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "MidMonthStartIsProrated", newSched, func(t *testing.T, f *sched) {
 		one := 1
 		sc := f.schedule(f.customer, "2024-01-15", func(p *billing.BillingScheduleParams) { p.RecurrenceDayOfMonth = &one },
 			phase("2024-01-15", f.fixed("Plan", "100.00", billing.CurrencyUSD)))
@@ -204,9 +200,7 @@ func TestScheduleLines(t *testing.T) {
 			"2024-01-15: Plan|0.548387096774|100.00|0|54.84|2024-01-15..2024-01-31;",
 			"2024-02-01: Plan|1|100.00|0|100.00|2024-02-01..2024-02-29;")
 	})
-	t.Run("LinearUsageInArrearsAfterGrace", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "LinearUsageInArrearsAfterGrace", newSched, func(t *testing.T, f *sched) {
 		pr := f.apiCalls("0.25")
 		f.events(f.customer, "api_call", ts("2024-01-31T23:59:00Z"), 7)
 		f.events(f.customer, "api_call", ts("2024-02-01T00:00:00Z"), 3) // February's
@@ -214,9 +208,7 @@ func TestScheduleLines(t *testing.T) {
 		wantLines(t, f.renderDue(sc.ID, "2024-02-01T00:59:59Z"))
 		wantLines(t, f.renderDue(sc.ID, "2024-02-01T01:00:00Z"), "2024-02-01: API calls|7|0.25|0|1.75|2024-01-01..2024-01-31;")
 	})
-	t.Run("GraduatedWithFeesAcrossTiers", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "GraduatedWithFeesAcrossTiers", newSched, func(t *testing.T, f *sched) {
 		pr := f.price("Calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
 			billing.PriceStructure{PricingType: billing.PricingGraduated, UsageMetricID: f.metric("call"), Tiers: []billing.Tier{
 				{UpperBound: dp("10"), Price: billing.MustDecimal("1.00"), Fee: billing.MustDecimal("5.00")},
@@ -230,9 +222,7 @@ func TestScheduleLines(t *testing.T) {
 				" Calls (tier 2)|90|0.50|0|45.00|2024-01-01..2024-01-31; Calls (tier 3)|50|0.10|0|5.00|2024-01-01..2024-01-31;"+
 				" Calls (tier 3 fee)|1|2.00|0|2.00|2024-01-01..2024-01-31;")
 	})
-	t.Run("SeatBasedWithMidPeriodChanges", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "SeatBasedWithMidPeriodChanges", newSched, func(t *testing.T, f *sched) {
 		sm, err := f.svc.CreateSeatMetric(f.ctx, f.account, billing.CreateSeatMetricParams{SeatType: "editor", Label: "Editors"})
 		f.must(err)
 		seat := func(typ billing.BillingType) string {
@@ -269,9 +259,7 @@ func TestScheduleLines(t *testing.T) {
 			"2024-02-15: B|1|200.00|0|200.00|2024-02-15..2024-03-14;",
 			"2024-03-15: B|1|200.00|0|200.00|2024-03-15..2024-04-14;"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := newSched(t)
+		parallelOn(t, tc.name, newSched, func(t *testing.T, f *sched) {
 			a, b := f.fixed("A", "100.00", billing.CurrencyUSD), f.fixed("B", "200.00", billing.CurrencyUSD)
 			p1 := phase("2024-01-01", a)
 			p1.EndDate = date("2024-02-14")
@@ -281,9 +269,7 @@ func TestScheduleLines(t *testing.T) {
 			wantLines(t, f.renderDue(sc.ID, tc.due), tc.want...)
 		})
 	}
-	t.Run("PercentageDiscountSeparateAndFolded", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "PercentageDiscountSeparateAndFolded", newSched, func(t *testing.T, f *sched) {
 		a, b := f.fixed("A", "200.00", billing.CurrencyUSD), f.fixed("B", "99.99", billing.CurrencyUSD)
 		ph := phase("2024-01-01", a, b)
 		ph.Discounts = []billing.DiscountParams{
@@ -294,9 +280,7 @@ func TestScheduleLines(t *testing.T) {
 		wantLines(t, f.renderDue(sc.ID, "2024-01-01T00:00:00Z"),
 			"2024-01-01: A|1|200.00|0|200.00|2024-01-01..2024-01-31; B|1|89.991|0|89.99|2024-01-01..2024-01-31; Launch offer|1|-30.00|0|-30.00|2024-01-01..2024-01-31;")
 	})
-	t.Run("NominalDiscountAndMinimumTopUp", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "NominalDiscountAndMinimumTopUp", newSched, func(t *testing.T, f *sched) {
 		usage := f.apiCalls("0.25")
 		f.events(f.customer, "api_call", ts("2024-01-05T00:00:00Z"), 7)
 		ph := phase("2024-01-01", usage)
@@ -307,9 +291,7 @@ func TestScheduleLines(t *testing.T) {
 			"2024-02-01: API calls|7|0.25|0|1.75|2024-01-01..2024-01-31; Credit|1|-0.75|0|-0.75|2024-01-01..2024-01-31;"+
 				" Minimum commitment|1|9.00|0|9.00|2024-01-01..2024-01-31;")
 	})
-	t.Run("TaxMappingAndExemptCustomer", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "TaxMappingAndExemptCustomer", newSched, func(t *testing.T, f *sched) {
 		a, b := f.fixed("A", "100.00", billing.CurrencyUSD), f.fixed("B", "50.00", billing.CurrencyUSD)
 		tr, err := f.svc.CreateTaxRate(f.ctx, f.account, billing.CreateTaxRateParams{Name: "VAT", Amount: dp("0.2")})
 		f.must(err)
@@ -323,9 +305,7 @@ func TestScheduleLines(t *testing.T) {
 		wantLines(t, f.renderDue(exempt.ID, "2024-01-01T00:00:00Z"),
 			"2024-01-01: A|1|100.00|0|100.00|2024-01-01..2024-01-31; B|1|50.00|0|50.00|2024-01-01..2024-01-31;")
 	})
-	t.Run("JPYProratedWithDiscount", func(t *testing.T) {
-		t.Parallel()
-		f := newSched(t)
+	parallelOn(t, "JPYProratedWithDiscount", newSched, func(t *testing.T, f *sched) {
 		ph := phase("2024-01-15", f.fixed("Plan", "1000", billing.CurrencyJPY))
 		ph.Discounts = []billing.DiscountParams{{Type: billing.DiscountPercentage, Amount: num("15"), Message: "Offer", SeparateLineItem: true}}
 		one := 1

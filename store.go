@@ -140,6 +140,24 @@ func (r Range) Contains(key []byte) bool {
 	return true
 }
 
+// Bounds returns r as the half-open interval of keys [lower, upper) a
+// backend seeks in: lower is the larger of Prefix and Start (empty: from the
+// first key), upper the smaller of End and PrefixEnd(Prefix) (nil: up to the
+// last key). Reverse is the backend's to honour.
+func (r Range) Bounds() (lower, upper []byte) {
+	lower = r.Prefix
+	if string(r.Start) > string(lower) {
+		lower = r.Start
+	}
+	upper = r.End
+	if len(r.Prefix) > 0 {
+		if pe := PrefixEnd(r.Prefix); pe != nil && (upper == nil || string(pe) < string(upper)) {
+			upper = pe
+		}
+	}
+	return lower, upper
+}
+
 // Sentinel errors of the Store contract. Every backend returns them (possibly
 // wrapped) and callers test them with errors.Is.
 var (

@@ -72,9 +72,7 @@ func TestZonedBillingOverAYear(t *testing.T) {
 		{"America/Los_Angeles", false},
 		{"Europe/London", false},
 	} {
-		t.Run(z.zone, func(t *testing.T) {
-			t.Parallel()
-			f := newSched(t)
+		parallelOn(t, z.zone, newSched, func(t *testing.T, f *sched) {
 			f.clock.Set(ts("2025-12-01T00:00:00Z"))
 			customer := f.customer
 			if z.ofCustomer {

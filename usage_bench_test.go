@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -25,14 +24,7 @@ import (
 
 // benchEvents is the number of events of the measured customer.
 func benchEvents(b *testing.B) int {
-	if s := os.Getenv("BILLING_BENCH_EVENTS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1000 {
-			b.Fatalf("BILLING_BENCH_EVENTS=%q: want an integer >= 1000", s)
-		}
-		return n
-	}
-	return 1_000_000
+	return billingtest.EnvCount(b, "BILLING_BENCH_EVENTS", 1_000_000, 1000)
 }
 
 // referenceEvent is the reference event of BENCHMARKS.md, P7: an alias of

@@ -144,9 +144,6 @@ func setUpSchedules(ctx context.Context, srv *server, n int, month time.Time) er
 // the number of schedules.
 func measureP9(ctx context.Context, b *bench) ([]row, error) {
 	name := fmt.Sprintf("RunBilling over %d schedules on PostgreSQL", b.cfg.schedules)
-	if pgBase == "" {
-		return []row{{id: "P9", name: name, notAvailable: true, note: "needs -store postgres://..."}}, nil
-	}
 	now := time.Now().UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, -1, 0)
 	shared := billing.Config{SharedStore: true}

@@ -97,9 +97,6 @@ func storeSize(ctx context.Context, path string) (int64, error) {
 // rounds than on bbolt.
 func measureP8(ctx context.Context, b *bench) ([]row, error) {
 	name := fmt.Sprintf("POST /usage-events/batch on PostgreSQL, %d/request", batchSize)
-	if pgBase == "" {
-		return []row{{id: "P8", name: name, notAvailable: true, note: "needs -store postgres://..."}}, nil
-	}
 	bodies := make([][]byte, b.cfg.batchEvents/batchSize)
 	at := spread(b.cfg.batchEvents)
 	for i := range bodies {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,26 +9,6 @@ import (
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
 )
-
-func TestBillingIntervalFlag(t *testing.T) {
-	t.Parallel()
-	env := map[string]string{}
-	c := &cli{stdin: nil, stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return env[k] }}
-	cfg, err := c.parseServe(nil)
-	if err != nil || cfg.billingInterval != time.Minute {
-		t.Fatalf("default: %v, %v", cfg, err)
-	}
-	if cfg, err := c.parseServe([]string{"--billing-interval", "0"}); err != nil || cfg.billingInterval != 0 {
-		t.Errorf("--billing-interval 0: %v, %v", cfg, err)
-	}
-	if _, err := c.parseServe([]string{"--billing-interval", "-1s"}); err == nil {
-		t.Error("a negative interval was accepted")
-	}
-	env["BILLINGD_BILLING_INTERVAL"] = "5m"
-	if cfg, err := c.parseServe(nil); err != nil || cfg.billingInterval != 5*time.Minute {
-		t.Errorf("BILLINGD_BILLING_INTERVAL=5m: %v, %v", cfg, err)
-	}
-}
 
 func TestBillingLoopBillsAndStops(t *testing.T) {
 	t.Parallel()

@@ -1,37 +1,12 @@
 package main
 
 import (
-	"io"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/billingd/billing"
 )
 
 func TestServeRoundingFlag(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{}
-	c := &cli{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return env[k] }}
-	if cfg, err := c.parseServe(nil); err != nil || cfg.rounding != billing.RoundHalfUp {
-		t.Fatalf("default: %v, %v", cfg, err)
-	}
-	if cfg, err := c.parseServe([]string{"--rounding", "half-even"}); err != nil || cfg.rounding != billing.RoundHalfEven {
-		t.Errorf("--rounding half-even: %v, %v", cfg, err)
-	}
-	env["BILLINGD_ROUNDING"] = "half-even"
-	if cfg, err := c.parseServe(nil); err != nil || cfg.rounding != billing.RoundHalfEven {
-		t.Errorf("BILLINGD_ROUNDING=half-even: %v, %v", cfg, err)
-	}
-	if cfg, err := c.parseServe([]string{"--rounding", "half-up"}); err != nil || cfg.rounding != billing.RoundHalfUp {
-		t.Errorf("the flag does not win over the environment: %v, %v", cfg, err)
-	}
-	if cfg, err := c.parseServe([]string{"--late-usage-window", "72h"}); err != nil || cfg.lateUsageWindow != 72*time.Hour {
-		t.Errorf("--late-usage-window 72h: %v, %v", cfg, err)
-	}
-	if _, err := c.parseServe([]string{"--late-usage-window", "0s"}); err == nil {
-		t.Error("--late-usage-window 0s was accepted")
-	}
 	code, _, stderr := runCLI(t, nil, "serve", "--rounding", "bankers", "--db", tempDB(t))
 	if code != exitUsage || !strings.Contains(stderr, "--rounding") {
 		t.Errorf("--rounding bankers: exit %d, %q", code, stderr)

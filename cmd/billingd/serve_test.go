@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/billingd/billing"
 )
 
 // serveInProcess runs serve in this process (so the race detector sees it)
@@ -92,6 +95,43 @@ func TestServeInProcessHonoursFlags(t *testing.T) {
 		t.Errorf("--log-format json did not log JSON:\n%s", out.String())
 	}
 	assertAccountNames(t, db)
+}
+
+// TestServeFlagValues: serve's values come from the flag, else from its
+// BILLINGD_ variable, else the default; the flag wins over the variable;
+// values serve cannot work with are refused.
+func TestServeFlagValues(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		ok   func(*serveConfig) bool // nil: the values are refused
+	}{
+		{"Defaults", nil, nil, func(cfg *serveConfig) bool {
+			return cfg.billingInterval == time.Minute && cfg.rounding == billing.RoundHalfUp && cfg.lateUsageWindow == 31*24*time.Hour
+		}},
+		{"BillingIntervalZeroTurnsTheEngineOff", nil, []string{"--billing-interval", "0"}, func(cfg *serveConfig) bool { return cfg.billingInterval == 0 }},
+		{"NegativeBillingIntervalRefused", nil, []string{"--billing-interval", "-1s"}, nil},
+		{"BillingIntervalFromEnvironment", map[string]string{"BILLINGD_BILLING_INTERVAL": "5m"}, nil, func(cfg *serveConfig) bool { return cfg.billingInterval == 5*time.Minute }},
+		{"RoundingHalfEven", nil, []string{"--rounding", "half-even"}, func(cfg *serveConfig) bool { return cfg.rounding == billing.RoundHalfEven }},
+		{"RoundingFromEnvironment", map[string]string{"BILLINGD_ROUNDING": "half-even"}, nil, func(cfg *serveConfig) bool { return cfg.rounding == billing.RoundHalfEven }},
+		{"RoundingFlagWinsOverEnvironment", map[string]string{"BILLINGD_ROUNDING": "half-even"}, []string{"--rounding", "half-up"}, func(cfg *serveConfig) bool { return cfg.rounding == billing.RoundHalfUp }},
+		{"LateUsageWindow", nil, []string{"--late-usage-window", "72h"}, func(cfg *serveConfig) bool { return cfg.lateUsageWindow == 72*time.Hour }},
+		{"ZeroLateUsageWindowRefused", nil, []string{"--late-usage-window", "0s"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cli := &cli{stdout: io.Discard, stderr: io.Discard, getenv: mapEnv(c.env)}
+			cfg, err := cli.parseServe(c.args)
+			if c.ok == nil && err == nil {
+				t.Errorf("%q with %v accepted: %+v", c.args, c.env, cfg)
+			}
+			if c.ok != nil && (err != nil || !c.ok(cfg)) {
+				t.Errorf("%q with %v: %+v, %v", c.args, c.env, cfg, err)
+			}
+		})
+	}
 }
 
 func TestServeRefusesDatabaseHeldByAnotherServer(t *testing.T) {

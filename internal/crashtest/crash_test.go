@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/storage/boltstore"
 	"github.com/billingd/billing/storage/pgstore"
@@ -314,14 +315,7 @@ func runChild(db, receiverURL string, out io.Writer) error {
 // crashRounds is CRASH_ROUNDS, default 5.
 func crashRounds(t *testing.T) int {
 	t.Helper()
-	if v := os.Getenv("CRASH_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("CRASH_ROUNDS=%q is not a positive number", v)
-		}
-		return n
-	}
-	return 5
+	return billingtest.EnvCount(t, "CRASH_ROUNDS", 5, 1)
 }
 
 // TestCrashRecovery SIGKILLs a child serving the mixed workload (see the
@@ -493,13 +487,6 @@ func checkAcked(t *testing.T, ctx context.Context, svc *billing.Service, account
 // random source of the kill moments it seeds.
 func crashSeed(t *testing.T) (uint64, *rand.Rand) {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("CRASH_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("CRASH_SEED=%q: %v", v, err)
-		}
-	}
-	t.Logf("CRASH_SEED=%d", seed)
+	seed := billingtest.Seed(t, "CRASH_SEED")
 	return seed, rand.New(rand.NewPCG(seed, seed))
 }

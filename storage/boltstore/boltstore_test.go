@@ -7,13 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
 	"github.com/billingd/billing/storage/boltstore"
 	"github.com/billingd/billing/storage/storagetest"
 )
@@ -265,8 +265,7 @@ type faults struct {
 	unopenable atomic.Bool // opening fails with EIO
 	opens      atomic.Int32
 
-	mu  sync.Mutex
-	now time.Time
+	*billingtest.Clock
 }
 
 func (f *faults) openFile(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -278,18 +277,6 @@ func (f *faults) openFile(name string, flag int, perm os.FileMode) (*os.File, er
 		flag = os.O_RDONLY
 	}
 	return os.OpenFile(name, flag, perm)
-}
-
-func (f *faults) clock() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-func (f *faults) advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
 }
 
 // wantOpens fails the test unless the file was opened n times; why says
@@ -332,9 +319,9 @@ func TestCommitFailureClosesAndReopens(t *testing.T) {
 func testCommitFailure(t *testing.T, size int, batch bool) {
 	path := closedFileWithKV(t)
 
-	f := &faults{now: time.Unix(1_700_000_000, 0)}
+	f := &faults{Clock: billingtest.NewClock(time.Unix(1_700_000_000, 0))}
 	f.unwritable.Store(true)
-	s, err := boltstore.OpenWithSeams(path, nil, f.clock, f.openFile)
+	s, err := boltstore.OpenWithSeams(path, nil, f.Now, f.openFile)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -361,7 +348,7 @@ func testCommitFailure(t *testing.T, size int, batch bool) {
 	f.wantOpens(t, 1, "no reopen within a second of the failure")
 
 	// A second later the next transaction tries to reopen, and fails.
-	f.advance(time.Second)
+	f.Advance(time.Second)
 	f.unopenable.Store(true)
 	if err := s.Update(ctx, write("lost")); !errors.Is(err, billing.ErrUnavailable) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("Update while the file cannot be opened: err = %v, want ErrUnavailable wrapping EIO", err)
@@ -370,7 +357,7 @@ func testCommitFailure(t *testing.T, size int, batch bool) {
 	f.wantOpens(t, 2, "one reopen attempt per second")
 
 	// Once the disk is healthy again, the store recovers by itself.
-	f.advance(time.Second)
+	f.Advance(time.Second)
 	f.unopenable.Store(false)
 	f.unwritable.Store(false)
 	put(t, s, "after", "recovery")

@@ -3,11 +3,11 @@ package boltstore
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/storage/internal/counter"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -154,21 +154,18 @@ func (t *tx) Delete(ctx context.Context, table billing.Table, key []byte) error 
 	return nil
 }
 
-// Increment adds one to the 8-byte big-endian counter under key.
+// Increment adds one to the counter under key (storage/internal/counter).
 func (t *tx) Increment(ctx context.Context, table billing.Table, key []byte) (uint64, error) {
 	b, err := t.writeBucket(ctx, table)
 	if err != nil {
 		return 0, err
 	}
-	var n uint64
-	if v, found := lookup(b, key); found {
-		if len(v) != 8 {
-			return 0, fmt.Errorf("boltstore: counter %s/%q holds %d bytes, want 8", table, key, len(v))
-		}
-		n = binary.BigEndian.Uint64(v)
+	v, found := lookup(b, key)
+	n, stored, err := counter.Next(v, found)
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: %s/%q: %w", table, key, err)
 	}
-	n++
-	return n, put(b, table, key, binary.BigEndian.AppendUint64(nil, n))
+	return n, put(b, table, key, stored)
 }
 
 // Scan walks a bbolt cursor over r. Keys and values are handed to fn
@@ -218,10 +215,7 @@ func step(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
 
 // seekFirst positions c on the first key >= max(Prefix, Start).
 func seekFirst(c *bolt.Cursor, r billing.Range) ([]byte, []byte) {
-	lower := r.Prefix
-	if bytes.Compare(r.Start, lower) > 0 {
-		lower = r.Start
-	}
+	lower, _ := r.Bounds()
 	if len(lower) == 0 {
 		return c.First()
 	}
@@ -231,12 +225,7 @@ func seekFirst(c *bolt.Cursor, r billing.Range) ([]byte, []byte) {
 // seekLast positions c on the last key below both End and
 // PrefixEnd(Prefix).
 func seekLast(c *bolt.Cursor, r billing.Range) ([]byte, []byte) {
-	upper := r.End
-	if len(r.Prefix) > 0 {
-		if pe := billing.PrefixEnd(r.Prefix); pe != nil && (upper == nil || bytes.Compare(pe, upper) < 0) {
-			upper = pe
-		}
-	}
+	_, upper := r.Bounds()
 	if upper == nil {
 		return c.Last()
 	}

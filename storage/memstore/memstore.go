@@ -8,15 +8,14 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/storage/internal/counter"
 )
 
 // Store is an in-memory billing.Store. The zero value is not usable; call
@@ -272,8 +271,8 @@ func (t *tx) Delete(ctx context.Context, name billing.Table, key []byte) error {
 	return nil
 }
 
-// Increment adds one to the 8-byte big-endian counter under key, the same
-// encoding boltstore uses.
+// Increment adds one to the counter under key, stored as every backend
+// stores it (storage/internal/counter).
 func (t *tx) Increment(ctx context.Context, name billing.Table, key []byte) (uint64, error) {
 	if err := t.check(ctx, true); err != nil {
 		return 0, err
@@ -282,15 +281,12 @@ func (t *tx) Increment(ctx context.Context, name billing.Table, key []byte) (uin
 		return 0, errKeyRequired
 	}
 	tb := t.table(name, true)
-	var n uint64
-	if v, ok := tb.vals[string(key)]; ok {
-		if len(v) != 8 {
-			return 0, fmt.Errorf("memstore: counter %s/%q holds %d bytes, want 8", name, key, len(v))
-		}
-		n = binary.BigEndian.Uint64(v)
+	v, found := tb.vals[string(key)]
+	n, stored, err := counter.Next(v, found)
+	if err != nil {
+		return 0, fmt.Errorf("memstore: %s/%q: %w", name, key, err)
 	}
-	n++
-	t.write(tb, string(key), binary.BigEndian.AppendUint64(nil, n))
+	t.write(tb, string(key), stored)
 	return n, nil
 }
 
@@ -340,10 +336,7 @@ func (t *tx) Scan(ctx context.Context, name billing.Table, r billing.Range, fn f
 
 // firstForward returns the index of the first key >= max(Prefix, Start).
 func firstForward(keys []string, r billing.Range) int {
-	lower := r.Prefix
-	if bytes.Compare(r.Start, lower) > 0 {
-		lower = r.Start
-	}
+	lower, _ := r.Bounds()
 	i, _ := slices.BinarySearch(keys, string(lower))
 	return i
 }
@@ -351,12 +344,7 @@ func firstForward(keys []string, r billing.Range) int {
 // firstReverse returns the index of the last key below both End and
 // PrefixEnd(Prefix), or -1.
 func firstReverse(keys []string, r billing.Range) int {
-	upper := r.End
-	if len(r.Prefix) > 0 {
-		if pe := billing.PrefixEnd(r.Prefix); pe != nil && (upper == nil || bytes.Compare(pe, upper) < 0) {
-			upper = pe
-		}
-	}
+	_, upper := r.Bounds()
 	if upper == nil {
 		return len(keys) - 1
 	}

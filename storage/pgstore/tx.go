@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/storage/internal/counter"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -335,28 +336,25 @@ func (t *tx) Delete(ctx context.Context, table billing.Table, key []byte) error 
 	return nil
 }
 
-// Increment adds one to the 8-byte big-endian counter under key. The row
-// is read "for update", so concurrent increments of one counter queue on
-// its lock rather than all running to a serialization failure; the loser
-// of a race to create a counter fails to serialize and runs again.
+// Increment adds one to the counter under key (storage/internal/counter).
+// The row is read "for update", so concurrent increments of one counter
+// queue on its lock rather than all running to a serialization failure; the
+// loser of a race to create a counter fails to serialize and runs again.
 func (t *tx) Increment(ctx context.Context, table billing.Table, key []byte) (uint64, error) {
 	if err := t.read(ctx, true); err != nil {
 		return 0, err
 	}
 	var v []byte
 	err := t.ptx.QueryRow(ctx, stmts(table).lock, string(table), key).Scan(&v)
-	var n uint64
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
+	found := !errors.Is(err, pgx.ErrNoRows)
+	if found && err != nil {
 		return 0, t.fail(err)
-	case len(v) != 8:
-		return 0, fmt.Errorf("pgstore: counter %s/%q holds %d bytes, want 8", table, key, len(v))
-	default:
-		n = binary.BigEndian.Uint64(v)
 	}
-	n++
-	return n, t.Put(ctx, table, key, binary.BigEndian.AppendUint64(nil, n))
+	n, stored, err := counter.Next(v, found)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: %s/%q: %w", table, key, err)
+	}
+	return n, t.Put(ctx, table, key, stored)
 }
 
 // Scan reads r in chunks of rows, in key order, and calls fn for each row
@@ -366,9 +364,12 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 	if err := t.read(ctx, false); err != nil {
 		return err
 	}
-	lower, upper := bounds(r)
+	lower, upper := r.Bounds()
 	if upper != nil && bytes.Compare(lower, upper) >= 0 {
 		return nil
+	}
+	if lower == nil {
+		lower = []byte{} // bytea, never NULL, in the chunk queries
 	}
 	cursor := scanCursor{lower: lower, upper: upper, reverse: r.Reverse, limit: firstChunk}
 	var keys, vals [][]byte
@@ -394,25 +395,6 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 		}
 		cursor.advance(keys[len(keys)-1])
 	}
-}
-
-// bounds turns a Range into a half-open interval [lower, upper); upper nil
-// means no upper bound.
-func bounds(r billing.Range) (lower, upper []byte) {
-	lower = r.Prefix
-	if bytes.Compare(r.Start, lower) > 0 {
-		lower = r.Start
-	}
-	if lower == nil {
-		lower = []byte{}
-	}
-	upper = r.End
-	if len(r.Prefix) > 0 {
-		if pe := billing.PrefixEnd(r.Prefix); pe != nil && (upper == nil || bytes.Compare(pe, upper) < 0) {
-			upper = pe
-		}
-	}
-	return lower, upper
 }
 
 // scanCursor is the position of a chunked scan: the interval still to
