@@ -293,6 +293,15 @@ func msIDs(perMs int) (newID func() string, ahead func(k int) string) {
 	return newID, ahead
 }
 
+// blockService returns a Service whose ids come from msIDs(perMs), its
+// account "a", and msIDs' ahead.
+func blockService(tb testing.TB, perMs int, opts ...billingtest.Option) (*billing.Service, string, func(k int) string) {
+	tb.Helper()
+	newID, ahead := msIDs(perMs)
+	svc, _ := billingtest.NewService(tb, append(opts, billingtest.WithConfig(billing.Config{NewID: newID}))...)
+	return svc, billingtest.Account(tb, svc, "a"), ahead
+}
+
 // listBothWays lists the events of acct passing f, limit per page, forward
 // with after cursors and back again with before cursors; it checks that
 // both ways give the same events and every page the same total, and
@@ -383,10 +392,8 @@ func (m *usageModel) newestFirst(alias string) []string {
 func TestUsageIDBlocksListLikeAPerEventIndex(t *testing.T) {
 	t.Parallel()
 	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		newID, ahead := msIDs(40)
-		svc, _ := billingtest.NewService(t, append(opts, billingtest.WithConfig(billing.Config{NewID: newID}))...)
+		svc, acct, ahead := blockService(t, 40, opts...)
 		ctx := context.Background()
-		acct := billingtest.Account(t, svc, "a")
 		m := newUsageModel()
 		pick := func(r, j int) string { // a plain live event
 			var plain []string
@@ -437,13 +444,11 @@ func TestUsageIDBlocksListLikeAPerEventIndex(t *testing.T) {
 func TestUsageIDBlocksSupersedeByPlainID(t *testing.T) {
 	t.Parallel()
 	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		newID, ahead := msIDs(1000)
 		store := billingtest.Store(t)
 		if len(opts) > 0 {
 			store = billingtest.DurableStore(t)
 		}
-		svc, _ := billingtest.NewService(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{NewID: newID}))
-		acct := billingtest.Account(t, svc, "a")
+		svc, acct, ahead := blockService(t, 1000, billingtest.WithStore(store))
 		metric := sumOfN(t, svc, acct)
 		m := newUsageModel()
 		batch := func(cevids ...string) []billing.UsageEvent {
@@ -536,11 +541,9 @@ func toOldLayout(tb testing.TB, store billing.Store) {
 // same millisecond list beside it.
 func TestUsageIDBlocksOldFormatRecords(t *testing.T) {
 	t.Parallel()
-	newID, _ := msIDs(1000)
 	store := billingtest.DurableStore(t)
-	svc, _ := billingtest.NewService(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{NewID: newID}))
+	svc, acct, _ := blockService(t, 1000, billingtest.WithStore(store))
 	ctx := context.Background()
-	acct := billingtest.Account(t, svc, "a")
 	m := newUsageModel()
 	events := make([]billing.UsageEventParams, 8)
 	for j := range events {
@@ -592,10 +595,8 @@ func TestUsageIDBlocksOldFormatRecords(t *testing.T) {
 func TestUsageIDBlocksConcurrentBatches(t *testing.T) {
 	t.Parallel()
 	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
-		newID, _ := msIDs(1000)
-		svc, _ := billingtest.NewService(t, append(opts, billingtest.WithConfig(billing.Config{NewID: newID}))...)
+		svc, acct, _ := blockService(t, 1000, opts...)
 		ctx := context.Background()
-		acct := billingtest.Account(t, svc, "a")
 		metric := sumOfN(t, svc, acct)
 		var mu sync.Mutex
 		var all []string
@@ -642,11 +643,9 @@ func TestUsageIDBlocksConcurrentBatches(t *testing.T) {
 // the events it superseded unchanged.
 func TestUsageIDBlocksFailedBatch(t *testing.T) {
 	t.Parallel()
-	newID, _ := msIDs(1000)
 	store := billingtest.DurableStore(t)
 	fs := faultstore.New(store)
-	svc, _ := billingtest.NewService(t, billingtest.WithStore(fs), billingtest.WithConfig(billing.Config{NewID: newID}))
-	acct := billingtest.Account(t, svc, "a")
+	svc, acct, _ := blockService(t, 1000, billingtest.WithStore(fs))
 	events := make([]billing.UsageEventParams, 10)
 	for j := range events {
 		events[j] = event(t, "c", "api", `{"n":1}`)
