@@ -243,10 +243,7 @@ func (s *Service) Authenticate(ctx context.Context, keyID, secret string) (*APIK
 		if len(keyID) > 255 {
 			return nil
 		}
-		rec, err = getRecord[apiKeyRecord](ctx, tx, tableAPIKeys, []byte(keyID))
-		if errors.Is(err, ErrNotFound) {
-			rec, err = nil, nil
-		}
+		rec, err = findRecord[apiKeyRecord](ctx, tx, tableAPIKeys, []byte(keyID))
 		return err
 	})
 	if err != nil {
@@ -587,11 +584,8 @@ func (s *Service) PutAccountSettings(ctx context.Context, account string, p Acco
 // zoneHistory reads the zone history stored under k (the account's, or a
 // customer's); nil when none was ever set.
 func zoneHistory(ctx context.Context, tx Tx, k []byte) ([]zoneChange, error) {
-	h, err := getRecord[[]zoneChange](ctx, tx, tableTimeZones, k)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	h, err := findRecord[[]zoneChange](ctx, tx, tableTimeZones, k)
+	if h == nil {
 		return nil, err
 	}
 	return *h, nil

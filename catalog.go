@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -338,37 +337,30 @@ func (s *Service) validatePrice(p *CreatePriceParams) error {
 // in the account: another account's records count as missing.
 func (s *Service) checkPriceReferences(ctx context.Context, tx Tx, account string, p *CreatePriceParams) error {
 	var v validator
-	exists := func(t Table, id string) (bool, error) {
-		_, err := tx.Get(ctx, t, key(account, id))
-		if errors.Is(err, ErrNotFound) {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	ok, err := exists(tableProducts, p.ProductID)
+	ok, err := exists(ctx, tx, tableProducts, key(account, p.ProductID))
 	if err != nil {
 		return err
 	}
 	v.check(ok, "productId", "no product %q in this account", p.ProductID)
 	if p.ListPriceID != "" {
-		if ok, err = exists(tablePrices, p.ListPriceID); err != nil {
+		if ok, err = exists(ctx, tx, tablePrices, key(account, p.ListPriceID)); err != nil {
 			return err
 		}
 		v.check(ok, "listPriceId", "no price %q in this account", p.ListPriceID)
 	}
 	if id := p.Structure.SeatMetricID; id != "" {
-		if ok, err = exists(tableSeatMetrics, id); err != nil {
+		if ok, err = exists(ctx, tx, tableSeatMetrics, key(account, id)); err != nil {
 			return err
 		}
 		v.check(ok, "structure.seatMetricId", "no seat metric %q in this account", id)
 	}
 	if id := p.Structure.UsageMetricID; id != "" {
-		m, err := getRecord[UsageMetric](ctx, tx, tableUsageMetrics, key(account, id))
+		m, err := findRecord[UsageMetric](ctx, tx, tableUsageMetrics, key(account, id))
 		switch {
-		case errors.Is(err, ErrNotFound) || err == nil && m.DeletedAt != nil:
-			v.add("structure.usageMetricId", "no usage metric %q in this account", id)
 		case err != nil:
 			return err
+		case m == nil || m.DeletedAt != nil:
+			v.add("structure.usageMetricId", "no usage metric %q in this account", id)
 		default:
 			checkCustomParameters(&v, m, p.CustomMetricParameters)
 		}
@@ -431,11 +423,7 @@ func (s *Service) CreatePrice(ctx context.Context, account string, p CreatePrice
 // GetPrice returns a price. Returns not_found if the account has no such
 // price.
 func (s *Service) GetPrice(ctx context.Context, account, id string) (*Price, error) {
-	return read(ctx, s, func(tx Tx) (*Price, error) { return s.getPrice(ctx, tx, account, id) })
-}
-
-func (s *Service) getPrice(ctx context.Context, tx Tx, account, id string) (*Price, error) {
-	return getOwned[Price](ctx, tx, tablePrices, account, id, "price")
+	return getOne[Price](ctx, s, tablePrices, account, id, "price")
 }
 
 // UpdatePrice changes a price's name and status, the only mutable fields.
@@ -450,22 +438,18 @@ func (s *Service) UpdatePrice(ctx context.Context, account, id string, p UpdateP
 		return nil, err
 	}
 	now := s.clock()
-	return mutate(ctx, s, account, func(tx Tx) (*Price, error) {
-		pr, err := s.getPrice(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return updateOwned(ctx, s, tablePrices, account, id, "price", func(tx Tx, pr *Price) error {
 		if pr.Status == PriceStatusActive && p.Status == PriceStatusDraft {
 			used, err := s.priceUsedByActiveSchedule(ctx, tx, account, id)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if used {
-				return nil, Errorf(CodeInvalidState, "an ACTIVE billing schedule uses this price: it cannot go back to DRAFT")
+				return Errorf(CodeInvalidState, "an ACTIVE billing schedule uses this price: it cannot go back to DRAFT")
 			}
 		}
 		pr.Name, pr.Status, pr.UpdatedAt = p.Name, p.Status, now
-		return pr, putRecord(ctx, tx, tablePrices, key(account, id), pr)
+		return nil
 	})
 }
 

@@ -282,13 +282,13 @@ func (s *Service) claimAliases(ctx context.Context, tx Tx, c *Customer, old []st
 			continue
 		}
 		conflict := &Error{Code: CodeConflict, Field: fmt.Sprintf("customerAliases[%d]", i)}
-		_, err := tx.Get(ctx, tableCustomers, key(c.ServiceAccountID, a))
+		taken, err := exists(ctx, tx, tableCustomers, key(c.ServiceAccountID, a))
 		switch {
-		case err == nil || a == c.ID:
+		case err != nil:
+			return err
+		case taken || a == c.ID:
 			conflict.Message = fmt.Sprintf("alias %q is the id of a customer", a)
 			return conflict
-		case !errors.Is(err, ErrNotFound):
-			return err
 		}
 		err = tx.Insert(ctx, tableCustomerAliases, key(c.ServiceAccountID, a), []byte(c.ID))
 		if errors.Is(err, ErrConflict) {
@@ -320,32 +320,25 @@ func (s *Service) UpdateCustomer(ctx context.Context, account, id string, p Cust
 		return nil, err
 	}
 	now := s.clock()
-	return mutate(ctx, s, account, func(tx Tx) (*Customer, error) {
-		c, err := s.getCustomer(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return updateOwned(ctx, s, tableCustomers, account, id, "customer", func(tx Tx, c *Customer) error {
 		oldAliases, oldName := c.CustomerAliases, c.LegalName
 		applyCustomer(c, &p)
 		c.UpdatedAt = now
 		if err := s.claimAliases(ctx, tx, c, oldAliases); err != nil {
-			return nil, err
+			return err
 		}
 		if oldName != c.LegalName {
 			if err := tx.Delete(ctx, tableCustomerNames, key(account, oldName, id)); err != nil && !errors.Is(err, ErrNotFound) {
-				return nil, err
+				return err
 			}
 			if err := tx.Put(ctx, tableCustomerNames, key(account, c.LegalName, id), []byte(id)); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		if err := putRecord(ctx, tx, tableCustomers, key(account, id), c); err != nil {
-			return nil, err
-		}
 		if err := setZone(ctx, tx, key(account, id), "", c.TimeZone, now); err != nil {
-			return nil, err
+			return err
 		}
-		return c, s.emit(ctx, tx, account, NotificationCustomerUpdated, c)
+		return s.emit(ctx, tx, account, NotificationCustomerUpdated, c)
 	})
 }
 
@@ -393,8 +386,8 @@ func (s *Service) ListCustomers(ctx context.Context, account string, f CustomerF
 // customerByAlias returns the customer whose id or alias is value, or nil
 // when there is none in the account.
 func (s *Service) customerByAlias(ctx context.Context, tx Tx, account, value string) (*Customer, error) {
-	c, err := getRecord[Customer](ctx, tx, tableCustomers, key(account, value))
-	if err == nil || !errors.Is(err, ErrNotFound) {
+	c, err := findRecord[Customer](ctx, tx, tableCustomers, key(account, value))
+	if c != nil || err != nil {
 		return c, err
 	}
 	id, err := tx.Get(ctx, tableCustomerAliases, key(account, value))

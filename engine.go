@@ -464,11 +464,11 @@ func (l *runLeases) release(ctx context.Context, tx Tx, k []byte, billed bool) e
 func (s *Service) releaseLeases(ctx context.Context, keys [][]byte, l *runLeases) {
 	err := s.store.Update(ctx, func(tx Tx) error {
 		for _, k := range keys {
-			e, err := getRecord[engineLease](ctx, tx, tableBillingLeases, k)
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			e, err := findRecord[engineLease](ctx, tx, tableBillingLeases, k)
+			if err != nil {
 				return err
 			}
-			if err == nil && e.Holder == l.hold {
+			if e != nil && e.Holder == l.hold {
 				if err := l.release(ctx, tx, k, false); err != nil {
 					return err
 				}
@@ -759,11 +759,7 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 	if err != nil {
 		return Errorf(CodeInvalidState, "a price of the schedule no longer exists")
 	}
-	c, err := s.getCustomer(ctx, tx, sc.ServiceAccountID, sc.CustomerID)
-	if err != nil {
-		return err
-	}
-	lc, err := s.newLineContext(ctx, tx, sc, c, prices)
+	lc, err := s.newLineContext(ctx, tx, sc, prices)
 	if err != nil {
 		return err
 	}
@@ -819,22 +815,22 @@ func (s *Service) planDate(ctx context.Context, tx Tx, lc *lineContext, group []
 	sc := lc.sc
 	var todo []charge
 	for _, ch := range group {
-		_, err := tx.Get(ctx, tableBillingMarkers, markerKey(sc, ch))
-		switch {
-		case errors.Is(err, ErrNotFound):
-			todo = append(todo, ch)
-		case err != nil:
+		billed, err := exists(ctx, tx, tableBillingMarkers, markerKey(sc, ch))
+		if err != nil {
 			return nil, err
+		}
+		if !billed {
+			todo = append(todo, ch)
 		}
 	}
 	if len(todo) == 0 {
 		return nil, nil
 	}
 	date := todo[0].BillingDate
-	if _, err := tx.Get(ctx, tableBillingDateInvoices, key(sc.ServiceAccountID, sc.ID, date.String())); err == nil {
-		return nil, Errorf(CodeInvalidState, "charges due on %s cannot join that date's invoice any more", date)
-	} else if !errors.Is(err, ErrNotFound) {
+	if closed, err := exists(ctx, tx, tableBillingDateInvoices, key(sc.ServiceAccountID, sc.ID, date.String())); err != nil {
 		return nil, err
+	} else if closed {
+		return nil, Errorf(CodeInvalidState, "charges due on %s cannot join that date's invoice any more", date)
 	}
 	if lc.customer.ArchivedAt != nil {
 		return nil, Errorf(CodeInvalidState, "the schedule's customer is archived")
@@ -1088,11 +1084,7 @@ func (s *Service) PreviewInvoice(ctx context.Context, account, scheduleID string
 		if err != nil {
 			return nil, Errorf(CodeInvalidState, "a price of the schedule no longer exists")
 		}
-		c, err := s.getCustomer(ctx, tx, account, sc.CustomerID)
-		if err != nil {
-			return nil, err
-		}
-		lc, err := s.newLineContext(ctx, tx, sc, c, prices)
+		lc, err := s.newLineContext(ctx, tx, sc, prices)
 		if err != nil {
 			return nil, err
 		}

@@ -578,12 +578,12 @@ func (s *Service) checkScheduleReferences(ctx context.Context, tx Tx, account st
 	for i, ph := range p.Phases {
 		for j, id := range ph.PriceIDs {
 			field := fmt.Sprintf("phases[%d].priceIds[%d]", i, j)
-			pr, err := getRecord[Price](ctx, tx, tablePrices, key(account, id))
+			pr, err := findRecord[Price](ctx, tx, tablePrices, key(account, id))
 			switch {
-			case errors.Is(err, ErrNotFound):
-				v.add(field, "no price %q in this account", id)
 			case err != nil:
 				return err
+			case pr == nil:
+				v.add(field, "no price %q in this account", id)
 			case currency == "":
 				currency = pr.Currency
 			case pr.Currency != currency:
@@ -592,13 +592,11 @@ func (s *Service) checkScheduleReferences(ctx context.Context, tx Tx, account st
 		}
 	}
 	for i, tr := range p.TaxRates {
-		_, err := tx.Get(ctx, tableTaxRates, key(account, tr.TaxRateID))
-		switch {
-		case errors.Is(err, ErrNotFound):
-			v.add(fmt.Sprintf("taxRates[%d].taxRateId", i), "no tax rate %q in this account", tr.TaxRateID)
-		case err != nil:
+		ok, err := exists(ctx, tx, tableTaxRates, key(account, tr.TaxRateID))
+		if err != nil {
 			return err
 		}
+		v.check(ok, fmt.Sprintf("taxRates[%d].taxRateId", i), "no tax rate %q in this account", tr.TaxRateID)
 	}
 	return v.err()
 }

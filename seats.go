@@ -117,13 +117,9 @@ func (s *Service) UpdateSeatMetric(ctx context.Context, account, id string, p Up
 		return nil, err
 	}
 	now := s.clock()
-	return mutate(ctx, s, account, func(tx Tx) (*SeatMetric, error) {
-		m, err := s.getSeatMetric(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return updateOwned(ctx, s, tableSeatMetrics, account, id, "seat metric", func(_ Tx, m *SeatMetric) error {
 		m.Label, m.Description, m.UpdatedAt = p.Label, p.Description, now
-		return m, putRecord(ctx, tx, tableSeatMetrics, key(account, id), m)
+		return nil
 	})
 }
 

@@ -389,6 +389,25 @@ func getRecord[T any](ctx context.Context, tx Tx, t Table, k []byte) (*T, error)
 	return v, nil
 }
 
+// findRecord is getRecord for a record that may be missing: nil and no
+// error when there is none.
+func findRecord[T any](ctx context.Context, tx Tx, t Table, k []byte) (*T, error) {
+	v, err := getRecord[T](ctx, tx, t, k)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// exists reports whether t holds a record under k.
+func exists(ctx context.Context, tx Tx, t Table, k []byte) (bool, error) {
+	_, err := tx.Get(ctx, t, k)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // getOwned reads the record id of account from table, answering not_found
 // for kind when the account has no such record (another account's record
 // included: its key is under another prefix).
@@ -401,6 +420,23 @@ func getOwned[T any](ctx context.Context, tx Tx, t Table, account, id, kind stri
 // in table; not_found names kind.
 func getOne[T any](ctx context.Context, s *Service, t Table, account, id, kind string) (*T, error) {
 	return read(ctx, s, func(tx Tx) (*T, error) { return getOwned[T](ctx, tx, t, account, id, kind) })
+}
+
+// updateOwned is the read-change-write of one record in one Update: it reads
+// the record id of account from t (not_found names kind), lets change edit
+// it or refuse (change may also write other records in tx), and stores it
+// back.
+func updateOwned[T any](ctx context.Context, s *Service, t Table, account, id, kind string, change func(tx Tx, v *T) error) (*T, error) {
+	return mutate(ctx, s, account, func(tx Tx) (*T, error) {
+		v, err := getOwned[T](ctx, tx, t, account, id, kind)
+		if err != nil {
+			return nil, err
+		}
+		if err := change(tx, v); err != nil {
+			return nil, err
+		}
+		return v, putRecord(ctx, tx, t, key(account, id), v)
+	})
 }
 
 // putRecord encodes v as JSON and stores it under k.

@@ -130,31 +130,36 @@ func ParseUsagePeriod(start, end string) (UsagePeriod, error) {
 		return UsagePeriod{}, FieldError("periodEnd", "periodStart and periodEnd must both be dates or both be timestamps")
 	}
 	if isDate(start) {
-		ds, err1 := ParseDate(start)
-		de, err2 := ParseDate(end)
-		v.addParse("periodStart", err1)
-		v.addParse("periodEnd", err2)
-		if err := v.err(); err != nil {
+		ds, de, err := parsePeriodBounds(start, end, ParseDate)
+		if err != nil {
 			return UsagePeriod{}, err
-		}
-		if de.Before(ds) {
-			return UsagePeriod{}, FieldError("periodEnd", "periodEnd must not be before periodStart")
 		}
 		p := utcCalendar.Period(ds, de.AddDays(1))
 		p.first, p.endExclusive = ds, de.AddDays(1)
 		return p, nil
 	}
-	ts, err1 := ParseTimestamp(start)
-	te, err2 := ParseTimestamp(end)
+	ts, te, err := parsePeriodBounds(start, end, ParseTimestamp)
+	if err != nil {
+		return UsagePeriod{}, err
+	}
+	return UsagePeriod{Start: ts, End: te, StartText: FormatTimestamp(ts), EndText: FormatTimestamp(te)}, nil
+}
+
+// parsePeriodBounds parses periodStart and periodEnd with parse (dates or
+// timestamps) and refuses an end before the start, naming the bad parameter.
+func parsePeriodBounds[T interface{ Before(T) bool }](start, end string, parse func(string) (T, error)) (T, T, error) {
+	var v validator
+	s, err1 := parse(start)
+	e, err2 := parse(end)
 	v.addParse("periodStart", err1)
 	v.addParse("periodEnd", err2)
 	if err := v.err(); err != nil {
-		return UsagePeriod{}, err
+		return s, e, err
 	}
-	if te.Before(ts) {
-		return UsagePeriod{}, FieldError("periodEnd", "periodEnd must not be before periodStart")
+	if e.Before(s) {
+		return s, e, FieldError("periodEnd", "periodEnd must not be before periodStart")
 	}
-	return UsagePeriod{Start: ts, End: te, StartText: FormatTimestamp(ts), EndText: FormatTimestamp(te)}, nil
+	return s, e, nil
 }
 
 // CalculateUsage computes a usage metric over the events of some customers

@@ -348,34 +348,28 @@ func (s *Service) UpdateUsageMetric(ctx context.Context, account, id string, p U
 	if err := s.validateUsageMetric(&p); err != nil {
 		return nil, err
 	}
-	return mutate(ctx, s, account, func(tx Tx) (*UsageMetric, error) {
-		m, err := s.getUsageMetric(ctx, tx, account, id)
-		if err != nil {
-			return nil, err
-		}
+	return updateOwned(ctx, s, tableUsageMetrics, account, id, "usage metric", func(tx Tx, m *UsageMetric) error {
 		if m.DeletedAt != nil {
-			return nil, Errorf(CodeInvalidState, "a deleted usage metric cannot be updated")
+			return Errorf(CodeInvalidState, "a deleted usage metric cannot be updated")
 		}
 		before := *m
 		s.applyUsageMetric(m, &p)
 		if !sameDefinition(&before, m) {
 			used, err := s.metricUsedByActivePrice(ctx, tx, account, id)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if used {
-				return nil, Errorf(CodeInvalidState, "an ACTIVE price uses this usage metric: only description and unit can change")
+				return Errorf(CodeInvalidState, "an ACTIVE price uses this usage metric: only description and unit can change")
 			}
 		}
-		if !strings.EqualFold(before.Name, m.Name) {
-			if err := s.releaseMetricName(ctx, tx, &before); err != nil {
-				return nil, err
-			}
-			if err := s.claimMetricName(ctx, tx, m); err != nil {
-				return nil, err
-			}
+		if strings.EqualFold(before.Name, m.Name) {
+			return nil
 		}
-		return m, putRecord(ctx, tx, tableUsageMetrics, key(account, id), m)
+		if err := s.releaseMetricName(ctx, tx, &before); err != nil {
+			return err
+		}
+		return s.claimMetricName(ctx, tx, m)
 	})
 }
 
