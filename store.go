@@ -408,6 +408,15 @@ func exists(ctx context.Context, tx Tx, t Table, k []byte) (bool, error) {
 	return err == nil, err
 }
 
+// deleteIfPresent deletes the record of t under k; a missing record is no
+// error.
+func deleteIfPresent(ctx context.Context, tx Tx, t Table, k []byte) error {
+	if err := tx.Delete(ctx, t, k); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
 // getOwned reads the record id of account from table, answering not_found
 // for kind when the account has no such record (another account's record
 // included: its key is under another prefix).
