@@ -607,20 +607,11 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if err := checkNotNegative("an invoice", r.GrossTotal); err != nil {
 		return err
 	}
-	number, err := nextNumber(ctx, tx, account, invoiceKind.number)
-	if err != nil {
-		return err
-	}
-	md, err := s.merchantDetails(ctx, tx, account)
+	number, md, err := s.issue(ctx, tx, account, invoiceKind.number, r.CustomerID, &r.IssueDate, now)
 	if err != nil {
 		return err
 	}
 	r.Status, r.InvoiceNumber, r.MerchantDetails = StatusFinal, number, md
-	if r.IssueDate.IsZero() {
-		if r.IssueDate, err = s.dateOf(ctx, tx, account, r.CustomerID, now); err != nil {
-			return err
-		}
-	}
 	if r.CalculatedAt != nil {
 		if err := s.drawUsage(ctx, tx, account, r, r.IssueDate, now); err != nil {
 			return err
