@@ -512,13 +512,16 @@ func (s *Service) RotateNotificationPolicySecret(ctx context.Context, account, i
 // updatePolicy is the read-change-write of every policy edit.
 func (s *Service) updatePolicy(ctx context.Context, account, id string, change func(*policyRecord, time.Time) error) (*NotificationPolicy, error) {
 	now := s.clock()
-	rec, err := updateOwned(ctx, s, tableNotificationPolicies, account, id, "notification policy", func(_ Tx, rec *policyRecord) error {
-		return change(rec, now)
+	return mutate(ctx, s, account, func(tx Tx) (*NotificationPolicy, error) {
+		rec, err := s.getPolicy(ctx, tx, account, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := change(rec, now); err != nil {
+			return nil, err
+		}
+		return &rec.NotificationPolicy, putRecord(ctx, tx, tableNotificationPolicies, key(account, id), rec)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &rec.NotificationPolicy, nil
 }
 
 // checkRecipients validates recipients for channel, naming each invalid one
