@@ -272,7 +272,7 @@ func applyCustomer(c *Customer, p *CustomerParams) {
 func (s *Service) claimAliases(ctx context.Context, tx Tx, c *Customer, old []string) error {
 	for _, a := range old {
 		if !slices.Contains(c.CustomerAliases, a) {
-			if err := tx.Delete(ctx, tableCustomerAliases, key(c.ServiceAccountID, a)); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := deleteIfPresent(ctx, tx, tableCustomerAliases, key(c.ServiceAccountID, a)); err != nil {
 				return err
 			}
 		}
@@ -281,20 +281,15 @@ func (s *Service) claimAliases(ctx context.Context, tx Tx, c *Customer, old []st
 		if slices.Contains(old, a) {
 			continue
 		}
-		conflict := &Error{Code: CodeConflict, Field: fmt.Sprintf("customerAliases[%d]", i)}
+		field := fmt.Sprintf("customerAliases[%d]", i)
 		taken, err := exists(ctx, tx, tableCustomers, key(c.ServiceAccountID, a))
 		switch {
 		case err != nil:
 			return err
 		case taken || a == c.ID:
-			conflict.Message = fmt.Sprintf("alias %q is the id of a customer", a)
-			return conflict
+			return &Error{Code: CodeConflict, Field: field, Message: fmt.Sprintf("alias %q is the id of a customer", a)}
 		}
-		err = tx.Insert(ctx, tableCustomerAliases, key(c.ServiceAccountID, a), []byte(c.ID))
-		if errors.Is(err, ErrConflict) {
-			conflict.Message = fmt.Sprintf("alias %q belongs to another customer", a)
-			return conflict
-		}
+		err = claimKey(ctx, tx, tableCustomerAliases, key(c.ServiceAccountID, a), c.ID, field, fmt.Sprintf("alias %q belongs to another customer", a))
 		if err != nil {
 			return err
 		}
@@ -328,7 +323,7 @@ func (s *Service) UpdateCustomer(ctx context.Context, account, id string, p Cust
 			return err
 		}
 		if oldName != c.LegalName {
-			if err := tx.Delete(ctx, tableCustomerNames, key(account, oldName, id)); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := deleteIfPresent(ctx, tx, tableCustomerNames, key(account, oldName, id)); err != nil {
 				return err
 			}
 			if err := tx.Put(ctx, tableCustomerNames, key(account, c.LegalName, id), []byte(id)); err != nil {

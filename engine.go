@@ -1055,10 +1055,7 @@ func (s *Service) settleSchedule(ctx context.Context, tx Tx, lc *lineContext, or
 	if err != nil || watched {
 		return err
 	}
-	if err := tx.Delete(ctx, tableBillingRunnable, key(sc.ServiceAccountID, sc.ID)); err != nil && !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	return nil
+	return deleteIfPresent(ctx, tx, tableBillingRunnable, key(sc.ServiceAccountID, sc.ID))
 }
 
 // PreviewInvoice computes, without storing anything, the next invoice of a

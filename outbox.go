@@ -158,7 +158,7 @@ func (s *Service) enqueue(ctx context.Context, tx Tx, d *deliveryRecord, now tim
 // reschedule moves a delivery's queue entry to next (nil: out of the queue).
 func reschedule(ctx context.Context, tx Tx, d *deliveryRecord, next *time.Time) error {
 	if d.NextAttemptAt != nil {
-		if err := tx.Delete(ctx, tableDeliveryQueue, d.queueKey()); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := deleteIfPresent(ctx, tx, tableDeliveryQueue, d.queueKey()); err != nil {
 			return err
 		}
 	}
