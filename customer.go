@@ -362,20 +362,7 @@ func (s *Service) ArchiveCustomer(ctx context.Context, account, id string) (*Cus
 // newest first unless f.SortOrder says ASC. Returns validation_failed for a
 // bad sort order, limit or cursor.
 func (s *Service) ListCustomers(ctx context.Context, account string, f CustomerFilter, p ListParams) (Page[Customer], error) {
-	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
-	if err != nil {
-		return Page[Customer]{}, err
-	}
-	q := listQuery[Customer]{
-		name: "customers", table: tableCustomers, prefix: prefix(account),
-		desc: order == SortDesc, decode: decodeAll[Customer](nil),
-	}
-	var page Page[Customer]
-	err = s.view(ctx, func(tx Tx) (err error) {
-		page, err = list(ctx, s, tx, q, p)
-		return err
-	})
-	return page, err
+	return listByCreation[Customer](ctx, s, "customers", tableCustomers, account, f.SortOrder, p)
 }
 
 // customerByAlias returns the customer whose id or alias is value, or nil
