@@ -325,9 +325,14 @@ type lineContext struct {
 	cal Calendar
 }
 
-// newLineContext loads the tax rates of sc's mapping; every rate is 0 for a
-// TAX_EXEMPT or REVERSE_CHARGED customer.
-func (s *Service) newLineContext(ctx context.Context, tx Tx, sc *BillingSchedule, c *Customer, prices map[string]*Price) (*lineContext, error) {
+// newLineContext loads sc's customer, its calendar and the tax rates of
+// sc's mapping; every rate is 0 for a TAX_EXEMPT or REVERSE_CHARGED
+// customer.
+func (s *Service) newLineContext(ctx context.Context, tx Tx, sc *BillingSchedule, prices map[string]*Price) (*lineContext, error) {
+	c, err := s.getCustomer(ctx, tx, sc.ServiceAccountID, sc.CustomerID)
+	if err != nil {
+		return nil, err
+	}
 	cal, err := s.calendarFor(ctx, tx, sc.ServiceAccountID, sc.CustomerID)
 	if err != nil {
 		return nil, err

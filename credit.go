@@ -361,7 +361,7 @@ func (s *Service) CreateCreditGrant(ctx context.Context, account string, p Credi
 		g := &grantRecord{CreditGrant: CreditGrant{
 			ID: s.newID(), ServiceAccountID: account, CustomerID: c.ID, Name: p.Name, Type: typ,
 			Currency: p.Currency, MetricID: p.MetricID, OriginalAmount: *p.Amount, TaxRateID: p.TaxRateID,
-			ExpiryDate: p.ExpiryDate, Status: CreditGrantActive,
+			CostOfCredit: copyOf(p.CostOfCredit), ExpiryDate: p.ExpiryDate, Status: CreditGrantActive,
 			CreatedAt: now, UpdatedAt: now,
 		}}
 		if g.EffectiveDate, err = s.dateOf(ctx, tx, account, c.ID, now); err != nil {
@@ -372,10 +372,6 @@ func (s *Service) CreateCreditGrant(ctx context.Context, account string, p Credi
 		}
 		if g.ExpiryDate != nil && g.ExpiryDate.Before(g.EffectiveDate) {
 			return nil, FieldError("expiryDate", "expiryDate must not be before effectiveDate (%s)", g.EffectiveDate)
-		}
-		if p.CostOfCredit != nil {
-			cost := *p.CostOfCredit
-			g.CostOfCredit = &cost
 		}
 		if p.CreateInvoice {
 			if err := s.createPrepaymentInvoice(ctx, tx, account, g, tr); err != nil {
@@ -1291,11 +1287,7 @@ func (s *Service) drawUsage(ctx context.Context, tx Tx, account string, r *invoi
 	if !ok {
 		return nil
 	}
-	c, err := s.getCustomer(ctx, tx, account, r.CustomerID)
-	if err != nil {
-		return err
-	}
-	lc, err := s.newLineContext(ctx, tx, sc, c, prices)
+	lc, err := s.newLineContext(ctx, tx, sc, prices)
 	if err != nil {
 		return err
 	}

@@ -381,14 +381,6 @@ func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string,
 	return cn, nil
 }
 
-func normalizedPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	n := NormalizeTime(*t)
-	return &n
-}
-
 // GetCreditNote returns a credit note. Returns not_found.
 func (s *Service) GetCreditNote(ctx context.Context, account, id string) (*CreditNote, error) {
 	return read(ctx, s, func(tx Tx) (*CreditNote, error) { return loadDoc(ctx, tx, creditNoteKind, account, id) })

@@ -360,6 +360,16 @@ func (d *PrintableDocument) ID() string {
 	return d.Invoice.ID
 }
 
+// source returns what the frame of the rendering is taken from: the
+// document's customer, the merchant details it copied at finalization (nil
+// before) and its last change.
+func (d *PrintableDocument) source() (customerID string, copied *MerchantDetails, updated time.Time) {
+	if d.Kind == DocumentCreditNote {
+		return d.CreditNote.CustomerID, d.CreditNote.MerchantDetails, d.CreditNote.UpdatedAt
+	}
+	return d.Invoice.CustomerID, d.Invoice.MerchantDetails, d.Invoice.UpdatedAt
+}
+
 // DocumentRenderer renders the e-mail that carries a sent invoice or credit
 // note to the customer: subject, text and HTML bodies, and the document's
 // PDF attached. Package render implements it (render.Renderer); the
@@ -400,49 +410,56 @@ func (s *Service) freezeRendering(ctx context.Context, tx Tx, account, docID str
 // PrintableInvoice returns everything the rendering of invoice id is made
 // from, read in one transaction. Returns not_found.
 func (s *Service) PrintableInvoice(ctx context.Context, account, id string) (*PrintableDocument, error) {
-	return read(ctx, s, func(tx Tx) (*PrintableDocument, error) {
-		r, err := loadDoc(ctx, tx, invoiceKind, account, id)
-		if err != nil {
-			return nil, err
-		}
-		d := &PrintableDocument{Kind: DocumentInvoice, Invoice: &r.Invoice, CustomerTaxStatus: r.CustomerTaxStatus}
-		if d.Calendar, err = s.calendarFor(ctx, tx, account, r.CustomerID); err != nil {
-			return nil, err
-		}
-		if d.InvoiceLines, err = scanValues[InvoiceLineItem](ctx, tx, tableInvoiceLines, account, id); err != nil {
-			return nil, err
-		}
-		if d.InvoiceGroups, err = scanValues[InvoiceLineItemGroup](ctx, tx, tableInvoiceGroups, account, id); err != nil {
-			return nil, err
-		}
-		return d, s.printableFrame(ctx, tx, account, d, r.MerchantDetails, r.UpdatedAt)
+	return printable(ctx, s, invoiceKind, account, id, func(_ Tx, r *invoiceRecord, lines []InvoiceLineItem, groups []InvoiceLineItemGroup) (*PrintableDocument, error) {
+		return &PrintableDocument{
+			Kind: DocumentInvoice, Invoice: &r.Invoice, InvoiceLines: lines, InvoiceGroups: groups,
+			CustomerTaxStatus: r.CustomerTaxStatus,
+		}, nil
 	})
 }
 
 // PrintableCreditNote returns everything the rendering of credit note id is
 // made from, read in one transaction. Returns not_found.
 func (s *Service) PrintableCreditNote(ctx context.Context, account, id string) (*PrintableDocument, error) {
+	return printable(ctx, s, creditNoteKind, account, id, func(tx Tx, cn *CreditNote, lines []CreditNoteLineItem, groups []CreditNoteLineItemGroup) (*PrintableDocument, error) {
+		d := &PrintableDocument{Kind: DocumentCreditNote, CreditNote: cn, CreditNoteLines: lines, CreditNoteGroups: groups}
+		var err error
+		if !cn.Status.finalized() && cn.Status != StatusVoided {
+			// A credit note copies no tax status: a draft prints the
+			// customer's current one (a finalized one its snapshot's).
+			d.CustomerTaxStatus, err = s.customerTaxStatus(ctx, tx, account, cn.CustomerID)
+		}
+		return d, err
+	})
+}
+
+// printable reads, in one transaction, what the rendering of document id
+// of kind k is made from: build makes the PrintableDocument of the
+// document with its lines and groups, then the customer's calendar and the
+// frame (printableFrame) are added to it.
+func printable[D, L, G any](ctx context.Context, s *Service, k docKind[D], account, id string, build func(tx Tx, doc *D, lines []L, groups []G) (*PrintableDocument, error)) (*PrintableDocument, error) {
 	return read(ctx, s, func(tx Tx) (*PrintableDocument, error) {
-		cn, err := loadDoc(ctx, tx, creditNoteKind, account, id)
+		doc, err := loadDoc(ctx, tx, k, account, id)
 		if err != nil {
 			return nil, err
 		}
-		d := &PrintableDocument{Kind: DocumentCreditNote, CreditNote: cn}
-		if d.Calendar, err = s.calendarFor(ctx, tx, account, cn.CustomerID); err != nil {
+		lines, err := scanValues[L](ctx, tx, k.lines, account, id)
+		if err != nil {
 			return nil, err
 		}
-		if d.CreditNoteLines, err = scanValues[CreditNoteLineItem](ctx, tx, tableCreditNoteLines, account, id); err != nil {
+		groups, err := scanValues[G](ctx, tx, k.groups, account, id)
+		if err != nil {
 			return nil, err
 		}
-		if d.CreditNoteGroups, err = scanValues[CreditNoteLineItemGroup](ctx, tx, tableCreditNoteGroups, account, id); err != nil {
+		d, err := build(tx, doc, lines, groups)
+		if err != nil {
 			return nil, err
 		}
-		if !cn.Status.finalized() && cn.Status != StatusVoided {
-			if d.CustomerTaxStatus, err = s.customerTaxStatus(ctx, tx, account, cn.CustomerID); err != nil {
-				return nil, err
-			}
+		customer, copied, updated := d.source()
+		if d.Calendar, err = s.calendarFor(ctx, tx, account, customer); err != nil {
+			return nil, err
 		}
-		return d, s.printableFrame(ctx, tx, account, d, cn.MerchantDetails, cn.UpdatedAt)
+		return d, s.printableFrame(ctx, tx, account, d, copied, updated)
 	})
 }
 
@@ -639,6 +656,27 @@ func saveDoc[D any, PD interface {
 	document
 }](ctx context.Context, tx Tx, k docKind[D], account string, d PD) error {
 	return putRecord(ctx, tx, k.docs, key(account, d.docID()), d)
+}
+
+// normalizedPtr returns a copy of the instant t points to, normalized
+// (NormalizeTime); nil for nil. Documents take their optional timestamps
+// from their parameters with it.
+func normalizedPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := NormalizeTime(*t)
+	return &n
+}
+
+// copyOf returns a pointer to a copy of *p, nil for nil: a record keeps its
+// own copy of an optional value of its parameters, not the caller's.
+func copyOf[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // stateError is the invalid_state answer for an operation the status of a

@@ -755,11 +755,7 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 	if err != nil {
 		return Errorf(CodeInvalidState, "a price of the schedule no longer exists")
 	}
-	c, err := s.getCustomer(ctx, tx, sc.ServiceAccountID, sc.CustomerID)
-	if err != nil {
-		return err
-	}
-	lc, err := s.newLineContext(ctx, tx, sc, c, prices)
+	lc, err := s.newLineContext(ctx, tx, sc, prices)
 	if err != nil {
 		return err
 	}
@@ -1073,11 +1069,7 @@ func (s *Service) PreviewInvoice(ctx context.Context, account, scheduleID string
 		if err != nil {
 			return nil, Errorf(CodeInvalidState, "a price of the schedule no longer exists")
 		}
-		c, err := s.getCustomer(ctx, tx, account, sc.CustomerID)
-		if err != nil {
-			return nil, err
-		}
-		lc, err := s.newLineContext(ctx, tx, sc, c, prices)
+		lc, err := s.newLineContext(ctx, tx, sc, prices)
 		if err != nil {
 			return nil, err
 		}

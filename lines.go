@@ -330,54 +330,151 @@ func putNewGroup[G any, PG groupRecord[G]](ctx context.Context, s *Service, tx T
 	return putRecord(ctx, tx, t, key(account, docID, c.ID), g)
 }
 
-// deleteGroup removes a group that has no lines; invalid_state otherwise.
-func deleteGroup[L any, PL lineRecord[L]](ctx context.Context, tx Tx, lines, groups Table, account, docID, groupID string) error {
-	if _, err := tx.Get(ctx, groups, key(account, docID, groupID)); err != nil {
-		return lookupErr(err, "line item group")
-	}
-	has, err := groupHasLines[L, PL](ctx, tx, lines, account, docID, groupID)
-	if err != nil {
-		return err
-	}
-	if has {
-		return Errorf(CodeInvalidState, "the group still has line items; move or delete them first")
-	}
-	return tx.Delete(ctx, groups, key(account, docID, groupID))
-}
-
 // checkGroupParams validates a group's title and description.
 func (s *Service) checkGroupParams(v *validator, title, description string) {
 	s.checkString(v, "title", title, true)
 	s.checkString(v, "description", description, false)
 }
 
-// updateGroup replaces a group's title and description (and, through
-// more, fields of the document kind) after validating them.
-func updateGroup[G any, PG groupRecord[G]](ctx context.Context, s *Service, tx Tx, t Table, account, docID, groupID, title, description string, more func(v *validator, g PG) error) (PG, error) {
-	g, err := getLine[G](ctx, tx, t, account, docID, groupID, "line item group")
-	if err != nil {
-		return nil, err
-	}
-	var v validator
-	s.checkGroupParams(&v, title, description)
-	if more != nil {
-		if err := more(&v, PG(g)); err != nil {
-			return nil, err
-		}
-	}
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	c := PG(g).groupCore()
-	c.Title, c.Description = title, description
-	return PG(g), putRecord(ctx, tx, t, key(account, docID, groupID), g)
+// docLines is the line and group API of one kind of document, written once
+// for both: each document's typed methods pass in only what is their own
+// (how a line or a group is made from their parameters). Every operation
+// runs in linesOp: the document must be editable, totals are recomputed and
+// the kind's updated notification carries view(d).
+type docLines[D, L, G any, PD interface {
+	*D
+	document
+}, PL lineRecord[L], PG groupRecord[G]] struct {
+	kind docKind[D]
+	// lineList and groupList name the lists of lines and of groups (their
+	// cursors are bound to the name).
+	lineList, groupList string
+	view                func(PD) any
 }
 
-func invoiceView(r *invoiceRecord) any { return &r.Invoice }
+// invoiceLines is the line and group API of invoices.
+var invoiceLines = docLines[invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup, *invoiceRecord, *InvoiceLineItem, *InvoiceLineItemGroup]{
+	kind: invoiceKind, lineList: "invoice_lines", groupList: "invoice_groups",
+	view: func(r *invoiceRecord) any { return &r.Invoice },
+}
 
-// invoiceLinesOp is linesOp for invoices.
-func invoiceLinesOp[T any](ctx context.Context, s *Service, account, invoiceID string, fn func(tx Tx, r *invoiceRecord, now time.Time) (T, error)) (T, error) {
-	return linesOp[T, invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup](ctx, s, invoiceKind, account, invoiceID, invoiceView, fn)
+// creditNoteLines is the line and group API of credit notes.
+var creditNoteLines = docLines[CreditNote, CreditNoteLineItem, CreditNoteLineItemGroup, *CreditNote, *CreditNoteLineItem, *CreditNoteLineItemGroup]{
+	kind: creditNoteKind, lineList: "credit_note_lines", groupList: "credit_note_groups",
+	view: func(cn *CreditNote) any { return cn },
+}
+
+// createLine stores the line build makes (validated, without id or index)
+// at the next index.
+func (k docLines[D, L, G, PD, PL, PG]) createLine(ctx context.Context, s *Service, account, docID string, build func(tx Tx, d PD) (PL, error)) (PL, error) {
+	return linesOp[PL, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD, _ time.Time) (PL, error) {
+		l, err := build(tx, d)
+		if err != nil {
+			return nil, err
+		}
+		return l, putNewLine(ctx, s, tx, k.kind.lines, account, docID, l)
+	})
+}
+
+// updateLine replaces line lineID by the line build makes (validated; old
+// is the stored line), which keeps the stored line's id and index. Returns
+// not_found when the document has no such line.
+func (k docLines[D, L, G, PD, PL, PG]) updateLine(ctx context.Context, s *Service, account, docID, lineID string, build func(tx Tx, d PD, old PL) (PL, error)) (PL, error) {
+	return linesOp[PL, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD, _ time.Time) (PL, error) {
+		old, err := getLine[L](ctx, tx, k.kind.lines, account, docID, lineID, "line item")
+		if err != nil {
+			return nil, err
+		}
+		l, err := build(tx, d, old)
+		if err != nil {
+			return nil, err
+		}
+		c, was := l.core(), PL(old).core()
+		c.ID, c.Index = was.ID, was.Index
+		return l, putRecord(ctx, tx, k.kind.lines, key(account, docID, lineID), l)
+	})
+}
+
+// deleteLine removes line lineID; not_found when the document has none.
+func (k docLines[D, L, G, PD, PL, PG]) deleteLine(ctx context.Context, s *Service, account, docID, lineID string) error {
+	_, err := linesOp[struct{}, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, _ PD, _ time.Time) (struct{}, error) {
+		return struct{}{}, lookupErr(tx.Delete(ctx, k.kind.lines, key(account, docID, lineID)), "line item")
+	})
+	return err
+}
+
+// listLines lists the document's lines by index.
+func (k docLines[D, L, G, PD, PL, PG]) listLines(ctx context.Context, s *Service, account, docID string, f LineItemFilter, p ListParams) (Page[L], error) {
+	return listDocItems[L](ctx, s, k.kind, k.kind.lines, k.lineList, account, docID, f, p)
+}
+
+// listGroups lists the document's groups by index.
+func (k docLines[D, L, G, PD, PL, PG]) listGroups(ctx context.Context, s *Service, account, docID string, f LineItemFilter, p ListParams) (Page[G], error) {
+	return listDocItems[G](ctx, s, k.kind, k.kind.groups, k.groupList, account, docID, f, p)
+}
+
+// createGroup stores a group with title and description at the next index.
+// build makes the group with the kind's own fields, recording on v what is
+// wrong with them.
+func (k docLines[D, L, G, PD, PL, PG]) createGroup(ctx context.Context, s *Service, account, docID, title, description string, build func(tx Tx, d PD, v *validator) (PG, error)) (PG, error) {
+	return linesOp[PG, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD, _ time.Time) (PG, error) {
+		var v validator
+		s.checkGroupParams(&v, title, description)
+		g, err := build(tx, d, &v)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.err(); err != nil {
+			return nil, err
+		}
+		c := g.groupCore()
+		c.Title, c.Description = title, description
+		return g, putNewGroup(ctx, s, tx, k.kind.groups, account, docID, g, d.docCurrency())
+	})
+}
+
+// updateGroup replaces group groupID's title and description and, through
+// more (nil when the kind has none), its fields of the document kind, after
+// validating them. A new title leaves the group's totals as they are, so
+// the group returned is the one stored after the recomputation.
+func (k docLines[D, L, G, PD, PL, PG]) updateGroup(ctx context.Context, s *Service, account, docID, groupID, title, description string, more func(tx Tx, d PD, v *validator, g PG) error) (PG, error) {
+	return linesOp[PG, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD, _ time.Time) (PG, error) {
+		g, err := getLine[G](ctx, tx, k.kind.groups, account, docID, groupID, "line item group")
+		if err != nil {
+			return nil, err
+		}
+		var v validator
+		s.checkGroupParams(&v, title, description)
+		if more != nil {
+			if err := more(tx, d, &v, PG(g)); err != nil {
+				return nil, err
+			}
+		}
+		if err := v.err(); err != nil {
+			return nil, err
+		}
+		c := PG(g).groupCore()
+		c.Title, c.Description = title, description
+		return PG(g), putRecord(ctx, tx, k.kind.groups, key(account, docID, groupID), g)
+	})
+}
+
+// deleteGroup removes a group that has no lines; invalid_state otherwise.
+func (k docLines[D, L, G, PD, PL, PG]) deleteGroup(ctx context.Context, s *Service, account, docID, groupID string) error {
+	_, err := linesOp[struct{}, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, _ PD, _ time.Time) (struct{}, error) {
+		if _, err := tx.Get(ctx, k.kind.groups, key(account, docID, groupID)); err != nil {
+			return struct{}{}, lookupErr(err, "line item group")
+		}
+		has, err := groupHasLines[L, PL](ctx, tx, k.kind.lines, account, docID, groupID)
+		if err != nil {
+			return struct{}{}, err
+		}
+		if has {
+			return struct{}{}, Errorf(CodeInvalidState, "the group still has line items; move or delete them first")
+		}
+		return struct{}{}, tx.Delete(ctx, k.kind.groups, key(account, docID, groupID))
+	})
+	return err
 }
 
 // buildInvoiceLine validates p for invoice r and returns the line it
@@ -405,20 +502,11 @@ func (s *Service) buildInvoiceLine(ctx context.Context, tx Tx, account string, r
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	l := &InvoiceLineItem{LineItem: core, InvoiceID: r.ID, CreditGrantID: p.CreditGrantID}
-	if p.ServicePeriodStart != nil {
-		t := NormalizeTime(*p.ServicePeriodStart)
-		l.ServicePeriodStart = &t
-	}
-	if p.ServicePeriodEnd != nil {
-		t := NormalizeTime(*p.ServicePeriodEnd)
-		l.ServicePeriodEnd = &t
-	}
-	if p.ServicePeriod != nil {
-		sp := *p.ServicePeriod
-		l.ServicePeriod = &sp
-	}
-	return l, nil
+	return &InvoiceLineItem{
+		LineItem: core, InvoiceID: r.ID, CreditGrantID: p.CreditGrantID,
+		ServicePeriodStart: normalizedPtr(p.ServicePeriodStart), ServicePeriodEnd: normalizedPtr(p.ServicePeriodEnd),
+		ServicePeriod: copyOf(p.ServicePeriod),
+	}, nil
 }
 
 // CreateInvoiceLineItem adds a line to a DRAFT or IN_PROGRESS invoice, at
@@ -427,12 +515,8 @@ func (s *Service) buildInvoiceLine(ctx context.Context, tx Tx, account string, r
 // (an unknown groupId, priceId or productId included), and invalid_state
 // when the invoice is not editable.
 func (s *Service) CreateInvoiceLineItem(ctx context.Context, account, invoiceID string, p InvoiceLineItemParams) (*InvoiceLineItem, error) {
-	return invoiceLinesOp(ctx, s, account, invoiceID, func(tx Tx, r *invoiceRecord, _ time.Time) (*InvoiceLineItem, error) {
-		l, err := s.buildInvoiceLine(ctx, tx, account, &r.Invoice, &p, true)
-		if err != nil {
-			return nil, err
-		}
-		return l, putNewLine(ctx, s, tx, tableInvoiceLines, account, r.ID, l)
+	return invoiceLines.createLine(ctx, s, account, invoiceID, func(tx Tx, r *invoiceRecord) (*InvoiceLineItem, error) {
+		return s.buildInvoiceLine(ctx, tx, account, &r.Invoice, &p, true)
 	})
 }
 
@@ -440,7 +524,7 @@ func (s *Service) CreateInvoiceLineItem(ctx context.Context, account, invoiceID 
 // f.SortOrder says DESC). Returns not_found for the invoice and
 // validation_failed for a bad sort order, limit or cursor.
 func (s *Service) ListInvoiceLineItems(ctx context.Context, account, invoiceID string, f LineItemFilter, p ListParams) (Page[InvoiceLineItem], error) {
-	return listDocItems[InvoiceLineItem](ctx, s, invoiceKind, tableInvoiceLines, "invoice_lines", account, invoiceID, f, p)
+	return invoiceLines.listLines(ctx, s, account, invoiceID, f, p)
 }
 
 // UpdateInvoiceLineItem is op 18: it replaces every field of a line
@@ -449,17 +533,8 @@ func (s *Service) ListInvoiceLineItems(ctx context.Context, account, invoiceID s
 // Returns not_found (invoice, or a line not of that invoice),
 // validation_failed, and invalid_state when the invoice is not editable.
 func (s *Service) UpdateInvoiceLineItem(ctx context.Context, account, invoiceID, lineID string, p InvoiceLineItemParams) (*InvoiceLineItem, error) {
-	return invoiceLinesOp(ctx, s, account, invoiceID, func(tx Tx, r *invoiceRecord, _ time.Time) (*InvoiceLineItem, error) {
-		old, err := getLine[InvoiceLineItem](ctx, tx, tableInvoiceLines, account, invoiceID, lineID, "line item")
-		if err != nil {
-			return nil, err
-		}
-		l, err := s.buildInvoiceLine(ctx, tx, account, &r.Invoice, &p, true)
-		if err != nil {
-			return nil, err
-		}
-		l.ID, l.Index = old.ID, old.Index
-		return l, putRecord(ctx, tx, tableInvoiceLines, key(account, invoiceID, lineID), l)
+	return invoiceLines.updateLine(ctx, s, account, invoiceID, lineID, func(tx Tx, r *invoiceRecord, _ *InvoiceLineItem) (*InvoiceLineItem, error) {
+		return s.buildInvoiceLine(ctx, tx, account, &r.Invoice, &p, true)
 	})
 }
 
@@ -467,52 +542,36 @@ func (s *Service) UpdateInvoiceLineItem(ctx context.Context, account, invoiceID,
 // INVOICE_UPDATED. Returns not_found and invalid_state as
 // UpdateInvoiceLineItem.
 func (s *Service) DeleteInvoiceLineItem(ctx context.Context, account, invoiceID, lineID string) error {
-	_, err := invoiceLinesOp(ctx, s, account, invoiceID, func(tx Tx, _ *invoiceRecord, _ time.Time) (struct{}, error) {
-		return struct{}{}, lookupErr(tx.Delete(ctx, tableInvoiceLines, key(account, invoiceID, lineID)), "line item")
-	})
-	return err
+	return invoiceLines.deleteLine(ctx, s, account, invoiceID, lineID)
 }
 
 // CreateInvoiceLineItemGroup adds a group to a DRAFT or IN_PROGRESS invoice
 // at the next group index and emits INVOICE_UPDATED. Returns not_found,
 // validation_failed and invalid_state.
 func (s *Service) CreateInvoiceLineItemGroup(ctx context.Context, account, invoiceID string, p InvoiceLineItemGroupParams) (*InvoiceLineItemGroup, error) {
-	return invoiceLinesOp(ctx, s, account, invoiceID, func(tx Tx, r *invoiceRecord, _ time.Time) (*InvoiceLineItemGroup, error) {
-		var v validator
-		s.checkGroupParams(&v, p.Title, p.Description)
-		if err := v.err(); err != nil {
-			return nil, err
-		}
-		g := &InvoiceLineItemGroup{LineItemGroup: LineItemGroup{Title: p.Title, Description: p.Description}, InvoiceID: r.ID}
-		return g, putNewGroup(ctx, s, tx, tableInvoiceGroups, account, r.ID, g, r.Currency)
+	return invoiceLines.createGroup(ctx, s, account, invoiceID, p.Title, p.Description, func(_ Tx, r *invoiceRecord, _ *validator) (*InvoiceLineItemGroup, error) {
+		return &InvoiceLineItemGroup{InvoiceID: r.ID}, nil
 	})
 }
 
 // ListInvoiceLineItemGroups lists an invoice's groups by index (ASC unless
 // f.SortOrder says DESC). Returns not_found and validation_failed.
 func (s *Service) ListInvoiceLineItemGroups(ctx context.Context, account, invoiceID string, f LineItemFilter, p ListParams) (Page[InvoiceLineItemGroup], error) {
-	return listDocItems[InvoiceLineItemGroup](ctx, s, invoiceKind, tableInvoiceGroups, "invoice_groups", account, invoiceID, f, p)
+	return invoiceLines.listGroups(ctx, s, account, invoiceID, f, p)
 }
 
 // UpdateInvoiceLineItemGroup replaces a group's title and description and
 // emits INVOICE_UPDATED. Returns not_found, validation_failed and
 // invalid_state.
 func (s *Service) UpdateInvoiceLineItemGroup(ctx context.Context, account, invoiceID, groupID string, p InvoiceLineItemGroupParams) (*InvoiceLineItemGroup, error) {
-	// A new title leaves the group's totals as they are, so the group
-	// returned is the one stored after the recomputation.
-	return invoiceLinesOp(ctx, s, account, invoiceID, func(tx Tx, _ *invoiceRecord, _ time.Time) (*InvoiceLineItemGroup, error) {
-		return updateGroup[InvoiceLineItemGroup](ctx, s, tx, tableInvoiceGroups, account, invoiceID, groupID, p.Title, p.Description, nil)
-	})
+	return invoiceLines.updateGroup(ctx, s, account, invoiceID, groupID, p.Title, p.Description, nil)
 }
 
 // DeleteInvoiceLineItemGroup removes an empty group and emits
 // INVOICE_UPDATED. Returns not_found, and invalid_state when the invoice is
 // not editable or the group still has lines.
 func (s *Service) DeleteInvoiceLineItemGroup(ctx context.Context, account, invoiceID, groupID string) error {
-	_, err := invoiceLinesOp(ctx, s, account, invoiceID, func(tx Tx, _ *invoiceRecord, _ time.Time) (struct{}, error) {
-		return struct{}{}, deleteGroup[InvoiceLineItem](ctx, tx, tableInvoiceLines, tableInvoiceGroups, account, invoiceID, groupID)
-	})
-	return err
+	return invoiceLines.deleteGroup(ctx, s, account, invoiceID, groupID)
 }
 
 // Entry points of the billing engine (schedule.go). They run inside the
@@ -664,13 +723,6 @@ func sameLines(old []InvoiceLineItem, built []*InvoiceLineItem) bool {
 	return true
 }
 
-func creditNoteView(cn *CreditNote) any { return cn }
-
-// creditNoteLinesOp is linesOp for credit notes.
-func creditNoteLinesOp[T any](ctx context.Context, s *Service, account, creditNoteID string, fn func(tx Tx, cn *CreditNote, now time.Time) (T, error)) (T, error) {
-	return linesOp[T, CreditNote, CreditNoteLineItem, CreditNoteLineItemGroup](ctx, s, creditNoteKind, account, creditNoteID, creditNoteView, fn)
-}
-
 // creditNoteRRM are the revenue recognition methods credit note lines
 // accept (the field description of ops 13 and 14).
 var creditNoteRRM = []RevenueRecognitionMethod{RevenueRecognitionStraightLine, RevenueRecognitionPointInTime}
@@ -692,12 +744,7 @@ func (s *Service) buildCreditNoteLine(ctx context.Context, tx Tx, v *validator, 
 		v.check(!sp.EndInclusive.IsZero(), "servicePeriod.endInclusive", "servicePeriod.endInclusive is required")
 		v.check(!sp.EndInclusive.Before(sp.Start), "servicePeriod.endInclusive", "servicePeriod.endInclusive must not be before its start")
 	}
-	l := &CreditNoteLineItem{LineItem: core, CreditNoteID: cn.ID}
-	if p.ServicePeriod != nil {
-		sp := *p.ServicePeriod
-		l.ServicePeriod = &sp
-	}
-	return l, nil
+	return &CreditNoteLineItem{LineItem: core, CreditNoteID: cn.ID, ServicePeriod: copyOf(p.ServicePeriod)}, nil
 }
 
 // CreateCreditNoteLineItem is op 13: it adds a line to a DRAFT or
@@ -707,7 +754,7 @@ func (s *Service) buildCreditNoteLine(ctx context.Context, tx Tx, v *validator, 
 // lineItemId or productId included), and invalid_state when the credit note
 // is not editable.
 func (s *Service) CreateCreditNoteLineItem(ctx context.Context, account, creditNoteID string, p CreateCreditNoteLineItemParams) (*CreditNoteLineItem, error) {
-	return creditNoteLinesOp(ctx, s, account, creditNoteID, func(tx Tx, cn *CreditNote, _ time.Time) (*CreditNoteLineItem, error) {
+	return creditNoteLines.createLine(ctx, s, account, creditNoteID, func(tx Tx, cn *CreditNote) (*CreditNoteLineItem, error) {
 		var v validator
 		switch {
 		case p.CreditNoteID == "":
@@ -727,17 +774,14 @@ func (s *Service) CreateCreditNoteLineItem(ctx context.Context, account, creditN
 			}
 			l.LineItemID = p.LineItemID
 		}
-		if err := v.err(); err != nil {
-			return nil, err
-		}
-		return l, putNewLine(ctx, s, tx, tableCreditNoteLines, account, cn.ID, l)
+		return l, v.err()
 	})
 }
 
 // ListCreditNoteLineItems is op 12: a credit note's lines by index (ASC
 // unless f.SortOrder says DESC). Returns not_found and validation_failed.
 func (s *Service) ListCreditNoteLineItems(ctx context.Context, account, creditNoteID string, f LineItemFilter, p ListParams) (Page[CreditNoteLineItem], error) {
-	return listDocItems[CreditNoteLineItem](ctx, s, creditNoteKind, tableCreditNoteLines, "credit_note_lines", account, creditNoteID, f, p)
+	return creditNoteLines.listLines(ctx, s, account, creditNoteID, f, p)
 }
 
 // UpdateCreditNoteLineItem is op 14: it replaces the fields of p on a line
@@ -745,31 +789,21 @@ func (s *Service) ListCreditNoteLineItems(ctx context.Context, account, creditNo
 // kept), recomputes the totals and emits CREDIT_NOTE_UPDATED. Returns
 // not_found, validation_failed and invalid_state.
 func (s *Service) UpdateCreditNoteLineItem(ctx context.Context, account, creditNoteID, lineID string, p CreditNoteLineItemParams) (*CreditNoteLineItem, error) {
-	return creditNoteLinesOp(ctx, s, account, creditNoteID, func(tx Tx, cn *CreditNote, _ time.Time) (*CreditNoteLineItem, error) {
-		old, err := getLine[CreditNoteLineItem](ctx, tx, tableCreditNoteLines, account, creditNoteID, lineID, "line item")
-		if err != nil {
-			return nil, err
-		}
+	return creditNoteLines.updateLine(ctx, s, account, creditNoteID, lineID, func(tx Tx, cn *CreditNote, old *CreditNoteLineItem) (*CreditNoteLineItem, error) {
 		var v validator
 		l, err := s.buildCreditNoteLine(ctx, tx, &v, account, cn, &p, "")
 		if err != nil {
 			return nil, err
 		}
-		if err := v.err(); err != nil {
-			return nil, err
-		}
-		l.ID, l.Index, l.GroupID, l.LineItemID = old.ID, old.Index, old.GroupID, old.LineItemID
-		return l, putRecord(ctx, tx, tableCreditNoteLines, key(account, creditNoteID, lineID), l)
+		l.GroupID, l.LineItemID = old.GroupID, old.LineItemID
+		return l, v.err()
 	})
 }
 
 // DeleteCreditNoteLineItem removes a line, recomputes the totals and emits
 // CREDIT_NOTE_UPDATED. Returns not_found and invalid_state.
 func (s *Service) DeleteCreditNoteLineItem(ctx context.Context, account, creditNoteID, lineID string) error {
-	_, err := creditNoteLinesOp(ctx, s, account, creditNoteID, func(tx Tx, _ *CreditNote, _ time.Time) (struct{}, error) {
-		return struct{}{}, lookupErr(tx.Delete(ctx, tableCreditNoteLines, key(account, creditNoteID, lineID)), "line item")
-	})
-	return err
+	return creditNoteLines.deleteLine(ctx, s, account, creditNoteID, lineID)
 }
 
 // checkInvoiceGroupRef validates lineItemGroupId: a group of the credited
@@ -789,20 +823,9 @@ func (s *Service) checkInvoiceGroupRef(ctx context.Context, tx Tx, v *validator,
 // credit note and emits CREDIT_NOTE_UPDATED. Returns not_found,
 // validation_failed and invalid_state.
 func (s *Service) CreateCreditNoteLineItemGroup(ctx context.Context, account, creditNoteID string, p CreditNoteLineItemGroupParams) (*CreditNoteLineItemGroup, error) {
-	return creditNoteLinesOp(ctx, s, account, creditNoteID, func(tx Tx, cn *CreditNote, _ time.Time) (*CreditNoteLineItemGroup, error) {
-		var v validator
-		s.checkGroupParams(&v, p.Title, p.Description)
-		if err := s.checkInvoiceGroupRef(ctx, tx, &v, account, cn, p.LineItemGroupID); err != nil {
-			return nil, err
-		}
-		if err := v.err(); err != nil {
-			return nil, err
-		}
-		g := &CreditNoteLineItemGroup{
-			LineItemGroup: LineItemGroup{Title: p.Title, Description: p.Description},
-			CreditNoteID:  cn.ID, LineItemGroupID: p.LineItemGroupID,
-		}
-		return g, putNewGroup(ctx, s, tx, tableCreditNoteGroups, account, cn.ID, g, cn.Currency)
+	return creditNoteLines.createGroup(ctx, s, account, creditNoteID, p.Title, p.Description, func(tx Tx, cn *CreditNote, v *validator) (*CreditNoteLineItemGroup, error) {
+		g := &CreditNoteLineItemGroup{CreditNoteID: cn.ID, LineItemGroupID: p.LineItemGroupID}
+		return g, s.checkInvoiceGroupRef(ctx, tx, v, account, cn, p.LineItemGroupID)
 	})
 }
 
@@ -810,28 +833,23 @@ func (s *Service) CreateCreditNoteLineItemGroup(ctx context.Context, account, cr
 // (ASC unless f.SortOrder says DESC). Returns not_found and
 // validation_failed.
 func (s *Service) ListCreditNoteLineItemGroups(ctx context.Context, account, creditNoteID string, f LineItemFilter, p ListParams) (Page[CreditNoteLineItemGroup], error) {
-	return listDocItems[CreditNoteLineItemGroup](ctx, s, creditNoteKind, tableCreditNoteGroups, "credit_note_groups", account, creditNoteID, f, p)
+	return creditNoteLines.listGroups(ctx, s, account, creditNoteID, f, p)
 }
 
 // UpdateCreditNoteLineItemGroup replaces a group's fields and emits
 // CREDIT_NOTE_UPDATED. Returns not_found, validation_failed and
 // invalid_state.
 func (s *Service) UpdateCreditNoteLineItemGroup(ctx context.Context, account, creditNoteID, groupID string, p CreditNoteLineItemGroupParams) (*CreditNoteLineItemGroup, error) {
-	return creditNoteLinesOp(ctx, s, account, creditNoteID, func(tx Tx, cn *CreditNote, _ time.Time) (*CreditNoteLineItemGroup, error) {
-		return updateGroup(ctx, s, tx, tableCreditNoteGroups, account, creditNoteID, groupID, p.Title, p.Description,
-			func(v *validator, g *CreditNoteLineItemGroup) error {
-				g.LineItemGroupID = p.LineItemGroupID
-				return s.checkInvoiceGroupRef(ctx, tx, v, account, cn, p.LineItemGroupID)
-			})
-	})
+	return creditNoteLines.updateGroup(ctx, s, account, creditNoteID, groupID, p.Title, p.Description,
+		func(tx Tx, cn *CreditNote, v *validator, g *CreditNoteLineItemGroup) error {
+			g.LineItemGroupID = p.LineItemGroupID
+			return s.checkInvoiceGroupRef(ctx, tx, v, account, cn, p.LineItemGroupID)
+		})
 }
 
 // DeleteCreditNoteLineItemGroup removes an empty group and emits
 // CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state when the credit
 // note is not editable or the group still has lines.
 func (s *Service) DeleteCreditNoteLineItemGroup(ctx context.Context, account, creditNoteID, groupID string) error {
-	_, err := creditNoteLinesOp(ctx, s, account, creditNoteID, func(tx Tx, _ *CreditNote, _ time.Time) (struct{}, error) {
-		return struct{}{}, deleteGroup[CreditNoteLineItem](ctx, tx, tableCreditNoteLines, tableCreditNoteGroups, account, creditNoteID, groupID)
-	})
-	return err
+	return creditNoteLines.deleteGroup(ctx, s, account, creditNoteID, groupID)
 }

@@ -26,11 +26,7 @@ func (s *Service) DueInvoices(ctx context.Context, account, id string, asOf time
 		if err != nil {
 			return err
 		}
-		c, err := s.getCustomer(ctx, tx, account, sc.CustomerID)
-		if err != nil {
-			return err
-		}
-		lc, err := s.newLineContext(ctx, tx, sc, c, prices)
+		lc, err := s.newLineContext(ctx, tx, sc, prices)
 		if err != nil {
 			return err
 		}
