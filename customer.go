@@ -260,11 +260,7 @@ func applyCustomer(c *Customer, p *CustomerParams) {
 	if c.TaxStatus == "" {
 		c.TaxStatus = TaxStatusTaxed
 	}
-	c.Address = nil
-	if p.Address != nil {
-		a := *p.Address
-		c.Address = &a
-	}
+	c.Address = copyOf(p.Address)
 }
 
 // claimAliases reserves c's aliases that are not in old, and releases the
