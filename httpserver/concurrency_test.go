@@ -20,18 +20,21 @@ func (e *env) listTotal(path string) int {
 	return decode[page](e.tb, r).Pagination.TotalResultSize
 }
 
-// TestIdempotencyRaceEveryCreate: on every POST route that creates into a
-// list, racing requests with one Idempotency-Key have one effect, and every
-// answer is that creation (fresh once, replayed otherwise) or
-// idempotency_key_in_use. Runs on bbolt, where usage events share group
-// commits whose functions may run more than once.
-func TestIdempotencyRaceEveryCreate(t *testing.T) {
+// TestIdempotencyRaceEveryRoute: on every mutating route, racing requests
+// with one Idempotency-Key get one execution (oneExecution). Runs on bbolt,
+// where usage events share group commits whose functions may run more than
+// once. The creates race first, then the operations on the fixtures.
+func TestIdempotencyRaceEveryRoute(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithBolt())
 	f := buildFixtures(t, e, e.auth, "r")
 	bodies := validBodies(f)
-	checked := 0
-	for _, rt := range apiRoutes(t, e) {
+	routes := apiRoutes(t, e)
+
+	// Every POST route that creates into a list: the race creates one
+	// record, and every answer is that creation.
+	creates := 0
+	for _, rt := range routes {
 		body, ok := bodies[rt.String()]
 		if rt.method != http.MethodPost || !ok || strings.Contains(rt.path, ":") {
 			continue
@@ -40,37 +43,62 @@ func TestIdempotencyRaceEveryCreate(t *testing.T) {
 		if r := e.get(list); r.status != http.StatusOK || !strings.Contains(string(r.body), `"pagination"`) {
 			continue
 		}
-		checked++
+		creates++
 		before := e.listTotal(list)
-		fresh := 0
-		var created []byte
-		for _, a := range e.doAtOnce(withKey(req{method: "POST", path: rt.path, body: body}, "race-"+rt.path), 16) {
-			if a.status == http.StatusConflict {
-				wantError(t, a, http.StatusConflict, billing.CodeIdempotencyKeyInUse)
-				continue
-			}
-			if a.status != http.StatusCreated {
-				t.Errorf("%s: %d %s", rt, a.status, a.body)
-				continue
-			}
-			if a.header.Get("Idempotent-Replayed") == "" {
-				fresh++
-			}
-			if created != nil && !bytes.Equal(created, a.body) {
-				t.Errorf("%s: two different answers: %s and %s", rt, created, a.body)
-			}
-			created = a.body
-		}
-		if fresh != 1 {
-			t.Errorf("%s: %d fresh creations, want 1", rt, fresh)
+		r := withKey(req{method: "POST", path: rt.path, body: body}, "race-"+rt.path)
+		if a := oneExecution(t, rt.String(), e.doAtOnce(r, 16)); a == nil || a.status != http.StatusCreated {
+			t.Errorf("%s: no creation among the answers", rt)
 		}
 		if after := e.listTotal(list); after != before+1 {
 			t.Errorf("%s: %d records after the race, want %d", rt, after, before+1)
 		}
 	}
-	if checked < 6 {
-		t.Fatalf("only %d creating routes checked", checked)
+
+	// Every mutating route that names a record (send, finalize, void,
+	// line items, policies, schedules, ...). State errors (409) are answers
+	// too, stored and replayed like successes.
+	operations := 0
+	for _, rt := range routes {
+		if !mutating(rt.method) || !strings.Contains(rt.path, ":") {
+			continue
+		}
+		operations++
+		r := withKey(req{method: rt.method, path: f.path(rt.path), body: bodies[rt.String()]}, "op-"+rt.String())
+		oneExecution(t, rt.String(), e.doAtOnce(r, 8))
 	}
+	if creates < 6 || operations < 40 {
+		t.Fatalf("only %d creating routes and %d operations checked", creates, operations)
+	}
+}
+
+// oneExecution checks the answers of requests sent at once with one
+// Idempotency-Key: each is idempotency_key_in_use or the answer of the one
+// execution, fresh once and replayed byte for byte by the others (a 400 is
+// answered before the operation runs and never stored: each is fresh). It
+// returns that answer, nil when every request found the key in use.
+func oneExecution(tb testing.TB, what string, answers []response) *response {
+	tb.Helper()
+	fresh := 0
+	var first *response
+	for i, a := range answers {
+		if a.status == http.StatusConflict && strings.Contains(string(a.body), string(billing.CodeIdempotencyKeyInUse)) {
+			wantError(tb, a, http.StatusConflict, billing.CodeIdempotencyKeyInUse)
+			continue
+		}
+		checkAnswer(tb, what, a)
+		if a.header.Get("Idempotent-Replayed") == "" {
+			fresh++
+		}
+		if first == nil {
+			first = &answers[i]
+		} else if a.status != first.status || !bytes.Equal(a.body, first.body) {
+			tb.Errorf("%s: two different answers: %d %s and %d %s", what, first.status, first.body, a.status, a.body)
+		}
+	}
+	if first != nil && first.status != http.StatusBadRequest && fresh != 1 {
+		tb.Errorf("%s: %d fresh answers, want 1", what, fresh)
+	}
+	return first
 }
 
 // TestParallelDuplicateUsageEventsCountOnce: the same customerEventId sent
@@ -100,54 +128,6 @@ func TestParallelDuplicateUsageEventsCountOnce(t *testing.T) {
 	wantStatus(t, r, http.StatusOK)
 	if !strings.Contains(string(r.body), `"eventCount":2,`) || !strings.Contains(string(r.body), `"value":"2"`) {
 		t.Errorf("COUNT over the duplicates: %s, want 2", r.body)
-	}
-}
-
-// TestIdempotencyRaceEveryOperation: on every mutating route that names a
-// record (send, finalize, void, line items, policies, schedules, ...),
-// racing requests with one Idempotency-Key get one execution: exactly one
-// fresh answer, every other answer that replay byte for byte or
-// idempotency_key_in_use. State errors (409) are answers too, stored and
-// replayed like successes.
-func TestIdempotencyRaceEveryOperation(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, &Config{RateLimit: -1}, billingtest.WithBolt())
-	f := buildFixtures(t, e, e.auth, "o")
-	bodies := validBodies(f)
-	checked := 0
-	for _, rt := range apiRoutes(t, e) {
-		if !mutating(rt.method) || !strings.Contains(rt.path, ":") {
-			continue
-		}
-		checked++
-		r := withKey(req{method: rt.method, path: f.path(rt.path), body: bodies[rt.String()]}, "op-"+rt.String())
-		answers := e.doAtOnce(r, 8)
-		fresh := 0
-		var first *response
-		for i, a := range answers {
-			if a.status == http.StatusConflict && strings.Contains(string(a.body), string(billing.CodeIdempotencyKeyInUse)) {
-				wantError(t, a, http.StatusConflict, billing.CodeIdempotencyKeyInUse)
-				continue
-			}
-			checkAnswer(t, rt.String(), a)
-			if a.status == http.StatusBadRequest {
-				continue // answered before the operation ran: never stored
-			}
-			if a.header.Get("Idempotent-Replayed") == "" {
-				fresh++
-			}
-			if first == nil {
-				first = &answers[i]
-			} else if a.status != first.status || !bytes.Equal(a.body, first.body) {
-				t.Errorf("%s: two different answers: %d %s and %d %s", rt, first.status, first.body, a.status, a.body)
-			}
-		}
-		if fresh != 1 && first != nil {
-			t.Errorf("%s: %d fresh answers, want 1", rt, fresh)
-		}
-	}
-	if checked < 40 {
-		t.Fatalf("only %d operations checked", checked)
 	}
 }
 

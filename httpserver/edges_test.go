@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -98,8 +97,7 @@ func TestHeadersTooLarge(t *testing.T) {
 
 func TestHeadHealthAndReady(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(newEnv(t, nil).h)
-	defer srv.Close()
+	srv := newEnv(t, nil).serve()
 	for _, path := range []string{"/healthz", "/readyz"} {
 		res, err := http.Head(srv.URL + path)
 		if err != nil {
@@ -118,8 +116,7 @@ func TestHeadHealthAndReady(t *testing.T) {
 // not when the server gives up reading the body.
 func TestRefusedWithIncompleteBodyAnswersAtOnce(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(newEnv(t, nil).h)
-	defer srv.Close()
+	srv := newEnv(t, nil).serve()
 	for name, extra := range map[string]string{
 		"ErrUnauthorized":       "Authorization: Basic eDp5\r\n",
 		"ErrUnsupportedVersion": "Service-Version: 1999-01-01\r\n",

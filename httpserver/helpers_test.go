@@ -86,6 +86,14 @@ func (e *env) doEachAtOnce(rs []req) []response {
 	return answers
 }
 
+// serve starts a real HTTP server on the env's handler, closed when the
+// test ends, for tests that need net/http's own connection handling.
+func (e *env) serve() *httptest.Server {
+	srv := httptest.NewServer(e.h)
+	e.tb.Cleanup(srv.Close)
+	return srv
+}
+
 // response is a recorded answer.
 type response struct {
 	status int

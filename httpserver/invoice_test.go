@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -676,8 +675,7 @@ func TestDocumentNotificationsOverHTTP(t *testing.T) {
 // returns the answers in the order of paths.
 func (e *env) postAtOnce(paths []string) []response {
 	e.tb.Helper()
-	srv := httptest.NewServer(e.h)
-	defer srv.Close()
+	srv := e.serve()
 	out := make([]response, len(paths))
 	start := make(chan struct{})
 	var wg sync.WaitGroup

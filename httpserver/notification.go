@@ -20,9 +20,8 @@ type typesBody struct {
 // and the policy endpoints of docs/concepts.md) and the deliveries.
 func (a api) notificationRoutes() {
 	a.post("/notifications/policies", 201, withBody(a.svc.CreateNotificationPolicy))
-	a.get("/notifications/policies", 200, paged(func(c *call, p billing.ListParams) (any, error) {
-		f := billing.NotificationPolicyFilter{NotificationType: billing.NotificationType(c.query.Get("notificationType"))}
-		return a.svc.ListNotificationPolicies(c.ctx, c.account, f, p)
+	a.get("/notifications/policies", 200, filtered(a.svc.ListNotificationPolicies, func(c *call) billing.NotificationPolicyFilter {
+		return billing.NotificationPolicyFilter{NotificationType: billing.NotificationType(c.query.Get("notificationType"))}
 	}), listed("notificationType"))
 	a.get("/notifications/policies/:id", 200, onID(a.svc.GetNotificationPolicy))
 	a.delete("/notifications/policies/:id", 200, onID(a.svc.DeleteNotificationPolicy))
@@ -45,13 +44,15 @@ func (a api) notificationRoutes() {
 		return a.svc.RemoveNotificationPolicyType(c.ctx, c.account, c.param("id"), billing.NotificationType(c.param("type")))
 	})
 	a.post("/notifications/policies/:id/rotate-secret", 200, onID(a.svc.RotateNotificationPolicySecret))
-	a.get("/notifications/deliveries", 200, paged(func(c *call, p billing.ListParams) (any, error) {
-		f := billing.DeliveryFilter{
-			PolicyID:       c.query.Get("policyId"),
-			Status:         billing.DeliveryStatus(c.query.Get("status")),
-			NotificationID: c.query.Get("notificationId"),
-		}
-		return a.svc.ListDeliveries(c.ctx, c.account, f, p)
-	}), listed("policyId", "status", "notificationId"))
+	a.get("/notifications/deliveries", 200, filtered(a.svc.ListDeliveries, deliveryFilter), listed("policyId", "status", "notificationId"))
 	a.post("/notifications/deliveries/:id/retry", 200, onID(a.svc.RetryDelivery))
+}
+
+// deliveryFilter reads the filter of GET /notifications/deliveries.
+func deliveryFilter(c *call) billing.DeliveryFilter {
+	return billing.DeliveryFilter{
+		PolicyID:       c.query.Get("policyId"),
+		Status:         billing.DeliveryStatus(c.query.Get("status")),
+		NotificationID: c.query.Get("notificationId"),
+	}
 }

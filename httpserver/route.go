@@ -373,6 +373,12 @@ func linesByIndex[T any](fn func(ctx context.Context, account, id string, f bill
 	})
 }
 
+// filtered adapts a list of the account's records under the filter that
+// filter reads from the query (the Service checks its values).
+func filtered[F, T any](fn func(ctx context.Context, account string, f F, p billing.ListParams) (billing.Page[T], error), filter func(c *call) F) op {
+	return paged(func(c *call, p billing.ListParams) (any, error) { return fn(c.ctx, c.account, filter(c), p) })
+}
+
 // byCreation adapts a list of the account's records in creation order that
 // has no filter but the sort order.
 func byCreation[T any](fn func(ctx context.Context, account string, order billing.SortOrder, p billing.ListParams) (billing.Page[T], error)) op {

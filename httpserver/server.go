@@ -104,21 +104,10 @@ func (cfg *Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = defaultMaxBodyBytes
-	}
-	if c.MaxBatchBodyBytes <= 0 {
-		c.MaxBatchBodyBytes = defaultMaxBatchBodyBytes
-	}
-	if c.MaxHeaderBytes <= 0 {
-		c.MaxHeaderBytes = defaultMaxHeaderBytes
-	}
-	if c.RateBurst <= 0 {
-		c.RateBurst = int(min(math.Ceil(RateBurstFactor*c.RateLimit), 1<<30))
-	}
-	if c.RateBurst < 1 {
-		c.RateBurst = 1
-	}
+	c.MaxBodyBytes = positiveOr(c.MaxBodyBytes, defaultMaxBodyBytes)
+	c.MaxBatchBodyBytes = positiveOr(c.MaxBatchBodyBytes, defaultMaxBatchBodyBytes)
+	c.MaxHeaderBytes = positiveOr(c.MaxHeaderBytes, defaultMaxHeaderBytes)
+	c.RateBurst = positiveOr(c.RateBurst, max(int(min(math.Ceil(RateBurstFactor*c.RateLimit), 1<<30)), 1))
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 		c.Registry.MustRegister(
@@ -127,6 +116,15 @@ func (cfg *Config) withDefaults() Config {
 		)
 	}
 	return c
+}
+
+// positiveOr is v, or def when v is zero or negative: the rule of the
+// Config limits that default "also for zero or negative values".
+func positiveOr[T int | int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Server is the HTTP adapter of one billing.Service. It is safe for

@@ -234,8 +234,7 @@ func TestPayloadTooLarge(t *testing.T) {
 	})
 	t.Run("ChunkedConnectionClosed", func(t *testing.T) {
 		t.Parallel()
-		ts := httptest.NewServer(e.h)
-		defer ts.Close()
+		ts := e.serve()
 		conn, err := net.Dial("tcp", ts.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
