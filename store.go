@@ -408,6 +408,26 @@ func exists(ctx context.Context, tx Tx, t Table, k []byte) (bool, error) {
 	return err == nil, err
 }
 
+// deleteIfPresent deletes k from t; a key that is already gone is not an
+// error.
+func deleteIfPresent(ctx context.Context, tx Tx, t Table, k []byte) error {
+	if err := tx.Delete(ctx, t, k); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// claimKey stores id under k in t as a unique claim (a name, an alias, a
+// seat type); when k is already claimed it returns conflict on field with
+// message.
+func claimKey(ctx context.Context, tx Tx, t Table, k []byte, id, field, message string) error {
+	err := tx.Insert(ctx, t, k, []byte(id))
+	if errors.Is(err, ErrConflict) {
+		return &Error{Code: CodeConflict, Field: field, Message: message}
+	}
+	return err
+}
+
 // getOwned reads the record id of account from table, answering not_found
 // for kind when the account has no such record (another account's record
 // included: its key is under another prefix).
