@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -124,8 +123,8 @@ func (s *Service) ListAccounts(ctx context.Context) ([]Account, error) {
 // secret, which is not stored and cannot be shown again. Returns not_found
 // if the account does not exist.
 func (s *Service) CreateAPIKey(ctx context.Context, accountID string) (*NewAPIKey, error) {
-	raw := make([]byte, 32)
-	if _, err := io.ReadFull(s.rand, raw); err != nil {
+	raw, err := s.randomBytes(32)
+	if err != nil {
 		return nil, internal(err)
 	}
 	k := &NewAPIKey{

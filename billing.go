@@ -293,6 +293,14 @@ func (s *Service) clock() time.Time {
 	return s.now().UTC().Truncate(time.Second)
 }
 
+// randomBytes returns n bytes of the Service's randomness source
+// (Config.Rand).
+func (s *Service) randomBytes(n int) ([]byte, error) {
+	b := make([]byte, n)
+	_, err := io.ReadFull(s.rand, b)
+	return b, err
+}
+
 func newUUIDv7() string {
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -317,8 +325,8 @@ func (s *Service) loadCursorKey(ctx context.Context) ([]byte, error) {
 	if err != nil || key != nil {
 		return key, err
 	}
-	fresh := make([]byte, 32)
-	if _, err := io.ReadFull(s.rand, fresh); err != nil {
+	fresh, err := s.randomBytes(32)
+	if err != nil {
 		return nil, err
 	}
 	err = s.store.Update(ctx, func(tx Tx) error {

@@ -57,12 +57,7 @@ func listByCreation[T any](ctx context.Context, s *Service, name string, table T
 		return Page[T]{}, err
 	}
 	q := listQuery[T]{name: name, table: table, prefix: prefix(account), desc: order == SortDesc, decode: decodeAll[T](nil)}
-	var page Page[T]
-	err = s.view(ctx, func(tx Tx) (err error) {
-		page, err = list(ctx, s, tx, q, p)
-		return err
-	})
-	return page, err
+	return read(ctx, s, func(tx Tx) (Page[T], error) { return list(ctx, s, tx, q, p) })
 }
 
 // TaxRate is a named tax rate; Amount is a fraction between 0 and 1
@@ -497,12 +492,7 @@ func (s *Service) ListPrices(ctx context.Context, account string, f PriceFilter,
 				(f.ProductID == "" || pr.ProductID == f.ProductID)
 		}),
 	}
-	var page Page[Price]
-	err = s.view(ctx, func(tx Tx) (err error) {
-		page, err = list(ctx, s, tx, q, p)
-		return err
-	})
-	return page, err
+	return read(ctx, s, func(tx Tx) (Page[Price], error) { return list(ctx, s, tx, q, p) })
 }
 
 // activePriceUses reports whether an ACTIVE price of the account satisfies

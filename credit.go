@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -985,7 +984,7 @@ func (s *Service) closeGrant(ctx context.Context, tx Tx, g *grantRecord, typ Cre
 		d = today
 	}
 	if g.ExpiryDate != nil {
-		if err := tx.Delete(ctx, tableCreditExpiries, key(g.ExpiryDate.String(), a, g.ID)); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := deleteIfPresent(ctx, tx, tableCreditExpiries, key(g.ExpiryDate.String(), a, g.ID)); err != nil {
 			return err
 		}
 	}

@@ -624,20 +624,11 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled && cn.GrossTotal.Sign() <= 0 {
 		return Errorf(CodeInvalidState, "a credit note that generates a cash credit grant needs a positive gross total; this one is %s", cn.GrossTotal)
 	}
-	number, err := nextNumber(ctx, tx, account, creditNoteKind.number)
-	if err != nil {
-		return err
-	}
-	md, err := s.merchantDetails(ctx, tx, account)
+	number, md, err := s.issue(ctx, tx, account, creditNoteKind.number, cn.CustomerID, &cn.IssueDate, now)
 	if err != nil {
 		return err
 	}
 	cn.Status, cn.CreditNoteNumber, cn.MerchantDetails = StatusFinal, number, md
-	if cn.IssueDate.IsZero() {
-		if cn.IssueDate, err = s.dateOf(ctx, tx, account, cn.CustomerID, now); err != nil {
-			return err
-		}
-	}
 	if cn.AccountingDate.IsZero() {
 		cn.AccountingDate = cn.IssueDate
 	}

@@ -260,11 +260,7 @@ func applyCustomer(c *Customer, p *CustomerParams) {
 	if c.TaxStatus == "" {
 		c.TaxStatus = TaxStatusTaxed
 	}
-	c.Address = nil
-	if p.Address != nil {
-		a := *p.Address
-		c.Address = &a
-	}
+	c.Address = copyOf(p.Address)
 }
 
 // claimAliases reserves c's aliases that are not in old, and releases the
@@ -272,7 +268,7 @@ func applyCustomer(c *Customer, p *CustomerParams) {
 func (s *Service) claimAliases(ctx context.Context, tx Tx, c *Customer, old []string) error {
 	for _, a := range old {
 		if !slices.Contains(c.CustomerAliases, a) {
-			if err := tx.Delete(ctx, tableCustomerAliases, key(c.ServiceAccountID, a)); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := deleteIfPresent(ctx, tx, tableCustomerAliases, key(c.ServiceAccountID, a)); err != nil {
 				return err
 			}
 		}
@@ -281,20 +277,15 @@ func (s *Service) claimAliases(ctx context.Context, tx Tx, c *Customer, old []st
 		if slices.Contains(old, a) {
 			continue
 		}
-		conflict := &Error{Code: CodeConflict, Field: fmt.Sprintf("customerAliases[%d]", i)}
+		field := fmt.Sprintf("customerAliases[%d]", i)
 		taken, err := exists(ctx, tx, tableCustomers, key(c.ServiceAccountID, a))
 		switch {
 		case err != nil:
 			return err
 		case taken || a == c.ID:
-			conflict.Message = fmt.Sprintf("alias %q is the id of a customer", a)
-			return conflict
+			return &Error{Code: CodeConflict, Field: field, Message: fmt.Sprintf("alias %q is the id of a customer", a)}
 		}
-		err = tx.Insert(ctx, tableCustomerAliases, key(c.ServiceAccountID, a), []byte(c.ID))
-		if errors.Is(err, ErrConflict) {
-			conflict.Message = fmt.Sprintf("alias %q belongs to another customer", a)
-			return conflict
-		}
+		err = claimKey(ctx, tx, tableCustomerAliases, key(c.ServiceAccountID, a), c.ID, field, fmt.Sprintf("alias %q belongs to another customer", a))
 		if err != nil {
 			return err
 		}
@@ -328,7 +319,7 @@ func (s *Service) UpdateCustomer(ctx context.Context, account, id string, p Cust
 			return err
 		}
 		if oldName != c.LegalName {
-			if err := tx.Delete(ctx, tableCustomerNames, key(account, oldName, id)); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := deleteIfPresent(ctx, tx, tableCustomerNames, key(account, oldName, id)); err != nil {
 				return err
 			}
 			if err := tx.Put(ctx, tableCustomerNames, key(account, c.LegalName, id), []byte(id)); err != nil {
@@ -367,20 +358,7 @@ func (s *Service) ArchiveCustomer(ctx context.Context, account, id string) (*Cus
 // newest first unless f.SortOrder says ASC. Returns validation_failed for a
 // bad sort order, limit or cursor.
 func (s *Service) ListCustomers(ctx context.Context, account string, f CustomerFilter, p ListParams) (Page[Customer], error) {
-	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
-	if err != nil {
-		return Page[Customer]{}, err
-	}
-	q := listQuery[Customer]{
-		name: "customers", table: tableCustomers, prefix: prefix(account),
-		desc: order == SortDesc, decode: decodeAll[Customer](nil),
-	}
-	var page Page[Customer]
-	err = s.view(ctx, func(tx Tx) (err error) {
-		page, err = list(ctx, s, tx, q, p)
-		return err
-	})
-	return page, err
+	return listByCreation[Customer](ctx, s, "customers", tableCustomers, account, f.SortOrder, p)
 }
 
 // customerByAlias returns the customer whose id or alias is value, or nil

@@ -794,6 +794,23 @@ func sumLines(cur Currency, lines []*LineItem) (doc Totals, groups map[string]To
 	return doc, groups
 }
 
+// issue stamps what finalization gives every document, in tx: its number
+// (nextNumber of series: INV, CN), the account's merchant details as they are now,
+// and the issue date *issued unless it is set: today in the calendar of
+// the document's customer.
+func (s *Service) issue(ctx context.Context, tx Tx, account, series, customerID string, issued *Date, now time.Time) (number string, md *MerchantDetails, err error) {
+	if number, err = nextNumber(ctx, tx, account, series); err != nil {
+		return "", nil, err
+	}
+	if md, err = s.merchantDetails(ctx, tx, account); err != nil {
+		return "", nil, err
+	}
+	if issued.IsZero() {
+		*issued, err = s.dateOf(ctx, tx, account, customerID, now)
+	}
+	return number, md, err
+}
+
 // nextNumber moves the account's counter of kind (INV, CN) in tx and
 // returns the next document number: INV00001, ... (5 digits minimum). The
 // counter rolls back with tx, so numbers are gapless.

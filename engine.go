@@ -705,11 +705,7 @@ func (s *Service) hasWatch(ctx context.Context, tx Tx, sc *BillingSchedule) (boo
 // zero when nothing was billed.
 func (s *Service) lastBilledDay(ctx context.Context, tx Tx, sc *BillingSchedule) (Date, error) {
 	var last Date
-	err := tx.Scan(ctx, tableBillingMarkers, Range{Prefix: prefix(sc.ServiceAccountID, sc.ID)}, func(_, v []byte) error {
-		var m billingMarker
-		if err := json.Unmarshal(v, &m); err != nil {
-			return err
-		}
+	err := eachRecord(ctx, tx, tableBillingMarkers, Range{Prefix: prefix(sc.ServiceAccountID, sc.ID)}, func(m *billingMarker) error {
 		if e := m.PeriodEnd.AddDays(-1); last.IsZero() || e.After(last) {
 			last = e
 		}
@@ -936,15 +932,7 @@ func (w *billingWatch) charges(prices map[string]*Price) ([]charge, bool) {
 // whose invoice was voided, are dropped.
 func (s *Service) reviewWatched(ctx context.Context, tx Tx, lc *lineContext, prices map[string]*Price, created map[Date]bool, asOf, now time.Time, run *BillingRun) error {
 	sc := lc.sc
-	var watches []billingWatch
-	err := tx.Scan(ctx, tableBillingWatch, Range{Prefix: prefix(sc.ServiceAccountID, sc.ID)}, func(_, v []byte) error {
-		var w billingWatch
-		if err := json.Unmarshal(v, &w); err != nil {
-			return err
-		}
-		watches = append(watches, w)
-		return nil
-	})
+	watches, err := scanRecords[billingWatch](ctx, tx, tableBillingWatch, Range{Prefix: prefix(sc.ServiceAccountID, sc.ID)})
 	if err != nil {
 		return err
 	}
@@ -1051,10 +1039,7 @@ func (s *Service) settleSchedule(ctx context.Context, tx Tx, lc *lineContext, or
 	if err != nil || watched {
 		return err
 	}
-	if err := tx.Delete(ctx, tableBillingRunnable, key(sc.ServiceAccountID, sc.ID)); err != nil && !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	return nil
+	return deleteIfPresent(ctx, tx, tableBillingRunnable, key(sc.ServiceAccountID, sc.ID))
 }
 
 // PreviewInvoice computes, without storing anything, the next invoice of a

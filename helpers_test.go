@@ -2,6 +2,7 @@ package billing_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -77,6 +78,48 @@ func (r result[T]) of(tb testing.TB, what string) T {
 		tb.Fatalf("%s: %v", what, r.err)
 	}
 	return r.v
+}
+
+// filterCase is a row of a list filter table: a filter and the ids of the
+// items it lists, in order (nil: none).
+type filterCase[F any] struct {
+	name string
+	f    F
+	want []string
+}
+
+// filterTable runs each case as a parallel subtest: list on account with
+// the case's filter answers exactly the case's items (id gives an item's
+// id), in order, and counts them in totalResultSize.
+func filterTable[F, T any](t *testing.T, list func(context.Context, string, F, billing.ListParams) (billing.Page[T], error), account string, id func(T) string, cases []filterCase[F]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			page, err := list(context.Background(), account, tc.f, billing.ListParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, item := range page.Items {
+				got = append(got, id(item))
+			}
+			if !slices.Equal(got, tc.want) || page.TotalResultSize != len(tc.want) {
+				t.Fatalf("ids = %v (total %d), want %v", got, page.TotalResultSize, tc.want)
+			}
+		})
+	}
+}
+
+// listsNothing fails the test unless list answers no item on account under
+// the zero filter; what says why the list must be empty.
+func listsNothing[F, T any](t *testing.T, list func(context.Context, string, F, billing.ListParams) (billing.Page[T], error), account, what string) {
+	t.Helper()
+	var f F
+	page, err := list(context.Background(), account, f, billing.ListParams{})
+	if err != nil || len(page.Items) != 0 || page.TotalResultSize != 0 {
+		t.Fatalf("%s: %+v, %v", what, page, err)
+	}
 }
 
 // fieldCase is a row of a validation table: a change to valid parameters

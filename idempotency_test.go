@@ -64,10 +64,7 @@ func TestIdempotencyRenderFailureRollsBackTheChange(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the render error", err)
 	}
-	page, err := svc.ListUsageMetrics(context.Background(), acct, billing.UsageMetricFilter{}, billing.ListParams{})
-	if err != nil || page.TotalResultSize != 0 {
-		t.Fatalf("the change committed without its idempotency record: %+v, %v", page, err)
-	}
+	listsNothing(t, svc.ListUsageMetrics, acct, "the change committed without its idempotency record")
 }
 
 func TestIdempotencyFailedOperationStoresNothing(t *testing.T) {

@@ -1,10 +1,7 @@
 package billing
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -560,7 +557,7 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 				return struct{}{}, err
 			}
 		}
-		if err := tx.Delete(ctx, tableDocumentRounding, key(account, id)); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := deleteIfPresent(ctx, tx, tableDocumentRounding, key(account, id)); err != nil {
 			return struct{}{}, err
 		}
 		return struct{}{}, tx.Delete(ctx, tableInvoices, key(account, id))
@@ -610,20 +607,11 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if err := checkNotNegative("an invoice", r.GrossTotal); err != nil {
 		return err
 	}
-	number, err := nextNumber(ctx, tx, account, invoiceKind.number)
-	if err != nil {
-		return err
-	}
-	md, err := s.merchantDetails(ctx, tx, account)
+	number, md, err := s.issue(ctx, tx, account, invoiceKind.number, r.CustomerID, &r.IssueDate, now)
 	if err != nil {
 		return err
 	}
 	r.Status, r.InvoiceNumber, r.MerchantDetails = StatusFinal, number, md
-	if r.IssueDate.IsZero() {
-		if r.IssueDate, err = s.dateOf(ctx, tx, account, r.CustomerID, now); err != nil {
-			return err
-		}
-	}
 	if r.CalculatedAt != nil {
 		if err := s.drawUsage(ctx, tx, account, r, r.IssueDate, now); err != nil {
 			return err
@@ -668,18 +656,11 @@ func (s *Service) dueDays(ctx context.Context, tx Tx, account, scheduleID string
 	if scheduleID == "" {
 		return 30, nil
 	}
-	b, err := tx.Get(ctx, tableBillingSchedules, key(account, scheduleID))
-	if errors.Is(err, ErrNotFound) {
-		return 30, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	var sc struct {
+	sc, err := findRecord[struct {
 		DefaultDueDateDays *int `json:"defaultDueDateDays"`
-	}
-	if err := json.Unmarshal(b, &sc); err != nil || sc.DefaultDueDateDays == nil {
-		return 30, nil
+	}](ctx, tx, tableBillingSchedules, key(account, scheduleID))
+	if err != nil || sc == nil || sc.DefaultDueDateDays == nil {
+		return 30, err
 	}
 	return *sc.DefaultDueDateDays, nil
 }
@@ -836,24 +817,19 @@ func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice
 // the customer, inside the transaction that archives it. The flag is a
 // display field: updatedAt stays and nothing is emitted.
 func (s *Service) markInvoicesCustomerArchived(ctx context.Context, tx Tx, account, customerID string) error {
-	var keys [][]byte
-	var recs []*invoiceRecord
-	err := tx.Scan(ctx, tableInvoices, Range{Prefix: prefix(account)}, func(k, v []byte) error {
-		r := new(invoiceRecord)
-		if err := json.Unmarshal(v, r); err != nil {
-			return fmt.Errorf("decoding invoice record: %w", err)
-		}
+	var marked []*invoiceRecord
+	err := eachRecord(ctx, tx, tableInvoices, Range{Prefix: prefix(account)}, func(r *invoiceRecord) error {
 		if r.CustomerID == customerID && !r.IsCustomerArchived {
 			r.IsCustomerArchived = true
-			keys, recs = append(keys, bytes.Clone(k)), append(recs, r)
+			marked = append(marked, r)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for i, k := range keys {
-		if err := putRecord(ctx, tx, tableInvoices, k, recs[i]); err != nil {
+	for _, r := range marked {
+		if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -158,7 +157,7 @@ func (s *Service) enqueue(ctx context.Context, tx Tx, d *deliveryRecord, now tim
 // reschedule moves a delivery's queue entry to next (nil: out of the queue).
 func reschedule(ctx context.Context, tx Tx, d *deliveryRecord, next *time.Time) error {
 	if d.NextAttemptAt != nil {
-		if err := tx.Delete(ctx, tableDeliveryQueue, d.queueKey()); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := deleteIfPresent(ctx, tx, tableDeliveryQueue, d.queueKey()); err != nil {
 			return err
 		}
 	}
@@ -413,8 +412,8 @@ func (s *Service) recordAttempt(ctx context.Context, c *claim, r attemptResult) 
 // jitter returns d plus up to 10% of d at random, rounded up to the second
 // (stored times have second precision).
 func (s *Service) jitter(d time.Duration) (time.Duration, error) {
-	var b [8]byte
-	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
+	b, err := s.randomBytes(8)
+	if err != nil {
 		return 0, err
 	}
 	var n uint64 // the 8 random bytes, big-endian

@@ -835,7 +835,7 @@ func (s *Service) ArchiveBillingSchedule(ctx context.Context, account, id string
 			return "", nil
 		}
 		sc.ArchivedAt, sc.UpdatedAt = &now, now
-		if err := tx.Delete(ctx, tableBillingRunnable, key(account, id)); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := deleteIfPresent(ctx, tx, tableBillingRunnable, key(account, id)); err != nil {
 			return "", err
 		}
 		return NotificationBillingScheduleArchived, nil

@@ -86,10 +86,8 @@ func (s *Service) CreateSeatMetric(ctx context.Context, account string, p Create
 		Label: p.Label, Description: p.Description, CreatedAt: now, UpdatedAt: now,
 	}
 	return mutate(ctx, s, account, func(tx Tx) (*SeatMetric, error) {
-		err := tx.Insert(ctx, tableSeatMetricTypes, key(account, m.SeatType), []byte(m.ID))
-		if errors.Is(err, ErrConflict) {
-			return nil, &Error{Code: CodeConflict, Field: "seatType", Message: fmt.Sprintf("a seat metric for seat type %q already exists", m.SeatType)}
-		}
+		err := claimKey(ctx, tx, tableSeatMetricTypes, key(account, m.SeatType), m.ID,
+			"seatType", fmt.Sprintf("a seat metric for seat type %q already exists", m.SeatType))
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +137,7 @@ func (s *Service) DeleteSeatMetric(ctx context.Context, account, id string) (*Se
 		if used {
 			return nil, Errorf(CodeInvalidState, "an ACTIVE price uses this seat metric")
 		}
-		if err := tx.Delete(ctx, tableSeatMetricTypes, key(account, m.SeatType)); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := deleteIfPresent(ctx, tx, tableSeatMetricTypes, key(account, m.SeatType)); err != nil {
 			return nil, err
 		}
 		return m, tx.Delete(ctx, tableSeatMetrics, key(account, id))
@@ -274,7 +272,7 @@ func (s *Service) dropSupersededSeatEvent(ctx context.Context, tx Tx, account, c
 		return err
 	}
 	for t, k := range seatEventKeys(old) {
-		if err := tx.Delete(ctx, t, k); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := deleteIfPresent(ctx, tx, t, k); err != nil {
 			return err
 		}
 	}

@@ -227,7 +227,7 @@ const (
 	tableUsageSeries      Table = "usage_series"       // account id / event type / alias → series no; key {0}: last series no
 	tableUsageSeriesNames Table = "usage_series_names" // series no → event type / alias
 	tableUsageEvents      Table = "usage_events"       // series no | timestamp | event id → encoded event
-	tableUsageEventIDs    Table = "usage_event_ids"    // account no | event id → series no | timestamp
+	tableUsageEventIDs    Table = "usage_event_ids"    // account no | first event id → series no | timestamp, then (UUID 16 | series no | timestamp) per other event of its batch and millisecond
 	tableUsageEventKeys   Table = "usage_event_keys"   // account no | customerEventId → usage_events key (explicit ids only)
 )
 
@@ -408,6 +408,26 @@ func exists(ctx context.Context, tx Tx, t Table, k []byte) (bool, error) {
 	return err == nil, err
 }
 
+// deleteIfPresent deletes k from t; a key that is already gone is not an
+// error.
+func deleteIfPresent(ctx context.Context, tx Tx, t Table, k []byte) error {
+	if err := tx.Delete(ctx, t, k); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// claimKey stores id under k in t as a unique claim (a name, an alias, a
+// seat type); when k is already claimed it returns conflict on field with
+// message.
+func claimKey(ctx context.Context, tx Tx, t Table, k []byte, id, field, message string) error {
+	err := tx.Insert(ctx, t, k, []byte(id))
+	if errors.Is(err, ErrConflict) {
+		return &Error{Code: CodeConflict, Field: field, Message: message}
+	}
+	return err
+}
+
 // getOwned reads the record id of account from table, answering not_found
 // for kind when the account has no such record (another account's record
 // included: its key is under another prefix).
@@ -527,6 +547,14 @@ type listQuery[T any] struct {
 	// decode turns a stored record into an item; ok is false when the
 	// record does not match the list's filters.
 	decode func(key, value []byte) (item T, ok bool, err error)
+	// expand, when set, is used instead of decode for a table whose
+	// records hold several items (usage_event_ids: one record per batch's
+	// millisecond, usagestore.go): it calls yield with each item of the
+	// record that matches the list's filters, in the list's order, and its
+	// position: the key suffix of the record, extended for all but its
+	// first item so that positions sort in the order the scan visits them
+	// (a cursor carries a position). yield's position is copied.
+	expand func(key, value []byte, yield func(item T, pos []byte) error) error
 	// clone, when set, makes a deep copy of an item; list applies it to
 	// the items of the page when decode shares items between calls
 	// (memoized).
@@ -565,14 +593,8 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 		last = append(last[:0], suffix...)
 		page = append(page, item)
 	}
-	r := Range{Prefix: q.prefix, Reverse: q.desc}
-	err = tx.Scan(ctx, q.table, r, func(k, v []byte) error {
-		item, ok, err := q.decode(k, v)
-		if err != nil || !ok {
-			return err
-		}
+	visit := func(item T, suffix []byte) error {
 		total++
-		suffix := k[len(q.prefix):]
 		switch {
 		case cur == nil:
 			if len(page) < limit {
@@ -605,6 +627,17 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 			page, keys = append(page, item), append(keys, bytes.Clone(suffix))
 		}
 		return nil
+	}
+	r := Range{Prefix: q.prefix, Reverse: q.desc}
+	err = tx.Scan(ctx, q.table, r, func(k, v []byte) error {
+		if q.expand != nil {
+			return q.expand(k, v, visit)
+		}
+		item, ok, err := q.decode(k, v)
+		if err != nil || !ok {
+			return err
+		}
+		return visit(item, k[len(q.prefix):])
 	})
 	if err != nil {
 		return Page[T]{}, err

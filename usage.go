@@ -411,7 +411,10 @@ type Items[T any] struct {
 }
 
 // ListUsageEvents lists the account's usage events, newest first by
-// creation. Returns validation_failed for bad limits or cursors.
+// creation (the order of the creation-order index, usagestore.go: by id,
+// except that the events of concurrent batches created in the same
+// millisecond are listed batch by batch). Returns validation_failed for
+// bad limits or cursors.
 func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEventFilter, p ListParams) (Page[UsageEvent], error) {
 	var page Page[UsageEvent]
 	err := s.view(ctx, func(tx Tx) error {
@@ -428,8 +431,14 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 			table:  tableUsageEventIDs,
 			prefix: acct,
 			desc:   true,
-			decode: func(k, v []byte) (usageEventRef, bool, error) {
-				return names.match(ctx, tx, &f, k[len(acct):], v)
+			expand: func(k, v []byte, yield func(usageEventRef, []byte) error) error {
+				return eachIndexEntry(k[len(acct):], v, true, func(id, loc, pos []byte) error {
+					ref, ok, err := names.match(ctx, tx, &f, id, loc)
+					if err != nil || !ok {
+						return err
+					}
+					return yield(ref, pos)
+				})
 			},
 		}
 		refs, err := list(ctx, s, tx, q, p)
@@ -463,10 +472,9 @@ type usageEventRef struct {
 // seriesNames caches series no → (event type, alias) during one list.
 type seriesNames map[string][2]string
 
+// match returns the reference of the event id stored at loc (series no |
+// timestamp) when it passes f; ok is false when it does not.
 func (n seriesNames) match(ctx context.Context, tx Tx, f *UsageEventFilter, id, loc []byte) (usageEventRef, bool, error) {
-	if len(loc) != 12 {
-		return usageEventRef{}, false, errors.New("billing: malformed usage event index entry")
-	}
 	ts := eventcodec.ReadTime(loc[4:])
 	if f.EventTimestampAfter != nil && ts.Before(NormalizeTime(*f.EventTimestampAfter)) ||
 		f.EventTimestampBefore != nil && !ts.Before(NormalizeTime(*f.EventTimestampBefore)) {

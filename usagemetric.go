@@ -314,20 +314,13 @@ func (s *Service) applyUsageMetric(m *UsageMetric, p *UsageMetricParams) {
 
 // claimMetricName reserves m's name among the account's live metrics.
 func (s *Service) claimMetricName(ctx context.Context, tx Tx, m *UsageMetric) error {
-	err := tx.Insert(ctx, tableUsageMetricNames, key(m.ServiceAccountID, strings.ToLower(m.Name)), []byte(m.ID))
-	if errors.Is(err, ErrConflict) {
-		return &Error{Code: CodeConflict, Field: "name", Message: fmt.Sprintf("a usage metric named %q already exists", m.Name)}
-	}
-	return err
+	return claimKey(ctx, tx, tableUsageMetricNames, key(m.ServiceAccountID, strings.ToLower(m.Name)), m.ID,
+		"name", fmt.Sprintf("a usage metric named %q already exists", m.Name))
 }
 
 // releaseMetricName frees m's name.
 func (s *Service) releaseMetricName(ctx context.Context, tx Tx, m *UsageMetric) error {
-	err := tx.Delete(ctx, tableUsageMetricNames, key(m.ServiceAccountID, strings.ToLower(m.Name)))
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	return err
+	return deleteIfPresent(ctx, tx, tableUsageMetricNames, key(m.ServiceAccountID, strings.ToLower(m.Name)))
 }
 
 // GetUsageMetric returns a usage metric, deleted ones included. Returns

@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,14 +22,35 @@ import (
 //     customerEventId (empty when it defaulted to the id) and properties. A
 //     calculation reads one key range per alias: exactly the events of that
 //     alias, event type and period, whatever else is stored.
-//   - usage_event_ids: account no | event id → series no | timestamp, the
-//     creation-order index of GET /usage-events and of supersede by an id.
+//   - usage_event_ids: the creation-order index of GET /usage-events and of
+//     supersede by an id, written as one record per batch and millisecond
+//     ("id blocks"): account no | first event id → series no | timestamp
+//     of that first event, followed by zero or more entries of the other
+//     events, each the 16 bytes of its UUID id | series no (4) | timestamp
+//     (8), sorted by id. All the ids of a record share their first 6
+//     bytes (a UUIDv7's millisecond), and the key's id is the smallest. A
+//     batch writes one record per group of its UUID ids sharing those 6
+//     bytes; any other id (a custom Config.NewID's) and a single event
+//     are a group of one: a 12-byte value, which is also what every record
+//     was before blocks, so older stores read as they are. Finding the
+//     record of an id x walks back from account no | x over the keys that
+//     share x's millisecond (only those records can hold x; records of
+//     concurrent batches of one millisecond may overlap) and searches each
+//     one's entries. Deleting an event (supersede) rewrites its record
+//     without it, under the new smallest id when the first one went, and
+//     deletes an empty one; one ingestion writes each record it changed
+//     once, at its end (idIndex). Lists visit records in key order and the
+//     entries of a record by id: an entry's list position is the record's
+//     key suffix, followed by its id for all but the first (list,
+//     listQuery.expand).
 //   - usage_event_keys: account no | customerEventId → usage_events key, for
 //     explicit customerEventIds only (a defaulted one is the id, found in
 //     usage_event_ids).
 //
 // Event ids are stored as a kind byte and 16 bytes for a UUID, or the kind
-// byte and the id's text otherwise.
+// byte and the id's text otherwise. So an ingested event writes one key of
+// its own (usage_events) and shares one usage_event_ids record with the
+// events of its batch and millisecond.
 
 // counterKey is the key of the last number handed out in a numbering table;
 // no account id or series key is empty or starts with 0x00.
@@ -200,12 +222,13 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 			return err
 		}
 	}
+	ew.ids = idIndex{acct: acct, added: make([]idEntry, 0, len(w.events))}
 	for i := range w.events {
 		if err := ew.put(ctx, tx, i); err != nil {
 			return err
 		}
 	}
-	return nil
+	return ew.ids.flush(ctx, tx)
 }
 
 // seriesName is the (event type, alias) of a series within an account.
@@ -220,6 +243,7 @@ type eventWriter struct {
 	// explicitIDs is whether usage_event_keys may hold an entry of the
 	// account: false only while neither the store nor this call has one.
 	explicitIDs bool
+	ids         idIndex // the run's changes of usage_event_ids
 }
 
 func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
@@ -228,7 +252,7 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 	// an event sent with that explicit customerEventId: no stored event has
 	// its id.
 	own := e.CustomerEventID == e.ID
-	if err := supersede(ctx, tx, acct, e.CustomerEventID, !ew.explicitIDs, own); err != nil {
+	if err := ew.supersede(ctx, tx, e.CustomerEventID, !ew.explicitIDs, own); err != nil {
 		return err
 	}
 	name := seriesName{e.EventType, e.CustomerAlias}
@@ -245,39 +269,40 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 			ew.series[name] = series
 		}
 	}
-	// One allocation for the two keys bbolt keeps until the commit.
-	buf := make([]byte, 0, 12+len(id)+len(acct)+len(id))
-	buf = eventcodec.AppendTime(append(buf, series...), e.EventTimestamp)
-	buf = append(buf, id...)
-	pk := buf[:len(buf):len(buf)]
-	buf = append(append(buf, acct...), id...)
-	idKey := buf[len(pk):len(buf):len(buf)]
+	pk := make([]byte, 0, 12+len(id))
+	pk = append(eventcodec.AppendTime(append(pk, series...), e.EventTimestamp), id...)
 	if !own {
 		ew.explicitIDs = true
 		if err := tx.Put(ctx, tableUsageEventKeys, append(append([]byte(nil), acct...), e.CustomerEventID...), pk); err != nil {
 			return err
 		}
 	}
-	if err := tx.Put(ctx, tableUsageEventIDs, idKey, pk[:12]); err != nil {
-		return err
-	}
+	ew.ids.added = append(ew.ids.added, idEntry{id: pk[12:], loc: pk[:12]})
 	return tx.Put(ctx, tableUsageEvents, pk, ew.w.vals[i])
 }
 
 // supersede deletes the event of the account whose customerEventId is cevid:
 // one sent with that explicit customerEventId (looked up unless noExplicit),
 // or one sent without any whose id is cevid (looked up unless fresh: cevid
-// is the id of the event being stored).
-func supersede(ctx context.Context, tx Tx, acct []byte, cevid string, noExplicit, fresh bool) error {
+// is the id of the event being stored). Events stored earlier in the same
+// run count.
+func (ew *eventWriter) supersede(ctx context.Context, tx Tx, cevid string, noExplicit, fresh bool) error {
 	if !noExplicit {
-		k := append(append([]byte(nil), acct...), cevid...)
+		k := append(append([]byte(nil), ew.acct...), cevid...)
 		pk, err := tx.Get(ctx, tableUsageEventKeys, k)
 		switch {
 		case err == nil:
 			if err := tx.Delete(ctx, tableUsageEventKeys, k); err != nil {
 				return err
 			}
-			return deleteUsageEvent(ctx, tx, acct, pk)
+			spot, err := ew.ids.find(ctx, tx, pk[12:])
+			if err == nil && spot.loc == nil {
+				err = errors.New("billing: usage event missing from the id index")
+			}
+			if err != nil {
+				return err
+			}
+			return ew.delete(ctx, tx, pk, spot)
 		case !errors.Is(err, ErrNotFound):
 			return err
 		}
@@ -289,14 +314,11 @@ func supersede(ctx context.Context, tx Tx, acct []byte, cevid string, noExplicit
 	if id[0] != eventcodec.IDKindUUID {
 		return nil // server ids are UUIDs (Config.NewID)
 	}
-	loc, err := tx.Get(ctx, tableUsageEventIDs, append(append([]byte(nil), acct...), id...))
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	spot, err := ew.ids.find(ctx, tx, id)
+	if err != nil || spot.loc == nil {
 		return err
 	}
-	pk := append(loc, id...)
+	pk := append(append(make([]byte, 0, 12+len(id)), spot.loc...), id...)
 	v, err := tx.Get(ctx, tableUsageEvents, pk)
 	if err != nil {
 		return err
@@ -304,16 +326,213 @@ func supersede(ctx context.Context, tx Tx, acct []byte, cevid string, noExplicit
 	if eventcodec.HasExplicitID(v) {
 		return nil // its customerEventId is another one: not the same event
 	}
-	return deleteUsageEvent(ctx, tx, acct, pk)
+	return ew.delete(ctx, tx, pk, spot)
 }
 
-// deleteUsageEvent removes the event stored under primary key pk and its id
-// index entry.
-func deleteUsageEvent(ctx context.Context, tx Tx, acct, pk []byte) error {
+// delete removes the event stored under primary key pk, and its id index
+// entry, found at spot.
+func (ew *eventWriter) delete(ctx context.Context, tx Tx, pk []byte, spot idSpot) error {
 	if err := tx.Delete(ctx, tableUsageEvents, pk); err != nil {
 		return err
 	}
-	return tx.Delete(ctx, tableUsageEventIDs, append(append([]byte(nil), acct...), pk[12:]...))
+	ew.ids.drop(spot)
+	return nil
+}
+
+// idEntry is one event of the creation-order index: its stored id and its
+// location, series no | timestamp (the start of its usage_events key).
+type idEntry struct{ id, loc []byte }
+
+// idBlock is a record of usage_event_ids that an ingestion changed: the
+// key it is stored under and its entries as they are now, sorted by id
+// (none: the record is to be deleted).
+type idBlock struct {
+	key     []byte
+	entries []idEntry
+}
+
+// idSpot is where an event of the id index was found: entry i of block, or
+// of the run's new entries when block is nil. loc is nil when it was not
+// found.
+type idSpot struct {
+	block *idBlock
+	i     int
+	loc   []byte
+}
+
+// idIndex is one ingestion's view of usage_event_ids: the store as it was
+// when the run started, the records the run changed (blocks, by the key
+// they are stored under) and the events it added, so that a supersede
+// finds what earlier events of the same run stored or deleted. flush
+// writes it all at the end of the run, each changed record once.
+type idIndex struct {
+	acct  []byte
+	added []idEntry // the run's events, in order; loc nil once deleted
+	// addedAt indexes added[:indexed] by id, filled only when a lookup
+	// needs it (most batches never look up).
+	addedAt map[string]int
+	indexed int
+	blocks  map[string]*idBlock
+}
+
+// find returns where the event with the stored id is.
+func (x *idIndex) find(ctx context.Context, tx Tx, id []byte) (idSpot, error) {
+	if x.addedAt == nil {
+		x.addedAt = map[string]int{}
+	}
+	for ; x.indexed < len(x.added); x.indexed++ {
+		x.addedAt[string(x.added[x.indexed].id)] = x.indexed
+	}
+	if i, ok := x.addedAt[string(id)]; ok {
+		return idSpot{i: i, loc: x.added[i].loc}, nil
+	}
+	k := append(append(make([]byte, 0, len(x.acct)+len(id)+1), x.acct...), id...)
+	// The records that can hold id: its own key, and for a UUID the keys
+	// before it with the same millisecond.
+	r := Range{Prefix: k, End: append(k[:len(k):len(k)], 0), Reverse: true}
+	if id[0] == eventcodec.IDKindUUID {
+		r.Prefix = k[:len(x.acct)+7]
+	}
+	var spot idSpot
+	err := tx.Scan(ctx, tableUsageEventIDs, r, func(k, v []byte) error {
+		b := x.blocks[string(k)]
+		if b == nil {
+			var err error
+			if b, err = decodeIDBlock(k, v, len(x.acct)); err != nil {
+				return err
+			}
+		}
+		i, ok := slices.BinarySearchFunc(b.entries, id, func(e idEntry, id []byte) int { return bytes.Compare(e.id, id) })
+		if !ok {
+			return nil
+		}
+		if x.blocks == nil {
+			x.blocks = map[string]*idBlock{}
+		}
+		x.blocks[string(b.key)] = b
+		spot = idSpot{block: b, i: i, loc: b.entries[i].loc}
+		return ErrStopScan
+	})
+	return spot, err
+}
+
+// drop deletes the entry at spot.
+func (x *idIndex) drop(spot idSpot) {
+	if spot.block == nil {
+		x.added[spot.i].loc = nil
+		return
+	}
+	spot.block.entries = slices.Delete(spot.block.entries, spot.i, spot.i+1)
+}
+
+// decodeIDBlock copies the usage_event_ids record (k, v) into an idBlock;
+// the account no is k's first n bytes.
+func decodeIDBlock(k, v []byte, n int) (*idBlock, error) {
+	b := &idBlock{key: bytes.Clone(k)}
+	buf := make([]byte, 0, (1+len(v)/idEntrySize)*(len(k)-n+12))
+	err := eachIndexEntry(k[n:], v, false, func(id, loc, _ []byte) error {
+		buf = append(buf, id...)
+		id = buf[len(buf)-len(id):]
+		buf = append(buf, loc...)
+		b.entries = append(b.entries, idEntry{id: id, loc: buf[len(buf)-len(loc):]})
+		return nil
+	})
+	return b, err
+}
+
+// idEntrySize is the size of an entry of a usage_event_ids record after
+// its first: a UUID's 16 bytes, series no and timestamp.
+const idEntrySize = 16 + 12
+
+// eachIndexEntry calls fn with every entry of the usage_event_ids record
+// whose key suffix (after the account no) is suffix and whose value is v,
+// in id order or reversed when desc: its stored id, its location (series
+// no | timestamp) and its list position (suffix, then for all but the
+// first entry the entry's 16 id bytes). The slices are valid only during
+// the call.
+func eachIndexEntry(suffix, v []byte, desc bool, fn func(id, loc, pos []byte) error) error {
+	if len(v) < 12 || (len(v)-12)%idEntrySize != 0 || len(v) > 12 && (len(suffix) != 17 || suffix[0] != eventcodec.IDKindUUID) {
+		return errors.New("billing: malformed usage event index record")
+	}
+	n := 1 + (len(v)-12)/idEntrySize
+	var idBuf [17]byte
+	idBuf[0] = eventcodec.IDKindUUID
+	pos := make([]byte, 0, len(suffix)+16)
+	for j := range n {
+		i := j
+		if desc {
+			i = n - 1 - j
+		}
+		if i == 0 {
+			if err := fn(suffix, v[:12], suffix); err != nil {
+				return err
+			}
+			continue
+		}
+		e := v[12+(i-1)*idEntrySize:][:idEntrySize]
+		copy(idBuf[1:], e[:16])
+		pos = append(append(pos[:0], suffix...), e[:16]...)
+		if err := fn(idBuf[:], e[16:], pos); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush writes the run's changes of usage_event_ids: each changed record
+// once (under its new first id when its first entry went, deleted when
+// empty), then one record per group of the run's remaining UUID ids that
+// share a millisecond, and one per other id.
+func (x *idIndex) flush(ctx context.Context, tx Tx) error {
+	keys := make([]string, 0, len(x.blocks))
+	for k := range x.blocks {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b := x.blocks[k]
+		if len(b.entries) == 0 || !bytes.Equal(b.key[len(x.acct):], b.entries[0].id) {
+			if err := tx.Delete(ctx, tableUsageEventIDs, b.key); err != nil {
+				return err
+			}
+		}
+		if len(b.entries) > 0 {
+			if err := x.put(ctx, tx, b.entries); err != nil {
+				return err
+			}
+		}
+	}
+	// The last use of added in this run: sorted in place.
+	live := slices.DeleteFunc(x.added, func(e idEntry) bool { return e.loc == nil })
+	if byID := func(a, b idEntry) int { return bytes.Compare(a.id, b.id) }; !slices.IsSortedFunc(live, byID) {
+		slices.SortFunc(live, byID)
+	}
+	for len(live) > 0 {
+		n := 1
+		if id := live[0].id; id[0] == eventcodec.IDKindUUID {
+			for n < len(live) && live[n].id[0] == eventcodec.IDKindUUID && bytes.Equal(live[n].id[1:7], id[1:7]) {
+				n++
+			}
+		}
+		if err := x.put(ctx, tx, live[:n]); err != nil {
+			return err
+		}
+		live = live[n:]
+	}
+	return nil
+}
+
+// put writes the usage_event_ids record of entries (sorted by id; UUIDs of
+// one millisecond when more than one).
+func (x *idIndex) put(ctx context.Context, tx Tx, entries []idEntry) error {
+	buf := make([]byte, 0, len(x.acct)+len(entries[0].id)+12+(len(entries)-1)*idEntrySize)
+	buf = append(append(buf, x.acct...), entries[0].id...)
+	k := buf[:len(buf):len(buf)]
+	buf = append(buf, entries[0].loc...)
+	for _, e := range entries[1:] {
+		buf = append(append(buf, e.id[1:]...), e.loc...)
+	}
+	return tx.Put(ctx, tableUsageEventIDs, k, buf[len(k):])
 }
 
 // encodeEvent encodes what the key does not hold: the explicit

@@ -3,6 +3,7 @@ package billing_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -264,5 +265,404 @@ func TestSharedStoreSeriesCreatedBeforeTheBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkCalc(t, svc, acct, m, []string{alias}, "2024-07-01", "2024-07-31", 2, 0, "30")
+	}
+}
+
+// msIDs returns a Config.NewID of ascending UUIDs of which every perMs in a
+// row share their first 6 bytes (a UUIDv7's millisecond), so that the
+// events of a batch, and of consecutive batches, share records of the id
+// index; and ahead, the id it returns k calls from now (1: the next).
+func msIDs(perMs int) (newID func() string, ahead func(k int) string) {
+	var mu sync.Mutex
+	n := 0
+	id := func(i int) string {
+		ms := fmt.Sprintf("%012x", i/perMs)
+		return fmt.Sprintf("%s-%s-7000-8000-%012x", ms[:8], ms[8:], i)
+	}
+	newID = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return id(n)
+	}
+	ahead = func(k int) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return id(n + k)
+	}
+	return newID, ahead
+}
+
+// blockService returns a Service whose ids come from msIDs(perMs), its
+// account "a", and msIDs' ahead.
+func blockService(tb testing.TB, perMs int, opts ...billingtest.Option) (*billing.Service, string, func(k int) string) {
+	tb.Helper()
+	newID, ahead := msIDs(perMs)
+	svc, _ := billingtest.NewService(tb, append(opts, billingtest.WithConfig(billing.Config{NewID: newID}))...)
+	return svc, billingtest.Account(tb, svc, "a"), ahead
+}
+
+// listBothWays lists the events of acct passing f, limit per page, forward
+// with after cursors and back again with before cursors; it checks that
+// both ways give the same events and every page the same total, and
+// returns the ids in list order.
+func listBothWays(tb testing.TB, svc *billing.Service, acct string, f billing.UsageEventFilter, limit int) []string {
+	tb.Helper()
+	ctx := context.Background()
+	ids := func(items []billing.UsageEvent) []string {
+		out := make([]string, len(items))
+		for i, e := range items {
+			out[i] = e.ID
+		}
+		return out
+	}
+	var fwd []string
+	var totals []int
+	var last billing.Page[billing.UsageEvent]
+	for p := (billing.ListParams{Limit: limit}); ; p.After = last.After {
+		page, err := svc.ListUsageEvents(ctx, acct, f, p)
+		if err != nil {
+			tb.Fatalf("ListUsageEvents: %v", err)
+		}
+		fwd, totals, last = append(fwd, ids(page.Items)...), append(totals, page.TotalResultSize), page
+		if page.After == "" {
+			break
+		}
+	}
+	back := ids(last.Items)
+	for before := last.Before; before != ""; {
+		page, err := svc.ListUsageEvents(ctx, acct, f, billing.ListParams{Limit: limit, Before: before})
+		if err != nil {
+			tb.Fatalf("ListUsageEvents before: %v", err)
+		}
+		back, totals, before = append(ids(page.Items), back...), append(totals, page.TotalResultSize), page.Before
+	}
+	if !slices.Equal(fwd, back) {
+		tb.Errorf("forward %v\nback    %v", fwd, back)
+	}
+	for _, n := range totals {
+		if n != len(fwd) {
+			tb.Errorf("totalResultSize %d, listed %d", n, len(fwd))
+		}
+	}
+	return fwd
+}
+
+// usageModel is what a per-event creation-order index lists: the live
+// events in creation order.
+type usageModel struct {
+	ids     []string
+	aliases map[string]string
+	cevids  map[string]string // customerEventId by id
+}
+
+// newUsageModel returns an empty model.
+func newUsageModel() *usageModel {
+	return &usageModel{aliases: map[string]string{}, cevids: map[string]string{}}
+}
+
+// add records the events of an answer, each replacing the live event with
+// its customerEventId.
+func (m *usageModel) add(events []billing.UsageEvent) {
+	for _, e := range events {
+		m.ids = slices.DeleteFunc(m.ids, func(id string) bool { return m.cevids[id] == e.CustomerEventID })
+		m.ids = append(m.ids, e.ID)
+		m.aliases[e.ID] = e.CustomerAlias
+		m.cevids[e.ID] = e.CustomerEventID
+	}
+}
+
+// newestFirst returns the model's ids of alias ("": all), newest first.
+func (m *usageModel) newestFirst(alias string) []string {
+	var out []string
+	for _, id := range slices.Backward(m.ids) {
+		if alias == "" || m.aliases[id] == alias {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TestUsageIDBlocksListLikeAPerEventIndex checks GET /usage-events over
+// the creation-order index kept as one record per batch and millisecond:
+// after batches of many sizes and single events whose ids share
+// milliseconds, some superseding events by their plain ids (earlier
+// batches' and their own), every list, forward and back, with and without
+// a filter, is the list a per-event index gives.
+func TestUsageIDBlocksListLikeAPerEventIndex(t *testing.T) {
+	t.Parallel()
+	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
+		svc, acct, ahead := blockService(t, 40, opts...)
+		ctx := context.Background()
+		m := newUsageModel()
+		pick := func(r, j int) string { // a plain live event
+			var plain []string
+			for _, id := range m.ids {
+				if m.cevids[id] == id {
+					plain = append(plain, id)
+				}
+			}
+			return plain[(r*13+j*7)%len(plain)]
+		}
+		for r := range 30 {
+			alias := []string{"c1", "c2", "c3"}[r%3]
+			if r%4 == 3 {
+				e, err := svc.CreateUsageEvent(ctx, acct, withID(t, pick(r, 0), alias, `{"n":1}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.add([]billing.UsageEvent{*e})
+				continue
+			}
+			events := make([]billing.UsageEventParams, (r*7)%37+1)
+			for j := range events {
+				events[j] = event(t, []string{"c1", "c2"}[j%2], "api", `{"n":1}`)
+				switch {
+				case r > 0 && r%5 == 0 && j%4 == 1:
+					events[j].CustomerEventID = pick(r, j)
+				case r%5 == 2 && j > 2 && j%3 == 0:
+					events[j].CustomerEventID = ahead(j - 1) // an earlier event of this batch
+				}
+			}
+			m.add(ingest(t, svc, acct, events...))
+		}
+		if got, want := listBothWays(t, svc, acct, billing.UsageEventFilter{}, 7), m.newestFirst(""); !slices.Equal(got, want) {
+			t.Errorf("list\n%v\nwant\n%v", got, want)
+		}
+		if got, want := listBothWays(t, svc, acct, billing.UsageEventFilter{CustomerAlias: "c1"}, 5), m.newestFirst("c1"); !slices.Equal(got, want) {
+			t.Errorf("list of c1\n%v\nwant\n%v", got, want)
+		}
+		listBothWays(t, svc, acct, billing.UsageEventFilter{CustomerAlias: "c1"}, 100)
+	})
+}
+
+// TestUsageIDBlocksSupersedeByPlainID checks supersede by an event's own
+// id inside the index records of batches: the first, a middle and the
+// last entry of an earlier batch's record, and an event of the same batch,
+// in one batch; an event that batch stored, replaced again within it by an
+// explicit customerEventId; then the rest, until the first record is gone.
+func TestUsageIDBlocksSupersedeByPlainID(t *testing.T) {
+	t.Parallel()
+	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
+		store := billingtest.Store(t)
+		if len(opts) > 0 {
+			store = billingtest.DurableStore(t)
+		}
+		svc, acct, ahead := blockService(t, 1000, billingtest.WithStore(store))
+		metric := sumOfN(t, svc, acct)
+		m := newUsageModel()
+		batch := func(cevids ...string) []billing.UsageEvent {
+			events := make([]billing.UsageEventParams, len(cevids))
+			for j, id := range cevids {
+				events[j] = withID(t, id, "c", `{"n":1}`)
+			}
+			got := ingest(t, svc, acct, events...)
+			m.add(got)
+			return got
+		}
+		check := func(what string) {
+			t.Helper()
+			if got, want := listBothWays(t, svc, acct, billing.UsageEventFilter{}, 3), m.newestFirst(""); !slices.Equal(got, want) {
+				t.Errorf("%s: list\n%v\nwant\n%v", what, got, want)
+			}
+			n := len(m.ids)
+			checkCalc(t, svc, acct, metric, []string{"c"}, "2024-07-01", "2024-07-31", int64(n), 0, fmt.Sprint(n))
+		}
+		b := batch(make([]string, 10)...)
+		check("one batch")
+		// x0, x1 plain; the first, a middle and the last of b; x0 (this
+		// batch's); b[5] again: replaces x3, which holds it now.
+		batch("", "", b[0].ID, b[5].ID, b[9].ID, ahead(1), b[5].ID)
+		check("superseding b[0], b[5], b[9] and x0")
+		// The new first of b's record, one of its middle, and alone.
+		batch(b[1].ID, b[7].ID)
+		e, err := svc.CreateUsageEvent(context.Background(), acct, withID(t, b[3].ID, "c", `{"n":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.add([]billing.UsageEvent{*e})
+		check("superseding b[1], b[7] and b[3]")
+		batch(b[2].ID, b[4].ID, b[6].ID, b[8].ID)
+		check("superseding the rest of b")
+		if recs := idIndexRecords(t, store); len(recs) != 4 {
+			t.Errorf("%d index records, want 4 (one per later batch and the single; b's gone)", len(recs))
+		}
+	})
+}
+
+// idIndexRecords returns the records of the id index in store, by key.
+func idIndexRecords(tb testing.TB, store billing.Store) map[string]string {
+	tb.Helper()
+	recs := map[string]string{}
+	err := store.View(context.Background(), func(tx billing.Tx) error {
+		return tx.Scan(context.Background(), "usage_event_ids", billing.Range{}, func(k, v []byte) error {
+			recs[string(k)] = string(v)
+			return nil
+		})
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return recs
+}
+
+// toOldLayout rewrites every record of store's id index that holds several
+// events as the records of the layout before records held several: one per
+// event, account no | id → series no | timestamp.
+func toOldLayout(tb testing.TB, store billing.Store) {
+	tb.Helper()
+	ctx := context.Background()
+	recs := idIndexRecords(tb, store)
+	err := store.Update(ctx, func(tx billing.Tx) error {
+		for k, v := range recs {
+			if len(v) == 12 {
+				continue
+			}
+			if err := tx.Put(ctx, "usage_event_ids", []byte(k), []byte(v[:12])); err != nil {
+				return err
+			}
+			for e := v[12:]; len(e) > 0; e = e[28:] {
+				if err := tx.Put(ctx, "usage_event_ids", []byte(k[:4]+"u"+e[:16]), []byte(e[16:28])); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestUsageIDBlocksOldFormatRecords checks that an id index written before
+// records held several events (one 12-byte record per event: account no |
+// id → series no | timestamp) is read as it is: it lists, its cursors
+// page on, its events are superseded by their ids, and new batches in the
+// same millisecond list beside it.
+func TestUsageIDBlocksOldFormatRecords(t *testing.T) {
+	t.Parallel()
+	store := billingtest.DurableStore(t)
+	svc, acct, _ := blockService(t, 1000, billingtest.WithStore(store))
+	ctx := context.Background()
+	m := newUsageModel()
+	events := make([]billing.UsageEventParams, 8)
+	for j := range events {
+		events[j] = event(t, "c", "api", `{"n":1}`)
+	}
+	b := ingest(t, svc, acct, events...)
+	m.add(b)
+	toOldLayout(t, store)
+	if recs := idIndexRecords(t, store); len(recs) != 8 {
+		t.Fatalf("%d records in the old layout, want 8", len(recs))
+	}
+	if got, want := listBothWays(t, svc, acct, billing.UsageEventFilter{}, 3), m.newestFirst(""); !slices.Equal(got, want) {
+		t.Errorf("old layout lists\n%v\nwant\n%v", got, want)
+	}
+	page, err := svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, billing.ListParams{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Superseded by their ids: a middle one alone, the first and the last
+	// by a batch of the same millisecond.
+	e, err := svc.CreateUsageEvent(ctx, acct, withID(t, b[4].ID, "c", `{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.add([]billing.UsageEvent{*e})
+	m.add(ingest(t, svc, acct, withID(t, b[0].ID, "c", `{"n":1}`), event(t, "c", "api", ""), withID(t, b[7].ID, "c", `{"n":1}`)))
+	if got, want := listBothWays(t, svc, acct, billing.UsageEventFilter{}, 3), m.newestFirst(""); !slices.Equal(got, want) {
+		t.Errorf("after supersede\n%v\nwant\n%v", got, want)
+	}
+	// The old layout's cursor pages on: after b[5] come b[3], b[2], b[1]
+	// (b[4] is gone).
+	next, err := svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, billing.ListParams{Limit: 3, After: page.After})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range next.Items {
+		got = append(got, e.ID)
+	}
+	if want := []string{b[3].ID, b[2].ID, b[1].ID}; !slices.Equal(got, want) {
+		t.Errorf("after the old cursor %v, want %v", got, want)
+	}
+}
+
+// TestUsageIDBlocksConcurrentBatches checks batches ingested at once whose
+// ids share milliseconds (index records of different batches overlap):
+// every event is listed exactly once, and each is found by its id when a
+// later batch supersedes them all.
+func TestUsageIDBlocksConcurrentBatches(t *testing.T) {
+	t.Parallel()
+	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
+		svc, acct, _ := blockService(t, 1000, opts...)
+		ctx := context.Background()
+		metric := sumOfN(t, svc, acct)
+		var mu sync.Mutex
+		var all []string
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for range 5 {
+					events := make([]billing.UsageEventParams, 10+g)
+					for j := range events {
+						events[j] = event(t, "c", "api", `{"n":1}`)
+					}
+					out, err := svc.CreateUsageEventBatch(ctx, acct, billing.UsageEventBatchParams{Events: events})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					for _, e := range out.Items {
+						all = append(all, e.ID)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		listed := listBothWays(t, svc, acct, billing.UsageEventFilter{}, 17)
+		if !slices.Equal(slices.Sorted(slices.Values(listed)), slices.Sorted(slices.Values(all))) {
+			t.Fatalf("listed %d events, stored %d (or not the same)", len(listed), len(all))
+		}
+		events := make([]billing.UsageEventParams, len(all))
+		for j, id := range all {
+			events[j] = withID(t, id, "c", `{"n":2}`)
+		}
+		ingest(t, svc, acct, events...)
+		checkCalc(t, svc, acct, metric, []string{"c"}, "2024-07-01", "2024-07-31", int64(len(all)), 0, fmt.Sprint(2*len(all)))
+		if n := len(listBothWays(t, svc, acct, billing.UsageEventFilter{}, 50)); n != len(all) {
+			t.Errorf("listed %d events, want %d", n, len(all))
+		}
+	})
+}
+
+// TestUsageIDBlocksFailedBatch checks that a batch whose commit fails
+// leaves the id index as it was: no record of its own, and the records of
+// the events it superseded unchanged.
+func TestUsageIDBlocksFailedBatch(t *testing.T) {
+	t.Parallel()
+	store := billingtest.DurableStore(t)
+	fs := faultstore.New(store)
+	svc, acct, _ := blockService(t, 1000, billingtest.WithStore(fs))
+	events := make([]billing.UsageEventParams, 10)
+	for j := range events {
+		events[j] = event(t, "c", "api", `{"n":1}`)
+	}
+	b := ingest(t, svc, acct, events...)
+	before := idIndexRecords(t, store)
+	fs.Inject(faultstore.Fault{Op: faultstore.OpCommit})
+	_, err := svc.CreateUsageEventBatch(context.Background(), acct, billing.UsageEventBatchParams{Events: []billing.UsageEventParams{
+		withID(t, b[0].ID, "c", `{"n":5}`), withID(t, b[4].ID, "c", `{"n":5}`), event(t, "c", "api", "")}})
+	fs.Clear()
+	if err == nil {
+		t.Fatal("a batch was acknowledged through a failed commit")
+	}
+	if after := idIndexRecords(t, store); !maps.Equal(before, after) {
+		t.Errorf("index records %d before, %d after a failed batch", len(before), len(after))
+	}
+	if n := len(listBothWays(t, svc, acct, billing.UsageEventFilter{}, 4)); n != 10 {
+		t.Errorf("listed %d events, want 10", n)
 	}
 }

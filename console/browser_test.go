@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,28 +159,6 @@ func (b *tab) signIn(keyID, secret string) int64 {
 	return b.click("main form button[type=submit]")
 }
 
-// receiver is a webhook receiver on loopback that fails (410 Gone: no
-// retries) until it is told to accept.
-type receiver struct {
-	srv      *httptest.Server
-	accept   atomic.Bool
-	received atomic.Int32 // webhooks accepted
-}
-
-// newReceiver starts a failing receiver.
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if !r.accept.Load() {
-			w.WriteHeader(http.StatusGone)
-			return
-		}
-		r.received.Add(1)
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
 // apiStatus reads an invoice's status and payment status over the REST API.
 func (f *fixture) apiStatus(t *testing.T, id string) string {
 	t.Helper()
@@ -206,9 +184,17 @@ func (f *fixture) apiStatus(t *testing.T, id string) string {
 func TestConsoleInABrowser(t *testing.T) {
 	f := newFixture(t, billingtest.WithConfig(billing.Config{WebhookAllowPrivate: true}))
 	ctx := context.Background()
-	rcv := newReceiver(t)
+	// The ERP's endpoint fails (410 Gone: no retries) until it is told to
+	// accept.
+	var accept atomic.Bool
+	rcv := billingtest.NewWebhookReceiver(t, func(int) int {
+		if accept.Load() {
+			return http.StatusOK
+		}
+		return http.StatusGone
+	})
 	must(f.svc.CreateNotificationPolicy(ctx, f.account, billing.CreateNotificationPolicyParams{
-		Name: "ERP", Channel: billing.ChannelWebhook, Recipients: []string{rcv.srv.URL},
+		Name: "ERP", Channel: billing.ChannelWebhook, Recipients: []string{rcv.URL},
 		NotificationTypes: []billing.NotificationType{billing.NotificationInvoiceIssued},
 	}))
 	dispatcher := billing.NewDispatcher(f.svc, billing.DispatcherConfig{Webhooks: webhook.NewSender(true)})
@@ -276,15 +262,16 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.open("/console/deliveries?status=FAILED")
 	b.see("INVOICE_ISSUED", "FAILED", "HTTP 410")
 	b.shot("deliveries")
-	rcv.accept.Store(true)
+	accept.Store(true)
 	b.click(`a[href="/console/deliveries/` + hook + `/retry"]`)
 	b.click("main form button[type=submit]")
 	b.see("The delivery was queued again.")
 	if _, err := dispatcher.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if d := must(f.svc.GetDelivery(ctx, f.account, hook)); d.Status != billing.DeliverySucceeded || rcv.received.Load() != 1 {
-		t.Fatalf("after the retry the delivery is %s, %d webhooks received", d.Status, rcv.received.Load())
+	accepted := slices.DeleteFunc(rcv.Received(), func(h billingtest.Webhook) bool { return h.Status != http.StatusOK })
+	if d := must(f.svc.GetDelivery(ctx, f.account, hook)); d.Status != billing.DeliverySucceeded || len(accepted) != 1 {
+		t.Fatalf("after the retry the delivery is %s, %d webhooks accepted", d.Status, len(accepted))
 	}
 
 	// Another account's invoice is not found; a forged form is refused.

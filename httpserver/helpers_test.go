@@ -337,12 +337,26 @@ func runDocStateTable(t *testing.T, e *env, always []string, docIn func(st strin
 }
 
 // createAs POSTs body to path with the Authorization auth, wants 201 and
-// returns the new record's id.
+// returns the new record's id (of a batch, its first item's).
 func (e *env) createAs(auth, path, body string) string {
 	e.tb.Helper()
 	r := e.do(req{method: "POST", path: path, body: body, auth: auth})
-	wantStatus(e.tb, r, http.StatusCreated)
-	return decode[map[string]any](e.tb, r)["id"].(string)
+	if r.status != http.StatusCreated {
+		e.tb.Fatalf("POST %s: %d %s", path, r.status, r.body)
+	}
+	v := decode[struct {
+		ID    string `json:"id"`
+		Items []struct {
+			ID string `json:"id"`
+		} `json:"items"`
+	}](e.tb, r)
+	if v.ID == "" && len(v.Items) > 0 {
+		v.ID = v.Items[0].ID
+	}
+	if v.ID == "" {
+		e.tb.Fatalf("POST %s answered no id: %s", path, r.body)
+	}
+	return v.ID
 }
 
 // wantRefused sends each request in a subtest of its own: each answers 409

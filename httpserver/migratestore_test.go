@@ -3,7 +3,10 @@ package httpserver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -21,8 +24,9 @@ func TestMigratedStoreAnswersIdentically(t *testing.T) {
 	pgtest.Require(t)
 	ctx := context.Background()
 	bolt := billingtest.Bolt(t)
-	src := newEnv(t, &Config{RateLimit: -1}, billingtest.WithStore(bolt))
+	src := newEnv(t, &Config{RateLimit: -1}, billingtest.WithStore(bolt), oneMillisecondIDs())
 	f := buildFixtures(t, src, src.auth, "m")
+	wantStatus(t, src.post("/usage-events/batch", `{"events":[`+strings.Repeat(`{"customerAlias":"c","eventType":"t"},`, 4)+`{"customerAlias":"c","eventType":"t"}]}`), http.StatusCreated)
 	// The billing engine's and the idempotency layer's records too.
 	src.do(req{method: "POST", path: "/billing-runs", body: `{}`, header: map[string]string{"Idempotency-Key": "migrate-run"}})
 
@@ -43,7 +47,7 @@ func TestMigratedStoreAnswersIdentically(t *testing.T) {
 
 	paths := []string{
 		"/journal-entries?sourceId=" + f.ids["invoices/sent"],
-		"/usage-events?limit=100",
+		"/usage-events?limit=100", "/usage-events?limit=3",
 		"/notifications/deliveries?limit=100",
 	}
 	for _, rt := range apiRoutes(t, src) {
@@ -73,4 +77,11 @@ func TestMigratedStoreAnswersIdentically(t *testing.T) {
 	if ok < 25 {
 		t.Errorf("only %d GETs answered 200: the comparison covers too little", ok)
 	}
+}
+
+// oneMillisecondIDs gives a Service ascending UUIDs of one millisecond, so
+// that the usage events of a batch share one record of the id index.
+func oneMillisecondIDs() billingtest.Option {
+	var n atomic.Int64
+	return billingtest.WithConfig(billing.Config{NewID: func() string { return fmt.Sprintf("00000000-0000-7000-8000-%012x", n.Add(1)) }})
 }

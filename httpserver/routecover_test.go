@@ -153,30 +153,12 @@ func buildFixtures(tb testing.TB, e *env, auth, tag string) fixtures {
 	f := fixtures{ids: map[string]string{}, values: map[string]string{}}
 	create := func(segment, path, body string) string {
 		tb.Helper()
-		r := e.do(req{method: "POST", path: path, body: body, auth: auth})
-		if r.status != http.StatusCreated {
-			tb.Fatalf("fixture POST %s: %d %s", path, r.status, r.body)
-		}
-		var v struct {
-			ID    string `json:"id"`
-			Items []struct {
-				ID string `json:"id"`
-			} `json:"items"`
-		}
-		if err := json.Unmarshal(r.body, &v); err != nil {
-			tb.Fatal(err)
-		}
-		if v.ID == "" && len(v.Items) > 0 {
-			v.ID = v.Items[0].ID
-		}
-		if v.ID == "" {
-			tb.Fatalf("fixture POST %s answered no id: %s", path, r.body)
-		}
-		f.all = append(f.all, v.ID)
+		id := e.createAs(auth, path, body)
+		f.all = append(f.all, id)
 		if segment != "" {
-			f.ids[segment] = v.ID
+			f.ids[segment] = id
 		}
-		return v.ID
+		return id
 	}
 	for i := range 2 {
 		n := fmt.Sprintf("%s-%d", tag, i)

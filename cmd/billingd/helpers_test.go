@@ -122,3 +122,11 @@ var (
 	listeningRE = regexp.MustCompile(`(?:msg=listening addr=|"msg":"listening","addr":")([^\s"]+)`)
 	bootstrapRE = regexp.MustCompile(`account id:\s+(\S+)\n\s+key id:\s+(\S+)\n\s+secret:\s+(\S+)\n\s+Authorization: (Basic \S+)\n`)
 )
+
+// must fails the test on an error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

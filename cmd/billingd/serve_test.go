@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
 )
 
 // serveInProcess runs serve in this process (so the race detector sees it)
@@ -97,10 +99,11 @@ func TestServeInProcessHonoursFlags(t *testing.T) {
 	assertAccountNames(t, db)
 }
 
-// TestServeFlagValues: serve's values come from the flag, else from its
-// BILLINGD_ variable, else the default; the flag wins over the variable;
-// values serve cannot work with are refused.
-func TestServeFlagValues(t *testing.T) {
+// TestServeBillingFlags: serve's settings of the billing engine (its
+// interval, the rounding, the late-usage window) come from the flag, else
+// from its BILLINGD_ variable, else the default; the flag wins over the
+// variable; values the engine cannot work with are refused.
+func TestServeBillingFlags(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name string
@@ -131,6 +134,56 @@ func TestServeFlagValues(t *testing.T) {
 				t.Errorf("%q with %v: %+v, %v", c.args, c.env, cfg, err)
 			}
 		})
+	}
+}
+
+// TestBillingLoopBillsAndStops: the loop serve runs every --billing-interval
+// bills a due schedule once, however often it runs, and returns when serve
+// cancels it.
+func TestBillingLoopBillsAndStops(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := billingtest.NewService(t, billingtest.WithBolt())
+	account := billingtest.Account(t, svc, "acme")
+	c, err := svc.CreateCustomer(ctx, account, billing.CustomerParams{LegalName: "C"})
+	must(t, err)
+	prod, err := svc.CreateProduct(ctx, account, billing.CreateProductParams{Name: "P"})
+	must(t, err)
+	amount := billing.MustDecimal("5.00")
+	pr, err := svc.CreatePrice(ctx, account, billing.CreatePriceParams{ProductID: prod.ID, Name: "Plan", Currency: billing.CurrencyEUR,
+		Structure:        billing.PriceStructure{PricingType: billing.PricingFixed, Price: &amount},
+		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInAdvance})
+	must(t, err)
+	no, start := false, billing.DateOf(billingtest.Start)
+	sc, err := svc.CreateBillingSchedule(ctx, account, billing.BillingScheduleParams{CustomerID: c.ID, StartDate: &start,
+		AutoIssueInvoices: &no, IsDraft: &no, Phases: []billing.PhaseParams{{StartDate: &start, PriceIDs: []string{pr.ID}}}})
+	must(t, err)
+
+	loopCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		billingLoop(loopCtx, svc, slog.New(slog.DiscardHandler), time.Millisecond, func() time.Time { return billingtest.Start })
+		close(done)
+	}()
+	deadline := time.After(10 * time.Second)
+	for {
+		got, err := svc.GetBillingSchedule(ctx, account, sc.ID)
+		must(t, err)
+		if got.LastInvoiceID != "" {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("the loop billed nothing within 10 s")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	stop()
+	<-done // the loop returns once its context is cancelled
+	page, err := svc.ListInvoices(ctx, account, billing.InvoiceFilter{BillingScheduleID: sc.ID}, billing.ListParams{})
+	must(t, err)
+	if page.TotalResultSize != 1 {
+		t.Errorf("%d invoices after many runs, want 1", page.TotalResultSize)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
 	"github.com/billingd/billing/storage/pgstore/pgtest"
 )
 
@@ -101,9 +102,9 @@ func TestCrashOneOfThreeInstances(t *testing.T) {
 	seed, rng := crashSeed(t)
 	c := startCluster(t, db, 3, "--billing-interval", "1s", "--delivery-lease", "16s")
 	ctx := context.Background()
-	rcv := newReceiver(t)
+	rcv := billingtest.NewWebhookReceiver(t, nil)
 	if _, err := c.svc.CreateNotificationPolicy(ctx, c.account, billing.CreateNotificationPolicyParams{
-		Name: "cluster receiver", Channel: billing.ChannelWebhook, Recipients: []string{rcv.srv.URL + "/hook"},
+		Name: "cluster receiver", Channel: billing.ChannelWebhook, Recipients: []string{rcv.URL + "/hook"},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestCrashOneOfThreeInstances(t *testing.T) {
 		t.Logf("%s: %d acknowledged", kind, len(keys))
 	}
 	t.Logf("%d kills, %d acknowledged writes verified, %d writes cut off by kills, %d notifications delivered (%d webhooks received)",
-		rounds, n, load.lost.Load(), notifications, rcv.count())
+		rounds, n, load.lost.Load(), notifications, len(rcv.Received()))
 }
 
 // verifyCluster checks the database against what was acknowledged: every
@@ -190,11 +191,4 @@ func verifyCluster(t *testing.T, ctx context.Context, c *cluster, acked map[stri
 	t.Helper()
 	checkAcked(t, ctx, c.svc, c.account, acked, round)
 	checkDocuments(t, ctx, c.svc, c.account, round)
-}
-
-// count returns how many webhooks the receiver got.
-func (r *receiver) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.got)
 }

@@ -352,7 +352,7 @@ func openStore(db string) (billing.Store, error) {
 // crashTest runs the crash rounds against db.
 func crashTest(t *testing.T, db string) {
 	seed, rng := crashSeed(t)
-	rcv := newReceiver(t)
+	rcv := billingtest.NewWebhookReceiver(t, nil)
 	acked := map[string]map[string]bool{} // kind → key → acknowledged
 	for _, w := range workloads {
 		acked[w.name] = map[string]bool{}
@@ -363,7 +363,7 @@ func crashTest(t *testing.T, db string) {
 		// A random moment: after 1 to 150 acknowledgements (the writes in
 		// flight at that moment are what a crash can tear).
 		killAfter := 1 + rng.IntN(150)
-		account = crashRound(t, db, rcv.srv.URL+"/hook", killAfter, acked)
+		account = crashRound(t, db, rcv.URL+"/hook", killAfter, acked)
 		verify(t, db, account, acked, rcv, round)
 		if t.Failed() {
 			t.Fatalf("round %d failed (CRASH_SEED=%d)", round, seed)
@@ -438,7 +438,7 @@ var totals struct{ invoices, creditNotes, notifications int }
 // verify reopens db and checks it against every acknowledgement so far,
 // then the invariants of documents and, after dispatching what is pending,
 // of webhooks.
-func verify(t *testing.T, db, account string, acked map[string]map[string]bool, rcv *receiver, round int) {
+func verify(t *testing.T, db, account string, acked map[string]map[string]bool, rcv *billingtest.WebhookReceiver, round int) {
 	t.Helper()
 	store, err := openStore(db)
 	if err != nil {

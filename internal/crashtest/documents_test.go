@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
 	"github.com/billingd/billing/webhook"
 )
 
@@ -218,53 +216,21 @@ func checkDocuments(t *testing.T, ctx context.Context, svc *billing.Service, acc
 	return invoices, creditNotes
 }
 
-// receivedWebhook is one request the parent's receiver got.
-type receivedWebhook struct {
-	header http.Header
-	body   []byte
-}
-
-// receiver is the parent's webhook endpoint: it records every request and
-// answers 200.
-type receiver struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got []receivedWebhook
-}
-
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		r.mu.Lock()
-		r.got = append(r.got, receivedWebhook{req.Header.Clone(), body})
-		r.mu.Unlock()
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-// received verifies every webhook received so far with secret and returns
-// how many times each webhook-id arrived.
-func (r *receiver) received(t *testing.T, secret string, round int) map[string]int {
+// receivedIDs verifies every webhook rcv received so far with secret and
+// returns how many times each webhook-id arrived.
+func receivedIDs(t *testing.T, rcv *billingtest.WebhookReceiver, secret string, round int) map[string]int {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	ids := map[string]int{}
-	for _, w := range r.got {
+	for _, w := range rcv.Received() {
 		// The verifying dispatcher signs with a clock moved forward
 		// past leases (see dispatchAll): a day of tolerance covers it.
-		if err := billing.VerifyWebhook(secret, w.header, w.body, 24*time.Hour); err != nil {
+		if err := billing.VerifyWebhook(secret, w.Header, w.Body, 24*time.Hour); err != nil {
 			t.Errorf("round %d: a webhook does not verify: %v", round, err)
 			continue
 		}
-		id := w.header.Get(billing.HeaderWebhookID)
+		id := w.Header.Get(billing.HeaderWebhookID)
 		var n billing.Notification
-		if err := json.Unmarshal(w.body, &n); err != nil || n.ID != id {
+		if err := json.Unmarshal(w.Body, &n); err != nil || n.ID != id {
 			t.Errorf("round %d: webhook %s carries notification %q (%v)", round, id, n.ID, err)
 		}
 		ids[id]++
@@ -306,7 +272,7 @@ func dispatchAll(t *testing.T, ctx context.Context, store billing.Store, account
 // committed notification of the policy was received at least once with its
 // original id, and that nothing else was received. It returns the number of
 // notifications.
-func checkWebhooks(t *testing.T, ctx context.Context, store billing.Store, svc *billing.Service, account string, rcv *receiver, round int) int {
+func checkWebhooks(t *testing.T, ctx context.Context, store billing.Store, svc *billing.Service, account string, rcv *billingtest.WebhookReceiver, round int) int {
 	t.Helper()
 	dispatchAll(t, ctx, store, account, round)
 	return checkReceived(t, ctx, svc, account, rcv, round)
@@ -316,7 +282,7 @@ func checkWebhooks(t *testing.T, ctx context.Context, store billing.Store, svc *
 // policy was delivered (SUCCEEDED) and received at least once with its
 // original id, signed, and that nothing else was received. It returns the
 // number of notifications.
-func checkReceived(t *testing.T, ctx context.Context, svc *billing.Service, account string, rcv *receiver, round int) int {
+func checkReceived(t *testing.T, ctx context.Context, svc *billing.Service, account string, rcv *billingtest.WebhookReceiver, round int) int {
 	t.Helper()
 	policies, err := svc.ListNotificationPolicies(ctx, account, billing.NotificationPolicyFilter{}, billing.ListParams{Limit: 10})
 	if err != nil || len(policies.Items) != 1 {
@@ -337,7 +303,7 @@ func checkReceived(t *testing.T, ctx context.Context, svc *billing.Service, acco
 	if err != nil {
 		t.Fatalf("round %d: listing deliveries: %v", round, err)
 	}
-	got := rcv.received(t, policy.WebhookSecret, round)
+	got := receivedIDs(t, rcv, policy.WebhookSecret, round)
 	for id := range committed {
 		if got[id] == 0 {
 			t.Errorf("round %d: committed notification %s was never received", round, id)
