@@ -280,22 +280,41 @@ const (
 // checkProperty checks one property: its name (propertyOK, badLength or
 // badCharacters) and its value (propertyOK, badKind or badString).
 func checkProperty(k string, pv PropertyValue) (name, value int) {
-	if n := len(k); n == 0 || n > maxPropertyKeyLen || !printableASCII(k) { // else fine, in one pass
-		n := utf8.RuneCountInString(k)
-		switch {
-		case n == 0 || n > maxPropertyKeyLen || !utf8.ValidString(k):
-			name = badLength
-		case strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-			name = badCharacters
-		}
+	if plainProperty(k, pv) {
+		return propertyOK, propertyOK
+	}
+	return checkPropertyRules(k, pv)
+}
+
+// plainProperty reports, in one pass over each string, whether the usual
+// property is fine: a name of printable ASCII and a number, a boolean or
+// an ASCII string (as many characters as bytes, valid UTF-8).
+func plainProperty(k string, pv PropertyValue) bool {
+	if len(k) == 0 || len(k) > maxPropertyKeyLen || !printableASCII(k) {
+		return false
+	}
+	switch pv.kind {
+	case PropertyNumber, PropertyBool:
+		return true
+	case PropertyString:
+		return len(pv.str) <= maxPropertyString && ascii(pv.str)
+	}
+	return false
+}
+
+// checkPropertyRules is checkProperty for any property.
+func checkPropertyRules(k string, pv PropertyValue) (name, value int) {
+	n := utf8.RuneCountInString(k)
+	switch {
+	case n == 0 || n > maxPropertyKeyLen || !utf8.ValidString(k):
+		name = badLength
+	case strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		name = badCharacters
 	}
 	switch pv.kind {
 	case PropertyInvalid:
 		value = badKind
 	case PropertyString:
-		if len(pv.str) <= maxPropertyString && ascii(pv.str) {
-			break // valid UTF-8 of at most maxPropertyString characters
-		}
 		if !utf8.ValidString(pv.str) || utf8.RuneCountInString(pv.str) > maxPropertyString {
 			value = badString
 		}

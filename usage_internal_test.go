@@ -3,7 +3,6 @@ package billing
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -124,24 +123,6 @@ func TestNewUUIDv7s(t *testing.T) {
 // ASCII names and values against the rules it stands for.
 func TestCheckPropertyASCIIPath(t *testing.T) {
 	t.Parallel()
-	rules := func(k string, pv PropertyValue) (name, value int) {
-		n := utf8.RuneCountInString(k)
-		switch {
-		case n == 0 || n > maxPropertyKeyLen || !utf8.ValidString(k):
-			name = badLength
-		case strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-			name = badCharacters
-		}
-		switch pv.kind {
-		case PropertyInvalid:
-			value = badKind
-		case PropertyString:
-			if !utf8.ValidString(pv.str) || utf8.RuneCountInString(pv.str) > maxPropertyString {
-				value = badString
-			}
-		}
-		return name, value
-	}
 	texts := []string{"", "a", "region", " ", "~", "\x7f", "a\x1fb", "\t", "é", "東京", "\xff", "a\xc3",
 		strings.Repeat("k", 128), strings.Repeat("k", 129), strings.Repeat("é", 128), strings.Repeat("é", 129),
 		strings.Repeat("v", 1024), strings.Repeat("v", 1025), strings.Repeat("é", 1024), strings.Repeat("é", 1025),
@@ -150,7 +131,7 @@ func TestCheckPropertyASCIIPath(t *testing.T) {
 		for _, v := range texts {
 			for _, pv := range []PropertyValue{StringProperty(v), BoolProperty(true), {}} {
 				gn, gv := checkProperty(k, pv)
-				wn, wv := rules(k, pv)
+				wn, wv := checkPropertyRules(k, pv)
 				if gn != wn || gv != wv {
 					t.Fatalf("checkProperty(%.20q, %.20q) = %d, %d; the rules say %d, %d", k, v, gn, gv, wn, wv)
 				}
