@@ -82,8 +82,7 @@ func TestZonedBillingOverAYear(t *testing.T) {
 				f.setAccountZone(z.zone)
 			}
 			fixed := f.fixed("Plan", "100.00", billing.CurrencyUSD)
-			usage := f.price("API calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-				billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("1"), UsageMetricID: f.metric("api_call")})
+			usage := f.apiCalls("1")
 			sc := f.schedule(customer, "2026-01-01", nil, phase("2026-01-01", fixed, usage))
 			starts := monthStarts()
 			at := func(i int) time.Time { return localMidnight(t, z.zone, starts[i]) }
@@ -157,8 +156,7 @@ func TestZonedUpcomingInvoiceAgreesWithTheRun(t *testing.T) {
 	f := newSched(t)
 	f.clock.Set(ts("2026-02-01T00:00:00Z"))
 	f.setAccountZone("America/Los_Angeles")
-	usage := f.price("API calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-		billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("1"), UsageMetricID: f.metric("api_call")})
+	usage := f.apiCalls("1")
 	sc := f.schedule(f.customer, "2026-03-01", nil, phase("2026-03-01", usage))
 	f.clock.Set(ts("2026-04-01T09:00:00Z"))
 	f.events(f.customer, "api_call", ts("2026-03-01T07:59:59Z"), 1)  // February in Los Angeles
@@ -243,8 +241,7 @@ func TestZoneChangeBetweenPeriodsBillsEachPeriodOnce(t *testing.T) {
 	f := newSched(t, billingtest.WithBolt())
 	f.clock.Set(ts("2026-01-01T00:00:00Z"))
 	fixed := f.fixed("Plan", "100.00", billing.CurrencyUSD)
-	usage := f.price("API calls", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-		billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("1"), UsageMetricID: f.metric("api_call")})
+	usage := f.apiCalls("1")
 	sc := f.schedule(f.customer, "2026-01-01", nil, phase("2026-01-01", fixed, usage))
 	total := 0
 	changes := map[string]string{"2026-02-10T00:00:00Z": "Pacific/Kiritimati", "2026-03-31T18:00:00Z": "Etc/GMT+12"}

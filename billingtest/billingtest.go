@@ -14,6 +14,7 @@ package billingtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -80,6 +81,7 @@ type Option func(*options)
 type options struct {
 	store  billing.Store
 	bolt   bool
+	uuids  bool
 	config billing.Config
 }
 
@@ -90,6 +92,11 @@ func WithStore(store billing.Store) Option { return func(o *options) { o.store =
 // bbolt file under tb.TempDir(), whose consistency is checked when the test
 // ends, or PostgreSQL under BILLINGD_TEST_POSTGRES.
 func WithBolt() Option { return func(o *options) { o.bolt = true } }
+
+// WithUUIDs keeps the Service's own ids (UUIDv7, drawn per batch for usage
+// events) instead of the deterministic ones, for benchmarks of the paths
+// production runs.
+func WithUUIDs() Option { return func(o *options) { o.uuids = true } }
 
 // WithConfig sets the base configuration; its Now and NewID are replaced by
 // the stub clock and deterministic ids unless set.
@@ -116,7 +123,7 @@ func NewService(tb testing.TB, opts ...Option) (*billing.Service, *Clock) {
 	if cfg.Now == nil {
 		cfg.Now = clock.Now
 	}
-	if cfg.NewID == nil {
+	if cfg.NewID == nil && !o.uuids {
 		cfg.NewID = IDs()
 	}
 	svc, err := billing.New(o.store, &cfg)
@@ -156,7 +163,8 @@ func DurableStore(tb testing.TB) billing.Store {
 }
 
 // Bolt opens a bbolt store in a file under tb.TempDir(). When the test ends
-// it runs bbolt's consistency check and closes the store.
+// it runs bbolt's consistency check, unless the test closed the store
+// itself, and closes the store.
 func Bolt(tb testing.TB) *boltstore.Store {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "billing.db")
@@ -165,7 +173,7 @@ func Bolt(tb testing.TB) *boltstore.Store {
 		tb.Fatalf("boltstore.Open: %v", err)
 	}
 	tb.Cleanup(func() {
-		if err := store.Check(); err != nil {
+		if err := store.Check(); err != nil && !errors.Is(err, billing.ErrClosed) {
 			tb.Errorf("bbolt consistency check: %v", err)
 		}
 		if err := store.Close(); err != nil {

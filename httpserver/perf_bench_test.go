@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
-	"github.com/google/uuid"
 )
 
 // BenchmarkListUsageMetrics is P3 of cmd/billingbench without the network:
@@ -57,11 +55,10 @@ func BenchmarkCreateUsageEvent(b *testing.B) {
 // BenchmarkCreateUsageEventBatch is the one-connection P2 of
 // cmd/billingbench without the network and without fsync (bbolt, NoSync):
 // one POST /usage-events/batch of 1,000 new events after another, each
-// later than the ones before, through the whole handler. Ids are UUIDv7,
-// as billingd's: the events of a batch share the id index's records of
-// their milliseconds (the test kit's ids are a millisecond each).
+// later than the ones before, through the whole handler, with the ids
+// billingd makes (UUIDv7).
 func BenchmarkCreateUsageEventBatch(b *testing.B) {
-	e := newEnv(b, &Config{RateLimit: -1}, billingtest.WithBolt(), billingtest.WithConfig(billing.Config{NewID: func() string { return uuid.Must(uuid.NewV7()).String() }}))
+	e := newEnv(b, &Config{RateLimit: -1}, billingtest.WithBolt(), billingtest.WithUUIDs())
 	start := billingtest.Start.Add(-300 * 24 * time.Hour)
 	n := 0
 	body := func() []byte {
