@@ -3,12 +3,11 @@ package faultstore_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/billingd/billing"
-	"github.com/billingd/billing/storage/boltstore"
+	"github.com/billingd/billing/billingtest"
 	"github.com/billingd/billing/storage/faultstore"
 	"github.com/billingd/billing/storage/memstore"
 	"github.com/billingd/billing/storage/storagetest"
@@ -30,23 +29,8 @@ func TestHealthyStorePassesConformance(t *testing.T) {
 	})
 	t.Run("boltstore", func(t *testing.T) {
 		t.Parallel()
-		storagetest.Run(t, func(tb testing.TB) billing.Store { return faultstore.New(openBolt(tb)) })
+		storagetest.Run(t, func(tb testing.TB) billing.Store { return faultstore.New(billingtest.Bolt(tb)) })
 	})
-}
-
-func openBolt(tb testing.TB) *boltstore.Store {
-	tb.Helper()
-	b, err := boltstore.Open(filepath.Join(tb.TempDir(), "f.db"), &boltstore.Options{NoSync: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := b.Check(); err != nil && !errors.Is(err, billing.ErrClosed) {
-			tb.Errorf("bbolt check: %v", err)
-		}
-		_ = b.Close()
-	})
-	return b
 }
 
 func put(s billing.Store, key string) error {
@@ -97,7 +81,7 @@ func TestFaultsFailTheChosenOperations(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := faultstore.New(openBolt(t))
+			s := faultstore.New(billingtest.Bolt(t))
 			if err := put(s, "before"); err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +152,7 @@ func TestAfterAndCount(t *testing.T) {
 // fault never reports success for a write that is not there.
 func TestConcurrentBatchesUnderFault(t *testing.T) {
 	t.Parallel()
-	s := faultstore.New(openBolt(t))
+	s := faultstore.New(billingtest.Bolt(t))
 	s.Inject(faultstore.Fault{Op: faultstore.OpCommit, After: 10})
 	ctx := context.Background()
 	keys := make([]string, 40)
