@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/billingd/billing/internal/appendjson"
 	"github.com/billingd/billing/internal/eventcodec"
 )
 
@@ -125,16 +129,23 @@ func (v PropertyValue) Bool() (b, ok bool) { return v.b, v.kind == PropertyBool 
 
 // MarshalJSON writes a string, a JSON number exactly as received
 // (normalised), or a boolean. Value receiver, so map values use it.
-func (v PropertyValue) MarshalJSON() ([]byte, error) {
+func (v PropertyValue) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends what MarshalJSON writes to b, without allocating for
+// the usual values (a batch's answer echoes every property of every event).
+func (v PropertyValue) AppendJSON(b []byte) []byte {
 	switch v.kind {
 	case PropertyString:
-		return json.Marshal(v.str)
+		return appendjson.String(b, v.str)
 	case PropertyNumber:
-		return []byte(v.num.String()), nil
+		if v.num.d.Form == apd.Finite && !v.num.d.IsZero() {
+			return v.num.d.Append(b, 'f') // what String writes, appended
+		}
+		return append(b, v.num.String()...)
 	case PropertyBool:
-		return json.Marshal(v.b)
+		return strconv.AppendBool(b, v.b)
 	}
-	return []byte("null"), nil
+	return append(b, "null"...)
 }
 
 // UnmarshalJSON reads a string, a number (exactly, from its text) or a

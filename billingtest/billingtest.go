@@ -81,6 +81,7 @@ type Option func(*options)
 type options struct {
 	store  billing.Store
 	bolt   bool
+	uuids  bool
 	config billing.Config
 }
 
@@ -91,6 +92,11 @@ func WithStore(store billing.Store) Option { return func(o *options) { o.store =
 // bbolt file under tb.TempDir(), whose consistency is checked when the test
 // ends, or PostgreSQL under BILLINGD_TEST_POSTGRES.
 func WithBolt() Option { return func(o *options) { o.bolt = true } }
+
+// WithUUIDs keeps the Service's own ids (UUIDv7, drawn per batch for usage
+// events) instead of the deterministic ones, for benchmarks of the paths
+// production runs.
+func WithUUIDs() Option { return func(o *options) { o.uuids = true } }
 
 // WithConfig sets the base configuration; its Now and NewID are replaced by
 // the stub clock and deterministic ids unless set.
@@ -117,7 +123,7 @@ func NewService(tb testing.TB, opts ...Option) (*billing.Service, *Clock) {
 	if cfg.Now == nil {
 		cfg.Now = clock.Now
 	}
-	if cfg.NewID == nil {
+	if cfg.NewID == nil && !o.uuids {
 		cfg.NewID = IDs()
 	}
 	svc, err := billing.New(o.store, &cfg)

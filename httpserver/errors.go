@@ -150,6 +150,11 @@ type appendJSONFunc func(b []byte) ([]byte, error)
 // AppendJSON calls f.
 func (f appendJSONFunc) AppendJSON(b []byte) ([]byte, error) { return f(b) }
 
+// writtenNotifier is a jsonAppender answer that holds memory to reuse
+// (aheadAnswer): writeResult tells it when its encoding, which AppendJSON
+// returns in that memory, has been written.
+type writtenNotifier interface{ written() }
+
 // answerBuffers recycles the buffers of jsonAppender answers: a list page
 // is several kilobytes, and allocating it afresh per request was the largest
 // allocation of GET /usage-metrics.
@@ -174,6 +179,11 @@ func (s *Server) writeResult(g *gin.Context, status int, result any) {
 			return
 		}
 		g.Data(status, jsonContentType, s.upstreamNames(b)) // written (copied) before returning
+		if w, ok := a.(writtenNotifier); ok {
+			answerBuffers.Put(buf) // unused: b is the answer's own memory,
+			w.written()            // which it reuses from now on
+			return
+		}
 		if cap(b) <= maxPooledAnswer {
 			*buf = b
 			answerBuffers.Put(buf)

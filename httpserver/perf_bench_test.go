@@ -55,9 +55,10 @@ func BenchmarkCreateUsageEvent(b *testing.B) {
 // BenchmarkCreateUsageEventBatch is the one-connection P2 of
 // cmd/billingbench without the network and without fsync (bbolt, NoSync):
 // one POST /usage-events/batch of 1,000 new events after another, each
-// later than the ones before, through the whole handler.
+// later than the ones before, through the whole handler, with the ids
+// billingd makes (UUIDv7).
 func BenchmarkCreateUsageEventBatch(b *testing.B) {
-	e := newEnv(b, &Config{RateLimit: -1}, billingtest.WithBolt())
+	e := newEnv(b, &Config{RateLimit: -1}, billingtest.WithBolt(), billingtest.WithUUIDs())
 	start := billingtest.Start.Add(-300 * 24 * time.Hour)
 	n := 0
 	body := func() []byte {

@@ -21,22 +21,7 @@ func (a api) usageEventRoutes() {
 		}
 		return usageEventJSON{e}, nil
 	})
-	a.post("/usage-events/batch", 201, func(c *call) (any, error) {
-		var p billing.UsageEventBatchParams
-		if err := bindUsage(c, &p, fastUsageEventBatch); err != nil {
-			return nil, err
-		}
-		// The answer echoes every event: it is encoded while the batch
-		// commits and syncs, and sent only once that succeeded.
-		var answer *aheadAnswer
-		_, err := a.svc.CreateUsageEventBatchFunc(c.ctx, c.account, p, func(events []billing.UsageEvent) {
-			answer = encodeAhead(usageEventsJSON{Items: events})
-		})
-		if err != nil {
-			return nil, err
-		}
-		return answer, nil
-	}, batchBody)
+	a.post("/usage-events/batch", 201, a.createUsageEventBatch, batchBody)
 	a.get("/usage-events", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		var ts timestampParams
 		f := billing.UsageEventFilter{
@@ -63,6 +48,33 @@ func (a api) usageEventRoutes() {
 			CustomParameters: params,
 		})
 	}, accepts("customerAliases", "periodStart", "periodEnd", "customParameters"))
+}
+
+// createUsageEventBatch is POST /usage-events/batch. The request decodes
+// into, and answers from, memory of an earlier batch (batchScratch), given
+// back once the answer is written.
+func (a api) createUsageEventBatch(c *call) (any, error) {
+	sc := newBatchScratch()
+	var p billing.UsageEventBatchParams
+	if err := bindUsage(c, &p, sc.decode); err != nil {
+		sc.release()
+		return nil, err
+	}
+	// The answer echoes every event: it is encoded while the batch
+	// commits and syncs, and sent only once that succeeded.
+	var answer *aheadAnswer
+	_, err := a.svc.CreateUsageEventBatchFunc(c.ctx, c.account, p, func(events []billing.UsageEvent) {
+		answer = encodeAhead(usageEventsJSON{Items: events}, sc)
+	})
+	switch {
+	case err == nil:
+		return answer, nil
+	case answer != nil:
+		answer.written() // not written: waits for the encoder, then releases sc
+	default:
+		sc.release()
+	}
+	return nil, err
 }
 
 // parseCustomParameters parses the customParameters query parameter:

@@ -3,8 +3,12 @@ package httpserver
 import (
 	"fmt"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/billingd/billing"
 )
@@ -105,5 +109,90 @@ func TestParseCustomParameters(t *testing.T) {
 	}
 	if _, err := parseCustomParameters("a"); billing.CodeOf(err) != billing.CodeValidationFailed {
 		t.Errorf("a pair without = accepted: %v", err)
+	}
+}
+
+// TestConcurrentBatchesKeepTheirOwnMemory sends batches from several
+// clients at once, valid and refused ones mixed, and single events, so that
+// requests take and give back each other's batchScratch: every answer
+// echoes exactly its own request's events (run with -race: no memory is
+// shared while in use).
+func TestConcurrentBatchesKeepTheirOwnMemory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &Config{RateLimit: -1})
+	const clients, rounds, events = 6, 8, 40
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for r := range rounds {
+				tag := fmt.Sprintf("c%d-r%d", c, r)
+				var evs []string
+				for i := range events - c { // batches of different lengths
+					evs = append(evs, fmt.Sprintf(`{"customerAlias":"%s","eventType":"t%d","eventTimestamp":"2024-07-01T00:00:%02dZ","eventProperties":{"tag":"%s-%d","n%d":%d}}`,
+						tag, c, i, tag, i, c, i))
+				}
+				if r%3 == 2 { // refused after decoding: its memory is given back unused
+					evs = append(evs, `{"customerAlias":"x"}`)
+				}
+				// A single event between batches: its answer is encoded
+				// into writeResult's pooled buffers, never a batch's.
+				single := e.post("/usage-events", fmt.Sprintf(`{"customerAlias":"%s-single","eventType":"t"}`, tag))
+				wantStatus(t, single, http.StatusCreated)
+				if got := decode[billing.UsageEvent](t, single).CustomerAlias; got != tag+"-single" {
+					t.Errorf("%s: single event answered as %q", tag, got)
+				}
+				resp := e.post("/usage-events/batch", `{"events":[`+strings.Join(evs, ",")+`]}`)
+				if r%3 == 2 {
+					wantError(t, resp, 400, billing.CodeValidationFailed, fmt.Sprintf("events[%d].eventType", len(evs)-1))
+					continue
+				}
+				wantStatus(t, resp, http.StatusCreated)
+				items := decode[billing.Items[billing.UsageEvent]](t, resp).Items
+				if len(items) != len(evs) {
+					t.Errorf("%s: %d items for %d events", tag, len(items), len(evs))
+					continue
+				}
+				for i, it := range items {
+					n, _ := it.EventProperties[fmt.Sprintf("n%d", c)].Number()
+					if it.CustomerAlias != tag || it.EventType != fmt.Sprintf("t%d", c) || len(it.EventProperties) != 2 ||
+						it.EventProperties["tag"].String() != fmt.Sprintf("%s-%d", tag, i) || n.String() != fmt.Sprint(i) ||
+						it.EventTimestamp.Second() != i {
+						t.Errorf("%s: item %d is %+v", tag, i, it)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestBatchAnswerMemoryNotShared checks that a written batch answer's
+// buffer goes back to its batchScratch only, never also to writeResult's
+// pool of answer buffers, where a single event's answer would be encoded
+// into the memory of the next batch's answer. Not parallel: it looks at
+// the process-wide pools, on one P and without collections, so that
+// sync.Pool hands back what was put.
+func TestBatchAnswerMemoryNotShared(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	e := newEnv(t, nil)
+	wantStatus(t, e.post("/usage-events/batch", `{"events":[{"customerAlias":"c","eventType":"t"}]}`), http.StatusCreated)
+	var kept []*batchScratch
+	for len(batchScratches) > 0 {
+		kept = append(kept, <-batchScratches)
+	}
+	if len(kept) == 0 {
+		t.Fatal("the batch's memory was not given back")
+	}
+	for range 8 {
+		buf := answerBuffers.Get().(*[]byte)
+		for _, sc := range kept {
+			if cap(*buf) > 0 && cap(sc.answer) > 0 && unsafe.SliceData((*buf)[:1]) == unsafe.SliceData(sc.answer[:1]) {
+				t.Fatal("a batch answer's buffer is also in answerBuffers")
+			}
+		}
+	}
+	for _, sc := range kept {
+		sc.release()
 	}
 }

@@ -48,7 +48,15 @@ func fastUsageEvent(body []byte, p *billing.UsageEventParams) bool {
 // fastUsageEventBatch decodes the body of POST /usage-events/batch; false
 // means "use decodeJSON".
 func fastUsageEventBatch(body []byte, p *billing.UsageEventBatchParams) bool {
-	d := usageDecoder{b: body}
+	return new(batchScratch).decode(body, p)
+}
+
+// decode is fastUsageEventBatch with the events, property maps, timestamps
+// and property names taken from sc (reused from an earlier batch, see
+// batchScratch); p then points into sc until sc is released.
+func (sc *batchScratch) decode(body []byte, p *billing.UsageEventBatchParams) bool {
+	sc.usedProps, sc.times = 0, sc.times[:0]
+	d := usageDecoder{b: body, sc: sc}
 	d.ws()
 	if !d.byte('{') {
 		return false
@@ -65,8 +73,12 @@ func fastUsageEventBatch(body []byte, p *billing.UsageEventBatchParams) bool {
 	if !d.byte('[') {
 		return false
 	}
-	// About 150 bytes per event in the usual bodies; a guess, not a limit.
-	p.Events = make([]billing.UsageEventParams, 0, min(len(body)/128+1, billing.MaxUsageEventBatch))
+	if sc.events == nil {
+		// About 150 bytes per event in the usual bodies; a guess, not a limit.
+		sc.events = make([]billing.UsageEventParams, 0, min(len(body)/128+1, billing.MaxUsageEventBatch))
+	}
+	p.Events = sc.events[:0]
+	defer func() { sc.events = p.Events[:0] }()
 	d.ws()
 	if !d.byte(']') {
 		for {
@@ -92,6 +104,57 @@ func fastUsageEventBatch(body []byte, p *billing.UsageEventBatchParams) bool {
 	return d.i == len(d.b)
 }
 
+// batchScratch is the memory one batch request decodes into and encodes
+// its answer into: the events' params, their property maps (a map per
+// event was the largest allocation of a batch), their timestamps, the
+// interned property names and the answer's buffer. A request takes one
+// (newBatchScratch) and gives it back once its answer is written (or
+// refused), when nothing of the request reads it any more; the next batch
+// then overwrites it. Strings are never taken from it: every string
+// decoded is a copy of the body's bytes, so nothing aliases the body or a
+// reused buffer.
+type batchScratch struct {
+	events    []billing.UsageEventParams
+	props     []billing.EventProperties // handed out in order, props[:usedProps] to this batch
+	usedProps int
+	times     []time.Time // the events' timestamps; EventTimestamp points into it
+	names     map[string]string
+	answer    []byte
+}
+
+// batchScratches holds the batchScratch of finished requests: a few, as
+// many as batches usually run at once. Not a sync.Pool: a batch allocates
+// enough (the store's work) for a collection to run during almost every
+// request, and a sync.Pool loses its items to the second collection after
+// they were put, so one client's next batch would often find it empty.
+var batchScratches = make(chan *batchScratch, 4)
+
+// newBatchScratch returns a released batchScratch, or a new one.
+func newBatchScratch() *batchScratch {
+	select {
+	case sc := <-batchScratches:
+		return sc
+	default:
+		return new(batchScratch)
+	}
+}
+
+// maxPooledBatchAnswer is the largest answer buffer a batchScratch keeps
+// (a batch of 1,000 events answers with about 300 KB).
+const maxPooledBatchAnswer = 4 << 20
+
+// release puts sc back into batchScratches; the caller must not use sc, or
+// anything decoded into it, afterwards.
+func (sc *batchScratch) release() {
+	if cap(sc.answer) > maxPooledBatchAnswer {
+		sc.answer = nil
+	}
+	select {
+	case batchScratches <- sc:
+	default: // enough kept
+	}
+}
+
 // usageDecoder is a cursor over a body. Strings that repeat across the
 // events of a batch (aliases, event types, property names) are shared
 // rather than allocated again.
@@ -100,18 +163,67 @@ type usageDecoder struct {
 	i int
 
 	alias, eventType string
-	names            map[string]string
-	times            []time.Time // allocated in blocks; params point into them
+	// sc, for a batch, provides the property maps, timestamps and
+	// interned property names; nil for a single event.
+	sc *batchScratch
 }
 
-// newTime returns a pointer to a copy of t.
+// newTime returns a pointer to a copy of t: into the batch's block of
+// timestamps while it has room.
 func (d *usageDecoder) newTime(t time.Time) *time.Time {
-	if len(d.times) == cap(d.times) {
-		d.times = make([]time.Time, 0, 64)
+	if d.sc != nil && d.sc.times == nil {
+		d.sc.times = make([]time.Time, 0, billing.MaxUsageEventBatch)
 	}
-	d.times = append(d.times, t)
-	return &d.times[len(d.times)-1]
+	if d.sc == nil || len(d.sc.times) == cap(d.sc.times) {
+		// A single event, or more events than a batch may hold (refused
+		// later anyway). Not &t: t would then be allocated on every call.
+		p := new(time.Time)
+		*p = t
+		return p
+	}
+	d.sc.times = append(d.sc.times, t)
+	return &d.sc.times[len(d.sc.times)-1]
 }
+
+// newProperties returns an empty property map: for a batch, one of an
+// earlier batch's maps, cleared.
+func (d *usageDecoder) newProperties() billing.EventProperties {
+	if d.sc == nil {
+		return billing.EventProperties{}
+	}
+	sc := d.sc
+	if sc.usedProps < len(sc.props) {
+		m := sc.props[sc.usedProps]
+		clear(m)
+		sc.usedProps++
+		return m
+	}
+	m := billing.EventProperties{}
+	sc.props = append(sc.props, m)
+	sc.usedProps++
+	return m
+}
+
+// propertyName returns raw as a string: for a batch, the same string for
+// the same name in every event (a copy, never aliasing the body).
+func (d *usageDecoder) propertyName(raw []byte) string {
+	if d.sc == nil {
+		return string(raw)
+	}
+	if name, ok := d.sc.names[string(raw)]; ok {
+		return name
+	}
+	if d.sc.names == nil || len(d.sc.names) >= maxInternedNames {
+		d.sc.names = make(map[string]string)
+	}
+	name := string(raw)
+	d.sc.names[name] = name
+	return name
+}
+
+// maxInternedNames bounds the property names a batchScratch keeps; past
+// it, they are started afresh (another client's names).
+const maxInternedNames = 64
 
 // ws skips JSON whitespace.
 func (d *usageDecoder) ws() {
@@ -297,7 +409,7 @@ func (d *usageDecoder) properties() (billing.EventProperties, bool) {
 	if !d.byte('{') {
 		return nil, false
 	}
-	props := billing.EventProperties{}
+	props := d.newProperties()
 	d.ws()
 	if d.byte('}') {
 		return props, true
@@ -307,16 +419,7 @@ func (d *usageDecoder) properties() (billing.EventProperties, bool) {
 		if !ok {
 			return nil, false
 		}
-		name, ok := d.names[string(raw)]
-		if !ok {
-			if d.names == nil {
-				d.names = map[string]string{}
-			}
-			name = string(raw)
-			if len(d.names) < 64 {
-				d.names[name] = name
-			}
-		}
+		name := d.propertyName(raw)
 		d.ws()
 		if !d.byte(':') {
 			return nil, false

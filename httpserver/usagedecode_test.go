@@ -172,5 +172,56 @@ func FuzzFastUsageEventBatch(f *testing.F) {
 		f.Add([]byte(`{"events":[` + referenceEvent(3) + `,` + b + `]}`))
 	}
 	addSeeds(f, `{"events":[`+usageEventBody("a", "b")+`,`+referenceEvent(5)+`]}`)
-	f.Fuzz(func(t *testing.T, body []byte) { checkFast(t, body, fastUsageEventBatch) })
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkFast(t, body, fastUsageEventBatch)
+		checkFast(t, body, decodeIntoUsedScratch)
+	})
+}
+
+// decodeIntoUsedScratch is fastUsageEventBatch into a batchScratch that an
+// earlier batch used (other names, more events, more properties, all
+// timestamps taken), as the next request of a connection finds it.
+func decodeIntoUsedScratch(body []byte, p *billing.UsageEventBatchParams) bool {
+	sc := new(batchScratch)
+	var earlier billing.UsageEventBatchParams
+	events := []string{`{"eventProperties":{"a":1,"b":"x","c":true,"d":2,"e":3,"f":4,"g":5,"h":6,"i":7}}`}
+	for i := range billing.MaxUsageEventBatch {
+		events = append(events, referenceEvent(i))
+	}
+	if !sc.decode([]byte(`{"events":[`+strings.Join(events, ",")+`]}`), &earlier) {
+		panic("the earlier batch was declined")
+	}
+	sc.release()
+	return sc.decode(body, p)
+}
+
+// TestBatchScratchReused checks a batch decoded into the memory of an
+// earlier one: it decodes what the strict decoder does (no property, event
+// or timestamp of the earlier batch shows through), and nothing it decoded
+// aliases the body, whose buffer the server does not keep.
+func TestBatchScratchReused(t *testing.T) {
+	for _, b := range []string{`{"events":[` + strings.Join(usageAccepted, ",") + `]}`, `{"events":[{}]}`, `{"events":[]}`,
+		`{"events":[{"eventProperties":{}},{"eventProperties":{"region":"x"}}]}`} {
+		if !checkFast(t, []byte(b), decodeIntoUsedScratch) {
+			t.Errorf("declined %.100q", b)
+		}
+	}
+	sc := new(batchScratch)
+	body := []byte(`{"events":[` + referenceEvent(1) + `,` + referenceEvent(2) + `,{"customerEventId":"id-1","eventProperties":{"name":"value"}}]}`)
+	var p, want billing.UsageEventBatchParams
+	if !sc.decode(body, &p) || decodeJSON(body, &want) != nil {
+		t.Fatal("declined")
+	}
+	for i := range body {
+		body[i] = 'x' // the next request's bytes in the same buffer
+	}
+	if diff := cmp.Diff(want, p, usageParamsEqual); diff != "" {
+		t.Errorf("the decoded batch changed with the body's buffer (-want +got):\n%s", diff)
+	}
+	// The interned names outlive the batch: they are not the body's bytes.
+	for name := range sc.names {
+		if name == strings.Repeat("x", len(name)) {
+			t.Errorf("interned property name %q aliases the body", name)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package httpserver
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/billingd/billing"
@@ -38,15 +37,20 @@ func (u usageEventsJSON) AppendJSON(b []byte) ([]byte, error) {
 	if u.Items == nil {
 		return append(b, `{"items":null}`...), nil
 	}
-	b = slices.Grow(b, 16+300*len(u.Items))
 	b = append(b, `{"items":[`...)
 	for i := range u.Items {
 		if i > 0 {
 			b = append(b, ',')
 		}
+		start := len(b)
 		var err error
 		if b, err = appendUsageEvent(b, &u.Items[i]); err != nil {
 			return nil, err
+		}
+		if i == 0 {
+			// The events of a batch are usually alike: room for the others
+			// at the first one's size and a tenth more, grown once.
+			b = slices.Grow(b, (len(b)-start+1)*(len(u.Items)-1)*11/10+2)
 		}
 	}
 	return append(b, "]}"...), nil
@@ -58,20 +62,21 @@ type aheadAnswer struct {
 	done chan struct{}
 	b    []byte
 	err  error
+	sc   *batchScratch // the request's memory, released once the answer is written
 }
 
-// encodeAhead starts encoding a in a new goroutine.
-func encodeAhead(a jsonAppender) *aheadAnswer {
-	ans := &aheadAnswer{done: make(chan struct{})}
+// encodeAhead starts encoding a into sc's answer buffer in a new goroutine.
+func encodeAhead(a jsonAppender, sc *batchScratch) *aheadAnswer {
+	ans := &aheadAnswer{done: make(chan struct{}), sc: sc}
 	go func() {
 		defer close(ans.done)
-		ans.b, ans.err = a.AppendJSON(nil)
+		ans.b, ans.err = a.AppendJSON(sc.answer[:0])
 	}()
 	return ans
 }
 
 // AppendJSON appends the encoding to b once it is done; with an empty b it
-// returns the encoding's own buffer.
+// returns the encoding's own buffer, valid until written is called.
 func (a *aheadAnswer) AppendJSON(b []byte) ([]byte, error) {
 	<-a.done
 	if a.err != nil {
@@ -85,6 +90,17 @@ func (a *aheadAnswer) AppendJSON(b []byte) ([]byte, error) {
 
 // MarshalJSON returns the encoding once it is done.
 func (a *aheadAnswer) MarshalJSON() ([]byte, error) { return a.AppendJSON(nil) }
+
+// written is called by writeResult once the answer has been written (or
+// failed): the encoding and the request's decoded events are released for
+// the next batch.
+func (a *aheadAnswer) written() {
+	<-a.done // the encoder reads the events until then
+	if a.err == nil {
+		a.sc.answer = a.b
+	}
+	a.sc.release()
+}
 
 // appendUsageEvent appends e in the field order and form of its struct.
 func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
@@ -106,34 +122,19 @@ func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
 		b = append(b, '"')
 	}
 	b = append(b, `,"eventProperties":{`...)
-	names := make([]string, 0, len(e.EventProperties))
+	var buf [8]string // most events have a few properties: no allocation
+	names := buf[:0]
 	for k := range e.EventProperties {
 		names = append(names, k)
 	}
-	slices.SortFunc(names, strings.Compare) // encoding/json's map key order
+	slices.Sort(names) // encoding/json's map key order
 	for i, k := range names {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendjson.String(b, k)
 		b = append(b, ':')
-		v := e.EventProperties[k]
-		switch v.Kind() {
-		case billing.PropertyString:
-			b = appendjson.String(b, v.String())
-		case billing.PropertyBool:
-			if v.String() == "true" {
-				b = append(b, "true"...)
-			} else {
-				b = append(b, "false"...)
-			}
-		default:
-			raw, err := v.MarshalJSON()
-			if err != nil {
-				return nil, err
-			}
-			b = append(b, raw...)
-		}
+		b = e.EventProperties[k].AppendJSON(b)
 	}
 	return append(b, "}}"...), nil
 }

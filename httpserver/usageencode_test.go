@@ -55,7 +55,10 @@ func TestUsageEventEncodingMatchesEncodingJSON(t *testing.T) {
 	check("empty batch", usageEventsJSON{Items: []billing.UsageEvent{}}, billing.Items[billing.UsageEvent]{Items: []billing.UsageEvent{}})
 	check("nil batch", usageEventsJSON{}, billing.Items[billing.UsageEvent]{})
 	// Encoded ahead, while the batch commits: the same bytes.
-	check("batch encoded ahead", encodeAhead(usageEventsJSON{Items: events}), billing.Items[billing.UsageEvent]{Items: events})
+	check("batch encoded ahead", encodeAhead(usageEventsJSON{Items: events}, new(batchScratch)), billing.Items[billing.UsageEvent]{Items: events})
+	// Into the buffer of an earlier, longer answer: the same bytes.
+	used := &batchScratch{answer: []byte(strings.Repeat(`{"items":[]}`, 1000))}
+	check("batch encoded ahead into a used buffer", encodeAhead(usageEventsJSON{Items: events}, used), billing.Items[billing.UsageEvent]{Items: events})
 
 	// A timestamp encoding/json cannot write fails the same way.
 	bad := billing.UsageEvent{EventTimestamp: time.Date(-1, 12, 31, 0, 0, 0, 0, time.UTC)}
@@ -64,7 +67,7 @@ func TestUsageEventEncodingMatchesEncodingJSON(t *testing.T) {
 	if gerr == nil || werr == nil || !strings.Contains(gerr.Error(), "year outside of range") {
 		t.Errorf("year -1: got %v, encoding/json %v", gerr, werr)
 	}
-	if _, err := json.Marshal(encodeAhead(usageEventJSON{&bad})); err == nil || !strings.Contains(err.Error(), "year outside of range") {
+	if _, err := json.Marshal(encodeAhead(usageEventJSON{&bad}, new(batchScratch))); err == nil || !strings.Contains(err.Error(), "year outside of range") {
 		t.Errorf("year -1 encoded ahead: %v, want %v", err, gerr)
 	}
 }
