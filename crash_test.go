@@ -44,17 +44,16 @@ func TestCrashBetweenSendAndRecord(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "billing.db")
 	clock := billingtest.NewClock(time.Now().UTC().Truncate(time.Second))
-	rc := newReceiver(t, nil)
+	rc := billingtest.NewWebhookReceiver(t, nil)
 
 	svc, st := openCrashService(t, path, clock)
 	account := billingtest.Account(t, svc, "acme")
 	p, err := svc.CreateNotificationPolicy(context.Background(), account, billing.CreateNotificationPolicyParams{
-		Name: "hooks", Channel: billing.ChannelWebhook, Recipients: []string{rc.srv.URL},
+		Name: "hooks", Channel: billing.ChannelWebhook, Recipients: []string{rc.URL},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc.setSecret(p.WebhookSecret)
 	if _, err := svc.CreateCustomer(context.Background(), account, billing.CustomerParams{LegalName: "Initech"}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func TestCrashBetweenSendAndRecord(t *testing.T) {
 	if err == nil || cmd.ProcessState.Success() {
 		t.Fatalf("the child was not killed: %v\n%s", err, out)
 	}
-	if n := len(rc.got()); n != 1 {
+	if n := len(rc.Received()); n != 1 {
 		t.Fatalf("receiver got %d requests from the child, want 1\n%s", n, out)
 	}
 
@@ -86,13 +85,13 @@ func TestCrashBetweenSendAndRecord(t *testing.T) {
 	if n, err := d.RunOnce(context.Background()); n != 1 || err != nil {
 		t.Fatalf("RunOnce after the lease: %d, %v", n, err)
 	}
-	hits := rc.got()
-	if len(hits) != 2 || hits[0].id != hits[1].id || string(hits[0].body) != string(hits[1].body) {
+	hits := rc.Received()
+	if len(hits) != 2 || hits[1].Attempt != 2 || string(hits[0].Body) != string(hits[1].Body) {
 		t.Fatalf("receiver got %d requests, want the same notification twice", len(hits))
 	}
 	for _, h := range hits {
-		if h.verify != nil {
-			t.Errorf("VerifyWebhook: %v", h.verify)
+		if err := billing.VerifyWebhook(p.WebhookSecret, h.Header, h.Body, 48*time.Hour); err != nil {
+			t.Errorf("VerifyWebhook: %v", err)
 		}
 	}
 	dl, err := svc.GetDelivery(context.Background(), account, ds.Items[0].ID)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
 )
 
 // onlyDelivery returns the account's single delivery.
@@ -31,13 +32,13 @@ func TestRetrySchedule(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
 	var ok atomic.Bool
-	rc := newReceiver(t, func(int, http.ResponseWriter) int {
+	rc := billingtest.NewWebhookReceiver(t, func(int, http.ResponseWriter) int {
 		if ok.Load() {
 			return 200
 		}
 		return 500
 	})
-	e.policy(billing.ChannelWebhook, []string{rc.srv.URL})
+	e.policy(billing.ChannelWebhook, []string{rc.URL})
 	e.customer("Initech")
 	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
 	for i, wait := range billing.RetrySchedule {
@@ -74,10 +75,10 @@ func TestRetrySchedule(t *testing.T) {
 	if dl.Status != billing.DeliverySucceeded || len(dl.Attempts) != 9 {
 		t.Errorf("after the manual retry: %s with %d attempts", dl.Status, len(dl.Attempts))
 	}
-	hits := rc.got()
+	hits := rc.Received()
 	for _, h := range hits {
-		if h.id != hits[0].id {
-			t.Fatalf("webhook-id changed from %s to %s", hits[0].id, h.id)
+		if id, first := h.Header.Get(billing.HeaderWebhookID), hits[0].Header.Get(billing.HeaderWebhookID); id != first {
+			t.Fatalf("webhook-id changed from %s to %s", first, id)
 		}
 	}
 	if len(hits) != 9 {
@@ -114,8 +115,8 @@ func TestReceiverAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newNotifyEnv(t, true)
-			rc := newReceiver(t, tc.answer)
-			e.policy(billing.ChannelWebhook, []string{rc.srv.URL + "/hook"})
+			rc := billingtest.NewWebhookReceiver(t, tc.answer)
+			e.policy(billing.ChannelWebhook, []string{rc.URL + "/hook"})
 			e.customer("Initech")
 			e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
 			dl := e.onlyDelivery()
@@ -127,7 +128,7 @@ func TestReceiverAnswers(t *testing.T) {
 					t.Errorf("next attempt in %v, want about %v", wait, tc.minWait)
 				}
 			}
-			if n := len(rc.got()); n != 1 {
+			if n := len(rc.Received()); n != 1 {
 				t.Errorf("receiver got %d requests, want 1 (no redirect followed)", n)
 			}
 		})
@@ -139,8 +140,8 @@ func TestReceiverAnswers(t *testing.T) {
 func TestTwoDispatchersSendOnce(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
-	rc := newReceiver(t, nil)
-	e.policy(billing.ChannelWebhook, []string{rc.srv.URL + "/a", rc.srv.URL + "/b"})
+	rc := billingtest.NewWebhookReceiver(t, nil)
+	e.policy(billing.ChannelWebhook, []string{rc.URL + "/a", rc.URL + "/b"})
 	for range 20 {
 		e.customer("Initech")
 	}
@@ -154,7 +155,7 @@ func TestTwoDispatchersSendOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := len(rc.got()); got != 40 {
+	if got := len(rc.Received()); got != 40 {
 		t.Errorf("receiver got %d requests, want 40 (20 notifications × 2 recipients, each once)", got)
 	}
 	if n := len(e.deliveries(billing.DeliveryFilter{Status: billing.DeliverySucceeded})); n != 40 {
@@ -167,8 +168,8 @@ func TestTwoDispatchersSendOnce(t *testing.T) {
 func TestRotateSecret(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
-	rc := newReceiver(t, nil)
-	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL})
+	rc := billingtest.NewWebhookReceiver(t, nil)
+	p := e.policy(billing.ChannelWebhook, []string{rc.URL})
 	rotated, err := e.svc.RotateNotificationPolicySecret(context.Background(), e.account, p.ID)
 	if err != nil || rotated.WebhookSecret == p.WebhookSecret || !strings.HasPrefix(rotated.WebhookSecret, "whsec_") {
 		t.Fatalf("rotate: %+v, %v", rotated, err)
@@ -179,20 +180,20 @@ func TestRotateSecret(t *testing.T) {
 	e.clock.Advance(24*time.Hour + time.Second)
 	e.customer("after the overlap")
 	e.runOnce(d)
-	hits := rc.got()
+	hits := rc.Received()
 	if len(hits) != 2 {
 		t.Fatalf("%d requests, want 2", len(hits))
 	}
-	check := func(h hit, secret string, want bool) {
+	check := func(h billingtest.Webhook, secret string, want bool) {
 		t.Helper()
-		err := billing.VerifyWebhookAt(secret, h.header, h.body, time.Minute, time.Unix(mustInt(t, h.header.Get("webhook-timestamp")), 0))
+		err := billing.VerifyWebhookAt(secret, h.Header, h.Body, time.Minute, time.Unix(mustInt(t, h.Header.Get("webhook-timestamp")), 0))
 		if (err == nil) != want {
-			t.Errorf("verify with a secret: %v, want ok=%v (signature %q)", err, want, h.header.Get("webhook-signature"))
+			t.Errorf("verify with a secret: %v, want ok=%v (signature %q)", err, want, h.Header.Get("webhook-signature"))
 		}
 	}
 	check(hits[0], p.WebhookSecret, true)
 	check(hits[0], rotated.WebhookSecret, true)
-	if n := len(strings.Fields(hits[0].header.Get("webhook-signature"))); n != 2 {
+	if n := len(strings.Fields(hits[0].Header.Get("webhook-signature"))); n != 2 {
 		t.Errorf("%d signatures during the overlap, want 2", n)
 	}
 	check(hits[1], p.WebhookSecret, false)
@@ -213,15 +214,15 @@ func mustInt(t *testing.T, s string) int64 {
 func TestPolicyDeletedStopsDeliveries(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
-	rc := newReceiver(t, nil)
-	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL})
+	rc := billingtest.NewWebhookReceiver(t, nil)
+	p := e.policy(billing.ChannelWebhook, []string{rc.URL})
 	e.customer("Initech")
 	if _, err := e.svc.DeleteNotificationPolicy(context.Background(), e.account, p.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
-	if dl := e.onlyDelivery(); dl.Status != billing.DeliveryFailed || len(rc.got()) != 0 {
-		t.Errorf("delivery %+v, %d requests; want FAILED and none sent", dl, len(rc.got()))
+	if dl := e.onlyDelivery(); dl.Status != billing.DeliveryFailed || len(rc.Received()) != 0 {
+		t.Errorf("delivery %+v, %d requests; want FAILED and none sent", dl, len(rc.Received()))
 	}
 }
 
@@ -230,8 +231,8 @@ func TestPolicyDeletedStopsDeliveries(t *testing.T) {
 func TestPruneDeliveries(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
-	rc := newReceiver(t, nil)
-	e.policy(billing.ChannelWebhook, []string{rc.srv.URL})
+	rc := billingtest.NewWebhookReceiver(t, nil)
+	e.policy(billing.ChannelWebhook, []string{rc.URL})
 	e.customer("old")
 	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
 	e.clock.Advance(31 * 24 * time.Hour)

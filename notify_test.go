@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,60 +70,6 @@ func (e *notifyEnv) deliveries(f billing.DeliveryFilter) []billing.Delivery {
 	return p.Items
 }
 
-// hit is one webhook request a receiver got.
-type hit struct {
-	id      string
-	body    []byte
-	header  http.Header
-	verify  error
-	attempt int // 1 for the first request with this webhook-id
-}
-
-// receiver is a real webhook receiver on loopback. answer picks the status
-// of the attempt-th request of a webhook-id.
-type receiver struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	secret string
-	hits   []hit
-	answer func(attempt int, w http.ResponseWriter) int
-}
-
-func newReceiver(t *testing.T, answer func(attempt int, w http.ResponseWriter) int) *receiver {
-	t.Helper()
-	rc := &receiver{answer: answer}
-	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		rc.mu.Lock()
-		id := r.Header.Get("webhook-id")
-		h := hit{id: id, body: body, header: r.Header.Clone(),
-			verify: billing.VerifyWebhook(rc.secret, r.Header, body, 48*time.Hour)}
-		for _, prev := range rc.hits {
-			if prev.id == id {
-				h.attempt++
-			}
-		}
-		h.attempt++
-		rc.hits = append(rc.hits, h)
-		status := 200
-		if rc.answer != nil {
-			status = rc.answer(h.attempt, w)
-		}
-		rc.mu.Unlock()
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *receiver) setSecret(s string) { rc.mu.Lock(); rc.secret = s; rc.mu.Unlock() }
-
-func (rc *receiver) got() []hit {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return slices.Clone(rc.hits)
-}
-
 // TestWebhookEndToEnd: every committed notification reaches a receiver
 // that fails the first attempts, signed, with one webhook-id per
 // notification on every retry; rolled-back changes send nothing.
@@ -136,14 +79,13 @@ func TestWebhookEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
 	ctx := context.Background()
-	rc := newReceiver(t, func(attempt int, _ http.ResponseWriter) int {
+	rc := billingtest.NewWebhookReceiver(t, func(attempt int, _ http.ResponseWriter) int {
 		if attempt <= 2 {
 			return http.StatusInternalServerError
 		}
 		return http.StatusNoContent
 	})
-	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL + "/hook"})
-	rc.setSecret(p.WebhookSecret)
+	p := e.policy(billing.ChannelWebhook, []string{rc.URL + "/hook"})
 
 	c := e.customer("Initech")
 	if _, err := e.svc.UpdateCustomer(ctx, e.account, c.ID, billing.CustomerParams{LegalName: "Initech Ltd", CustomerAliases: []string{"ini"}}); err != nil {
@@ -186,16 +128,17 @@ func TestWebhookEndToEnd(t *testing.T) {
 		}
 	}
 
-	hits := rc.got()
+	hits := rc.Received()
 	if len(hits) != 9 {
 		t.Fatalf("receiver got %d requests, want 9 (3 notifications × 3 attempts)", len(hits))
 	}
-	byID := map[string][]hit{}
+	byID := map[string][]billingtest.Webhook{}
 	for _, h := range hits {
-		if h.verify != nil {
-			t.Errorf("VerifyWebhook: %v", h.verify)
+		if err := billing.VerifyWebhook(p.WebhookSecret, h.Header, h.Body, 48*time.Hour); err != nil {
+			t.Errorf("VerifyWebhook: %v", err)
 		}
-		byID[h.id] = append(byID[h.id], h)
+		id := h.Header.Get(billing.HeaderWebhookID)
+		byID[id] = append(byID[id], h)
 	}
 	var types []billing.NotificationType
 	for id, hs := range byID {
@@ -203,15 +146,15 @@ func TestWebhookEndToEnd(t *testing.T) {
 			t.Errorf("webhook-id %s: %d attempts, want 3", id, len(hs))
 		}
 		var n billing.Notification
-		if err := json.Unmarshal(hs[0].body, &n); err != nil {
+		if err := json.Unmarshal(hs[0].Body, &n); err != nil {
 			t.Fatal(err)
 		}
 		if n.ID != id || n.ServiceAccountID != e.account {
 			t.Errorf("payload id %s account %s, want %s %s", n.ID, n.ServiceAccountID, id, e.account)
 		}
 		for _, h := range hs[1:] {
-			if string(h.body) != string(hs[0].body) {
-				t.Errorf("retry body differs: %s vs %s", h.body, hs[0].body)
+			if string(h.Body) != string(hs[0].Body) {
+				t.Errorf("retry body differs: %s vs %s", h.Body, hs[0].Body)
 			}
 		}
 		types = append(types, n.Type)
@@ -232,17 +175,16 @@ func TestWebhookEndToEnd(t *testing.T) {
 // named customer and puts merchant details (one CUSTOMER_CREATED and one
 // MERCHANT_UPDATED), runs the dispatcher once and returns the one request
 // the receiver got, and the customer.
-func (e *notifyEnv) onlyWebhookOf(t *testing.T, typ billing.NotificationType, customer string) (hit, *billing.Customer) {
+func (e *notifyEnv) onlyWebhookOf(t *testing.T, typ billing.NotificationType, customer string) (billingtest.Webhook, *billing.Customer) {
 	t.Helper()
-	rc := newReceiver(t, nil)
-	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL}, typ)
-	rc.setSecret(p.WebhookSecret)
+	rc := billingtest.NewWebhookReceiver(t, nil)
+	e.policy(billing.ChannelWebhook, []string{rc.URL}, typ)
 	c := e.customer(customer)
 	if _, err := e.svc.PutMerchantDetails(context.Background(), e.account, billing.MerchantDetails{LegalCompanyName: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
 	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
-	hits := rc.got()
+	hits := rc.Received()
 	if len(hits) != 1 {
 		t.Fatalf("%d requests, want 1 (the policy lists %s only)", len(hits), typ)
 	}
@@ -255,20 +197,20 @@ func TestWebhookPayloadIsTheResource(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
 	h, c := e.onlyWebhookOf(t, billing.NotificationCustomerCreated, "Globex")
-	if h.header.Get("Content-Type") != "application/json" || h.header.Get("webhook-timestamp") != itoa(e.clock.Now().Unix()) {
-		t.Errorf("headers %v", h.header)
+	if h.Header.Get("Content-Type") != "application/json" || h.Header.Get("webhook-timestamp") != itoa(e.clock.Now().Unix()) {
+		t.Errorf("headers %v", h.Header)
 	}
 	got, _ := e.svc.GetCustomer(context.Background(), e.account, c.ID)
 	wantData, _ := json.Marshal(got)
 	var n billing.Notification
-	if err := json.Unmarshal(h.body, &n); err != nil {
+	if err := json.Unmarshal(h.Body, &n); err != nil {
 		t.Fatal(err)
 	}
 	if string(n.Data) != string(wantData) || n.Type != billing.NotificationCustomerCreated || !n.CreatedAt.Equal(e.clock.Now()) {
-		t.Errorf("payload %s, want data %s", h.body, wantData)
+		t.Errorf("payload %s, want data %s", h.Body, wantData)
 	}
 	var raw map[string]json.RawMessage
-	_ = json.Unmarshal(h.body, &raw)
+	_ = json.Unmarshal(h.Body, &raw)
 	if len(raw) != 5 {
 		t.Errorf("payload members %v, want id, type, createdAt, serviceAccountId, data", raw)
 	}
@@ -283,8 +225,8 @@ func TestMerchantUpdatedIsEmitted(t *testing.T) {
 		Type billing.NotificationType `json:"type"`
 		Data billing.MerchantDetails  `json:"data"`
 	}
-	if err := json.Unmarshal(h.body, &n); err != nil || n.Type != billing.NotificationMerchantUpdated || n.Data.LegalCompanyName != "Acme" {
-		t.Errorf("payload %s (%v)", h.body, err)
+	if err := json.Unmarshal(h.Body, &n); err != nil || n.Type != billing.NotificationMerchantUpdated || n.Data.LegalCompanyName != "Acme" {
+		t.Errorf("payload %s (%v)", h.Body, err)
 	}
 }
 
@@ -299,11 +241,10 @@ func TestWebhookDocumentsEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
 	ctx := context.Background()
-	rc := newReceiver(t, nil)
-	p := e.policy(billing.ChannelWebhook, []string{rc.srv.URL + "/hook"},
+	rc := billingtest.NewWebhookReceiver(t, nil)
+	p := e.policy(billing.ChannelWebhook, []string{rc.URL + "/hook"},
 		billing.NotificationInvoiceCreated, billing.NotificationInvoiceUpdated, billing.NotificationInvoiceIssued,
 		billing.NotificationCreditNoteCreated, billing.NotificationCreditNoteUpdated, billing.NotificationCreditNoteIssued)
-	rc.setSecret(p.WebhookSecret)
 	c := e.customer("Initech")
 	must := func(err error) {
 		t.Helper()
@@ -338,12 +279,12 @@ func TestWebhookDocumentsEndToEnd(t *testing.T) {
 	for e.runOnce(dsp) > 0 {
 	}
 	var got []billing.NotificationType
-	for _, h := range rc.got() {
-		if h.verify != nil {
-			t.Errorf("VerifyWebhook: %v", h.verify)
+	for _, h := range rc.Received() {
+		if err := billing.VerifyWebhook(p.WebhookSecret, h.Header, h.Body, 48*time.Hour); err != nil {
+			t.Errorf("VerifyWebhook: %v", err)
 		}
 		var n billing.Notification
-		must(json.Unmarshal(h.body, &n))
+		must(json.Unmarshal(h.Body, &n))
 		got = append(got, n.Type)
 	}
 	slices.Sort(got)

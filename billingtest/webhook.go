@@ -13,14 +13,14 @@ import (
 
 // WebhookReceiver is a real webhook endpoint on loopback for tests of
 // deliveries: it records every request and answers each with the status
-// its answer function picks. It closes when the test ends. It is safe for
-// concurrent use.
+// (and headers) its answer function picks. It closes when the test ends.
+// It is safe for concurrent use.
 type WebhookReceiver struct {
 	// URL is the receiver's base URL; requests to any path below it are
 	// received too.
 	URL string
 
-	answer func(attempt int) int
+	answer func(attempt int, w http.ResponseWriter) int
 	mu     sync.Mutex
 	got    []Webhook
 }
@@ -40,8 +40,9 @@ type Webhook struct {
 }
 
 // NewWebhookReceiver starts a receiver. answer returns the status of the
-// attempt-th request of a webhook-id; nil answers 200 to every request.
-func NewWebhookReceiver(tb testing.TB, answer func(attempt int) int) *WebhookReceiver {
+// attempt-th request of a webhook-id and may set headers of the answer on
+// w (Retry-After, Location); nil answers 200 to every request.
+func NewWebhookReceiver(tb testing.TB, answer func(attempt int, w http.ResponseWriter) int) *WebhookReceiver {
 	tb.Helper()
 	r := &WebhookReceiver{answer: answer}
 	srv := httptest.NewServer(http.HandlerFunc(r.serve))
@@ -65,7 +66,7 @@ func (r *WebhookReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	if r.answer != nil {
-		h.Status = r.answer(h.Attempt)
+		h.Status = r.answer(h.Attempt, w)
 	}
 	r.got = append(r.got, h)
 	r.mu.Unlock()

@@ -187,7 +187,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// The ERP's endpoint fails (410 Gone: no retries) until it is told to
 	// accept.
 	var accept atomic.Bool
-	rcv := billingtest.NewWebhookReceiver(t, func(int) int {
+	rcv := billingtest.NewWebhookReceiver(t, func(int, http.ResponseWriter) int {
 		if accept.Load() {
 			return http.StatusOK
 		}
