@@ -127,18 +127,10 @@ func TestConcurrentBatchesSupersedeByCustomerEventID(t *testing.T) {
 	}
 	wg.Wait()
 	stored := map[string]int{}
-	for p := (billing.ListParams{Limit: 100}); ; {
-		page, err := svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range page.Items {
-			stored[e.CustomerEventID]++
-		}
-		if page.After == "" {
-			break
-		}
-		p.After = page.After
+	for _, e := range pages(t, func(p billing.ListParams) (billing.Page[billing.UsageEvent], error) {
+		return svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, p)
+	}) {
+		stored[e.CustomerEventID]++
 	}
 	if len(stored) != events {
 		t.Errorf("%d distinct customerEventIds stored, want %d", len(stored), events)

@@ -73,24 +73,6 @@ func (e *docEnv) getGrant(id string) *billing.CreditGrant {
 	return must(e.svc.GetCreditGrant(e.ctx, e.acct, id)).of(e.t, "GetCreditGrant")
 }
 
-// pages collects every item of a list.
-func pages[T any](t testing.TB, fetch func(billing.ListParams) (billing.Page[T], error)) []T {
-	t.Helper()
-	var out []T
-	p := billing.ListParams{Limit: 100}
-	for {
-		page, err := fetch(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, page.Items...)
-		if page.After == "" {
-			return out
-		}
-		p.After = page.After
-	}
-}
-
 func (e *docEnv) ledger(grantID string) []billing.CreditTransaction {
 	e.t.Helper()
 	return pages(e.t, func(p billing.ListParams) (billing.Page[billing.CreditTransaction], error) {

@@ -275,19 +275,10 @@ func checkDocumentTotals(t *testing.T, e *docEnv, invID string, cur billing.Curr
 // allInvoiceLines pages through an invoice's lines, checking index order.
 func allInvoiceLines(t *testing.T, e *docEnv, invID string) []billing.InvoiceLineItem {
 	t.Helper()
-	var out []billing.InvoiceLineItem
-	p := billing.ListParams{Limit: 7}
-	for {
-		page, err := e.svc.ListInvoiceLineItems(e.ctx, e.acct, invID, billing.LineItemFilter{}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, page.Items...)
-		if page.After == "" {
-			break
-		}
-		p.After = page.After
-	}
+	out := pages(t, func(p billing.ListParams) (billing.Page[billing.InvoiceLineItem], error) {
+		p.Limit = 7
+		return e.svc.ListInvoiceLineItems(e.ctx, e.acct, invID, billing.LineItemFilter{}, p)
+	})
 	for i := 1; i < len(out); i++ {
 		if out[i].Index <= out[i-1].Index {
 			t.Fatalf("lines out of index order: %d after %d", out[i].Index, out[i-1].Index)

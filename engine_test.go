@@ -15,22 +15,16 @@ import (
 // invoices returns the schedule's invoices, oldest first, with their lines.
 func (f *sched) invoices(scheduleID string) ([]billing.Invoice, [][]billing.InvoiceLineItem) {
 	f.tb.Helper()
-	var out []billing.Invoice
-	var lines [][]billing.InvoiceLineItem
-	p := billing.ListParams{Limit: 100}
-	for {
-		page, err := f.svc.ListInvoices(f.ctx, f.account, billing.InvoiceFilter{BillingScheduleID: scheduleID, SortOrder: billing.SortAsc}, p)
+	invs := pages(f.tb, func(p billing.ListParams) (billing.Page[billing.Invoice], error) {
+		return f.svc.ListInvoices(f.ctx, f.account, billing.InvoiceFilter{BillingScheduleID: scheduleID, SortOrder: billing.SortAsc}, p)
+	})
+	lines := make([][]billing.InvoiceLineItem, len(invs))
+	for i, inv := range invs {
+		ls, err := f.svc.ListInvoiceLineItems(f.ctx, f.account, inv.ID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
 		f.must(err)
-		for _, inv := range page.Items {
-			ls, err := f.svc.ListInvoiceLineItems(f.ctx, f.account, inv.ID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
-			f.must(err)
-			out, lines = append(out, inv), append(lines, ls.Items)
-		}
-		if page.After == "" {
-			return out, lines
-		}
-		p.After = page.After
+		lines[i] = ls.Items
 	}
+	return invs, lines
 }
 
 // wantOnce fails unless every (price, service period) of the schedule's

@@ -111,6 +111,25 @@ func filterTable[F, T any](t *testing.T, list func(context.Context, string, F, b
 	}
 }
 
+// pages collects every item of a list, following the after cursors (100
+// items a page unless fetch sets another limit).
+func pages[T any](t testing.TB, fetch func(billing.ListParams) (billing.Page[T], error)) []T {
+	t.Helper()
+	var out []T
+	p := billing.ListParams{Limit: 100}
+	for {
+		page, err := fetch(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Items...)
+		if page.After == "" {
+			return out
+		}
+		p.After = page.After
+	}
+}
+
 // listsNothing fails the test unless list answers no item on account under
 // the zero filter; what says why the list must be empty.
 func listsNothing[F, T any](t *testing.T, list func(context.Context, string, F, billing.ListParams) (billing.Page[T], error), account, what string) {

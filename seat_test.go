@@ -178,19 +178,10 @@ func TestListSeatEventsFilters(t *testing.T) {
 	t.Run("PagesByEventTimestamp", func(t *testing.T) {
 		t.Parallel()
 		f := billing.SeatEventFilter{SortBy: billing.SeatEventSortByEventTimestamp, SortOrder: billing.SortAsc}
-		var got []string
-		p := billing.ListParams{Limit: 3}
-		for {
-			page, err := svc.ListSeatEvents(ctx, a, f, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, ids(slicesPtr(page.Items)...)...)
-			if page.After == "" {
-				break
-			}
-			p.After = page.After
-		}
+		got := ids(slicesPtr(pages(t, func(p billing.ListParams) (billing.Page[billing.SeatEvent], error) {
+			p.Limit = 3 // four events: two pages
+			return svc.ListSeatEvents(ctx, a, f, p)
+		}))...)
 		if want := ids(e2, e3, e1, e4); !slices.Equal(got, want) {
 			t.Fatalf("paged ids = %v, want %v", got, want)
 		}

@@ -497,7 +497,7 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 			}
 		}
 		if len(b.entries) > 0 {
-			if err := x.put(ctx, tx, b.entries); err != nil {
+			if _, err := x.put(ctx, tx, nil, b.entries); err != nil {
 				return err
 			}
 		}
@@ -507,6 +507,13 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 	if byID := func(a, b idEntry) int { return bytes.Compare(a.id, b.id) }; !slices.IsSortedFunc(live, byID) {
 		slices.SortFunc(live, byID)
 	}
+	// One buffer for the new records (at most an id, a key and a location
+	// per event: an entry after a record's first is smaller).
+	size := 0
+	for _, e := range live {
+		size += len(x.acct) + len(e.id) + 12
+	}
+	buf := make([]byte, 0, size)
 	for len(live) > 0 {
 		n := 1
 		if id := live[0].id; id[0] == eventcodec.IDKindUUID {
@@ -514,7 +521,8 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 				n++
 			}
 		}
-		if err := x.put(ctx, tx, live[:n]); err != nil {
+		var err error
+		if buf, err = x.put(ctx, tx, buf, live[:n]); err != nil {
 			return err
 		}
 		live = live[n:]
@@ -523,16 +531,17 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 }
 
 // put writes the usage_event_ids record of entries (sorted by id; UUIDs of
-// one millisecond when more than one).
-func (x *idIndex) put(ctx context.Context, tx Tx, entries []idEntry) error {
-	buf := make([]byte, 0, len(x.acct)+len(entries[0].id)+12+(len(entries)-1)*idEntrySize)
+// one millisecond when more than one), encoded at the end of buf (one
+// buffer for all the records of a run's events), and returns buf with it.
+func (x *idIndex) put(ctx context.Context, tx Tx, buf []byte, entries []idEntry) ([]byte, error) {
+	start := len(buf)
 	buf = append(append(buf, x.acct...), entries[0].id...)
-	k := buf[:len(buf):len(buf)]
+	k := buf[start:len(buf):len(buf)]
 	buf = append(buf, entries[0].loc...)
 	for _, e := range entries[1:] {
 		buf = append(append(buf, e.id[1:]...), e.loc...)
 	}
-	return tx.Put(ctx, tableUsageEventIDs, k, buf[len(k):])
+	return buf, tx.Put(ctx, tableUsageEventIDs, k, buf[start+len(k):len(buf):len(buf)])
 }
 
 // encodeEvent encodes what the key does not hold: the explicit
