@@ -172,6 +172,7 @@ type Service struct {
 	store    Store
 	now      func() time.Time
 	newID    func() string
+	uuidIDs  bool // newID is newUUIDv7: batches draw theirs with newUUIDv7s
 	rand     io.Reader
 	rounding Rounding
 	log      *slog.Logger
@@ -257,7 +258,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = newUUIDv7
+		s.newID, s.uuidIDs = newUUIDv7, true
 	}
 	if s.rand == nil {
 		s.rand = rand.Reader

@@ -3,6 +3,8 @@ package billing
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
+	"github.com/google/uuid"
 
 	"github.com/billingd/billing/internal/appendjson"
 	"github.com/billingd/billing/internal/eventcodec"
@@ -277,6 +280,30 @@ const (
 // checkProperty checks one property: its name (propertyOK, badLength or
 // badCharacters) and its value (propertyOK, badKind or badString).
 func checkProperty(k string, pv PropertyValue) (name, value int) {
+	if plainProperty(k, pv) {
+		return propertyOK, propertyOK
+	}
+	return checkPropertyRules(k, pv)
+}
+
+// plainProperty reports, in one pass over each string, whether the usual
+// property is fine: a name of printable ASCII and a number, a boolean or
+// an ASCII string (as many characters as bytes, valid UTF-8).
+func plainProperty(k string, pv PropertyValue) bool {
+	if len(k) == 0 || len(k) > maxPropertyKeyLen || !printableASCII(k) {
+		return false
+	}
+	switch pv.kind {
+	case PropertyNumber, PropertyBool:
+		return true
+	case PropertyString:
+		return len(pv.str) <= maxPropertyString && ascii(pv.str)
+	}
+	return false
+}
+
+// checkPropertyRules is checkProperty for any property.
+func checkPropertyRules(k string, pv PropertyValue) (name, value int) {
 	n := utf8.RuneCountInString(k)
 	switch {
 	case n == 0 || n > maxPropertyKeyLen || !utf8.ValidString(k):
@@ -293,6 +320,29 @@ func checkProperty(k string, pv PropertyValue) (name, value int) {
 		}
 	}
 	return name, value
+}
+
+// printableASCII reports whether every byte of s is printable ASCII
+// (0x20 to 0x7e): then s is valid UTF-8 without control characters, with
+// as many characters as bytes.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// ascii reports whether every byte of s is ASCII: then s is valid UTF-8
+// with as many characters as bytes.
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // propertiesValid reports whether checkProperty accepts every property.
@@ -349,6 +399,7 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 	}
 	now := s.clock()
 	events := make([]UsageEvent, 0, min(len(p.Events), MaxUsageEventBatch))
+	ids := s.newIDs(cap(events))
 	var scratch validator
 	for i := range p.Events {
 		if i >= MaxUsageEventBatch {
@@ -356,7 +407,7 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 		}
 		// Field paths are built only for an invalid event: validated
 		// again (the same checks, the same id) with its events[i] prefix.
-		id := s.newID()
+		id := ids[i]
 		scratch.errs = scratch.errs[:0]
 		e := s.validateUsageEvent(&scratch, "", account, id, now, &p.Events[i])
 		if len(scratch.errs) > 0 {
@@ -391,6 +442,66 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 		s.observeIngested(len(w.events))
 	}
 	return out, err
+}
+
+// newIDs returns n new ids for the events of a batch: the Service's ids
+// (Config.NewID) one by one, or, when they are its own UUIDv7s, one
+// sequence drawn with one read of randomness (newUUIDv7s).
+func (s *Service) newIDs(n int) []string {
+	if s.uuidIDs {
+		return newUUIDv7s(n)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = s.newID()
+	}
+	return ids
+}
+
+// newUUIDv7s returns n UUIDv7s in ascending order, made from one
+// uuid.NewV7: its 48-bit millisecond time and 12-bit sub-millisecond
+// sequence (which google/uuid keeps increasing within the process, so any
+// later id of the process sorts after all of these), then its 62 random
+// bits, the first of which is cleared and the rest incremented by 1 from
+// one id to the next (RFC 9562, section 6.2, method 2: the random bits
+// used as a counter). Every id is a valid UUIDv7 (version and variant
+// bits untouched), they are unique within the process (every batch has a
+// time and sequence of its own) and across processes as much as 61 random
+// bits make them (two batches would need the same millisecond and
+// sequence and counters within n of each other), and a batch's ids share
+// one millisecond, which keeps its id index to one record. One read of
+// randomness and two allocations per batch, instead of a read and two
+// allocations per event.
+func newUUIDv7s(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	first, err := uuid.NewV7()
+	if err != nil {
+		panic(fmt.Sprintf("billing: generating a UUIDv7: %v", err)) // as newUUIDv7
+	}
+	first[8] &^= 0x20 // the top random bit: room for 2^61 increments below the variant bits
+	counter := binary.BigEndian.Uint64(first[8:])
+	var text strings.Builder
+	text.Grow(36 * n)
+	for i := range n {
+		id := first
+		binary.BigEndian.PutUint64(id[8:], counter+uint64(i))
+		var b [36]byte
+		hex.Encode(b[:8], id[:4])
+		hex.Encode(b[9:13], id[4:6])
+		hex.Encode(b[14:18], id[6:8])
+		hex.Encode(b[19:23], id[8:10])
+		hex.Encode(b[24:], id[10:])
+		b[8], b[13], b[18], b[23] = '-', '-', '-', '-'
+		text.Write(b[:])
+	}
+	all := text.String()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = all[36*i : 36*i+36]
+	}
+	return ids
 }
 
 // ownCommitEvents is the size from which a batch of events, when no other
