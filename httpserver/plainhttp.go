@@ -20,7 +20,7 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any) erro
 	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
 		return err
 	}
-	body, err := readLimited(w, r, limit)
+	body, err := readLimited(w, r, limit, nil)
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,9 @@ type route struct {
 	op      op
 	maxBody int64
 	query   []string // the query parameters the route accepts
+	// reuseBody: the body is read into the buffer of an earlier request
+	// (bodyBuffers), given back once the answer is written (reusedBody).
+	reuseBody bool
 }
 
 // routeOption changes a route; see batchBody.
@@ -84,6 +87,31 @@ func (rt *route) checkQuery(q url.Values) error {
 // batchBody gives a route the larger body limit of batch ingestion
 // (Config.MaxBatchBodyBytes).
 func batchBody(s *Server, r *route) { r.maxBody = s.cfg.MaxBatchBodyBytes }
+
+// reusedBody reads a route's bodies into buffers of its earlier requests
+// (a batch body is a few hundred KB): only for an op that keeps nothing
+// that aliases c.body once its answer is written (the batch ingestion
+// copies every string it decodes).
+func reusedBody(_ *Server, r *route) { r.reuseBody = true }
+
+// bodyBuffers keeps the body buffers of finished reusedBody requests: a
+// few, as many as batches usually run at once (a channel, which
+// collections do not empty as they would a sync.Pool).
+var bodyBuffers = make(chan []byte, 4)
+
+// maxPooledBody is the largest body buffer bodyBuffers keeps.
+const maxPooledBody = 8 << 20
+
+// giveBodyBuffer keeps b for a later reusedBody request, if there is room.
+func giveBodyBuffer(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledBody {
+		return
+	}
+	select {
+	case bodyBuffers <- b[:0]:
+	default:
+	}
+}
 
 func (a api) get(path string, status int, fn op, opts ...routeOption) {
 	a.handle(http.MethodGet, path, status, fn, opts...)
@@ -133,7 +161,10 @@ func body[P any](fn func(c *call, p *P) (any, error)) op {
 func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 	return func(g *gin.Context) {
 		id := identityOf(g)
-		raw, err := s.readBody(g, rt.maxBody)
+		raw, err := s.readBody(g, rt)
+		if rt.reuseBody {
+			defer giveBodyBuffer(raw) // the answer is written when endpoint returns
+		}
 		if err != nil {
 			s.writeError(g, err)
 			return
@@ -171,14 +202,21 @@ func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 // readBody reads the whole request body, at most limit bytes. A larger body
 // is payload_too_large; writeError then closes the connection so the rest of
 // the body is never read.
-func (s *Server) readBody(g *gin.Context, limit int64) ([]byte, error) {
-	return readLimited(unwrapWriter(g.Writer), g.Request, limit)
+func (s *Server) readBody(g *gin.Context, rt *route) ([]byte, error) {
+	var into []byte
+	if rt.reuseBody {
+		select {
+		case into = <-bodyBuffers:
+		default:
+		}
+	}
+	return readLimited(unwrapWriter(g.Writer), g.Request, rt.maxBody, into)
 }
 
 // readLimited reads r's whole body, at most limit bytes (payload_too_large
-// beyond); w is the net/http writer the limit tells to close the
-// connection.
-func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// beyond), into into's memory when it has room; w is the net/http writer
+// the limit tells to close the connection.
+func readLimited(w http.ResponseWriter, r *http.Request, limit int64, into []byte) ([]byte, error) {
 	tooLarge := func() error {
 		return billing.Errorf(billing.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
@@ -189,7 +227,7 @@ func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, e
 		return nil, nil
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	b, err := readBody(r.Body, r.ContentLength)
+	b, err := readBody(r.Body, r.ContentLength, into)
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
@@ -200,15 +238,18 @@ func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, e
 	return b, nil
 }
 
-// readBody reads body to its end. A body of known length (a batch is a
-// few hundred KB) is read into one buffer of that size, where io.ReadAll
-// would grow and copy its buffer a dozen times; at most maxPresized bytes
-// are allocated before they arrive.
-func readBody(body io.Reader, length int64) ([]byte, error) {
-	if length <= 0 {
+// readBody reads body to its end, into into's memory when it has room. A
+// body of known length (a batch is a few hundred KB) is read into one
+// buffer of that size, where io.ReadAll would grow and copy its buffer a
+// dozen times; at most maxPresized bytes are allocated before they arrive.
+func readBody(body io.Reader, length int64, into []byte) ([]byte, error) {
+	if length <= 0 && into == nil {
 		return io.ReadAll(body)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, min(length, maxPresized)+bytes.MinRead))
+	buf := bytes.NewBuffer(into[:0])
+	if length > 0 {
+		buf.Grow(int(min(length, maxPresized)) + bytes.MinRead)
+	}
 	_, err := buf.ReadFrom(body)
 	return buf.Bytes(), err
 }

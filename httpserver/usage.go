@@ -21,7 +21,7 @@ func (a api) usageEventRoutes() {
 		}
 		return usageEventJSON{e}, nil
 	})
-	a.post("/usage-events/batch", 201, a.createUsageEventBatch, batchBody)
+	a.post("/usage-events/batch", 201, a.createUsageEventBatch, batchBody, reusedBody)
 	a.get("/usage-events", 200, paged(func(c *call, p billing.ListParams) (any, error) {
 		var ts timestampParams
 		f := billing.UsageEventFilter{

@@ -114,9 +114,9 @@ func TestParseCustomParameters(t *testing.T) {
 
 // TestConcurrentBatchesKeepTheirOwnMemory sends batches from several
 // clients at once, valid and refused ones mixed, and single events, so that
-// requests take and give back each other's batchScratch: every answer
-// echoes exactly its own request's events (run with -race: no memory is
-// shared while in use).
+// requests take and give back each other's batchScratch and body buffers:
+// every answer echoes exactly its own request's events (run with -race: no
+// memory is shared while in use).
 func TestConcurrentBatchesKeepTheirOwnMemory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &Config{RateLimit: -1})
@@ -167,9 +167,10 @@ func TestConcurrentBatchesKeepTheirOwnMemory(t *testing.T) {
 }
 
 // TestBatchAnswerMemoryNotShared checks that a written batch answer's
-// buffer goes back to its batchScratch only, never also to writeResult's
-// pool of answer buffers, where a single event's answer would be encoded
-// into the memory of the next batch's answer. Not parallel: it looks at
+// buffer goes back to its batchScratch only (and its body's to
+// bodyBuffers), never also to writeResult's pool of answer buffers, where
+// a single event's answer would be encoded into the memory of the next
+// batch's answer. Not parallel: it looks at
 // the process-wide pools, on one P and without collections, so that
 // sync.Pool hands back what was put.
 func TestBatchAnswerMemoryNotShared(t *testing.T) {
@@ -194,5 +195,14 @@ func TestBatchAnswerMemoryNotShared(t *testing.T) {
 	}
 	for _, sc := range kept {
 		sc.release()
+	}
+	// Its body's buffer was given back too, for the next batch to read into.
+	select {
+	case b := <-bodyBuffers:
+		if cap(b) == 0 {
+			t.Error("an empty body buffer was kept")
+		}
+	default:
+		t.Error("the batch's body buffer was not given back")
 	}
 }
