@@ -134,6 +134,48 @@ func fromDigits(neg bool, digits string, exp int32) (Decimal, error) {
 // coefficient exponent is beyond ±100 are rejected as absurd rather than
 // rounded. Errors are *Error with code validation_failed.
 func ParseDecimalNumber(s string) (Decimal, error) {
+	if d, ok := parseSmallNumber(s); ok {
+		return d, nil // the usual event property: no allocation
+	}
+	return parseNumberRules(s)
+}
+
+// parseSmallNumber is ParseDecimalNumber for -?[0-9]+(\.[0-9]+)? with at
+// most 18 digits in all, in one pass; false for anything else, which
+// parseNumberRules then parses or refuses.
+func parseSmallNumber(s string) (Decimal, bool) {
+	neg, start := false, 0
+	if strings.HasPrefix(s, "-") {
+		neg, start = true, 1
+	}
+	var v uint64
+	digits, frac := 0, -1 // frac: digits after the point, -1 before it
+	for i := start; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			v = v*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+		case c == '.' && frac < 0 && digits > 0:
+			frac = 0
+		default:
+			return Decimal{}, false
+		}
+	}
+	if digits == 0 || digits > 18 || frac == 0 {
+		return Decimal{}, false
+	}
+	var r Decimal
+	r.d.Coeff.SetInt64(int64(v)) // as SetString does for such digits
+	r.d.Exponent = -int32(max(frac, 0))
+	r.d.Negative = neg && v != 0
+	return r, true
+}
+
+// parseNumberRules is ParseDecimalNumber for any text.
+func parseNumberRules(s string) (Decimal, error) {
 	mantissa, expPart, hasExp := strings.Cut(s, "e")
 	if !hasExp {
 		mantissa, expPart, hasExp = strings.Cut(s, "E")

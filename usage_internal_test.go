@@ -139,3 +139,25 @@ func TestCheckPropertyASCIIPath(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSmallNumber checks ParseDecimalNumber's one-pass path against
+// its rules: the same value, exponent and sign where it answers, and
+// nothing where the rules refuse.
+func TestParseSmallNumber(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"0", "-0", "0.00", "-0.00", "1", "-1", "12.34", "007.50", "-007.50", "1.0", "100",
+		"999999999999999999", "-999999999999999999", "9999999999999999999", "0.000000000000000001", "123456789.123456789",
+		"1.", ".5", "-.5", "-", "", "1.2.3", "1e3", "1E3", "+1", "1-", "--1", "1.5e-2", " 1", "0x1", "١"} {
+		want, werr := parseNumberRules(s)
+		got, ok := parseSmallNumber(s)
+		if ok && (werr != nil || got.d != want.d || got.String() != want.String()) {
+			t.Errorf("%q: one pass gives %v, the rules %v (%v)", s, got, want, werr)
+		}
+		if d, err := ParseDecimalNumber(s); (err == nil) != (werr == nil) || err == nil && d.d != want.d {
+			t.Errorf("%q: ParseDecimalNumber %v, %v; the rules %v, %v", s, d, err, want, werr)
+		}
+	}
+	if _, ok := parseSmallNumber("12.34"); !ok {
+		t.Error("the usual number is not parsed in one pass")
+	}
+}
