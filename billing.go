@@ -172,7 +172,7 @@ type Service struct {
 	store    Store
 	now      func() time.Time
 	newID    func() string
-	uuidIDs  bool // newID is newUUIDv7: batches draw theirs with newUUIDv7s
+	uuidIDs  bool // newID is newUUIDv7: batches draw theirs with uuidseq.V7s
 	rand     io.Reader
 	rounding Rounding
 	log      *slog.Logger

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
-
 	"github.com/billingd/billing/internal/eventcodec"
 )
 
@@ -85,37 +83,6 @@ func TestSmallNumberRoundTrip(t *testing.T) {
 		if !sum.addProperty(p) || !sum.addProperty(p) || sum.total().String() != MustDecimal(s).Add(MustDecimal(s)).String() {
 			t.Errorf("%s: sum of two = %s", s, sum.total().String())
 		}
-	}
-}
-
-// TestNewUUIDv7s checks the ids of batches: valid UUIDv7s, one millisecond
-// per batch, strictly ascending within a batch and from one batch to the
-// next (the counter carries into a higher byte every 256 ids), all distinct.
-func TestNewUUIDv7s(t *testing.T) {
-	t.Parallel()
-	seen := map[string]bool{}
-	last := ""
-	for _, n := range []int{1, 1000, 257, 1000} {
-		ids := newUUIDv7s(n)
-		if len(ids) != n {
-			t.Fatalf("%d ids for %d", len(ids), n)
-		}
-		for i, id := range ids {
-			u, err := uuid.Parse(id)
-			if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 || u.String() != id {
-				t.Fatalf("%q is not a canonical UUIDv7 (%v)", id, err)
-			}
-			if id[:13] != ids[0][:13] {
-				t.Errorf("%q and %q: a batch spans milliseconds", ids[0], id)
-			}
-			if id <= last || seen[id] {
-				t.Fatalf("id %d of a batch of %d, %q, is not after %q", i, n, id, last)
-			}
-			seen[id], last = true, id
-		}
-	}
-	if newUUIDv7s(0) != nil {
-		t.Error("ids for an empty batch")
 	}
 }
 
