@@ -584,7 +584,7 @@ func (s *Service) PutAccountSettings(ctx context.Context, account string, p Acco
 // customer's); nil when none was ever set.
 func zoneHistory(ctx context.Context, tx Tx, k []byte) ([]zoneChange, error) {
 	h, err := findRecord[[]zoneChange](ctx, tx, tableTimeZones, k)
-	if h == nil {
+	if err != nil || h == nil {
 		return nil, err
 	}
 	return *h, nil

@@ -327,7 +327,9 @@ type lineContext struct {
 
 // newLineContext loads sc's customer, its calendar and the tax rates of
 // sc's mapping; every rate is 0 for a TAX_EXEMPT or REVERSE_CHARGED
-// customer.
+// customer. The customer is sc's: an invoice of sc is always of sc's
+// customer, since only a DRAFT schedule (one that billed nothing) may
+// change customer.
 func (s *Service) newLineContext(ctx context.Context, tx Tx, sc *BillingSchedule, prices map[string]*Price) (*lineContext, error) {
 	c, err := s.getCustomer(ctx, tx, sc.ServiceAccountID, sc.CustomerID)
 	if err != nil {

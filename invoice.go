@@ -651,7 +651,9 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	return s.fundPrepaidGrants(ctx, tx, account, r.ID, prepaid, now)
 }
 
-// dueDays returns the schedule's defaultDueDateDays, or 30.
+// dueDays returns the schedule's defaultDueDateDays, or 30 when the invoice
+// has no schedule, the schedule is gone or sets none. A stored schedule
+// that cannot be read is an error: finalization fails rather than guess.
 func (s *Service) dueDays(ctx context.Context, tx Tx, account, scheduleID string) (int, error) {
 	if scheduleID == "" {
 		return 30, nil

@@ -3,7 +3,6 @@ package billing
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -261,13 +260,11 @@ func (s *Service) checkLineRefs(ctx context.Context, tx Tx, v *validator, groups
 // checkRef records a validation error on field when k names no record of
 // table.
 func (s *Service) checkRef(ctx context.Context, tx Tx, v *validator, t Table, k []byte, field string) error {
-	_, err := tx.Get(ctx, t, k)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		v.add(field, "%s does not name a record of this account", field)
-	case err != nil:
+	ok, err := exists(ctx, tx, t, k)
+	if err != nil {
 		return err
 	}
+	v.check(ok, field, "%s does not name a record of this account", field)
 	return nil
 }
 

@@ -445,7 +445,9 @@ func getOne[T any](ctx context.Context, s *Service, t Table, account, id, kind s
 // updateOwned is the read-change-write of one record in one Update: it reads
 // the record id of account from t (not_found names kind), lets change edit
 // it or refuse (change may also write other records in tx), and stores it
-// back.
+// back. The stored record is also the call's answer, which an
+// Idempotency-Key replays: use it only for records that are their API type
+// (no internal fields), as prices, customers and metrics are.
 func updateOwned[T any](ctx context.Context, s *Service, t Table, account, id, kind string, change func(tx Tx, v *T) error) (*T, error) {
 	return mutate(ctx, s, account, func(tx Tx) (*T, error) {
 		v, err := getOwned[T](ctx, tx, t, account, id, kind)
