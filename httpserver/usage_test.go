@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
 	"unsafe"
 
@@ -121,9 +120,9 @@ func TestConcurrentBatchesKeepTheirOwnMemory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &Config{RateLimit: -1})
 	const clients, rounds, events = 6, 8, 40
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Go(func() {
+	for c := range clients { // parallel subtests: the clients run at once
+		t.Run(fmt.Sprintf("client%d", c), func(t *testing.T) {
+			t.Parallel()
 			for r := range rounds {
 				tag := fmt.Sprintf("c%d-r%d", c, r)
 				var evs []string
@@ -163,7 +162,6 @@ func TestConcurrentBatchesKeepTheirOwnMemory(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
 }
 
 // TestBatchAnswerMemoryNotShared checks that a written batch answer's
