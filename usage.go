@@ -496,6 +496,9 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 			desc:   true,
 			expand: func(k, v []byte, yield func(usageEventRef, []byte) error) error {
 				return eachIndexEntry(k[len(acct):], v, true, func(id, loc, pos []byte) error {
+					if deadEntry(loc) {
+						return nil // superseded: kept only as the record's key
+					}
 					ref, ok, err := names.match(ctx, tx, &f, id, loc)
 					if err != nil || !ok {
 						return err

@@ -37,8 +37,10 @@ import (
 //     share x's millisecond (only those records can hold x; records of
 //     concurrent batches of one millisecond may overlap) and searches each
 //     one's entries. Deleting an event (supersede) rewrites its record
-//     without it, under the new smallest id when the first one went, and
-//     deletes an empty one; one ingestion writes each record it changed
+//     without it, under the same key: a deleted first entry stays, as a
+//     dead entry (series no 0) that lists skip, because the key is the
+//     list position of every entry that cursors may point at; a record
+//     left with only its dead entry is deleted; one ingestion writes each record it changed
 //     once, at its end (idIndex). Lists visit records in key order and the
 //     entries of a record by id: an entry's list position is the record's
 //     key suffix, followed by its id for all but the first (list,
@@ -410,20 +412,36 @@ func (x *idIndex) find(ctx context.Context, tx Tx, id []byte) (idSpot, error) {
 			x.blocks = map[string]*idBlock{}
 		}
 		x.blocks[string(b.key)] = b
-		spot = idSpot{block: b, i: i, loc: b.entries[i].loc}
+		if !deadEntry(b.entries[i].loc) {
+			spot = idSpot{block: b, i: i, loc: b.entries[i].loc}
+		}
 		return ErrStopScan
 	})
 	return spot, err
 }
 
-// drop deletes the entry at spot.
+// drop deletes the entry at spot. A record's first entry, whose id is the
+// record's key, stays as a dead entry (deadLoc) while others are live: a
+// record is never stored under another key, since its key is the list
+// position of that first entry and the prefix of the others' positions,
+// which cursors already handed out point at.
 func (x *idIndex) drop(spot idSpot) {
-	if spot.block == nil {
+	switch {
+	case spot.block == nil:
 		x.added[spot.i].loc = nil
-		return
+	case spot.i == 0:
+		spot.block.entries[0].loc = deadLoc
+	default:
+		spot.block.entries = slices.Delete(spot.block.entries, spot.i, spot.i+1)
 	}
-	spot.block.entries = slices.Delete(spot.block.entries, spot.i, spot.i+1)
 }
+
+// deadLoc is the location of a deleted first entry of a usage_event_ids
+// record: series no 0, which is never handed out (counters start at 1).
+var deadLoc = make([]byte, 12)
+
+// deadEntry reports whether loc is deadLoc's: an entry to skip.
+func deadEntry(loc []byte) bool { return loc[0]|loc[1]|loc[2]|loc[3] == 0 }
 
 // decodeIDBlock copies the usage_event_ids record (k, v) into an idBlock;
 // the account no is k's first n bytes.
@@ -480,8 +498,8 @@ func eachIndexEntry(suffix, v []byte, desc bool, fn func(id, loc, pos []byte) er
 }
 
 // flush writes the run's changes of usage_event_ids: each changed record
-// once (under its new first id when its first entry went, deleted when
-// empty), then one record per group of the run's remaining UUID ids that
+// once, under its own key (deleted when only its dead first entry is
+// left), then one record per group of the run's remaining UUID ids that
 // share a millisecond, and one per other id.
 func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 	keys := make([]string, 0, len(x.blocks))
@@ -491,15 +509,12 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		b := x.blocks[k]
-		if len(b.entries) == 0 || !bytes.Equal(b.key[len(x.acct):], b.entries[0].id) {
+		if len(b.entries) == 1 && deadEntry(b.entries[0].loc) {
 			if err := tx.Delete(ctx, tableUsageEventIDs, b.key); err != nil {
 				return err
 			}
-		}
-		if len(b.entries) > 0 {
-			if _, err := x.put(ctx, tx, nil, b.entries); err != nil {
-				return err
-			}
+		} else if _, err := x.put(ctx, tx, nil, b.entries); err != nil {
+			return err
 		}
 	}
 	// The last use of added in this run: sorted in place.

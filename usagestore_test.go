@@ -666,3 +666,41 @@ func TestUsageIDBlocksFailedBatch(t *testing.T) {
 		t.Errorf("listed %d events, want 10", n)
 	}
 }
+
+// TestUsageIDBlocksCursorAcrossSupersede pages through one batch's events
+// (one id-index record, billingd's own batch ids), supersedes the batch's
+// first event between two pages, and checks that the next page holds
+// exactly the events not yet listed: a supersede must not move the list
+// positions of the record's other events.
+func TestUsageIDBlocksCursorAcrossSupersede(t *testing.T) {
+	t.Parallel()
+	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
+		ctx := context.Background()
+		svc, _ := billingtest.NewService(t, append(opts, billingtest.WithUUIDs())...)
+		acct := billingtest.Account(t, svc, "a")
+		b := ingest(t, svc, acct, withID(t, "", "c", `{"n":1}`), withID(t, "", "c", `{"n":1}`),
+			withID(t, "", "c", `{"n":1}`), withID(t, "", "c", `{"n":1}`))
+		page1, err := svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, billing.ListParams{Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page1.Items) != 2 || page1.Items[0].ID != b[3].ID || page1.Items[1].ID != b[2].ID {
+			t.Fatalf("page 1 = %v, want events 3 and 2 of %v", page1.Items, b)
+		}
+		ingest(t, svc, acct, withID(t, b[0].ID, "c", `{"n":2}`)) // supersedes the record's first event
+		page2, err := svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, billing.ListParams{Limit: 2, After: page1.After})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page2.Items) != 1 || page2.Items[0].ID != b[1].ID {
+			t.Errorf("page 2 after superseding event 0 = %v, want event 1 (%s) alone", page2.Items, b[1].ID)
+		}
+		back, err := svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, billing.ListParams{Limit: 2, Before: page2.Before})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(back.Items) != 2 || back.Items[0].ID != b[3].ID || back.Items[1].ID != b[2].ID {
+			t.Errorf("back from page 2 = %v, want events 3 and 2", back.Items)
+		}
+	})
+}
