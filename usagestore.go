@@ -30,7 +30,8 @@ import (
 //     (8), sorted by id. All the ids of a record share their first 6
 //     bytes (a UUIDv7's millisecond), and the key's id is the smallest. A
 //     batch writes one record per group of its UUID ids sharing those 6
-//     bytes; any other id (a custom Config.NewID's) and a single event
+//     bytes (billingd's own batch ids share one; a custom Config.NewID's
+//     UUIDs are grouped the same way); a non-UUID id and a single event
 //     are a group of one: a 12-byte value, which is also what every record
 //     was before blocks, so older stores read as they are. Finding the
 //     record of an id x walks back from account no | x over the keys that

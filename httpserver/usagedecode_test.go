@@ -191,7 +191,7 @@ func decodeIntoUsedScratch(body []byte, p *billing.UsageEventBatchParams) bool {
 	if !sc.decode([]byte(`{"events":[`+strings.Join(events, ",")+`]}`), &earlier) {
 		panic("the earlier batch was declined")
 	}
-	sc.release()
+	// Not released: a released scratch may be taken by another request.
 	return sc.decode(body, p)
 }
 

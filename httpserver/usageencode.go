@@ -91,9 +91,11 @@ func (a *aheadAnswer) AppendJSON(b []byte) ([]byte, error) {
 // MarshalJSON returns the encoding once it is done.
 func (a *aheadAnswer) MarshalJSON() ([]byte, error) { return a.AppendJSON(nil) }
 
-// written is called by writeResult once the answer has been written (or
-// failed): the encoding and the request's decoded events are released for
-// the next batch.
+// written is called by writeResult once the answer has been written: the
+// encoding and the request's decoded events are released for the next
+// batch. An answer that is not written that way (an encoding error, or
+// one stored for an Idempotency-Key) is left to the garbage collector: its
+// memory is then simply not reused.
 func (a *aheadAnswer) written() {
 	<-a.done // the encoder reads the events until then
 	if a.err == nil {
