@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,14 +215,28 @@ type UsageEventFilter struct {
 }
 
 // validateUsageEvent checks p and returns the event it describes, stamped
-// with id and the timestamp (now when p has none).
-func (s *Service) validateUsageEvent(v *validator, field string, account, id string, now time.Time, p *UsageEventParams) UsageEvent {
+// with id and the timestamp (now when p has none). ec, for the events of a
+// batch, carries what earlier events of the batch found valid (nil: check
+// everything).
+func (s *Service) validateUsageEvent(v *validator, field string, account, id string, now time.Time, p *UsageEventParams, ec *eventCheck) UsageEvent {
 	at := func(name string) string { return joinField(field, name) }
-	checkKey(v, at("customerAlias"), p.CustomerAlias, true)
-	if strings.Contains(p.CustomerAlias, ",") {
-		v.add(at("customerAlias"), "customerAlias must not contain commas")
+	if ec == nil || p.CustomerAlias != ec.alias || p.CustomerAlias == "" {
+		n := len(v.errs)
+		checkKey(v, at("customerAlias"), p.CustomerAlias, true)
+		if strings.Contains(p.CustomerAlias, ",") {
+			v.add(at("customerAlias"), "customerAlias must not contain commas")
+		}
+		if ec != nil && len(v.errs) == n {
+			ec.alias = p.CustomerAlias
+		}
 	}
-	checkKey(v, at("eventType"), p.EventType, true)
+	if ec == nil || p.EventType != ec.eventType || p.EventType == "" {
+		n := len(v.errs)
+		checkKey(v, at("eventType"), p.EventType, true)
+		if ec != nil && len(v.errs) == n {
+			ec.eventType = p.EventType
+		}
+	}
 	checkKey(v, at("customerEventId"), p.CustomerEventID, false)
 	ts := now
 	if p.EventTimestamp != nil {
@@ -229,7 +244,7 @@ func (s *Service) validateUsageEvent(v *validator, field string, account, id str
 		v.check(!ts.After(now.Add(maxEventLead)), at("eventTimestamp"), "eventTimestamp must not be more than 24 hours in the future")
 		checkTime(v, at("eventTimestamp"), ts)
 	}
-	s.validateProperties(v, at("eventProperties"), p.EventProperties)
+	s.validateProperties(v, at("eventProperties"), p.EventProperties, ec)
 	e := UsageEvent{
 		ID: id, ServiceAccountID: account, CustomerEventID: p.CustomerEventID,
 		CustomerAlias: p.CustomerAlias, EventType: p.EventType, EventTimestamp: ts,
@@ -241,7 +256,13 @@ func (s *Service) validateUsageEvent(v *validator, field string, account, id str
 	return e
 }
 
-func (s *Service) validateProperties(v *validator, field string, props EventProperties) {
+func (s *Service) validateProperties(v *validator, field string, props EventProperties, ec *eventCheck) {
+	if ec != nil {
+		ec.listed = len(props) <= s.limits.MaxEntries && ec.props.read(props) && ec.propertiesValid()
+		if ec.listed {
+			return // the usual case of a batch: one pass over the map
+		}
+	}
 	if len(props) <= s.limits.MaxEntries && propertiesValid(props) {
 		return // the usual case: no sorting, no field paths
 	}
@@ -288,9 +309,16 @@ func checkProperty(k string, pv PropertyValue) (name, value int) {
 // property is fine: a name of printable ASCII and a number, a boolean or
 // an ASCII string (as many characters as bytes, valid UTF-8).
 func plainProperty(k string, pv PropertyValue) bool {
-	if len(k) == 0 || len(k) > maxPropertyKeyLen || !printableASCII(k) {
-		return false
-	}
+	return plainName(k) && plainValue(&pv)
+}
+
+// plainName is plainProperty's test of a name.
+func plainName(k string) bool {
+	return len(k) > 0 && len(k) <= maxPropertyKeyLen && printableASCII(k)
+}
+
+// plainValue is plainProperty's test of a value.
+func plainValue(pv *PropertyValue) bool {
 	switch pv.kind {
 	case PropertyNumber, PropertyBool:
 		return true
@@ -343,6 +371,84 @@ func ascii(s string) bool {
 	return true
 }
 
+// eventCheck is what the validation of a batch's events carries from one
+// event to the next: the strings earlier events had that were found valid,
+// which the events repeating them (most of a batch: one customer, one event
+// type, the same property names) need not have checked again, and the
+// current event's properties read in name order, which its record is then
+// encoded from (usageWrite.encode).
+type eventCheck struct {
+	alias, eventType string
+	names            [maxListed]string // valid property names seen, the first maxListed
+	nNames           int
+	props            propertyList
+	listed           bool // props holds the current event's properties, all valid
+}
+
+// propertiesValid reports whether checkProperty accepts every property of
+// ec.props, checking only the names not seen valid before.
+func (ec *eventCheck) propertiesValid() bool {
+	l := &ec.props
+	for j := range l.n {
+		if !plainValue(&l.vals[j]) {
+			return false
+		}
+		k := l.names[j]
+		if j < ec.nNames && ec.names[j] == k || slices.Contains(ec.names[:ec.nNames], k) {
+			continue
+		}
+		if !plainName(k) {
+			return false
+		}
+		if ec.nNames < len(ec.names) {
+			ec.names[ec.nNames] = k
+			ec.nNames++
+		}
+	}
+	return true
+}
+
+// list returns the current event's properties in name order, or nil when
+// they were not read so (see listed).
+func (ec *eventCheck) list() *propertyList {
+	if !ec.listed {
+		return nil
+	}
+	return &ec.props
+}
+
+// propertyList is an event's properties in name order, read from its map
+// in one pass: what validating and encoding them needs, without looking
+// each name up again.
+type propertyList struct {
+	n     int
+	names [maxListed]string
+	vals  [maxListed]PropertyValue
+}
+
+// maxListed is the most properties a propertyList holds (most events have
+// a few); events with more take the map's way.
+const maxListed = 8
+
+// read fills l with props, sorted by name; false when they are too many.
+func (l *propertyList) read(props EventProperties) bool {
+	if len(props) > maxListed {
+		return false
+	}
+	l.n = 0
+	for k, v := range props {
+		l.names[l.n], l.vals[l.n] = k, v
+		l.n++
+	}
+	for i := 1; i < l.n; i++ { // insertion sort: a few names
+		for j := i; j > 0 && l.names[j] < l.names[j-1]; j-- {
+			l.names[j], l.names[j-1] = l.names[j-1], l.names[j]
+			l.vals[j], l.vals[j-1] = l.vals[j-1], l.vals[j]
+		}
+	}
+	return true
+}
+
 // propertiesValid reports whether checkProperty accepts every property.
 func propertiesValid(props EventProperties) bool {
 	for k, pv := range props {
@@ -359,7 +465,7 @@ func propertiesValid(props EventProperties) bool {
 // validation_failed for invalid fields (all at once).
 func (s *Service) CreateUsageEvent(ctx context.Context, account string, p UsageEventParams) (*UsageEvent, error) {
 	var v validator
-	e := s.validateUsageEvent(&v, "", account, s.newID(), s.clock(), &p)
+	e := s.validateUsageEvent(&v, "", account, s.newID(), s.clock(), &p, nil)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -395,24 +501,10 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 	if len(p.Events) == 0 || len(p.Events) > MaxUsageEventBatch {
 		v.add("events", "events must hold 1 to %d events", MaxUsageEventBatch)
 	}
-	now := s.clock()
-	events := make([]UsageEvent, 0, min(len(p.Events), MaxUsageEventBatch))
-	ids := s.newIDs(cap(events))
-	var scratch validator
-	for i := range p.Events {
-		if i >= MaxUsageEventBatch {
-			break
-		}
-		// Field paths are built only for an invalid event: validated
-		// again (the same checks, the same id) with its events[i] prefix.
-		id := ids[i]
-		scratch.errs = scratch.errs[:0]
-		e := s.validateUsageEvent(&scratch, "", account, id, now, &p.Events[i])
-		if len(scratch.errs) > 0 {
-			s.validateUsageEvent(&v, fmt.Sprintf("events[%d]", i), account, id, now, &p.Events[i])
-		}
-		events = append(events, e)
-	}
+	events := make([]UsageEvent, min(len(p.Events), MaxUsageEventBatch))
+	ids := s.newIDs(len(events))
+	w := newUsageWrite(account, events, ids)
+	s.checkBatch(&v, w, ids, p.Events)
 	if err := v.err(); err != nil {
 		return Items[UsageEvent]{}, err
 	}
@@ -424,7 +516,6 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 			return Items[UsageEvent]{}, err
 		}
 	}
-	w := prepareUsageWrite(account, events)
 	write := mutateBatch[Items[UsageEvent]]
 	if len(events) >= ownCommitEvents {
 		if s.largeBatches.Add(1) == 1 {
@@ -440,6 +531,29 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 		s.observeIngested(len(w.events))
 	}
 	return out, err
+}
+
+// checkBatch validates the events of a batch (the first len(w.events) of
+// p) into w.events, stamped with ids and the clock's time, and encodes
+// each one's record right after its checks, while the batch is valid (an
+// invalid batch stores nothing). Errors go to v with events[i] field
+// paths.
+func (s *Service) checkBatch(v *validator, w *usageWrite, ids []string, p []UsageEventParams) {
+	now := s.clock()
+	var scratch validator
+	var ec eventCheck
+	for i := range w.events {
+		// Field paths are built only for an invalid event: validated
+		// again (the same checks, the same id) with its events[i] prefix.
+		scratch.errs = scratch.errs[:0]
+		w.events[i] = s.validateUsageEvent(&scratch, "", w.account, ids[i], now, &p[i], &ec)
+		if len(scratch.errs) > 0 {
+			s.validateUsageEvent(v, fmt.Sprintf("events[%d]", i), w.account, ids[i], now, &p[i], nil)
+		}
+		if len(v.errs) == 0 {
+			w.encode(i, ec.list())
+		}
+	}
 }
 
 // newIDs returns n new ids for the events of a batch: the Service's ids

@@ -233,6 +233,56 @@ func TestCreateUsageEventBatchAllOrNothing(t *testing.T) {
 	})
 }
 
+// TestBatchChecksEveryEvent: a batch validates the strings its events
+// repeat once (the alias, the event type, property names found valid in an
+// earlier event), but never carries an invalid one over, and checks what
+// differs in every event. Its records are encoded from each event's
+// properties read in name order, or, past eight of them, from the map: both
+// read back as sent.
+func TestBatchChecksEveryEvent(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
+		acct := billingtest.Account(t, svc, "a")
+		ctx := context.Background()
+		long := strings.Repeat("n", 129)
+		bad := []billing.UsageEventParams{
+			event(t, "c", "t", `{"region":"x","requests":1}`),
+			event(t, "c,d", "t", `{"region":"x"}`),
+			event(t, "c,d", "t", `{"region":"x"}`), // the same invalid alias again
+			event(t, "c", "t\u0001", `{"region":"x"}`),
+			event(t, "c", "t", `{"region":"`+strings.Repeat("v", 1025)+`","requests":1}`), // a known name, a bad value
+			event(t, "c", "t", `{"region":"x","`+long+`":1}`),
+			event(t, "c", "t", `{"region":"x","requests":1}`),
+		}
+		_, err := svc.CreateUsageEventBatch(ctx, acct, billing.UsageEventBatchParams{Events: bad})
+		want := []string{"events[1].customerAlias", "events[2].customerAlias", "events[3].eventType",
+			"events[4].eventProperties.region", "events[5].eventProperties." + long}
+		if got := fieldsOf(err); !slices.Equal(got, want) {
+			t.Errorf("fields %q, want %q", got, want)
+		}
+		many := `{"a":1,"b":"x","c":true,"d":2.50,"e":3,"f":4,"g":5,"h":6,"i":"last"}`
+		sent := []billing.UsageEventParams{
+			event(t, "c", "t", `{"region":"x","requests":1}`),
+			event(t, "c", "t", `{"requests":2,"region":"y","zone":"z"}`),
+			event(t, "c", "t", ""),
+			event(t, "c", "t", many),
+			event(t, "c", "t", `{"regions":"x","request":1.25}`),
+		}
+		items := ingest(t, svc, acct, sent...)
+		byID := map[string]billing.UsageEvent{}
+		for _, e := range listAll(t, svc, acct, billing.UsageEventFilter{}) {
+			byID[e.ID] = e
+		}
+		for i, e := range items {
+			got, _ := json.Marshal(byID[e.ID].EventProperties)
+			want, _ := json.Marshal(sent[i].EventProperties)
+			if string(got) != string(want) {
+				t.Errorf("event %d stored %s, sent %s", i, got, want)
+			}
+		}
+	})
+}
+
 func TestListUsageEvents(t *testing.T) {
 	t.Parallel()
 	svc, _ := billingtest.NewService(t)

@@ -153,6 +153,8 @@ type usageWrite struct {
 	events  []UsageEvent
 	ids     [][]byte // stored form of each event's id
 	vals    [][]byte // encoded value of each event
+	idBuf   []byte   // memory of ids
+	valBuf  []byte   // memory of vals
 	// learnedAcct and learnedSeries are the numbers the last run of the
 	// transaction function read or assigned, for the Service's number cache
 	// (cache.Numbers.Learn) once it committed: the account's when it was
@@ -163,36 +165,56 @@ type usageWrite struct {
 	learnedSeries []cache.Series
 }
 
+// newUsageWrite returns the write of events, whose ids will be ids, with
+// no event encoded yet (encode).
+func newUsageWrite(account string, events []UsageEvent, ids []string) *usageWrite {
+	n := 0
+	for _, id := range ids {
+		n += 17 + len(id)
+	}
+	return &usageWrite{account: account, events: events,
+		ids: make([][]byte, len(events)), vals: make([][]byte, len(events)),
+		idBuf: make([]byte, 0, n), // one allocation for every id
+		// and one for every value, unless an event's is larger than a
+		// typical one
+		valBuf: make([]byte, 0, 96*len(events))}
+}
+
 // prepareUsageWrite encodes what events' records need outside any
 // transaction.
 func prepareUsageWrite(account string, events []UsageEvent) *usageWrite {
-	w := &usageWrite{account: account, events: events,
-		ids: make([][]byte, len(events)), vals: make([][]byte, len(events))}
-	n := 0
+	ids := make([]string, len(events))
 	for i := range events {
-		n += 17 + len(events[i].ID)
+		ids[i] = events[i].ID
 	}
-	buf := make([]byte, 0, n) // one allocation for every id
-	// and one for every value, unless an event's is larger than a
-	// typical one
-	vbuf := make([]byte, 0, 96*len(events))
+	w := newUsageWrite(account, events, ids)
 	for i := range events {
-		e := &events[i]
-		start := len(buf)
-		buf = eventcodec.AppendID(buf, e.ID)
-		w.ids[i] = buf[start:len(buf):len(buf)]
-		cevid := e.CustomerEventID
-		if cevid == e.ID {
-			cevid = "" // stored as defaulted
-		}
-		if need := 16 + len(cevid) + 24*len(e.EventProperties); cap(vbuf)-len(vbuf) < need {
-			vbuf = make([]byte, 0, max(need, 96*(len(events)-i)))
-		}
-		start = len(vbuf)
-		vbuf = appendEvent(vbuf, cevid, e.EventProperties)
-		w.vals[i] = vbuf[start:len(vbuf):len(vbuf)]
+		w.encode(i, nil)
 	}
 	return w
+}
+
+// encode encodes the id and the value of event i, after those of the events
+// before it; props, when not nil, are its properties read in name order.
+func (w *usageWrite) encode(i int, props *propertyList) {
+	e := &w.events[i]
+	start := len(w.idBuf)
+	w.idBuf = eventcodec.AppendID(w.idBuf, e.ID)
+	w.ids[i] = w.idBuf[start:len(w.idBuf):len(w.idBuf)]
+	cevid := e.CustomerEventID
+	if cevid == e.ID {
+		cevid = "" // stored as defaulted
+	}
+	if need := 16 + len(cevid) + 24*len(e.EventProperties); cap(w.valBuf)-len(w.valBuf) < need {
+		w.valBuf = make([]byte, 0, max(need, 96*(len(w.events)-i)))
+	}
+	start = len(w.valBuf)
+	if props != nil {
+		w.valBuf = props.appendEvent(w.valBuf, cevid)
+	} else {
+		w.valBuf = appendEvent(w.valBuf, cevid, e.EventProperties)
+	}
+	w.vals[i] = w.valBuf[start:len(w.valBuf):len(w.valBuf)]
 }
 
 // putUsageEvents stores w's events in order, each superseding any earlier
@@ -226,6 +248,11 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 		}
 	}
 	ew.ids = idIndex{acct: acct, added: make([]idEntry, 0, len(w.events))}
+	n := 0
+	for _, id := range w.ids {
+		n += 12 + len(id)
+	}
+	ew.keys = make([]byte, 0, n) // one allocation for every key
 	for i := range w.events {
 		if err := ew.put(ctx, tx, i); err != nil {
 			return err
@@ -247,6 +274,7 @@ type eventWriter struct {
 	// account: false only while neither the store nor this call has one.
 	explicitIDs bool
 	ids         idIndex // the run's changes of usage_event_ids
+	keys        []byte  // memory of the run's usage_events keys
 }
 
 func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
@@ -272,8 +300,9 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 			ew.series[name] = series
 		}
 	}
-	pk := make([]byte, 0, 12+len(id))
-	pk = append(eventcodec.AppendTime(append(pk, series...), e.EventTimestamp), id...)
+	start := len(ew.keys)
+	ew.keys = append(eventcodec.AppendTime(append(ew.keys, series...), e.EventTimestamp), id...)
+	pk := ew.keys[start:len(ew.keys):len(ew.keys)]
 	if !own {
 		ew.explicitIDs = true
 		if err := tx.Put(ctx, tableUsageEventKeys, append(append([]byte(nil), acct...), e.CustomerEventID...), pk); err != nil {
@@ -569,6 +598,10 @@ func encodeEvent(cevid string, props EventProperties) []byte {
 
 // appendEvent appends the encoding of encodeEvent to b.
 func appendEvent(b []byte, cevid string, props EventProperties) []byte {
+	var l propertyList
+	if l.read(props) {
+		return l.appendEvent(b, cevid)
+	}
 	b = eventcodec.AppendHeader(b, cevid, len(props))
 	var small [8]string
 	names := small[:0]
@@ -579,6 +612,16 @@ func appendEvent(b []byte, cevid string, props EventProperties) []byte {
 	for _, k := range names {
 		b = eventcodec.AppendString(b, k)
 		b = appendProperty(b, props[k])
+	}
+	return b
+}
+
+// appendEvent is appendEvent of l's properties.
+func (l *propertyList) appendEvent(b []byte, cevid string) []byte {
+	b = eventcodec.AppendHeader(b, cevid, l.n)
+	for j := range l.n {
+		b = eventcodec.AppendString(b, l.names[j])
+		b = appendProperty(b, l.vals[j])
 	}
 	return b
 }

@@ -119,6 +119,7 @@ type batchScratch struct {
 	usedProps int
 	times     []time.Time // the events' timestamps; EventTimestamp points into it
 	names     map[string]string
+	lastNames [8]string // the property names of the last event, in order
 	answer    []byte
 }
 
@@ -204,21 +205,32 @@ func (d *usageDecoder) newProperties() billing.EventProperties {
 	return m
 }
 
-// propertyName returns raw as a string: for a batch, the same string for
-// the same name in every event (a copy, never aliasing the body).
-func (d *usageDecoder) propertyName(raw []byte) string {
-	if d.sc == nil {
-		return string(raw)
+// propertyName consumes the name of an event's j-th property and returns
+// it: for a batch, the same string for the same name in every event (a
+// copy, never aliasing the body). The names of a batch's events usually
+// come in the same order: the name the previous event had at j is tried
+// first.
+func (d *usageDecoder) propertyName(j int) (string, bool) {
+	sc := d.sc
+	if sc != nil && j < len(sc.lastNames) && sc.lastNames[j] != "" && d.quoted(sc.lastNames[j]) {
+		return sc.lastNames[j], true
 	}
-	if name, ok := d.sc.names[string(raw)]; ok {
-		return name
+	raw, ok := d.raw()
+	if !ok || sc == nil {
+		return string(raw), ok
 	}
-	if d.sc.names == nil || len(d.sc.names) >= maxInternedNames {
-		d.sc.names = make(map[string]string)
+	name, ok := sc.names[string(raw)]
+	if !ok {
+		if sc.names == nil || len(sc.names) >= maxInternedNames {
+			sc.names = make(map[string]string)
+		}
+		name = string(raw)
+		sc.names[name] = name
 	}
-	name := string(raw)
-	d.sc.names[name] = name
-	return name
+	if j < len(sc.lastNames) {
+		sc.lastNames[j] = name
+	}
+	return name, true
 }
 
 // maxInternedNames bounds the property names a batchScratch keeps; past
@@ -255,24 +267,65 @@ func (d *usageDecoder) raw() ([]byte, bool) {
 	start := d.i
 	ascii := true
 	for ; d.i < len(d.b); d.i++ {
-		c := d.b[d.i]
-		switch {
-		case c == '"':
+		switch stringByte[d.b[d.i]] {
+		case plainByte:
+		case quoteByte:
 			s := d.b[start:d.i]
 			d.i++
 			return s, ascii || utf8.Valid(s)
-		case c == '\\' || c < 0x20:
+		case refusedByte:
 			return nil, false
-		case c >= 0x80:
+		default:
 			ascii = false
 		}
 	}
 	return nil, false
 }
 
+// What a byte is within a JSON string, for raw.
+const (
+	plainByte   = iota // printable ASCII other than the quote and backslash
+	quoteByte          // the closing quote
+	refusedByte        // a backslash (an escape) or a control character
+	highByte           // part of a UTF-8 sequence, validated at the end
+)
+
+// stringByte classifies bytes for raw: a table, one load per byte of a
+// body's strings, most of a batch body.
+var stringByte = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == '"':
+			t[c] = quoteByte
+		case c == '\\' || c < 0x20:
+			t[c] = refusedByte
+		case c >= 0x80:
+			t[c] = highByte
+		}
+	}
+	return t
+}()
+
+// quoted consumes the JSON string whose content is s when it comes next,
+// written as it is: s is a member name, or a string raw returned before,
+// so the string's content is known valid without looking at each byte.
+// Most strings of a batch repeat (member and property names, the alias,
+// the event type): comparing them whole is much cheaper than scanning.
+func (d *usageDecoder) quoted(s string) bool {
+	end := d.i + len(s) + 1
+	if end >= len(d.b) || d.b[d.i] != '"' || d.b[end] != '"' || string(d.b[d.i+1:end]) != s {
+		return false
+	}
+	d.i = end + 1
+	return true
+}
+
 // str consumes a plain JSON string (see raw) and returns it, reusing prev
 // when equal.
 func (d *usageDecoder) str(prev *string) (string, bool) {
+	if *prev != "" && d.quoted(*prev) {
+		return *prev, true
+	}
 	s, ok := d.raw()
 	if !ok {
 		return "", false
@@ -313,7 +366,7 @@ func (d *usageDecoder) event(p *billing.UsageEventParams) bool {
 	}
 	var seen int
 	for {
-		name, ok := d.raw()
+		member, ok := d.member()
 		if !ok {
 			return false
 		}
@@ -322,24 +375,18 @@ func (d *usageDecoder) event(p *billing.UsageEventParams) bool {
 			return false
 		}
 		d.ws()
-		var member int
-		switch string(name) {
-		case "customerAlias":
-			member = memberAlias
+		switch member {
+		case memberAlias:
 			p.CustomerAlias, ok = d.str(&d.alias)
-		case "eventType":
-			member = memberType
+		case memberType:
 			p.EventType, ok = d.str(&d.eventType)
-		case "customerEventId":
-			member = memberEventID
+		case memberEventID:
 			var s []byte
 			s, ok = d.raw()
 			p.CustomerEventID = string(s)
-		case "eventTimestamp":
-			member = memberTimestamp
+		case memberTimestamp:
 			p.EventTimestamp, ok = d.timestamp()
-		case "eventProperties":
-			member = memberProperties
+		case memberProperties:
 			p.EventProperties, ok = d.properties()
 		}
 		if member == 0 || !ok || seen&member != 0 {
@@ -355,6 +402,39 @@ func (d *usageDecoder) event(p *billing.UsageEventParams) bool {
 		}
 		d.ws()
 	}
+}
+
+// memberNames are the members of an event, in the order bodies usually
+// give them.
+var memberNames = [...]struct {
+	name string
+	bit  int
+}{
+	{"customerAlias", memberAlias},
+	{"eventType", memberType},
+	{"customerEventId", memberEventID},
+	{"eventTimestamp", memberTimestamp},
+	{"eventProperties", memberProperties},
+}
+
+// member consumes the name of an event's member and returns its bit; 0 for
+// an unknown member.
+func (d *usageDecoder) member() (int, bool) {
+	for _, m := range memberNames {
+		if d.quoted(m.name) {
+			return m.bit, true
+		}
+	}
+	name, ok := d.raw() // unknown, or written with escapes (declined then)
+	if !ok {
+		return 0, false
+	}
+	for _, m := range memberNames {
+		if string(name) == m.name {
+			return m.bit, true
+		}
+	}
+	return 0, true
 }
 
 // timestamp decodes a JSON string timestamp as time.Time's UnmarshalJSON
@@ -414,12 +494,11 @@ func (d *usageDecoder) properties() (billing.EventProperties, bool) {
 	if d.byte('}') {
 		return props, true
 	}
-	for {
-		raw, ok := d.raw()
+	for j := 0; ; j++ {
+		name, ok := d.propertyName(j)
 		if !ok {
 			return nil, false
 		}
-		name := d.propertyName(raw)
 		d.ws()
 		if !d.byte(':') {
 			return nil, false

@@ -89,6 +89,8 @@ var usageDeclined = []string{
 	`{"eventProperties":{"a":+1}}`, `{"eventProperties":{"a":1e}}`, `{"eventProperties":{"a":1e400}}`,
 	`{"eventProperties":{"a":truex}}`, `{"eventProperties":{"a":tru}}`, `{"eventProperties":{"a":NaN}}`,
 	`{"eventProperties":{"a\"b":1}}`, `{"eventProperties":{"a":1}`, "\ufeff{}", "{}\x00",
+	`{"customerAliasX":"a"}`, `{"eventType2":"t"}`, `{"customerAlia":"a"}`, `{"customerAlias":"a`,
+	`{"eventProperties":{"region":"x","region":"y"}}`,
 }
 
 func TestFastUsageEventAgreesWithStrictDecoder(t *testing.T) {
@@ -113,6 +115,13 @@ func TestFastUsageEventBatchAgreesWithStrictDecoder(t *testing.T) {
 		`{"events":[` + strings.Join(events, ",") + `]}`,
 		`{"events":[` + strings.Join(usageAccepted, " ,\n ") + `]}`,
 		`{"events":[]}`, `{}`, ` { "events" : [ {} ] } `,
+		// Strings that repeat, then do not: other names at the same place,
+		// names and values one longer or shorter, another order.
+		`{"events":[{"customerAlias":"c1","eventType":"t","eventProperties":{"region":"x","requests":1}},` +
+			`{"customerAlias":"c10","eventType":"t2","eventProperties":{"regions":"y","request":2}},` +
+			`{"customerAlias":"c","eventType":"t","eventProperties":{"requests":1,"region":"x","a":true}},` +
+			`{"eventType":"t","customerAlias":"c1","eventProperties":{"region":"x"}},` +
+			`{"customerAlias":"c1","eventType":"","eventProperties":{"":"empty","region":"r"}}]}`,
 	}
 	for _, b := range accepted {
 		if !checkFast(t, []byte(b), fastUsageEventBatch) {

@@ -15,7 +15,7 @@ import (
 // U+2028, invalid UTF-8).
 func String(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plain[s[i]] {
 			q, _ := json.Marshal(s) // a string always marshals
 			return append(b, q...)
 		}
@@ -66,3 +66,17 @@ func Time(b []byte, t time.Time) ([]byte, error) {
 	}
 	return append(b, '"'), nil
 }
+
+// plain tells the bytes String writes as they are: printable ASCII other
+// than the quote, the backslash and the HTML characters encoding/json
+// escapes. A table: one load per byte, where seven comparisons were a
+// third of the time of encoding a usage batch's answer.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
