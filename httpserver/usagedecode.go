@@ -164,6 +164,12 @@ type usageDecoder struct {
 	i int
 
 	alias, eventType string
+	// minute is the "YYYY-MM-DDTHH:MM:" of the last timestamp of the form
+	// parseUTCSeconds parses, and minuteStart its instant: the events of a
+	// batch are usually close in time, and a timestamp in the same minute
+	// then needs only its seconds parsed.
+	minute      [17]byte
+	minuteStart time.Time
 	// sc, for a batch, provides the property maps, timestamps and
 	// interned property names; nil for a single event.
 	sc *batchScratch
@@ -446,11 +452,29 @@ func (d *usageDecoder) timestamp() (*time.Time, bool) {
 	if !ok {
 		return nil, false
 	}
-	t, ok := parseUTCSeconds(s)
+	t, ok := d.sameMinute(s)
+	if !ok {
+		if t, ok = parseUTCSeconds(s); ok {
+			d.minute, d.minuteStart = [17]byte(s[:17]), t.Add(-time.Duration(t.Second())*time.Second)
+		}
+	}
 	if !ok && t.UnmarshalJSON(d.b[start:d.i]) != nil || !billing.TimeInBounds(t) {
 		return nil, false // the strict decoder says what is wrong
 	}
 	return d.newTime(t), true
+}
+
+// sameMinute parses s as parseUTCSeconds does when it is in the minute of
+// the last one parsed (d.minute); false otherwise.
+func (d *usageDecoder) sameMinute(s []byte) (time.Time, bool) {
+	if d.minuteStart.IsZero() || len(s) != 20 || s[19] != 'Z' || string(s[:17]) != string(d.minute[:]) {
+		return time.Time{}, false
+	}
+	hi, lo := s[17]-'0', s[18]-'0'
+	if hi > 5 || lo > 9 { // also every byte below '0', wrapped around
+		return time.Time{}, false
+	}
+	return d.minuteStart.Add(time.Duration(hi*10+lo) * time.Second), true
 }
 
 // parseUTCSeconds parses exactly "YYYY-MM-DDTHH:MM:SSZ"; false for anything

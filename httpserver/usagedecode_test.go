@@ -122,6 +122,10 @@ func TestFastUsageEventBatchAgreesWithStrictDecoder(t *testing.T) {
 			`{"customerAlias":"c","eventType":"t","eventProperties":{"requests":1,"region":"x","a":true}},` +
 			`{"eventType":"t","customerAlias":"c1","eventProperties":{"region":"x"}},` +
 			`{"customerAlias":"c1","eventType":"","eventProperties":{"":"empty","region":"r"}}]}`,
+		// Timestamps in the minute of the one before, and not.
+		`{"events":[{"eventTimestamp":"2026-11-01T10:00:59Z"},{"eventTimestamp":"2026-11-01T10:00:05Z"},` +
+			`{"eventTimestamp":"2026-11-01T10:01:00Z"},{"eventTimestamp":"2026-11-01T11:01:00Z"},` +
+			`{"eventTimestamp":"2026-11-01T11:01:00.5Z"},{"eventTimestamp":"2026-11-01T11:01:09Z"}]}`,
 	}
 	for _, b := range accepted {
 		if !checkFast(t, []byte(b), fastUsageEventBatch) {
@@ -132,6 +136,9 @@ func TestFastUsageEventBatchAgreesWithStrictDecoder(t *testing.T) {
 		`{"events":[{},]}`, `{"events":[{}]`, `{"events":[{}]}]`, `{"Events":[]}`, `{"events":[1]}`, `{"events":[null]}`}
 	for _, e := range usageDeclined {
 		declined = append(declined, `{"events":[{},`+e+`]}`)
+	}
+	for _, ts := range []string{"60", "6a", "/0", "0:", "5"} {
+		declined = append(declined, `{"events":[{"eventTimestamp":"2026-11-01T10:00:01Z"},{"eventTimestamp":"2026-11-01T10:00:`+ts+`Z"}]}`)
 	}
 	for _, b := range declined {
 		if checkFast(t, []byte(b), fastUsageEventBatch) {
