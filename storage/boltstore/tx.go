@@ -23,9 +23,6 @@ type tx struct {
 	// a thousand), which then skip the map.
 	last       billing.Table
 	lastBucket *bolt.Bucket
-	// kept holds copies of the values written (keep): bbolt references
-	// them until the commit.
-	kept []byte
 }
 
 func (t *tx) check(ctx context.Context, write bool) error {
@@ -103,25 +100,6 @@ func clone(b []byte) []byte {
 	return append(make([]byte, 0, len(b)), b...)
 }
 
-// keep returns a copy of a value to write, which bbolt references until the
-// transaction ends: small values are copied into blocks of keptBlock bytes,
-// one allocation for many (a usage batch writes a thousand values of about
-// a hundred bytes), which live as long as the transaction's nodes do.
-func (t *tx) keep(v []byte) []byte {
-	if len(v) == 0 || len(v) > keptBlock/8 {
-		return clone(v)
-	}
-	if cap(t.kept)-len(t.kept) < len(v) {
-		t.kept = make([]byte, 0, keptBlock)
-	}
-	start := len(t.kept)
-	t.kept = append(t.kept, v...)
-	return t.kept[start:len(t.kept):len(t.kept)]
-}
-
-// keptBlock is the size of keep's blocks.
-const keptBlock = 64 << 10
-
 // Get returns a copy of the value under key.
 func (t *tx) Get(ctx context.Context, table billing.Table, key []byte) ([]byte, error) {
 	if err := t.check(ctx, false); err != nil {
@@ -145,7 +123,7 @@ func (t *tx) Put(ctx context.Context, table billing.Table, key, value []byte) er
 	if err != nil {
 		return err
 	}
-	return put(b, table, key, t.keep(value))
+	return put(b, table, key, clone(value))
 }
 
 func put(b *bolt.Bucket, table billing.Table, key, value []byte) error {
@@ -164,7 +142,7 @@ func (t *tx) Insert(ctx context.Context, table billing.Table, key, value []byte)
 	if _, found := lookup(b, key); found {
 		return billing.ErrConflict
 	}
-	return put(b, table, key, t.keep(value))
+	return put(b, table, key, clone(value))
 }
 
 // Delete removes key, which must exist.
