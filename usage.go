@@ -435,6 +435,9 @@ func (l *propertyList) read(props EventProperties) bool {
 	if len(props) > maxListed {
 		return false
 	}
+	if l.n > 0 && l.n == len(props) && l.lookUp(props) {
+		return true
+	}
 	l.n = 0
 	for k, v := range props {
 		l.names[l.n], l.vals[l.n] = k, v
@@ -445,6 +448,23 @@ func (l *propertyList) read(props EventProperties) bool {
 			l.names[j], l.names[j-1] = l.names[j-1], l.names[j]
 			l.vals[j], l.vals[j-1] = l.vals[j-1], l.vals[j]
 		}
+	}
+	return true
+}
+
+// lookUp fills l's values with props' values of l's names, when props has
+// every one of them: props then has the names l holds (as many, all
+// distinct), in the same order. The events of a batch usually have the
+// property names of the one before: looked up so, their map need not be
+// iterated (which draws a random starting point each time) nor their names
+// sorted.
+func (l *propertyList) lookUp(props EventProperties) bool {
+	for j := range l.n {
+		v, ok := props[l.names[j]]
+		if !ok {
+			return false
+		}
+		l.vals[j] = v
 	}
 	return true
 }

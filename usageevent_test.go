@@ -237,8 +237,9 @@ func TestCreateUsageEventBatchAllOrNothing(t *testing.T) {
 // repeat once (the alias, the event type, property names found valid in an
 // earlier event), but never carries an invalid one over, and checks what
 // differs in every event. Its records are encoded from each event's
-// properties read in name order, or, past eight of them, from the map: both
-// read back as sent.
+// properties read in name order (looked up by the names of the event before
+// when it has the same), or, past eight of them, from the map: all read
+// back as sent.
 func TestBatchChecksEveryEvent(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, svc *billing.Service, _ *billingtest.Clock) {
@@ -263,10 +264,13 @@ func TestBatchChecksEveryEvent(t *testing.T) {
 		many := `{"a":1,"b":"x","c":true,"d":2.50,"e":3,"f":4,"g":5,"h":6,"i":"last"}`
 		sent := []billing.UsageEventParams{
 			event(t, "c", "t", `{"region":"x","requests":1}`),
+			event(t, "c", "t", `{"requests":2,"region":"y"}`), // the names before: looked up
+			event(t, "c", "t", `{"region":"x","zone":"z"}`),   // the first found, not the second
 			event(t, "c", "t", `{"requests":2,"region":"y","zone":"z"}`),
 			event(t, "c", "t", ""),
 			event(t, "c", "t", many),
 			event(t, "c", "t", `{"regions":"x","request":1.25}`),
+			event(t, "c", "t", `{"regions":"y","request":2.5}`),
 		}
 		items := ingest(t, svc, acct, sent...)
 		byID := map[string]billing.UsageEvent{}

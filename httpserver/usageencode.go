@@ -22,7 +22,10 @@ func (u usageEventJSON) MarshalJSON() ([]byte, error) { return u.AppendJSON(make
 
 // AppendJSON appends what MarshalJSON writes to b (writeResult sends it
 // without encoding/json checking it again).
-func (u usageEventJSON) AppendJSON(b []byte) ([]byte, error) { return appendUsageEvent(b, u.e) }
+func (u usageEventJSON) AppendJSON(b []byte) ([]byte, error) {
+	var names propertyNames
+	return appendUsageEvent(b, u.e, &names)
+}
 
 // usageEventsJSON is the answer of POST /usage-events/batch.
 type usageEventsJSON billing.Items[billing.UsageEvent]
@@ -38,13 +41,14 @@ func (u usageEventsJSON) AppendJSON(b []byte) ([]byte, error) {
 		return append(b, `{"items":null}`...), nil
 	}
 	b = append(b, `{"items":[`...)
+	var names propertyNames
 	for i := range u.Items {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		start := len(b)
 		var err error
-		if b, err = appendUsageEvent(b, &u.Items[i]); err != nil {
+		if b, err = appendUsageEvent(b, &u.Items[i], &names); err != nil {
 			return nil, err
 		}
 		if i == 0 {
@@ -104,8 +108,40 @@ func (a *aheadAnswer) written() {
 	a.sc.release()
 }
 
-// appendUsageEvent appends e in the field order and form of its struct.
-func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
+// propertyNames are the property names of an event, sorted: encoding/json's
+// map key order.
+type propertyNames struct {
+	buf   [8]string // most events have a few properties: no allocation
+	names []string
+}
+
+// of returns the names of props, sorted: the names it returned for the
+// event before when props has exactly those (most events of a batch have
+// the same: then the map is neither iterated nor its names sorted).
+func (n *propertyNames) of(props billing.EventProperties) []string {
+	if len(n.names) > 0 && len(n.names) == len(props) {
+		same := true
+		for _, k := range n.names {
+			if _, ok := props[k]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return n.names
+		}
+	}
+	n.names = n.buf[:0]
+	for k := range props {
+		n.names = append(n.names, k)
+	}
+	slices.Sort(n.names)
+	return n.names
+}
+
+// appendUsageEvent appends e in the field order and form of its struct;
+// names carries the property names of the event before.
+func appendUsageEvent(b []byte, e *billing.UsageEvent, names *propertyNames) ([]byte, error) {
 	b = appendjson.Member(b, `{"id":`, e.ID)
 	b = appendjson.Member(b, `,"serviceAccountId":`, e.ServiceAccountID)
 	b = appendjson.Member(b, `,"customerEventId":`, e.CustomerEventID)
@@ -124,13 +160,7 @@ func appendUsageEvent(b []byte, e *billing.UsageEvent) ([]byte, error) {
 		b = append(b, '"')
 	}
 	b = append(b, `,"eventProperties":{`...)
-	var buf [8]string // most events have a few properties: no allocation
-	names := buf[:0]
-	for k := range e.EventProperties {
-		names = append(names, k)
-	}
-	slices.Sort(names) // encoding/json's map key order
-	for i, k := range names {
+	for i, k := range names.of(e.EventProperties) {
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -25,6 +25,12 @@ func TestUsageEventEncodingMatchesEncodingJSON(t *testing.T) {
 			CustomerAlias: "customer-1", EventType: "api_call", EventTimestamp: at,
 			EventProperties: billing.EventProperties{"region": billing.StringProperty("region-001"), "requests": num("42"), "amount": num("12.30"),
 				"big": num("1e3"), "neg": num("-0.000"), "huge": num("123456789012345678901234567890"), "t": billing.BoolProperty(true), "f": billing.BoolProperty(false)}},
+		// The names of the event before (looked up, not sorted again),
+		// then as many names with one of them another.
+		{ID: "same names", EventProperties: billing.EventProperties{"region": billing.StringProperty("region-002"), "requests": num("43"), "amount": num("0.5"),
+			"big": num("2"), "neg": num("-1"), "huge": num("7"), "t": billing.BoolProperty(false), "f": billing.BoolProperty(true)}},
+		{ID: "one name another", EventProperties: billing.EventProperties{"regions": billing.StringProperty("region-002"), "requests": num("43"), "amount": num("0.5"),
+			"big": num("2"), "neg": num("-1"), "huge": num("7"), "t": billing.BoolProperty(false), "f": billing.BoolProperty(true)}},
 		{ID: "x", CustomerAlias: `<script>&"quotes"\ and ` + "\u2028\u2029\x7f\x01\n\t", EventType: "Zürich 東京", EventTimestamp: at.Add(500 * time.Millisecond),
 			EventProperties: billing.EventProperties{"ключ": billing.StringProperty("bad \xff utf-8"), "": billing.StringProperty(""), "<k>": billing.PropertyValue{}}},
 		{ID: "no properties", EventTimestamp: time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)},
