@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
 )
 
@@ -87,6 +88,55 @@ func BenchmarkCreateUsageEventBatch(b *testing.B) {
 		e.h.ServeHTTP(w, r)
 		if w.Code != http.StatusCreated {
 			b.Fatalf("status %d: %.300s", w.Code, w.Body)
+		}
+	}
+}
+
+// referenceBatch is a POST /usage-events/batch body of n reference events.
+func referenceBatch(n int) []byte {
+	events := make([]string, n)
+	for i := range events {
+		events[i] = referenceEvent(i)
+	}
+	return []byte(`{"events":[` + strings.Join(events, ",") + `]}`)
+}
+
+// BenchmarkDecodeUsageEventBatch is the decoding of a 1,000-event batch
+// body into a used batchScratch, as the next batch of a connection does
+// (BENCHMARKS.md, "One pass per event").
+func BenchmarkDecodeUsageEventBatch(b *testing.B) {
+	body := referenceBatch(billing.MaxUsageEventBatch)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		sc := newBatchScratch()
+		var p billing.UsageEventBatchParams
+		if !sc.decode(body, &p) {
+			b.Fatal("the fast path declined the body")
+		}
+		sc.release()
+	}
+}
+
+// BenchmarkEncodeUsageEventBatch is the encoding of a 1,000-event batch's
+// answer.
+func BenchmarkEncodeUsageEventBatch(b *testing.B) {
+	var p billing.UsageEventBatchParams
+	if !new(batchScratch).decode(referenceBatch(billing.MaxUsageEventBatch), &p) {
+		b.Fatal("the fast path declined the body")
+	}
+	events := make([]billing.UsageEvent, len(p.Events))
+	for i, e := range p.Events {
+		id := fmt.Sprintf("019ac0de-0000-7000-8000-%012d", i)
+		events[i] = billing.UsageEvent{ID: id, ServiceAccountID: "acct_0123456789", CustomerEventID: id,
+			CustomerAlias: e.CustomerAlias, EventType: e.EventType, EventTimestamp: *e.EventTimestamp, EventProperties: e.EventProperties}
+	}
+	buf := make([]byte, 0, 400<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = (usageEventsJSON{Items: events}).AppendJSON(buf[:0]); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
