@@ -9,9 +9,12 @@ import (
 	"github.com/billingd/billing"
 )
 
-// TestUsageEventEncodingMatchesEncodingJSON checks the append encoding of
-// ingestion answers byte for byte against encoding/json.
-func TestUsageEventEncodingMatchesEncodingJSON(t *testing.T) {
+// encodingEvents are events whose answers exercise the append encoding:
+// all kinds of property values, names that the event before had and
+// then one of them another, strings encoding/json escapes, timestamps it
+// writes in other forms.
+func encodingEvents(t *testing.T) []billing.UsageEvent {
+	t.Helper()
 	num := func(s string) billing.PropertyValue {
 		d, err := billing.ParseDecimalNumber(s)
 		if err != nil {
@@ -36,6 +39,13 @@ func TestUsageEventEncodingMatchesEncodingJSON(t *testing.T) {
 		{ID: "no properties", EventTimestamp: time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{ID: "empty properties", EventProperties: billing.EventProperties{}, EventTimestamp: at.In(time.FixedZone("x", 3600))},
 	}
+	return events
+}
+
+// TestUsageEventEncodingMatchesEncodingJSON checks the append encoding of
+// ingestion answers byte for byte against encoding/json.
+func TestUsageEventEncodingMatchesEncodingJSON(t *testing.T) {
+	events := encodingEvents(t)
 	check := func(name string, got json.Marshaler, want any) {
 		t.Helper()
 		g, err := json.Marshal(got)
