@@ -275,10 +275,6 @@ type eventWriter struct {
 	explicitIDs bool
 	ids         idIndex // the run's changes of usage_event_ids
 	keys        []byte  // memory of the run's usage_events keys
-	// lastName and lastSeries are the series of the event stored last: a
-	// batch's events are usually of one series, found so without hashing.
-	lastName   seriesName
-	lastSeries []byte
 }
 
 func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
@@ -291,10 +287,7 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 		return err
 	}
 	name := seriesName{e.EventType, e.CustomerAlias}
-	series, ok := ew.lastSeries, ew.lastSeries != nil && name == ew.lastName
-	if !ok {
-		series, ok = ew.series[name]
-	}
+	series, ok := ew.series[name]
 	if !ok {
 		if series, ok = ew.s.nums.Series(e.ServiceAccountID, e.EventType, e.CustomerAlias); !ok {
 			var err error
@@ -310,7 +303,6 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 	start := len(ew.keys)
 	ew.keys = append(eventcodec.AppendTime(append(ew.keys, series...), e.EventTimestamp), id...)
 	pk := ew.keys[start:len(ew.keys):len(ew.keys)]
-	ew.lastName, ew.lastSeries = name, series
 	if !own {
 		ew.explicitIDs = true
 		if err := tx.Put(ctx, tableUsageEventKeys, append(append([]byte(nil), acct...), e.CustomerEventID...), pk); err != nil {

@@ -18,11 +18,6 @@ var errTxDone = errors.New("boltstore: transaction used after its function retur
 type tx struct {
 	btx     *bolt.Tx // nil once the transaction function has returned
 	buckets map[billing.Table]*bolt.Bucket
-	// last and lastBucket are the table used last and its bucket: most
-	// transactions write many keys of one table in a row (a usage batch,
-	// a thousand), which then skip the map.
-	last       billing.Table
-	lastBucket *bolt.Bucket
 }
 
 func (t *tx) check(ctx context.Context, write bool) error {
@@ -40,11 +35,7 @@ func (t *tx) check(ctx context.Context, write bool) error {
 
 // bucket returns the bucket of table, or nil when it was never written.
 func (t *tx) bucket(table billing.Table) *bolt.Bucket {
-	if t.lastBucket != nil && table == t.last {
-		return t.lastBucket
-	}
 	if b := t.buckets[table]; b != nil {
-		t.last, t.lastBucket = table, b
 		return b
 	}
 	b := t.btx.Bucket([]byte(table))
