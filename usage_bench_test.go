@@ -93,6 +93,26 @@ func BenchmarkCreateUsageEventBatch(b *testing.B) {
 	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "events/s")
 }
 
+// BenchmarkCheckBatch is the validation and record encoding of a batch of
+// 1,000 reference events, ids included, without the store: the part of a
+// batch's time between decoding and the transaction (BENCHMARKS.md, "One
+// pass per event").
+//
+//	go test -run '^$' -bench CheckBatch -benchmem .
+func BenchmarkCheckBatch(b *testing.B) {
+	svc, _ := billingtest.NewService(b, billingtest.WithUUIDs())
+	batch := make([]billing.UsageEventParams, billing.MaxUsageEventBatch)
+	for i := range batch {
+		batch[i] = referenceEvent("customer-alias-00001", "api_calls0", i, billingtest.Start.Add(time.Duration(i-len(batch))*time.Second))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := svc.CheckBatch("account", batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // fillUsage stores n reference events of alias spread over July 2024.
 func fillUsage(b *testing.B, svc *billing.Service, acct, alias, eventType string, n int) {
 	b.Helper()

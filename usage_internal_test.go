@@ -1,10 +1,8 @@
 package billing
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/billingd/billing/internal/eventcodec"
 )
@@ -128,37 +126,5 @@ func TestParseSmallNumber(t *testing.T) {
 	}
 	if _, ok := parseSmallNumber("12.34"); !ok {
 		t.Error("the usual number is not parsed in one pass")
-	}
-}
-
-// BenchmarkCheckBatch is the validation and record encoding of a
-// 1,000-event batch of the reference events (BENCHMARKS.md, P7), ids
-// included, without the store: the part of a batch's time between decoding
-// and the transaction (BENCHMARKS.md, "One pass per event").
-//
-//	go test -run '^$' -bench CheckBatch -benchmem .
-func BenchmarkCheckBatch(b *testing.B) {
-	s := &Service{uuidIDs: true, limits: Limits{}.withDefaults(),
-		now: func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }}
-	ps := make([]UsageEventParams, MaxUsageEventBatch)
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range ps {
-		ts := start.Add(time.Duration(i) * time.Second)
-		ps[i] = UsageEventParams{CustomerAlias: "customer-alias-00003", EventType: "api_calls0", EventTimestamp: &ts,
-			EventProperties: EventProperties{
-				"region":   StringProperty(fmt.Sprintf("region-%03d", i%1000)),
-				"requests": NumberProperty(MustDecimal(fmt.Sprint(i % 97))),
-				"amount":   NumberProperty(MustDecimal(fmt.Sprintf("%d.%02d", i%50, i%100))),
-			}}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		var v validator
-		ids := s.newIDs(len(ps))
-		w := newUsageWrite("account", make([]UsageEvent, len(ps)), ids)
-		s.checkBatch(&v, w, ids, ps)
-		if err := v.err(); err != nil {
-			b.Fatal(err)
-		}
 	}
 }

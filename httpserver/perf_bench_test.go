@@ -92,15 +92,6 @@ func BenchmarkCreateUsageEventBatch(b *testing.B) {
 	}
 }
 
-// referenceBatch is a POST /usage-events/batch body of n reference events.
-func referenceBatch(n int) []byte {
-	events := make([]string, n)
-	for i := range events {
-		events[i] = referenceEvent(i)
-	}
-	return []byte(`{"events":[` + strings.Join(events, ",") + `]}`)
-}
-
 // BenchmarkDecodeUsageEventBatch is the decoding of a 1,000-event batch
 // body into a used batchScratch, as the next batch of a connection does
 // (BENCHMARKS.md, "One pass per event").

@@ -51,6 +51,15 @@ func referenceEvent(i int) string {
 		1+i%28, i%24, i%60, i%59, i%1000, i%97, i%50, i%100)
 }
 
+// referenceBatch is a POST /usage-events/batch body of n reference events.
+func referenceBatch(n int) []byte {
+	events := make([]string, n)
+	for i := range events {
+		events[i] = referenceEvent(i)
+	}
+	return []byte(`{"events":[` + strings.Join(events, ",") + `]}`)
+}
+
 // usageAccepted are bodies the fast path must take (a fast path that
 // declines everything is correct and useless).
 var usageAccepted = []string{
@@ -107,12 +116,8 @@ func TestFastUsageEventAgreesWithStrictDecoder(t *testing.T) {
 }
 
 func TestFastUsageEventBatchAgreesWithStrictDecoder(t *testing.T) {
-	var events []string
-	for i := range billing.MaxUsageEventBatch {
-		events = append(events, referenceEvent(i))
-	}
 	accepted := []string{
-		`{"events":[` + strings.Join(events, ",") + `]}`,
+		string(referenceBatch(billing.MaxUsageEventBatch)),
 		`{"events":[` + strings.Join(usageAccepted, " ,\n ") + `]}`,
 		`{"events":[]}`, `{}`, ` { "events" : [ {} ] } `,
 		// Strings that repeat, then do not: other names at the same place,

@@ -1,0 +1,12 @@
+package billing
+
+// CheckBatch exposes a batch's validation and record encoding (checkBatch:
+// the work between decoding and the transaction) to the external
+// benchmarks; it stores nothing and returns the validation error.
+func (s *Service) CheckBatch(account string, p []UsageEventParams) error {
+	var v validator
+	ids := s.newIDs(len(p))
+	w := newUsageWrite(account, make([]UsageEvent, len(p)), ids)
+	s.checkBatch(&v, w, ids, p)
+	return v.err()
+}
