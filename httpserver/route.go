@@ -103,6 +103,16 @@ var bodyBuffers = make(chan []byte, 4)
 const maxPooledBody = 8 << 20
 
 // giveBodyBuffer keeps b for a later reusedBody request, if there is room.
+// takeBodyBuffer returns the buffer of an earlier reusedBody request, or nil.
+func takeBodyBuffer() []byte {
+	select {
+	case b := <-bodyBuffers:
+		return b
+	default:
+		return nil
+	}
+}
+
 func giveBodyBuffer(b []byte) {
 	if cap(b) == 0 || cap(b) > maxPooledBody {
 		return
@@ -161,9 +171,20 @@ func body[P any](fn func(c *call, p *P) (any, error)) op {
 func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 	return func(g *gin.Context) {
 		id := identityOf(g)
-		raw, err := s.readBody(g, rt)
+		var into []byte
 		if rt.reuseBody {
-			defer giveBodyBuffer(raw) // the answer is written when endpoint returns
+			into = takeBodyBuffer()
+		}
+		raw, err := readLimited(unwrapWriter(g.Writer), g.Request, rt.maxBody, into)
+		if rt.reuseBody {
+			// The answer is written when endpoint returns. raw is into's
+			// memory, or larger; nil when nothing was read.
+			defer func() {
+				if raw == nil {
+					raw = into
+				}
+				giveBodyBuffer(raw)
+			}()
 		}
 		if err != nil {
 			s.writeError(g, err)
@@ -197,20 +218,6 @@ func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 		}
 		s.writeResult(g, rt.status, result)
 	}
-}
-
-// readBody reads the whole request body, at most limit bytes. A larger body
-// is payload_too_large; writeError then closes the connection so the rest of
-// the body is never read.
-func (s *Server) readBody(g *gin.Context, rt *route) ([]byte, error) {
-	var into []byte
-	if rt.reuseBody {
-		select {
-		case into = <-bodyBuffers:
-		default:
-		}
-	}
-	return readLimited(unwrapWriter(g.Writer), g.Request, rt.maxBody, into)
 }
 
 // readLimited reads r's whole body, at most limit bytes (payload_too_large

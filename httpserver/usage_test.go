@@ -204,3 +204,24 @@ func TestBatchAnswerMemoryNotShared(t *testing.T) {
 		t.Error("the batch's body buffer was not given back")
 	}
 }
+
+// TestRefusedBatchBodyGivesItsBufferBack: a batch refused before its body
+// was read (too large) gives the body buffer it took back for the next.
+// Not parallel: it looks at the process-wide bodyBuffers.
+func TestRefusedBatchBodyGivesItsBufferBack(t *testing.T) {
+	e := newEnv(t, &Config{MaxBatchBodyBytes: 64})
+	for len(bodyBuffers) > 0 {
+		<-bodyBuffers
+	}
+	mine := make([]byte, 0, 4096)
+	giveBodyBuffer(mine)
+	wantStatus(t, e.post("/usage-events/batch", `{"events":[`+strings.Repeat(`{"customerAlias":"c","eventType":"t"},`, 10)+`{}]}`), http.StatusRequestEntityTooLarge)
+	select {
+	case b := <-bodyBuffers:
+		if unsafe.SliceData(b[:1]) != unsafe.SliceData(mine[:1]) {
+			t.Error("another buffer came back")
+		}
+	default:
+		t.Error("the refused batch's body buffer was not given back")
+	}
+}
