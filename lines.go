@@ -275,7 +275,7 @@ func (s *Service) checkRef(ctx context.Context, tx Tx, v *validator, t Table, k 
 func linesOp[T, D, L, G any, PD interface {
 	*D
 	document
-}, PL lineRecord[L], PG groupRecord[G]](ctx context.Context, s *Service, k docKind[D], account, docID string, view func(PD) any, fn func(tx Tx, d PD, now time.Time) (T, error)) (T, error) {
+}, PL lineRecord[L], PG groupRecord[G]](ctx context.Context, s *Service, k docKind[D], account, docID string, view func(PD) any, fn func(tx Tx, d PD) (T, error)) (T, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (T, error) {
 		var zero T
@@ -287,7 +287,7 @@ func linesOp[T, D, L, G any, PD interface {
 		if err := requireEditable(k.name, pd); err != nil {
 			return zero, err
 		}
-		out, err := fn(tx, pd, now)
+		out, err := fn(tx, pd)
 		if err != nil {
 			return zero, err
 		}
@@ -335,9 +335,9 @@ func (s *Service) checkGroupParams(v *validator, title, description string) {
 
 // docLines is the line and group API of one kind of document, written once
 // for both: each document's typed methods pass in only what is their own
-// (how a line or a group is made from their parameters). Every operation
-// runs in linesOp: the document must be editable, totals are recomputed and
-// the kind's updated notification carries view(d).
+// (how a line or a group is made from their parameters). Every change runs
+// in linesOp: the document must be editable, totals are recomputed and the
+// kind's updated notification carries view(d); the lists are plain reads.
 type docLines[D, L, G any, PD interface {
 	*D
 	document
@@ -364,7 +364,7 @@ var creditNoteLines = docLines[CreditNote, CreditNoteLineItem, CreditNoteLineIte
 // createLine stores the line build makes (validated, without id or index)
 // at the next index.
 func (k docLines[D, L, G, PD, PL, PG]) createLine(ctx context.Context, s *Service, account, docID string, build func(tx Tx, d PD) (PL, error)) (PL, error) {
-	return linesOp[PL, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD, _ time.Time) (PL, error) {
+	return linesOp[PL, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD) (PL, error) {
 		l, err := build(tx, d)
 		if err != nil {
 			return nil, err
@@ -377,7 +377,7 @@ func (k docLines[D, L, G, PD, PL, PG]) createLine(ctx context.Context, s *Servic
 // is the stored line), which keeps the stored line's id and index. Returns
 // not_found when the document has no such line.
 func (k docLines[D, L, G, PD, PL, PG]) updateLine(ctx context.Context, s *Service, account, docID, lineID string, build func(tx Tx, d PD, old PL) (PL, error)) (PL, error) {
-	return linesOp[PL, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD, _ time.Time) (PL, error) {
+	return linesOp[PL, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD) (PL, error) {
 		old, err := getLine[L](ctx, tx, k.kind.lines, account, docID, lineID, "line item")
 		if err != nil {
 			return nil, err
@@ -394,7 +394,7 @@ func (k docLines[D, L, G, PD, PL, PG]) updateLine(ctx context.Context, s *Servic
 
 // deleteLine removes line lineID; not_found when the document has none.
 func (k docLines[D, L, G, PD, PL, PG]) deleteLine(ctx context.Context, s *Service, account, docID, lineID string) error {
-	_, err := linesOp[struct{}, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, _ PD, _ time.Time) (struct{}, error) {
+	_, err := linesOp[struct{}, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, _ PD) (struct{}, error) {
 		return struct{}{}, lookupErr(tx.Delete(ctx, k.kind.lines, key(account, docID, lineID)), "line item")
 	})
 	return err
@@ -414,7 +414,7 @@ func (k docLines[D, L, G, PD, PL, PG]) listGroups(ctx context.Context, s *Servic
 // build makes the group with the kind's own fields, recording on v what is
 // wrong with them.
 func (k docLines[D, L, G, PD, PL, PG]) createGroup(ctx context.Context, s *Service, account, docID, title, description string, build func(tx Tx, d PD, v *validator) (PG, error)) (PG, error) {
-	return linesOp[PG, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD, _ time.Time) (PG, error) {
+	return linesOp[PG, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD) (PG, error) {
 		var v validator
 		s.checkGroupParams(&v, title, description)
 		g, err := build(tx, d, &v)
@@ -435,7 +435,7 @@ func (k docLines[D, L, G, PD, PL, PG]) createGroup(ctx context.Context, s *Servi
 // validating them. A new title leaves the group's totals as they are, so
 // the group returned is the one stored after the recomputation.
 func (k docLines[D, L, G, PD, PL, PG]) updateGroup(ctx context.Context, s *Service, account, docID, groupID, title, description string, more func(tx Tx, d PD, v *validator, g PG) error) (PG, error) {
-	return linesOp[PG, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD, _ time.Time) (PG, error) {
+	return linesOp[PG, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD) (PG, error) {
 		g, err := getLine[G](ctx, tx, k.kind.groups, account, docID, groupID, "line item group")
 		if err != nil {
 			return nil, err
@@ -458,7 +458,7 @@ func (k docLines[D, L, G, PD, PL, PG]) updateGroup(ctx context.Context, s *Servi
 
 // deleteGroup removes a group that has no lines; invalid_state otherwise.
 func (k docLines[D, L, G, PD, PL, PG]) deleteGroup(ctx context.Context, s *Service, account, docID, groupID string) error {
-	_, err := linesOp[struct{}, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, _ PD, _ time.Time) (struct{}, error) {
+	_, err := linesOp[struct{}, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, _ PD) (struct{}, error) {
 		if _, err := tx.Get(ctx, k.kind.groups, key(account, docID, groupID)); err != nil {
 			return struct{}{}, lookupErr(err, "line item group")
 		}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/textproto"
 	"net/url"
 	"slices"
@@ -345,7 +344,7 @@ func (s *Service) CreateNotificationPolicy(ctx context.Context, account string, 
 	if p.Channel == ChannelWebhook {
 		rec.WebhookSecret = p.WebhookSecret
 		if rec.WebhookSecret == "" {
-			secret, err := newWebhookSecret(s.rand)
+			secret, err := s.newWebhookSecret()
 			if err != nil {
 				return nil, internal(err)
 			}
@@ -494,7 +493,7 @@ func (s *Service) RemoveNotificationPolicyType(ctx context.Context, account, id 
 // new secret, then only the new one. Returns not_found, and invalid_state
 // for an EMAIL policy.
 func (s *Service) RotateNotificationPolicySecret(ctx context.Context, account, id string) (*NotificationPolicy, error) {
-	secret, err := newWebhookSecret(s.rand)
+	secret, err := s.newWebhookSecret()
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -599,9 +598,9 @@ func secretKey(secret string) ([]byte, bool) {
 }
 
 // newWebhookSecret generates "whsec_" and the base64 of 32 random bytes.
-func newWebhookSecret(r io.Reader) (string, error) {
-	b := make([]byte, 32)
-	if _, err := io.ReadFull(r, b); err != nil {
+func (s *Service) newWebhookSecret() (string, error) {
+	b, err := s.randomBytes(32)
+	if err != nil {
 		return "", fmt.Errorf("generating a webhook secret: %w", err)
 	}
 	return webhookSecretPrefix + base64.StdEncoding.EncodeToString(b), nil

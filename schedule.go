@@ -3,7 +3,6 @@ package billing
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -565,12 +564,12 @@ func (s *Service) buildSchedule(sc *BillingSchedule, p *BillingScheduleParams, n
 // rates p names, and that the prices share one currency.
 func (s *Service) checkScheduleReferences(ctx context.Context, tx Tx, account string, p *BillingScheduleParams) error {
 	var v validator
-	c, err := getRecord[Customer](ctx, tx, tableCustomers, key(account, p.CustomerID))
+	c, err := findRecord[Customer](ctx, tx, tableCustomers, key(account, p.CustomerID))
 	switch {
-	case errors.Is(err, ErrNotFound):
-		v.add("customerId", "no customer %q in this account", p.CustomerID)
 	case err != nil:
 		return err
+	case c == nil:
+		v.add("customerId", "no customer %q in this account", p.CustomerID)
 	case c.ArchivedAt != nil:
 		v.add("customerId", "the customer is archived")
 	}

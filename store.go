@@ -536,8 +536,10 @@ type Pagination struct {
 
 // listQuery describes one list: the keys of table under prefix, in
 // ascending key order or descending when desc, decoded and filtered by
-// decode. The key order is the list's sort order, so every list is a keyset
-// list: its cursors carry a key.
+// decode (or, for records holding several items, expand). The key order is
+// the list's sort order, so every list is a keyset list: its cursors carry
+// a position, the key's suffix under prefix (extended by expand within a
+// record).
 type listQuery[T any] struct {
 	// name and filter identify the list; a cursor is valid only for the
 	// same name, filter and direction.
