@@ -111,16 +111,23 @@ func TestHeadHealthAndReady(t *testing.T) {
 	}
 }
 
-// TestRefusedWithIncompleteBodyAnswersAtOnce: a request with bad
-// credentials whose body never fully arrives is answered 401 at once,
-// not when the server gives up reading the body.
+// TestRefusedWithIncompleteBodyAnswersAtOnce: a request refused on its
+// headers (bad credentials: 401; an unknown Service-Version with good
+// ones: 400) whose body never fully arrives is answered at once, not when
+// the server gives up reading the body.
 func TestRefusedWithIncompleteBodyAnswersAtOnce(t *testing.T) {
 	t.Parallel()
-	srv := newEnv(t, nil).serve()
-	for name, extra := range map[string]string{
-		"ErrUnauthorized":       "Authorization: Basic eDp5\r\n",
-		"ErrUnsupportedVersion": "Service-Version: 1999-01-01\r\n",
+	e := newEnv(t, nil)
+	srv := e.serve()
+	for name, tc := range map[string]struct {
+		extra  string
+		status int
+		code   billing.Code
+	}{
+		"ErrUnauthorized":       {"Authorization: Basic eDp5\r\n", http.StatusUnauthorized, billing.CodeUnauthorized},
+		"ErrUnsupportedVersion": {"Authorization: " + e.auth + "\r\nService-Version: 1999-01-01\r\n", http.StatusBadRequest, billing.CodeUnsupportedVersion},
 	} {
+		extra := tc.extra
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -136,9 +143,10 @@ func TestRefusedWithIncompleteBodyAnswersAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: no answer while the body is incomplete: %v", name, err)
 		}
+		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if res.StatusCode != http.StatusUnauthorized && res.StatusCode != http.StatusBadRequest {
-			t.Errorf("%s: status %d", name, res.StatusCode)
+		if res.StatusCode != tc.status || !strings.Contains(string(b), `"`+string(tc.code)+`"`) {
+			t.Errorf("%s: %d %s, want %d %s", name, res.StatusCode, b, tc.status, tc.code)
 		}
 	}
 }

@@ -50,52 +50,57 @@ func TestUnauthorized(t *testing.T) {
 	e.revokeKey(revoked.ID)
 	keyID, secret, _ := billing.ParseBasicAuthorization(e.auth)
 	other := e.apiKey(e.account)
-	for name, auth := range map[string]string{
-		"Missing":            "-",
-		"NotBasic":           "Bearer abc",
-		"NotBase64":          "Basic !!!",
-		"NoColon":            "Basic " + base64.StdEncoding.EncodeToString([]byte("justakey")),
-		"WrongSecret":        billing.BasicAuthorization(keyID, "sk_wrong"),
-		"UnknownKey":         billing.BasicAuthorization("01900000-0000-7000-8000-000000000000", "sk_x"),
-		"RevokedKey":         revoked.Authorization(),
-		"EmptyBasic":         "Basic ",
-		"SecretOfAnotherKey": billing.BasicAuthorization(other.ID, secret),
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			for _, r := range []response{
-				e.do(req{method: "GET", path: "/usage-metrics", auth: auth}),
-				e.do(req{method: "POST", path: "/usage-metrics", body: metricBody("x"), auth: auth}),
-			} {
-				wantError(t, r, http.StatusUnauthorized, billing.CodeUnauthorized)
-				if got := r.header.Get("WWW-Authenticate"); got != `Basic realm="billingd"` {
-					t.Errorf("WWW-Authenticate = %q", got)
+	// The refusals run in parallel within one group, so that what they
+	// created, if anything, is counted once they have all finished.
+	t.Run("Refused", func(t *testing.T) {
+		for name, auth := range map[string]string{
+			"Missing":            "-",
+			"NotBasic":           "Bearer abc",
+			"NotBase64":          "Basic !!!",
+			"NoColon":            "Basic " + base64.StdEncoding.EncodeToString([]byte("justakey")),
+			"WrongSecret":        billing.BasicAuthorization(keyID, "sk_wrong"),
+			"UnknownKey":         billing.BasicAuthorization("01900000-0000-7000-8000-000000000000", "sk_x"),
+			"RevokedKey":         revoked.Authorization(),
+			"EmptyBasic":         "Basic ",
+			"SecretOfAnotherKey": billing.BasicAuthorization(other.ID, secret),
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				for _, r := range []response{
+					e.do(req{method: "GET", path: "/usage-metrics", auth: auth}),
+					e.do(req{method: "POST", path: "/usage-metrics", body: metricBody("x"), auth: auth}),
+				} {
+					wantError(t, r, http.StatusUnauthorized, billing.CodeUnauthorized)
+					if got := r.header.Get("WWW-Authenticate"); got != `Basic realm="billingd"` {
+						t.Errorf("WWW-Authenticate = %q", got)
+					}
 				}
+			})
+		}
+		// A key that authenticated requests (so it is in the Service's key
+		// cache) gets 401 on the very next request after RevokeAPIKey returns,
+		// while another key of the account keeps working.
+		t.Run("RevokedKeyStopsAtOnce", func(t *testing.T) {
+			t.Parallel()
+			k := e.apiKey(e.account)
+			for range 3 {
+				wantStatus(t, e.do(req{method: "GET", path: "/usage-metrics", auth: k.Authorization()}), http.StatusOK)
 			}
+			e.revokeKey(k.ID)
+			wantError(t, e.do(req{method: "GET", path: "/usage-metrics", auth: k.Authorization()}),
+				http.StatusUnauthorized, billing.CodeUnauthorized)
+			wantStatus(t, e.get("/usage-metrics"), http.StatusOK)
+			wantError(t, e.do(req{method: "GET", path: "/usage-metrics", auth: billing.BasicAuthorization(k.ID, k.Secret+"x")}),
+				http.StatusUnauthorized, billing.CodeUnauthorized)
 		})
+	})
+	page, err := e.svc.ListUsageMetrics(context.Background(), e.account, billing.UsageMetricFilter{}, billing.ListParams{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// A key that authenticated requests (so it is in the Service's key
-	// cache) gets 401 on the very next request after RevokeAPIKey returns,
-	// while another key of the account keeps working.
-	t.Run("RevokedKeyStopsAtOnce", func(t *testing.T) {
-		t.Parallel()
-		k := e.apiKey(e.account)
-		for range 3 {
-			wantStatus(t, e.do(req{method: "GET", path: "/usage-metrics", auth: k.Authorization()}), http.StatusOK)
-		}
-		e.revokeKey(k.ID)
-		wantError(t, e.do(req{method: "GET", path: "/usage-metrics", auth: k.Authorization()}),
-			http.StatusUnauthorized, billing.CodeUnauthorized)
-		wantStatus(t, e.get("/usage-metrics"), http.StatusOK)
-		wantError(t, e.do(req{method: "GET", path: "/usage-metrics", auth: billing.BasicAuthorization(k.ID, k.Secret+"x")}),
-			http.StatusUnauthorized, billing.CodeUnauthorized)
-	})
-	t.Run("NothingCreated", func(t *testing.T) {
-		t.Parallel()
-		if page, _ := e.svc.ListUsageMetrics(context.Background(), e.account, billing.UsageMetricFilter{}, billing.ListParams{}); page.TotalResultSize != 0 {
-			t.Errorf("%d metrics created without valid credentials", page.TotalResultSize)
-		}
-	})
+	if page.TotalResultSize != 0 {
+		t.Errorf("%d metrics created without valid credentials", page.TotalResultSize)
+	}
 }
 
 func TestUnsupportedMediaType(t *testing.T) {
