@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,20 +162,29 @@ func TestBillingLoopBillsAndStops(t *testing.T) {
 
 	loopCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
+	var runs atomic.Int64 // each run reads the time once, first
 	go func() {
-		billingLoop(loopCtx, svc, slog.New(slog.DiscardHandler), time.Millisecond, func() time.Time { return billingtest.Start })
+		billingLoop(loopCtx, svc, slog.New(slog.DiscardHandler), time.Millisecond, func() time.Time {
+			runs.Add(1)
+			return billingtest.Start
+		})
 		close(done)
 	}()
+	// Billed, then five more runs over: the sixth run after the billing
+	// has started, so the five before it have finished.
 	deadline := time.After(10 * time.Second)
-	for {
-		got, err := svc.GetBillingSchedule(ctx, account, sc.ID)
-		must(t, err)
-		if got.LastInvoiceID != "" {
-			break
+	after := int64(-1)
+	for after < 0 || runs.Load() < after+6 {
+		if after < 0 {
+			got, err := svc.GetBillingSchedule(ctx, account, sc.ID)
+			must(t, err)
+			if got.LastInvoiceID != "" {
+				after = runs.Load()
+			}
 		}
 		select {
 		case <-deadline:
-			t.Fatal("the loop billed nothing within 10 s")
+			t.Fatalf("the loop billed nothing, or stopped running, within 10 s (%d runs)", runs.Load())
 		case <-time.After(time.Millisecond):
 		}
 	}
