@@ -268,36 +268,11 @@ func TestSharedStoreSeriesCreatedBeforeTheBatch(t *testing.T) {
 	}
 }
 
-// msIDs returns a Config.NewID of ascending UUIDs of which every perMs in a
-// row share their first 6 bytes (a UUIDv7's millisecond), so that the
-// events of a batch, and of consecutive batches, share records of the id
-// index; and ahead, the id it returns k calls from now (1: the next).
-func msIDs(perMs int) (newID func() string, ahead func(k int) string) {
-	var mu sync.Mutex
-	n := 0
-	id := func(i int) string {
-		ms := fmt.Sprintf("%012x", i/perMs)
-		return fmt.Sprintf("%s-%s-7000-8000-%012x", ms[:8], ms[8:], i)
-	}
-	newID = func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return id(n)
-	}
-	ahead = func(k int) string {
-		mu.Lock()
-		defer mu.Unlock()
-		return id(n + k)
-	}
-	return newID, ahead
-}
-
-// blockService returns a Service whose ids come from msIDs(perMs), its
-// account "a", and msIDs' ahead.
+// blockService returns a Service whose ids come from
+// billingtest.MillisecondIDs(perMs), its account "a", and the ids' ahead.
 func blockService(tb testing.TB, perMs int, opts ...billingtest.Option) (*billing.Service, string, func(k int) string) {
 	tb.Helper()
-	newID, ahead := msIDs(perMs)
+	newID, ahead := billingtest.MillisecondIDs(perMs)
 	svc, _ := billingtest.NewService(tb, append(opts, billingtest.WithConfig(billing.Config{NewID: newID}))...)
 	return svc, billingtest.Account(tb, svc, "a"), ahead
 }

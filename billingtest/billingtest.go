@@ -75,6 +75,32 @@ func IDs() func() string {
 	}
 }
 
+// MillisecondIDs returns a Config.NewID of ascending ids in the UUIDv7
+// layout of which every perMs in a row share their millisecond (their first
+// 6 bytes), as billingd's own ids of one batch do, so that the usage events
+// of a batch share records of the id index; and ahead, the id newID returns
+// k calls from now (1: the next).
+func MillisecondIDs(perMs int) (newID func() string, ahead func(k int) string) {
+	var mu sync.Mutex
+	n := 0
+	id := func(i int) string {
+		ms := fmt.Sprintf("%012x", i/perMs)
+		return fmt.Sprintf("%s-%s-7000-8000-%012x", ms[:8], ms[8:], i)
+	}
+	newID = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return id(n)
+	}
+	ahead = func(k int) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return id(n + k)
+	}
+	return newID, ahead
+}
+
 // Option changes how NewService builds its Service.
 type Option func(*options)
 

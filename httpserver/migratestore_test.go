@@ -3,10 +3,9 @@ package httpserver
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"math"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/billingd/billing"
@@ -24,7 +23,9 @@ func TestMigratedStoreAnswersIdentically(t *testing.T) {
 	pgtest.Require(t)
 	ctx := context.Background()
 	bolt := billingtest.Bolt(t)
-	src := newEnv(t, &Config{RateLimit: -1}, billingtest.WithStore(bolt), oneMillisecondIDs())
+	// Ids of one millisecond: the events of a batch share one id-index record.
+	oneMillisecond, _ := billingtest.MillisecondIDs(math.MaxInt)
+	src := newEnv(t, &Config{RateLimit: -1}, billingtest.WithStore(bolt), billingtest.WithConfig(billing.Config{NewID: oneMillisecond}))
 	f := buildFixtures(t, src, src.auth, "m")
 	wantStatus(t, src.post("/usage-events/batch", `{"events":[`+strings.Repeat(`{"customerAlias":"c","eventType":"t"},`, 4)+`{"customerAlias":"c","eventType":"t"}]}`), http.StatusCreated)
 	// The billing engine's and the idempotency layer's records too.
@@ -77,11 +78,4 @@ func TestMigratedStoreAnswersIdentically(t *testing.T) {
 	if ok < 25 {
 		t.Errorf("only %d GETs answered 200: the comparison covers too little", ok)
 	}
-}
-
-// oneMillisecondIDs gives a Service ascending UUIDs of one millisecond, so
-// that the usage events of a batch share one record of the id index.
-func oneMillisecondIDs() billingtest.Option {
-	var n atomic.Int64
-	return billingtest.WithConfig(billing.Config{NewID: func() string { return fmt.Sprintf("00000000-0000-7000-8000-%012x", n.Add(1)) }})
 }
