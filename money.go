@@ -79,7 +79,7 @@ func ParseDecimal(s string) (Decimal, error) {
 	if len(fracPart) > maxFractionDigits {
 		return Decimal{}, validationError("has more than %d digits after the decimal point", maxFractionDigits)
 	}
-	return fromDigits(neg, intPart+fracPart, -int32(len(fracPart)))
+	return fromDigits(neg, intPart, fracPart, -int32(len(fracPart)))
 }
 
 // splitDecimal matches s against -?[0-9]+(\.[0-9]+)? byte by byte (ASCII
@@ -108,19 +108,35 @@ func allDigits(s string) bool {
 	return true
 }
 
-// fromDigits builds -?digits × 10^exp from a validated string of ASCII digits
-// (possibly empty or with leading zeros, meaning 0).
-func fromDigits(neg bool, digits string, exp int32) (Decimal, error) {
+// fromDigits builds -?(intPart fracPart) × 10^exp from validated strings of
+// ASCII digits (possibly empty or with leading zeros, meaning 0), without
+// joining them: a coefficient of at most 18 significant digits (most
+// amounts, and the numbers of usage events, thousands per batch) is summed
+// in a uint64 without allocating; a longer one is parsed as text.
+func fromDigits(neg bool, intPart, fracPart string, exp int32) (Decimal, error) {
 	var r Decimal
-	digits = strings.TrimLeft(digits, "0")
-	if digits != "" {
-		if _, ok := r.d.Coeff.SetString(digits, 10); !ok {
-			// Unreachable: digits was validated. Kept so a bug is an error, not a wrong amount.
+	if intPart = strings.TrimLeft(intPart, "0"); intPart == "" {
+		fracPart = strings.TrimLeft(fracPart, "0")
+	}
+	n := len(intPart) + len(fracPart)
+	switch {
+	case n == 0:
+	case n <= 18:
+		var v uint64
+		for _, part := range [2]string{intPart, fracPart} {
+			for i := 0; i < len(part); i++ {
+				v = v*10 + uint64(part[i]-'0')
+			}
+		}
+		r.d.Coeff.SetInt64(int64(v))
+	default:
+		if _, ok := r.d.Coeff.SetString(intPart+fracPart, 10); !ok {
+			// Unreachable: the digits were validated. Kept so a bug is an error, not a wrong amount.
 			return Decimal{}, validationError(decimalSyntaxMessage)
 		}
 	}
 	r.d.Exponent = exp
-	r.d.Negative = neg && digits != ""
+	r.d.Negative = neg && n != 0
 	return r, nil
 }
 
@@ -134,48 +150,6 @@ func fromDigits(neg bool, digits string, exp int32) (Decimal, error) {
 // coefficient exponent is beyond ±100 are rejected as absurd rather than
 // rounded. Errors are *Error with code validation_failed.
 func ParseDecimalNumber(s string) (Decimal, error) {
-	if d, ok := parseSmallNumber(s); ok {
-		return d, nil // the usual event property: no allocation
-	}
-	return parseNumberRules(s)
-}
-
-// parseSmallNumber is ParseDecimalNumber for -?[0-9]+(\.[0-9]+)? with at
-// most 18 digits in all, in one pass; false for anything else, which
-// parseNumberRules then parses or refuses.
-func parseSmallNumber(s string) (Decimal, bool) {
-	neg, start := false, 0
-	if strings.HasPrefix(s, "-") {
-		neg, start = true, 1
-	}
-	var v uint64
-	digits, frac := 0, -1 // frac: digits after the point, -1 before it
-	for i := start; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			v = v*10 + uint64(c-'0')
-			digits++
-			if frac >= 0 {
-				frac++
-			}
-		case c == '.' && frac < 0 && digits > 0:
-			frac = 0
-		default:
-			return Decimal{}, false
-		}
-	}
-	if digits == 0 || digits > 18 || frac == 0 {
-		return Decimal{}, false
-	}
-	var r Decimal
-	r.d.Coeff.SetInt64(int64(v)) // as SetString does for such digits
-	r.d.Exponent = -int32(max(frac, 0))
-	r.d.Negative = neg && v != 0
-	return r, true
-}
-
-// parseNumberRules is ParseDecimalNumber for any text.
-func parseNumberRules(s string) (Decimal, error) {
 	mantissa, expPart, hasExp := strings.Cut(s, "e")
 	if !hasExp {
 		mantissa, expPart, hasExp = strings.Cut(s, "E")
@@ -206,15 +180,20 @@ func parseNumberRules(s string) (Decimal, error) {
 			exp = -exp
 		}
 	}
-	coeff := strings.TrimLeft(intPart+fracPart, "0")
-	if len(coeff) > maxNumberDigits {
+	significant := len(strings.TrimLeft(intPart, "0"))
+	if significant == 0 {
+		significant = len(strings.TrimLeft(fracPart, "0"))
+	} else {
+		significant += len(fracPart)
+	}
+	if significant > maxNumberDigits {
 		return Decimal{}, validationError("has more than %d significant digits", maxNumberDigits)
 	}
 	exp -= int64(len(fracPart))
 	if exp < -maxNumberExponent || exp > maxNumberExponent {
 		return Decimal{}, validationError("is out of range: its exponent is beyond ±%d", maxNumberExponent)
 	}
-	return fromDigits(neg, coeff, int32(exp))
+	return fromDigits(neg, intPart, fracPart, int32(exp))
 }
 
 // MustDecimal is ParseDecimal that panics on error, for constants, tests and
@@ -483,7 +462,7 @@ func parseStoredDecimal(s string) (Decimal, error) {
 	if len(fracPart) > math.MaxInt32/2 {
 		return Decimal{}, validationError("has too many digits after the decimal point")
 	}
-	return fromDigits(neg, intPart+fracPart, -int32(len(fracPart)))
+	return fromDigits(neg, intPart, fracPart, -int32(len(fracPart)))
 }
 
 // jsonKind names the kind of a non-string JSON value for error messages.

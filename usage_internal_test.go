@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/billingd/billing/internal/eventcodec"
+	"github.com/cockroachdb/apd/v3"
 )
 
 func TestAppendCanonicalMatchesDecimal(t *testing.T) {
@@ -107,24 +108,32 @@ func TestCheckPropertyASCIIPath(t *testing.T) {
 	}
 }
 
-// TestParseSmallNumber checks ParseDecimalNumber's one-pass path against
-// its rules: the same value, exponent and sign where it answers, and
-// nothing where the rules refuse.
-func TestParseSmallNumber(t *testing.T) {
-	t.Parallel()
+// TestDecimalDigitsSummedOrParsed: fromDigits sums a coefficient of up to
+// 18 significant digits in a uint64 and parses longer ones as text; both
+// give what apd reads from the same text (value, exponent, sign), through
+// ParseDecimalNumber and, within its limits, ParseDecimal; and the usual
+// event number does not allocate.
+func TestDecimalDigitsSummedOrParsed(t *testing.T) { // not parallel: AllocsPerRun
 	for _, s := range []string{"0", "-0", "0.00", "-0.00", "1", "-1", "12.34", "007.50", "-007.50", "1.0", "100",
-		"999999999999999999", "-999999999999999999", "9999999999999999999", "0.000000000000000001", "123456789.123456789",
-		"1.", ".5", "-.5", "-", "", "1.2.3", "1e3", "1E3", "+1", "1-", "--1", "1.5e-2", " 1", "0x1", "١"} {
-		want, werr := parseNumberRules(s)
-		got, ok := parseSmallNumber(s)
-		if ok && (werr != nil || got.d != want.d || got.String() != want.String()) {
-			t.Errorf("%q: one pass gives %v, the rules %v (%v)", s, got, want, werr)
+		"0.000000000000000001", "123456789.123456789", "999999999999999999", "-999999999999999999",
+		"9999999999999999999", "-9999999999999999999", "00000999999999999999999", "1234567890.1234567890",
+		"99999999999999999999.999999999999", "0.000000000012", "1e3", "-1.50E-2", "0e5"} {
+		want, _, err := apd.NewFromString(s)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if d, err := ParseDecimalNumber(s); (err == nil) != (werr == nil) || err == nil && d.d != want.d {
-			t.Errorf("%q: ParseDecimalNumber %v, %v; the rules %v, %v", s, d, err, want, werr)
+		parsers := map[string]func(string) (Decimal, error){"ParseDecimalNumber": ParseDecimalNumber}
+		if _, ip, fp, ok := splitDecimal(s); ok && len(strings.TrimLeft(ip, "0")) <= maxIntegerDigits && len(fp) <= maxFractionDigits {
+			parsers["ParseDecimal"] = ParseDecimal // within its limits
+		}
+		for name, parse := range parsers {
+			got, err := parse(s)
+			if err != nil || got.d.Cmp(want) != 0 || got.d.Exponent != want.Exponent || got.d.Negative != (want.Negative && !want.IsZero()) {
+				t.Errorf("%s(%q) = %v (exponent %d), %v; apd reads %v (exponent %d)", name, s, got, got.d.Exponent, err, want, want.Exponent)
+			}
 		}
 	}
-	if _, ok := parseSmallNumber("12.34"); !ok {
-		t.Error("the usual number is not parsed in one pass")
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseDecimalNumber("12.34") }); n != 0 {
+		t.Errorf("ParseDecimalNumber(\"12.34\") allocates %v times", n)
 	}
 }
