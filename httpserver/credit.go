@@ -11,10 +11,10 @@ func (a api) creditRoutes() {
 	a.post("/credits", 201, body(func(c *call, p *billing.CreditGrantParams) (any, error) {
 		return a.svc.CreateCreditGrant(c.ctx, c.account, *p)
 	}))
-	a.get("/credits", 200, paged(func(c *call, p billing.ListParams) (any, error) {
+	a.get("/credits", 200, filtered(a.svc.ListCreditGrants, func(c *call) billing.CreditGrantFilter {
 		f := grantFilter(c)
 		f.CustomerID = c.query.Get("customerId")
-		return a.svc.ListCreditGrants(c.ctx, c.account, f, p)
+		return f
 	}), listed("customerId", "type", "status", "sortOrder"))
 	a.get("/credits/:id", 200, func(c *call) (any, error) {
 		return a.svc.GetCreditGrant(c.ctx, c.account, c.param("id"))
