@@ -23,8 +23,7 @@ func TestMigratedStoreAnswersIdentically(t *testing.T) {
 	pgtest.Require(t)
 	ctx := context.Background()
 	bolt := billingtest.Bolt(t)
-	// Ids of one millisecond: the events of a batch share one id-index record.
-	oneMillisecond, _ := billingtest.MillisecondIDs(math.MaxInt)
+	oneMillisecond, _ := billingtest.MillisecondIDs(math.MaxInt) // a batch shares one id-index record
 	src := newEnv(t, &Config{RateLimit: -1}, billingtest.WithStore(bolt), billingtest.WithConfig(billing.Config{NewID: oneMillisecond}))
 	f := buildFixtures(t, src, src.auth, "m")
 	wantStatus(t, src.post("/usage-events/batch", `{"events":[`+strings.Repeat(`{"customerAlias":"c","eventType":"t"},`, 4)+`{"customerAlias":"c","eventType":"t"}]}`), http.StatusCreated)
