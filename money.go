@@ -82,30 +82,52 @@ func ParseDecimal(s string) (Decimal, error) {
 	return fromDigits(neg, intPart, fracPart, -int32(len(fracPart)))
 }
 
-// splitDecimal matches s against -?[0-9]+(\.[0-9]+)? byte by byte (ASCII
-// digits only: unicode digits are not numbers on the wire).
+// splitDecimal matches s against -?[0-9]+(\.[0-9]+)? (splitNumber without
+// an exponent).
 func splitDecimal(s string) (neg bool, intPart, fracPart string, ok bool) {
-	if strings.HasPrefix(s, "-") {
-		neg, s = true, s[1:]
-	}
-	intPart, fracPart, hasPoint := strings.Cut(s, ".")
-	if !allDigits(intPart) || (hasPoint && !allDigits(fracPart)) {
-		return false, "", "", false
-	}
-	return neg, intPart, fracPart, true
+	neg, intPart, fracPart, expPart, ok := splitNumber(s)
+	return neg, intPart, fracPart, ok && expPart == ""
 }
 
-// allDigits reports whether s is non-empty and only ASCII digits.
-func allDigits(s string) bool {
-	if s == "" {
-		return false
+// splitNumber matches s against -?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)? byte
+// by byte, in one pass (ASCII digits only: unicode digits are not numbers
+// on the wire), and returns its parts: expPart with its sign, empty when
+// there is no exponent.
+func splitNumber(s string) (neg bool, intPart, fracPart, expPart string, ok bool) {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		neg, i = true, 1
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
+	if intPart, i = digitsAt(s, i); intPart == "" {
+		return false, "", "", "", false
+	}
+	if i < len(s) && s[i] == '.' {
+		if fracPart, i = digitsAt(s, i+1); fracPart == "" {
+			return false, "", "", "", false
 		}
 	}
-	return true
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		start := i + 1
+		if i = start; i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		var digits string
+		if digits, i = digitsAt(s, i); digits == "" {
+			return false, "", "", "", false
+		}
+		expPart = s[start:i]
+	}
+	return neg, intPart, fracPart, expPart, i == len(s)
+}
+
+// digitsAt returns the ASCII digits of s from i on (empty when there are
+// none) and the index after them.
+func digitsAt(s string, i int) (string, int) {
+	start := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[start:i], i
 }
 
 // fromDigits builds -?(intPart fracPart) × 10^exp from validated strings of
@@ -150,25 +172,13 @@ func fromDigits(neg bool, intPart, fracPart string, exp int32) (Decimal, error) 
 // coefficient exponent is beyond ±100 are rejected as absurd rather than
 // rounded. Errors are *Error with code validation_failed.
 func ParseDecimalNumber(s string) (Decimal, error) {
-	mantissa, expPart, hasExp := strings.Cut(s, "e")
-	if !hasExp {
-		mantissa, expPart, hasExp = strings.Cut(s, "E")
-	}
-	neg, intPart, fracPart, ok := splitDecimal(mantissa)
+	neg, intPart, fracPart, expPart, ok := splitNumber(s)
 	if !ok {
 		return Decimal{}, validationError("must be a number")
 	}
 	var exp int64
-	if hasExp {
-		expNeg := strings.HasPrefix(expPart, "-")
-		digits := expPart
-		if expNeg || strings.HasPrefix(expPart, "+") {
-			digits = expPart[1:]
-		}
-		if !allDigits(digits) {
-			return Decimal{}, validationError("must be a number")
-		}
-		digits = strings.TrimLeft(digits, "0")
+	if expPart != "" {
+		digits := strings.TrimLeft(strings.TrimLeft(expPart, "+-"), "0")
 		if len(digits) > 9 {
 			return Decimal{}, validationError("is out of range: its exponent is beyond ±%d", maxNumberExponent)
 		}
@@ -176,7 +186,7 @@ func ParseDecimalNumber(s string) (Decimal, error) {
 			// Cannot fail: at most 9 ASCII digits.
 			exp, _ = strconv.ParseInt(digits, 10, 64)
 		}
-		if expNeg {
+		if expPart[0] == '-' {
 			exp = -exp
 		}
 	}
