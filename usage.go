@@ -522,8 +522,8 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 		v.add("events", "events must hold 1 to %d events", MaxUsageEventBatch)
 	}
 	events := make([]UsageEvent, min(len(p.Events), MaxUsageEventBatch))
-	ids := s.newIDs(len(events))
-	w := newUsageWrite(account, events, ids)
+	ids, raw := s.newIDs(len(events))
+	w := newUsageWrite(account, events, ids, raw)
 	s.checkBatch(&v, w, ids, p.Events)
 	if err := v.err(); err != nil {
 		return Items[UsageEvent]{}, err
@@ -578,16 +578,17 @@ func (s *Service) checkBatch(v *validator, w *usageWrite, ids []string, p []Usag
 
 // newIDs returns n new ids for the events of a batch: the Service's ids
 // (Config.NewID) one by one, or, when they are its own UUIDv7s, one
-// sequence drawn with one read of randomness (uuidseq.V7s).
-func (s *Service) newIDs(n int) []string {
+// sequence drawn with one read of randomness (uuidseq.V7s), with their
+// 16 bytes each in raw (nil otherwise).
+func (s *Service) newIDs(n int) (ids []string, raw []byte) {
 	if s.uuidIDs {
 		return uuidseq.V7s(n)
 	}
-	ids := make([]string, n)
+	ids = make([]string, n)
 	for i := range ids {
 		ids[i] = s.newID()
 	}
-	return ids
+	return ids, nil
 }
 
 // ownCommitEvents is the size from which a batch of events, when no other

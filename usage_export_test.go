@@ -5,8 +5,8 @@ package billing
 // benchmarks; it stores nothing and returns the validation error.
 func (s *Service) CheckBatch(account string, p []UsageEventParams) error {
 	var v validator
-	ids := s.newIDs(len(p))
-	w := newUsageWrite(account, make([]UsageEvent, len(p)), ids)
+	ids, raw := s.newIDs(len(p))
+	w := newUsageWrite(account, make([]UsageEvent, len(p)), ids, raw)
 	s.checkBatch(&v, w, ids, p)
 	return v.err()
 }

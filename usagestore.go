@@ -152,6 +152,7 @@ type usageWrite struct {
 	account string
 	events  []UsageEvent
 	ids     [][]byte // stored form of each event's id
+	rawIDs  []byte   // the 16 bytes of each event's UUID, when the ids are the Service's own (newIDs)
 	vals    [][]byte // encoded value of each event
 	idBuf   []byte   // memory of ids
 	valBuf  []byte   // memory of vals
@@ -165,14 +166,15 @@ type usageWrite struct {
 	learnedSeries []cache.Series
 }
 
-// newUsageWrite returns the write of events, whose ids will be ids, with
-// no event encoded yet (encode).
-func newUsageWrite(account string, events []UsageEvent, ids []string) *usageWrite {
+// newUsageWrite returns the write of events, whose ids will be ids (and
+// their bytes raw, or nil: see newIDs), with no event encoded yet
+// (encode).
+func newUsageWrite(account string, events []UsageEvent, ids []string, raw []byte) *usageWrite {
 	n := 0
 	for _, id := range ids {
 		n += 17 + len(id)
 	}
-	return &usageWrite{account: account, events: events,
+	return &usageWrite{account: account, events: events, rawIDs: raw,
 		ids: make([][]byte, len(events)), vals: make([][]byte, len(events)),
 		idBuf: make([]byte, 0, n), // one allocation for every id
 		// and one for every value, unless an event's is larger than a
@@ -187,7 +189,7 @@ func prepareUsageWrite(account string, events []UsageEvent) *usageWrite {
 	for i := range events {
 		ids[i] = events[i].ID
 	}
-	w := newUsageWrite(account, events, ids)
+	w := newUsageWrite(account, events, ids, nil)
 	for i := range events {
 		w.encode(i, nil)
 	}
@@ -199,7 +201,11 @@ func prepareUsageWrite(account string, events []UsageEvent) *usageWrite {
 func (w *usageWrite) encode(i int, props *propertyList) {
 	e := &w.events[i]
 	start := len(w.idBuf)
-	w.idBuf = eventcodec.AppendID(w.idBuf, e.ID)
+	if w.rawIDs != nil {
+		w.idBuf = append(append(w.idBuf, eventcodec.IDKindUUID), w.rawIDs[16*i:16*i+16]...)
+	} else {
+		w.idBuf = eventcodec.AppendID(w.idBuf, e.ID)
+	}
 	w.ids[i] = w.idBuf[start:len(w.idBuf):len(w.idBuf)]
 	cevid := e.CustomerEventID
 	if cevid == e.ID {

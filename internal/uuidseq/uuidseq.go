@@ -23,11 +23,12 @@ import (
 // bits make them (two batches would need the same millisecond and
 // sequence and counters within n of each other), and a batch's ids share
 // one millisecond, which keeps its id index to one record. One read of
-// randomness and two allocations per batch, instead of a read and two
-// allocations per event.
-func V7s(n int) []string {
+// randomness and three allocations per batch, instead of a read and two
+// allocations per event. raw holds the ids' 16 bytes, id i at 16*i: what a
+// record stores, without parsing the text back.
+func V7s(n int) (ids []string, raw []byte) {
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
 	first, err := uuid.NewV7()
 	if err != nil {
@@ -35,24 +36,30 @@ func V7s(n int) []string {
 	}
 	first[8] &^= 0x20 // the top random bit: room for 2^61 increments below the variant bits
 	counter := binary.BigEndian.Uint64(first[8:])
+	// The ids differ only in their last 8 bytes: the text of the first 8
+	// is written once and copied.
+	var head [19]byte
+	hex.Encode(head[:8], first[:4])
+	hex.Encode(head[9:13], first[4:6])
+	hex.Encode(head[14:18], first[6:8])
+	head[8], head[13], head[18] = '-', '-', '-'
 	var text strings.Builder
 	text.Grow(36 * n)
+	raw = make([]byte, 16*n)
+	b := [36]byte{23: '-'}
+	copy(b[:], head[:])
 	for i := range n {
-		id := first
+		id := raw[16*i : 16*i+16]
+		copy(id, first[:8])
 		binary.BigEndian.PutUint64(id[8:], counter+uint64(i))
-		var b [36]byte
-		hex.Encode(b[:8], id[:4])
-		hex.Encode(b[9:13], id[4:6])
-		hex.Encode(b[14:18], id[6:8])
 		hex.Encode(b[19:23], id[8:10])
 		hex.Encode(b[24:], id[10:])
-		b[8], b[13], b[18], b[23] = '-', '-', '-', '-'
 		text.Write(b[:])
 	}
 	all := text.String()
-	ids := make([]string, n)
+	ids = make([]string, n)
 	for i := range ids {
 		ids[i] = all[36*i : 36*i+36]
 	}
-	return ids
+	return ids, raw
 }

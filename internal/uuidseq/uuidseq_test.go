@@ -14,14 +14,17 @@ func TestV7s(t *testing.T) {
 	seen := map[string]bool{}
 	last := ""
 	for _, n := range []int{1, 1000, 257, 1000} {
-		ids := V7s(n)
-		if len(ids) != n {
-			t.Fatalf("%d ids for %d", len(ids), n)
+		ids, raw := V7s(n)
+		if len(ids) != n || len(raw) != 16*n {
+			t.Fatalf("%d ids and %d bytes for %d", len(ids), len(raw), n)
 		}
 		for i, id := range ids {
 			u, err := uuid.Parse(id)
 			if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 || u.String() != id {
 				t.Fatalf("%q is not a canonical UUIDv7 (%v)", id, err)
+			}
+			if string(u[:]) != string(raw[16*i:16*i+16]) {
+				t.Fatalf("id %d, %q: its bytes are given as %x", i, id, raw[16*i:16*i+16])
 			}
 			if id[:13] != ids[0][:13] {
 				t.Errorf("%q and %q: a batch spans milliseconds", ids[0], id)
@@ -32,7 +35,7 @@ func TestV7s(t *testing.T) {
 			seen[id], last = true, id
 		}
 	}
-	if V7s(0) != nil {
+	if ids, raw := V7s(0); ids != nil || raw != nil {
 		t.Error("ids for an empty batch")
 	}
 }
