@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -192,8 +193,10 @@ func (d *usageDecoder) newTime(t time.Time) *time.Time {
 	return &d.sc.times[len(d.sc.times)-1]
 }
 
-// newProperties returns an empty property map: for a batch, one of an
-// earlier batch's maps, cleared.
+// newProperties returns a property map: for a batch, one of an earlier
+// batch's maps, holding what it held then (properties drops what the new
+// event does not overwrite: the events of a client are usually alike, and
+// overwriting saves clearing, which also reseeds the map).
 func (d *usageDecoder) newProperties() billing.EventProperties {
 	if d.sc == nil {
 		return billing.EventProperties{}
@@ -201,7 +204,6 @@ func (d *usageDecoder) newProperties() billing.EventProperties {
 	sc := d.sc
 	if sc.usedProps < len(sc.props) {
 		m := sc.props[sc.usedProps]
-		clear(m)
 		sc.usedProps++
 		return m
 	}
@@ -514,8 +516,10 @@ func (d *usageDecoder) properties() (billing.EventProperties, bool) {
 		return nil, false
 	}
 	props := d.newProperties()
+	var names [8]string // the names given, the first 8
 	d.ws()
 	if d.byte('}') {
+		clear(props)
 		return props, true
 	}
 	for j := 0; ; j++ {
@@ -532,18 +536,41 @@ func (d *usageDecoder) properties() (billing.EventProperties, bool) {
 		if !ok {
 			return nil, false
 		}
-		n := len(props)
-		if props[name] = v; len(props) == n {
-			return nil, false // given twice
+		if j < len(names) {
+			if slices.Contains(names[:j], name) {
+				return nil, false // given twice
+			}
+			names[j] = name
+			props[name] = v
+		} else {
+			if j == len(names) {
+				keepOnly(props, names[:]) // props now grows with each new name
+			}
+			n := len(props)
+			if props[name] = v; len(props) == n {
+				return nil, false // given twice
+			}
 		}
 		d.ws()
 		if d.byte('}') {
+			if j < len(names) && len(props) != j+1 {
+				keepOnly(props, names[:j+1])
+			}
 			return props, true
 		}
 		if !d.byte(',') {
 			return nil, false
 		}
 		d.ws()
+	}
+}
+
+// keepOnly deletes from props every property not named in names.
+func keepOnly(props billing.EventProperties, names []string) {
+	for k := range props {
+		if !slices.Contains(names, k) {
+			delete(props, k)
+		}
 	}
 }
 
