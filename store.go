@@ -99,6 +99,25 @@ type Tx interface {
 	Increment(ctx context.Context, table Table, key []byte) (uint64, error)
 }
 
+// KeepingTx is a Tx that can store a value without copying it: a backend
+// whose Put must copy the value (bbolt keeps a reference to it until the
+// commit) implements it, and the Service uses it for the records of usage
+// events, a thousand values per batch that are never changed once encoded.
+type KeepingTx interface {
+	Tx
+	// PutKept is Put of a value the caller will neither change nor reuse
+	// until the transaction has ended: the Tx may keep it as it is.
+	PutKept(ctx context.Context, table Table, key, value []byte) error
+}
+
+// putKept is tx.PutKept when tx has it, else tx.Put.
+func putKept(ctx context.Context, tx Tx, table Table, key, value []byte) error {
+	if k, ok := tx.(KeepingTx); ok {
+		return k.PutKept(ctx, table, key, value)
+	}
+	return tx.Put(ctx, table, key, value)
+}
+
 // Table names one keyspace of a Store. Package billing owns the list of
 // tables; backends create a table on first write and treat a table that
 // was never written as empty.

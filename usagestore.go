@@ -316,7 +316,7 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 		}
 	}
 	ew.ids.added = append(ew.ids.added, idEntry{id: pk[12:], loc: pk[:12]})
-	return tx.Put(ctx, tableUsageEvents, pk, ew.w.vals[i])
+	return putKept(ctx, tx, tableUsageEvents, pk, ew.w.vals[i]) // encoded once, never changed
 }
 
 // supersede deletes the event of the account whose customerEventId is cevid:

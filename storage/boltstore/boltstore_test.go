@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -379,5 +381,51 @@ func TestInvalidOptionsFail(t *testing.T) {
 	_, err := boltstore.Open(filepath.Join(t.TempDir(), "billing.db"), &boltstore.Options{MaxBatchSize: -1})
 	if err == nil {
 		t.Error("Open with a negative MaxBatchSize succeeded")
+	}
+}
+
+// TestPutKeptKeepsTheValue: PutKept stores a value that reads back after
+// the commit, without the copy Put makes (at least 3,000 bytes less
+// allocated per value of 4 KB).
+func TestPutKeptKeepsTheValue(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "billing.db"), nil)
+	ctx := context.Background()
+	value := bytes.Repeat([]byte("v"), 4096)
+	allocated := func(put func(tx billing.KeepingTx, key []byte) error) (n uint64) {
+		err := s.Update(ctx, func(tx billing.Tx) error {
+			ktx, ok := tx.(billing.KeepingTx)
+			if !ok {
+				t.Fatal("boltstore's Tx is not a billing.KeepingTx")
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := range 100 {
+				if err := put(ktx, []byte{byte(i)}); err != nil {
+					return err
+				}
+			}
+			runtime.ReadMemStats(&after)
+			n = after.TotalAlloc - before.TotalAlloc
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	copied := allocated(func(tx billing.KeepingTx, key []byte) error { return tx.Put(ctx, table, key, value) })
+	kept := allocated(func(tx billing.KeepingTx, key []byte) error { return tx.PutKept(ctx, table, key, value) })
+	if kept+100*3000 > copied {
+		t.Errorf("100 PutKept of 4 KB allocated %d bytes, 100 Put %d: the values were copied", kept, copied)
+	}
+	err := s.View(ctx, func(tx billing.Tx) error {
+		got, err := tx.Get(ctx, table, []byte{7})
+		if err == nil && !bytes.Equal(got, value) {
+			err = fmt.Errorf("read back %.20q..., want %.20q...", got, value)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

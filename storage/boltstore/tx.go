@@ -124,6 +124,16 @@ func put(b *bolt.Bucket, table billing.Table, key, value []byte) error {
 	return nil
 }
 
+// PutKept stores value under key without copying it: bbolt keeps it until
+// the commit (billing.KeepingTx).
+func (t *tx) PutKept(ctx context.Context, table billing.Table, key, value []byte) error {
+	b, err := t.writeBucket(ctx, table)
+	if err != nil {
+		return err
+	}
+	return put(b, table, key, value)
+}
+
 // Insert stores value under key unless the key exists.
 func (t *tx) Insert(ctx context.Context, table billing.Table, key, value []byte) error {
 	b, err := t.writeBucket(ctx, table)
