@@ -608,36 +608,27 @@ func (d *usageDecoder) literal(want string) bool {
 	return true
 }
 
-// number consumes a number in the JSON grammar:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// number consumes the bytes a number may be made of, and declines a
+// leading zero followed by a digit: with it, billing.ParseDecimalNumber's
+// grammar, which the caller then applies, is JSON's
+// (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?), and the number is read
+// in one pass.
 func (d *usageDecoder) number() bool {
-	d.byte('-')
-	switch {
-	case d.byte('0'):
-	case d.i < len(d.b) && d.b[d.i] >= '1' && d.b[d.i] <= '9':
-		d.digits()
-	default:
-		return false
-	}
-	if d.byte('.') && !d.digits() {
-		return false
-	}
-	if d.byte('e') || d.byte('E') {
-		if !d.byte('+') {
-			d.byte('-')
-		}
-		if !d.digits() {
-			return false
-		}
-	}
-	return true
-}
-
-// digits consumes one or more decimal digits.
-func (d *usageDecoder) digits() bool {
 	start := d.i
-	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+	for d.i < len(d.b) && numberByte[d.b[d.i]] {
 		d.i++
 	}
-	return d.i > start
+	s := d.b[start:d.i]
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	return len(s) < 2 || s[0] != '0' || s[1] < '0' || s[1] > '9'
 }
+
+// numberByte marks the bytes of a JSON number.
+var numberByte = func() (t [256]bool) {
+	for _, c := range "0123456789+-.eE" {
+		t[c] = true
+	}
+	return t
+}()
