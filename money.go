@@ -79,7 +79,9 @@ func ParseDecimal(s string) (Decimal, error) {
 	if len(fracPart) > maxFractionDigits {
 		return Decimal{}, validationError("has more than %d digits after the decimal point", maxFractionDigits)
 	}
-	return fromDigits(neg, intPart, fracPart, -int32(len(fracPart)))
+	var d Decimal
+	err := fromDigits(&d, neg, intPart, fracPart, -int32(len(fracPart)))
+	return d, err
 }
 
 // splitDecimal matches s against -?[0-9]+(\.[0-9]+)? (splitNumber without
@@ -130,36 +132,40 @@ func digitsAt(s string, i int) (string, int) {
 	return s[start:i], i
 }
 
-// fromDigits builds -?(intPart fracPart) × 10^exp from validated strings of
-// ASCII digits (possibly empty or with leading zeros, meaning 0), without
-// joining them: a coefficient of at most 18 significant digits (most
-// amounts, and the numbers of usage events, thousands per batch) is summed
-// in a uint64 without allocating; a longer one is parsed as text.
-func fromDigits(neg bool, intPart, fracPart string, exp int32) (Decimal, error) {
-	var r Decimal
+// fromDigits sets *r to -?(intPart fracPart) × 10^exp from validated
+// strings of ASCII digits (possibly empty or with leading zeros, meaning 0),
+// without joining them: a coefficient of at most 18 significant digits
+// (most amounts, and the numbers of usage events, thousands per batch) is
+// summed in a uint64 without allocating; a longer one is parsed as text. r
+// is written in place: a Decimal is 32 bytes, and the numbers of a batch
+// were copied through every return on their way into a property.
+func fromDigits(r *Decimal, neg bool, intPart, fracPart string, exp int32) error {
 	if intPart = strings.TrimLeft(intPart, "0"); intPart == "" {
 		fracPart = strings.TrimLeft(fracPart, "0")
 	}
 	n := len(intPart) + len(fracPart)
 	switch {
 	case n == 0:
+		r.d.Coeff.SetInt64(0)
 	case n <= 18:
 		var v uint64
-		for _, part := range [2]string{intPart, fracPart} {
-			for i := 0; i < len(part); i++ {
-				v = v*10 + uint64(part[i]-'0')
-			}
+		for i := 0; i < len(intPart); i++ {
+			v = v*10 + uint64(intPart[i]-'0')
+		}
+		for i := 0; i < len(fracPart); i++ {
+			v = v*10 + uint64(fracPart[i]-'0')
 		}
 		r.d.Coeff.SetInt64(int64(v))
 	default:
 		if _, ok := r.d.Coeff.SetString(intPart+fracPart, 10); !ok {
 			// Unreachable: the digits were validated. Kept so a bug is an error, not a wrong amount.
-			return Decimal{}, validationError(decimalSyntaxMessage)
+			return validationError(decimalSyntaxMessage)
 		}
 	}
+	r.d.Form = apd.Finite
 	r.d.Exponent = exp
 	r.d.Negative = neg && n != 0
-	return r, nil
+	return nil
 }
 
 // ParseDecimalNumber parses the text of a JSON number, exponent allowed
@@ -172,15 +178,22 @@ func fromDigits(neg bool, intPart, fracPart string, exp int32) (Decimal, error) 
 // coefficient exponent is beyond ±100 are rejected as absurd rather than
 // rounded. Errors are *Error with code validation_failed.
 func ParseDecimalNumber(s string) (Decimal, error) {
+	var d Decimal
+	err := parseNumber(&d, s)
+	return d, err
+}
+
+// parseNumber is ParseDecimalNumber into *d.
+func parseNumber(d *Decimal, s string) error {
 	neg, intPart, fracPart, expPart, ok := splitNumber(s)
 	if !ok {
-		return Decimal{}, validationError("must be a number")
+		return validationError("must be a number")
 	}
 	var exp int64
 	if expPart != "" {
 		digits := strings.TrimLeft(strings.TrimLeft(expPart, "+-"), "0")
 		if len(digits) > 9 {
-			return Decimal{}, validationError("is out of range: its exponent is beyond ±%d", maxNumberExponent)
+			return validationError("is out of range: its exponent is beyond ±%d", maxNumberExponent)
 		}
 		if digits != "" {
 			// Cannot fail: at most 9 ASCII digits.
@@ -197,13 +210,13 @@ func ParseDecimalNumber(s string) (Decimal, error) {
 		significant += len(fracPart)
 	}
 	if significant > maxNumberDigits {
-		return Decimal{}, validationError("has more than %d significant digits", maxNumberDigits)
+		return validationError("has more than %d significant digits", maxNumberDigits)
 	}
 	exp -= int64(len(fracPart))
 	if exp < -maxNumberExponent || exp > maxNumberExponent {
-		return Decimal{}, validationError("is out of range: its exponent is beyond ±%d", maxNumberExponent)
+		return validationError("is out of range: its exponent is beyond ±%d", maxNumberExponent)
 	}
-	return fromDigits(neg, intPart, fracPart, int32(exp))
+	return fromDigits(d, neg, intPart, fracPart, int32(exp))
 }
 
 // MustDecimal is ParseDecimal that panics on error, for constants, tests and
@@ -472,7 +485,9 @@ func parseStoredDecimal(s string) (Decimal, error) {
 	if len(fracPart) > math.MaxInt32/2 {
 		return Decimal{}, validationError("has too many digits after the decimal point")
 	}
-	return fromDigits(neg, intPart, fracPart, -int32(len(fracPart)))
+	var d Decimal
+	err := fromDigits(&d, neg, intPart, fracPart, -int32(len(fracPart)))
+	return d, err
 }
 
 // jsonKind names the kind of a non-string JSON value for error messages.

@@ -78,9 +78,9 @@ const (
 // PropertyValue is one event property value: a string, an exact decimal
 // number (never a float) or a boolean.
 type PropertyValue struct {
-	kind PropertyKind
 	str  string
 	num  Decimal
+	kind PropertyKind
 	b    bool
 }
 
@@ -167,11 +167,8 @@ func (v *PropertyValue) UnmarshalJSON(b []byte) error {
 	case c == 't' || c == 'f':
 		*v = BoolProperty(c == 't')
 	case c == '-' || c >= '0' && c <= '9':
-		d, err := ParseDecimalNumber(string(b))
-		if err != nil {
-			return err
-		}
-		*v = NumberProperty(d)
+		*v = PropertyValue{kind: PropertyNumber}
+		return parseNumber(&v.num, string(b)) // in place: see fromDigits
 	default:
 		return validationError("must be a string, number or boolean (nested objects, arrays and null are not allowed)")
 	}

@@ -532,8 +532,8 @@ func (d *usageDecoder) properties() (billing.EventProperties, bool) {
 			return nil, false
 		}
 		d.ws()
-		v, ok := d.property()
-		if !ok {
+		var v billing.PropertyValue
+		if !d.property(&v) {
 			return nil, false
 		}
 		if j < len(names) {
@@ -574,28 +574,28 @@ func keepOnly(props billing.EventProperties, names []string) {
 	}
 }
 
-// property decodes one property value as PropertyValue.UnmarshalJSON does.
-func (d *usageDecoder) property() (billing.PropertyValue, bool) {
+// property decodes one property value into v as PropertyValue.UnmarshalJSON
+// does (numbers through it).
+func (d *usageDecoder) property(v *billing.PropertyValue) bool {
 	if d.i >= len(d.b) {
-		return billing.PropertyValue{}, false
+		return false
 	}
 	switch c := d.b[d.i]; {
 	case c == '"':
 		s, ok := d.raw()
-		return billing.StringProperty(string(s)), ok
+		*v = billing.StringProperty(string(s))
+		return ok
 	case c == 't':
-		return billing.BoolProperty(true), d.literal("true")
+		*v = billing.BoolProperty(true)
+		return d.literal("true")
 	case c == 'f':
-		return billing.BoolProperty(false), d.literal("false")
+		*v = billing.BoolProperty(false)
+		return d.literal("false")
 	case c == '-' || c >= '0' && c <= '9':
 		start := d.i
-		if !d.number() {
-			return billing.PropertyValue{}, false
-		}
-		n, err := billing.ParseDecimalNumber(string(d.b[start:d.i]))
-		return billing.NumberProperty(n), err == nil
+		return d.number() && v.UnmarshalJSON(d.b[start:d.i]) == nil
 	}
-	return billing.PropertyValue{}, false
+	return false
 }
 
 // literal consumes want (true or false); what follows is the caller's
