@@ -79,6 +79,9 @@ func ParseTimestamp(s string) (time.Time, error) {
 
 // NormalizeTime returns t in UTC, truncated to the second.
 func NormalizeTime(t time.Time) time.Time {
+	if t.Nanosecond() == 0 {
+		return t.UTC() // the usual timestamp: Truncate's division saved
+	}
 	return t.UTC().Truncate(time.Second)
 }
 

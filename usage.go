@@ -211,11 +211,11 @@ type UsageEventFilter struct {
 	EventTimestampBefore *time.Time
 }
 
-// validateUsageEvent checks p and returns the event it describes, stamped
-// with id and the timestamp (now when p has none). ec, for the events of a
+// validateUsageEvent checks p and sets *e to the event it describes,
+// stamped with id and the timestamp (now when p has none). ec, for the events of a
 // batch, carries what earlier events of the batch found valid (nil: check
 // everything).
-func (s *Service) validateUsageEvent(v *validator, field string, account, id string, now time.Time, p *UsageEventParams, ec *eventCheck) UsageEvent {
+func (s *Service) validateUsageEvent(e *UsageEvent, v *validator, field string, account, id string, now time.Time, p *UsageEventParams, ec *eventCheck) {
 	at := func(name string) string { return joinField(field, name) }
 	if ec == nil || p.CustomerAlias != ec.alias || p.CustomerAlias == "" {
 		n := len(v.errs)
@@ -242,7 +242,7 @@ func (s *Service) validateUsageEvent(v *validator, field string, account, id str
 		checkTime(v, at("eventTimestamp"), ts)
 	}
 	s.validateProperties(v, at("eventProperties"), p.EventProperties, ec)
-	e := UsageEvent{
+	*e = UsageEvent{
 		ID: id, ServiceAccountID: account, CustomerEventID: p.CustomerEventID,
 		CustomerAlias: p.CustomerAlias, EventType: p.EventType, EventTimestamp: ts,
 		EventProperties: p.EventProperties,
@@ -250,7 +250,6 @@ func (s *Service) validateUsageEvent(v *validator, field string, account, id str
 	if e.CustomerEventID == "" {
 		e.CustomerEventID = id
 	}
-	return e
 }
 
 func (s *Service) validateProperties(v *validator, field string, props EventProperties, ec *eventCheck) {
@@ -482,7 +481,8 @@ func propertiesValid(props EventProperties) bool {
 // validation_failed for invalid fields (all at once).
 func (s *Service) CreateUsageEvent(ctx context.Context, account string, p UsageEventParams) (*UsageEvent, error) {
 	var v validator
-	e := s.validateUsageEvent(&v, "", account, s.newID(), s.clock(), &p, nil)
+	var e UsageEvent
+	s.validateUsageEvent(&e, &v, "", account, s.newID(), s.clock(), &p, nil)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -563,9 +563,9 @@ func (s *Service) checkBatch(v *validator, w *usageWrite, ids []string, p []Usag
 		// Field paths are built only for an invalid event: validated
 		// again (the same checks, the same id) with its events[i] prefix.
 		scratch.errs = scratch.errs[:0]
-		w.events[i] = s.validateUsageEvent(&scratch, "", w.account, ids[i], now, &p[i], &ec)
+		s.validateUsageEvent(&w.events[i], &scratch, "", w.account, ids[i], now, &p[i], &ec)
 		if len(scratch.errs) > 0 {
-			s.validateUsageEvent(v, fmt.Sprintf("events[%d]", i), w.account, ids[i], now, &p[i], nil)
+			s.validateUsageEvent(&w.events[i], v, fmt.Sprintf("events[%d]", i), w.account, ids[i], now, &p[i], nil)
 		}
 		if len(v.errs) == 0 {
 			w.encode(i, ec.list())

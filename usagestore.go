@@ -617,7 +617,8 @@ func appendEvent(b []byte, cevid string, props EventProperties) []byte {
 	slices.Sort(names)
 	for _, k := range names {
 		b = eventcodec.AppendString(b, k)
-		b = appendProperty(b, props[k])
+		v := props[k]
+		b = appendProperty(b, &v)
 	}
 	return b
 }
@@ -627,12 +628,12 @@ func (l *propertyList) appendEvent(b []byte, cevid string) []byte {
 	b = eventcodec.AppendHeader(b, cevid, l.n)
 	for j := range l.n {
 		b = eventcodec.AppendString(b, l.names[j])
-		b = appendProperty(b, l.vals[j])
+		b = appendProperty(b, &l.vals[j])
 	}
 	return b
 }
 
-func appendProperty(b []byte, v PropertyValue) []byte {
+func appendProperty(b []byte, v *PropertyValue) []byte {
 	switch v.kind {
 	case PropertyString:
 		return eventcodec.AppendStringValue(b, v.str)
