@@ -170,9 +170,12 @@ type usageWrite struct {
 // their bytes raw, or nil: see newIDs), with no event encoded yet
 // (encode).
 func newUsageWrite(account string, events []UsageEvent, ids []string, raw []byte) *usageWrite {
-	n := 0
-	for _, id := range ids {
-		n += 17 + len(id)
+	n := 17 * len(ids) // a UUID's stored form
+	if raw == nil {
+		n = 0
+		for _, id := range ids {
+			n += 1 + len(id) // at most: a kind byte and the text
+		}
 	}
 	return &usageWrite{account: account, events: events, rawIDs: raw,
 		ids: make([][]byte, len(events)), vals: make([][]byte, len(events)),
