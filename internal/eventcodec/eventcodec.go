@@ -338,9 +338,13 @@ func AppendBoolValue(b []byte, v bool) []byte {
 // AppendSmallNumberValue appends a number property value c×10^e whose
 // coefficient fits an int64: two zig-zag varints.
 func AppendSmallNumberValue(b []byte, c, e int64) []byte {
-	var tmp [2 * binary.MaxVarintLen64]byte
-	payload := binary.AppendVarint(binary.AppendVarint(tmp[:0], c), e)
-	return AppendString(append(b, TagSmall), string(payload))
+	// The payload, at most 2×10 bytes, is written in place after its
+	// length's one byte (AppendString's uvarint below 128).
+	b = append(b, TagSmall, 0)
+	at := len(b) - 1
+	b = binary.AppendVarint(binary.AppendVarint(b, c), e)
+	b[at] = byte(len(b) - at - 1)
+	return b
 }
 
 // AppendBigNumberValue appends any other number property value, as its
