@@ -195,6 +195,9 @@ type Service struct {
 	// largeBatches counts the batch ingestions of ownCommitEvents or more
 	// in progress (usage.go).
 	largeBatches atomic.Int32
+	// writes holds the memory of finished batch writes for the next ones
+	// (usagestore.go, newUsageWrite).
+	writes chan *usageWrite
 }
 
 // New returns a Service over store. It validates cfg (nil means all
@@ -227,6 +230,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 		limits:   c.Limits.withDefaults(),
 
 		webhookAllowPrivate: c.WebhookAllowPrivate,
+		writes:              make(chan *usageWrite, keptWrites),
 	}
 	s.custom = make(map[string]CustomAggregation, len(c.CustomAggregations))
 	for name, fn := range c.CustomAggregations {

@@ -520,7 +520,9 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 	}
 	events := make([]UsageEvent, min(len(p.Events), MaxUsageEventBatch))
 	ids, raw := s.newIDs(len(events))
-	w := newUsageWrite(account, events, ids, raw)
+	w := s.takeWrite()
+	defer s.releaseWrite(w) // after the transaction: stores copy what they keep
+	w.reset(account, events, ids, raw)
 	s.checkBatch(&v, w, ids, p.Events)
 	if err := v.err(); err != nil {
 		return Items[UsageEvent]{}, err

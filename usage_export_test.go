@@ -6,7 +6,9 @@ package billing
 func (s *Service) CheckBatch(account string, p []UsageEventParams) error {
 	var v validator
 	ids, raw := s.newIDs(len(p))
-	w := newUsageWrite(account, make([]UsageEvent, len(p)), ids, raw)
+	w := s.takeWrite()
+	w.reset(account, make([]UsageEvent, len(p)), ids, raw)
 	s.checkBatch(&v, w, ids, p)
+	s.releaseWrite(w)
 	return v.err()
 }

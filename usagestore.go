@@ -156,6 +156,12 @@ type usageWrite struct {
 	vals    [][]byte // encoded value of each event
 	idBuf   []byte   // memory of ids
 	valBuf  []byte   // memory of vals
+	// keyBuf, added and indexBuf are the memory of putUsageEvents' runs:
+	// the events' keys, the id index's new entries and its records. Each
+	// run starts them afresh.
+	keyBuf   []byte
+	added    []idEntry
+	indexBuf []byte
 	// learnedAcct and learnedSeries are the numbers the last run of the
 	// transaction function read or assigned, for the Service's number cache
 	// (cache.Numbers.Learn) once it committed: the account's when it was
@@ -166,10 +172,10 @@ type usageWrite struct {
 	learnedSeries []cache.Series
 }
 
-// newUsageWrite returns the write of events, whose ids will be ids (and
-// their bytes raw, or nil: see newIDs), with no event encoded yet
-// (encode).
-func newUsageWrite(account string, events []UsageEvent, ids []string, raw []byte) *usageWrite {
+// reset makes w the write of events, whose ids will be ids (and their
+// bytes raw, or nil: see newIDs), with no event encoded yet (encode),
+// reusing w's memory where it is large enough.
+func (w *usageWrite) reset(account string, events []UsageEvent, ids []string, raw []byte) {
 	n := 17 * len(ids) // a UUID's stored form
 	if raw == nil {
 		n = 0
@@ -177,12 +183,67 @@ func newUsageWrite(account string, events []UsageEvent, ids []string, raw []byte
 			n += 1 + len(id) // at most: a kind byte and the text
 		}
 	}
-	return &usageWrite{account: account, events: events, rawIDs: raw,
-		ids: make([][]byte, len(events)), vals: make([][]byte, len(events)),
-		idBuf: make([]byte, 0, n), // one allocation for every id
+	*w = usageWrite{account: account, events: events, rawIDs: raw,
+		ids: slots(w.ids, len(events)), vals: slots(w.vals, len(events)),
+		idBuf: sized(w.idBuf, n), // one block for every id
 		// and one for every value, unless an event's is larger than a
 		// typical one
-		valBuf: make([]byte, 0, 96*len(events))}
+		valBuf: sized(w.valBuf, 96*len(events)),
+		keyBuf: w.keyBuf[:0], added: w.added[:0], indexBuf: w.indexBuf[:0]}
+}
+
+// sized returns b emptied when it has room for n bytes, else a new buffer
+// of n.
+func sized(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// slots returns n cleared slices, in s's memory when it has room.
+func slots(s [][]byte, n int) [][]byte {
+	if cap(s) < n {
+		return make([][]byte, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// keptWrites is how many finished batch writes a Service keeps for their
+// memory, and maxKeptWrite the largest value buffer it keeps.
+const (
+	keptWrites   = 4
+	maxKeptWrite = 4 << 20
+)
+
+// takeWrite returns a usageWrite whose memory an earlier batch used, or a
+// new one. A batch's write allocated some 300 KB in blocks of 17 to 96 KB,
+// which the runtime hands out as fresh pages: reusing them took a quarter
+// off the checks and records of a batch (BENCHMARKS.md, "Pooled write
+// memory").
+func (s *Service) takeWrite() *usageWrite {
+	select {
+	case w := <-s.writes:
+		return w
+	default:
+		return new(usageWrite)
+	}
+}
+
+// releaseWrite keeps w's memory for a later batch: nothing may use w, nor
+// anything encoded into it, afterwards. Stores copy what they keep past
+// the transaction (Tx.Put; PutKept only until it ends).
+func (s *Service) releaseWrite(w *usageWrite) {
+	if cap(w.valBuf) > maxKeptWrite {
+		return
+	}
+	w.events, w.learnedAcct, w.learnedSeries = nil, nil, nil
+	select {
+	case s.writes <- w:
+	default: // enough kept
+	}
 }
 
 // prepareUsageWrite encodes what events' records need outside any
@@ -192,7 +253,8 @@ func prepareUsageWrite(account string, events []UsageEvent) *usageWrite {
 	for i := range events {
 		ids[i] = events[i].ID
 	}
-	w := newUsageWrite(account, events, ids, nil)
+	w := new(usageWrite)
+	w.reset(account, events, ids, nil)
 	for i := range events {
 		w.encode(i, nil)
 	}
@@ -256,12 +318,16 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 			return err
 		}
 	}
-	ew.ids = idIndex{acct: acct, added: make([]idEntry, 0, len(w.events))}
+	ew.ids = idIndex{acct: acct, added: w.added[:0], buf: w.indexBuf[:0]}
+	if cap(ew.ids.added) < len(w.events) {
+		ew.ids.added = make([]idEntry, 0, len(w.events))
+	}
 	n := 0
 	for _, id := range w.ids {
 		n += 12 + len(id)
 	}
-	ew.keys = make([]byte, 0, n) // one allocation for every key
+	ew.keys = sized(w.keyBuf, n) // one block for every key
+	defer func() { w.keyBuf, w.added, w.indexBuf = ew.keys, ew.ids.added, ew.ids.buf }()
 	for i := range w.events {
 		if err := ew.put(ctx, tx, i); err != nil {
 			return err
@@ -409,6 +475,7 @@ type idSpot struct {
 type idIndex struct {
 	acct  []byte
 	added []idEntry // the run's events, in order; loc nil once deleted
+	buf   []byte    // memory of the records flush writes
 	// addedAt indexes added[:indexed] by id, filled only when a lookup
 	// needs it (most batches never look up).
 	addedAt map[string]int
@@ -567,7 +634,8 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 	for _, e := range live {
 		size += len(x.acct) + len(e.id) + 12
 	}
-	buf := make([]byte, 0, size)
+	buf := sized(x.buf, size)
+	defer func() { x.buf = buf }()
 	for len(live) > 0 {
 		n := 1
 		if id := live[0].id; id[0] == eventcodec.IDKindUUID {

@@ -679,3 +679,68 @@ func TestUsageIDBlocksCursorAcrossSupersede(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchWriteMemoryReused: batches ingested at once, of different
+// sizes, through Services that reuse the memory of finished writes
+// (takeWrite, releaseWrite): every event is stored with its own
+// properties, id and customerEventId, none with another batch's (fails when
+// a write's memory is handed to the next batch before its transaction has
+// ended; with -race, also as a race).
+func TestBatchWriteMemoryReused(t *testing.T) {
+	t.Parallel()
+	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
+		svc, _ := billingtest.NewService(t, append(opts, billingtest.WithUUIDs())...)
+		acct := billingtest.Account(t, svc, "a")
+		ctx := context.Background()
+		var mu sync.Mutex
+		want := map[string]string{} // id → tag property
+		var wg sync.WaitGroup
+		for g := range 6 {
+			wg.Go(func() {
+				for r := range 6 {
+					events := make([]billing.UsageEventParams, 5+7*g+r)
+					for j := range events {
+						events[j] = event(t, fmt.Sprintf("c%d", g), "api", fmt.Sprintf(`{"tag":"g%d-r%d-e%d","n":%d}`, g, r, j, j))
+						if j%3 == 0 {
+							events[j].CustomerEventID = fmt.Sprintf("cev-%d-%d-%d", g, r, j)
+						}
+					}
+					out, err := svc.CreateUsageEventBatch(ctx, acct, billing.UsageEventBatchParams{Events: events})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					for j, e := range out.Items {
+						want[e.ID] = fmt.Sprintf("g%d-r%d-e%d/%s", g, r, j, events[j].CustomerEventID)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		var listed []billing.UsageEvent
+		for p := (billing.ListParams{Limit: 100}); ; {
+			page, err := svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed = append(listed, page.Items...)
+			if p.After = page.After; page.After == "" {
+				break
+			}
+		}
+		if len(listed) != len(want) {
+			t.Fatalf("listed %d events, ingested %d", len(listed), len(want))
+		}
+		for _, e := range listed {
+			cevid := e.CustomerEventID
+			if cevid == e.ID {
+				cevid = ""
+			}
+			if got := e.EventProperties["tag"].String() + "/" + cevid; got != want[e.ID] {
+				t.Errorf("event %s stored as %q, want %q", e.ID, got, want[e.ID])
+			}
+		}
+	})
+}
