@@ -571,32 +571,19 @@ func TestUsageIDBlocksConcurrentBatches(t *testing.T) {
 	t.Parallel()
 	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
 		svc, acct, _ := blockService(t, 1000, opts...)
-		ctx := context.Background()
 		metric := sumOfN(t, svc, acct)
-		var mu sync.Mutex
 		var all []string
-		var wg sync.WaitGroup
-		for g := range 8 {
-			wg.Go(func() {
-				for range 5 {
-					events := make([]billing.UsageEventParams, 10+g)
-					for j := range events {
-						events[j] = event(t, "c", "api", `{"n":1}`)
-					}
-					out, err := svc.CreateUsageEventBatch(ctx, acct, billing.UsageEventBatchParams{Events: events})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					mu.Lock()
-					for _, e := range out.Items {
-						all = append(all, e.ID)
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
+		ingestAtOnce(t, svc, acct, 8, 5, func(g, _ int) []billing.UsageEventParams {
+			events := make([]billing.UsageEventParams, 10+g)
+			for j := range events {
+				events[j] = event(t, "c", "api", `{"n":1}`)
+			}
+			return events
+		}, func(_, _ int, _ []billing.UsageEventParams, stored []billing.UsageEvent) {
+			for _, e := range stored {
+				all = append(all, e.ID)
+			}
+		})
 		listed := listBothWays(t, svc, acct, billing.UsageEventFilter{}, 17)
 		if !slices.Equal(slices.Sorted(slices.Values(listed)), slices.Sorted(slices.Values(all))) {
 			t.Fatalf("listed %d events, stored %d (or not the same)", len(listed), len(all))
@@ -692,33 +679,21 @@ func TestBatchWriteMemoryReused(t *testing.T) {
 		svc, _ := billingtest.NewService(t, append(opts, billingtest.WithUUIDs())...)
 		acct := billingtest.Account(t, svc, "a")
 		ctx := context.Background()
-		var mu sync.Mutex
-		want := map[string]string{} // id → tag property
-		var wg sync.WaitGroup
-		for g := range 6 {
-			wg.Go(func() {
-				for r := range 6 {
-					events := make([]billing.UsageEventParams, 5+7*g+r)
-					for j := range events {
-						events[j] = event(t, fmt.Sprintf("c%d", g), "api", fmt.Sprintf(`{"tag":"g%d-r%d-e%d","n":%d}`, g, r, j, j))
-						if j%3 == 0 {
-							events[j].CustomerEventID = fmt.Sprintf("cev-%d-%d-%d", g, r, j)
-						}
-					}
-					out, err := svc.CreateUsageEventBatch(ctx, acct, billing.UsageEventBatchParams{Events: events})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					mu.Lock()
-					for j, e := range out.Items {
-						want[e.ID] = fmt.Sprintf("g%d-r%d-e%d/%s", g, r, j, events[j].CustomerEventID)
-					}
-					mu.Unlock()
+		want := map[string]string{} // id → tag property / customerEventId
+		ingestAtOnce(t, svc, acct, 6, 6, func(g, r int) []billing.UsageEventParams {
+			events := make([]billing.UsageEventParams, 5+7*g+r)
+			for j := range events {
+				events[j] = event(t, fmt.Sprintf("c%d", g), "api", fmt.Sprintf(`{"tag":"g%d-r%d-e%d","n":%d}`, g, r, j, j))
+				if j%3 == 0 {
+					events[j].CustomerEventID = fmt.Sprintf("cev-%d-%d-%d", g, r, j)
 				}
-			})
-		}
-		wg.Wait()
+			}
+			return events
+		}, func(g, r int, sent []billing.UsageEventParams, stored []billing.UsageEvent) {
+			for j, e := range stored {
+				want[e.ID] = fmt.Sprintf("g%d-r%d-e%d/%s", g, r, j, sent[j].CustomerEventID)
+			}
+		})
 		var listed []billing.UsageEvent
 		for p := (billing.ListParams{Limit: 100}); ; {
 			page, err := svc.ListUsageEvents(ctx, acct, billing.UsageEventFilter{}, p)
@@ -743,4 +718,30 @@ func TestBatchWriteMemoryReused(t *testing.T) {
 			}
 		}
 	})
+}
+
+// ingestAtOnce runs goroutines×rounds batch ingestions into acct at once:
+// batch(g, r) is round r of goroutine g, and stored is called, one call
+// at a time, with what each sent and what was stored.
+func ingestAtOnce(t *testing.T, svc *billing.Service, acct string, goroutines, rounds int,
+	batch func(g, r int) []billing.UsageEventParams, stored func(g, r int, sent []billing.UsageEventParams, got []billing.UsageEvent)) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for r := range rounds {
+				events := batch(g, r)
+				out, err := svc.CreateUsageEventBatch(context.Background(), acct, billing.UsageEventBatchParams{Events: events})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				stored(g, r, events, out.Items)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 }
