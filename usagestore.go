@@ -220,9 +220,9 @@ const (
 
 // takeWrite returns a usageWrite whose memory an earlier batch used, or a
 // new one. A batch's write allocated some 300 KB in blocks of 17 to 96 KB,
-// which the runtime hands out as fresh pages: reusing them took a quarter
-// off the checks and records of a batch (BENCHMARKS.md, "Pooled write
-// memory").
+// which the runtime hands out as fresh pages: reusing them took a seventh
+// off the checks and records of a batch (BENCHMARKS.md, "Fewer copies and
+// allocations per event").
 func (s *Service) takeWrite() *usageWrite {
 	select {
 	case w := <-s.writes:
