@@ -196,7 +196,7 @@ type Service struct {
 	// in progress (usage.go).
 	largeBatches atomic.Int32
 	// writes holds the memory of finished batch writes for the next ones
-	// (usagestore.go, newUsageWrite).
+	// (usagestore.go, takeWrite and releaseWrite).
 	writes chan *usageWrite
 }
 

@@ -212,9 +212,9 @@ type UsageEventFilter struct {
 }
 
 // validateUsageEvent checks p and sets *e to the event it describes,
-// stamped with id and the timestamp (now when p has none). ec, for the events of a
-// batch, carries what earlier events of the batch found valid (nil: check
-// everything).
+// stamped with id and the timestamp (now when p has none). ec, for the
+// events of a batch, carries what earlier events of the batch found valid
+// (nil: check everything).
 func (s *Service) validateUsageEvent(e *UsageEvent, v *validator, field string, account, id string, now time.Time, p *UsageEventParams, ec *eventCheck) {
 	at := func(name string) string { return joinField(field, name) }
 	if ec == nil || p.CustomerAlias != ec.alias || p.CustomerAlias == "" {

@@ -102,7 +102,6 @@ var bodyBuffers = make(chan []byte, 4)
 // maxPooledBody is the largest body buffer bodyBuffers keeps.
 const maxPooledBody = 8 << 20
 
-// giveBodyBuffer keeps b for a later reusedBody request, if there is room.
 // takeBodyBuffer returns the buffer of an earlier reusedBody request, or nil.
 func takeBodyBuffer() []byte {
 	select {
@@ -113,6 +112,7 @@ func takeBodyBuffer() []byte {
 	}
 }
 
+// giveBodyBuffer keeps b for a later reusedBody request, if there is room.
 func giveBodyBuffer(b []byte) {
 	if cap(b) == 0 || cap(b) > maxPooledBody {
 		return
