@@ -116,3 +116,23 @@ func TestBillingFailureNamesScheduleAndPrice(t *testing.T) {
 		t.Errorf("lastBillingError %q, want %q", stored.LastBillingError, got.Error)
 	}
 }
+
+// TestNormalizeTime: a time comes back in UTC, truncated to the second,
+// without a monotonic reading, whether or not it had a fraction (whole
+// seconds take a shorter way).
+func TestNormalizeTime(t *testing.T) {
+	t.Parallel()
+	zone := time.FixedZone("+02:00", 2*60*60)
+	for _, in := range []time.Time{
+		time.Date(2024, 7, 1, 14, 0, 0, 0, zone),
+		time.Date(2024, 7, 1, 14, 0, 0, 500_000_000, zone),
+		time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC),
+		time.Now(), // with a monotonic reading
+	} {
+		got := billing.NormalizeTime(in)
+		want := time.Unix(in.Unix(), 0).UTC()
+		if got != want {
+			t.Errorf("NormalizeTime(%v) = %v (%v), want %v", in, got, got.Location(), want)
+		}
+	}
+}
