@@ -103,6 +103,7 @@ type Tx interface {
 // whose Put must copy the value (bbolt keeps a reference to it until the
 // commit) implements it, and the Service uses it for the records of usage
 // events, a thousand values per batch that are never changed once encoded.
+// storagetest.Run checks that PutKept stores as Put does.
 type KeepingTx interface {
 	Tx
 	// PutKept is Put of a value the caller will neither change nor reuse

@@ -48,6 +48,7 @@ var cases = []struct {
 	{"EmptyValueIsStoredNotMissing", testEmptyValue},
 	{"GetMissingIsErrNotFound", testGetMissing},
 	{"PutReplacesValue", testPutReplaces},
+	{"PutKeptStoresLikePut", testPutKept},
 	{"InsertNewKeyStoresValue", testInsertNew},
 	{"InsertExistingIsErrConflictAndKeepsValue", testInsertConflict},
 	{"DeleteRemovesKey", testDelete},
@@ -191,6 +192,35 @@ func testPutGet(t *testing.T, s billing.Store) {
 	wantValue(t, s, tableA, "k1", "v1")
 	wantValue(t, s, tableA, "k2", "v2")
 	wantValue(t, s, tableB, "k1", "other table")
+}
+
+// testPutKept: a backend whose Tx offers billing.KeepingTx stores with
+// PutKept exactly as with Put (replacing, read back within the
+// transaction and after it); a backend without it passes trivially.
+func testPutKept(t *testing.T, s billing.Store) {
+	put(t, s, tableA, "k1", "old")
+	kept := false
+	update(t, s, func(ctx context.Context, tx billing.Tx) error {
+		k, ok := tx.(billing.KeepingTx)
+		if !ok {
+			return nil
+		}
+		kept = true
+		for key, v := range map[string]string{"k1": "new", "k2": "v2"} {
+			if err := k.PutKept(ctx, tableA, []byte(key), []byte(v)); err != nil {
+				return err
+			}
+		}
+		got, err := tx.Get(ctx, tableA, []byte("k1"))
+		if err == nil && string(got) != "new" {
+			err = fmt.Errorf("k1 read %q within the transaction, want %q", got, "new")
+		}
+		return err
+	})
+	if kept {
+		wantValue(t, s, tableA, "k1", "new")
+		wantValue(t, s, tableA, "k2", "v2")
+	}
 }
 
 func testEmptyValue(t *testing.T, s billing.Store) {
