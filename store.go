@@ -247,7 +247,7 @@ const (
 	tableUsageSeries      Table = "usage_series"       // account id / event type / alias → series no; key {0}: last series no
 	tableUsageSeriesNames Table = "usage_series_names" // series no → event type / alias
 	tableUsageEvents      Table = "usage_events"       // series no | timestamp | event id → encoded event
-	tableUsageEventIDs    Table = "usage_event_ids"    // account no | first event id → series no | timestamp, then (UUID 16 | series no | timestamp) per other event of its batch and millisecond
+	tableUsageEventIDs    Table = "usage_event_ids"    // account no | first event id → series no | timestamp, then an entry per other event of its batch and millisecond (appendIDRecord)
 	tableUsageEventKeys   Table = "usage_event_keys"   // account no | customerEventId → usage_events key (explicit ids only)
 )
 

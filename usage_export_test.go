@@ -12,3 +12,8 @@ func (s *Service) CheckBatch(account string, p []UsageEventParams) error {
 	s.releaseWrite(w)
 	return v.err()
 }
+
+// FixedIDRecord exposes fixedIDRecord: a usage_event_ids record (its key
+// suffix after the account no, and its value) in the fixed layout of
+// 28-byte entries, for the tests of records written in older layouts.
+func FixedIDRecord(suffix, v []byte) ([]byte, error) { return fixedIDRecord(suffix, v) }

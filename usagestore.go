@@ -3,6 +3,7 @@ package billing
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -26,8 +27,9 @@ import (
 //     supersede by an id, written as one record per batch and millisecond
 //     ("id blocks"): account no | first event id → series no | timestamp
 //     of that first event, followed by zero or more entries of the other
-//     events, each the 16 bytes of its UUID id | series no (4) | timestamp
-//     (8), sorted by id. All the ids of a record share their first 6
+//     events, sorted by id: each the 16 bytes of its UUID id | series no
+//     (4) | timestamp (8), or, written compactly, a few bytes relative to
+//     the entry before (appendIDRecord). All the ids of a record share their first 6
 //     bytes (a UUIDv7's millisecond), and the key's id is the smallest. A
 //     batch writes one record per group of its UUID ids sharing those 6
 //     bytes (billingd's own batch ids share one; a custom Config.NewID's
@@ -318,7 +320,7 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 			return err
 		}
 	}
-	ew.ids = idIndex{acct: acct, added: w.added[:0], buf: w.indexBuf[:0]}
+	ew.ids = idIndex{acct: acct, added: w.added[:0], buf: w.indexBuf[:0], compact: !s.shared}
 	if cap(ew.ids.added) < len(w.events) {
 		ew.ids.added = make([]idEntry, 0, len(w.events))
 	}
@@ -481,6 +483,9 @@ type idIndex struct {
 	addedAt map[string]int
 	indexed int
 	blocks  map[string]*idBlock
+	// compact is whether records are written compactly: on a store no
+	// other process shares (appendIDRecord).
+	compact bool
 }
 
 // find returns where the event with the stored id is.
@@ -552,9 +557,13 @@ func deadEntry(loc []byte) bool { return loc[0]|loc[1]|loc[2]|loc[3] == 0 }
 // decodeIDBlock copies the usage_event_ids record (k, v) into an idBlock;
 // the account no is k's first n bytes.
 func decodeIDBlock(k, v []byte, n int) (*idBlock, error) {
+	v, err := fixedIDRecord(k[n:], v)
+	if err != nil {
+		return nil, err
+	}
 	b := &idBlock{key: bytes.Clone(k)}
 	buf := make([]byte, 0, (1+len(v)/idEntrySize)*(len(k)-n+12))
-	err := eachIndexEntry(k[n:], v, false, func(id, loc, _ []byte) error {
+	err = eachIndexEntry(k[n:], v, false, func(id, loc, _ []byte) error {
 		buf = append(buf, id...)
 		id = buf[len(buf)-len(id):]
 		buf = append(buf, loc...)
@@ -565,7 +574,8 @@ func decodeIDBlock(k, v []byte, n int) (*idBlock, error) {
 }
 
 // idEntrySize is the size of an entry of a usage_event_ids record after
-// its first: a UUID's 16 bytes, series no and timestamp.
+// its first in the fixed layout: a UUID's 16 bytes, series no and
+// timestamp.
 const idEntrySize = 16 + 12
 
 // eachIndexEntry calls fn with every entry of the usage_event_ids record
@@ -575,8 +585,9 @@ const idEntrySize = 16 + 12
 // first entry the entry's 16 id bytes). The slices are valid only during
 // the call.
 func eachIndexEntry(suffix, v []byte, desc bool, fn func(id, loc, pos []byte) error) error {
-	if len(v) < 12 || (len(v)-12)%idEntrySize != 0 || len(v) > 12 && (len(suffix) != 17 || suffix[0] != eventcodec.IDKindUUID) {
-		return errors.New("billing: malformed usage event index record")
+	v, err := fixedIDRecord(suffix, v)
+	if err != nil {
+		return err
 	}
 	n := 1 + (len(v)-12)/idEntrySize
 	var idBuf [17]byte
@@ -659,11 +670,139 @@ func (x *idIndex) put(ctx context.Context, tx Tx, buf []byte, entries []idEntry)
 	start := len(buf)
 	buf = append(append(buf, x.acct...), entries[0].id...)
 	k := buf[start:len(buf):len(buf)]
-	buf = append(buf, entries[0].loc...)
-	for _, e := range entries[1:] {
-		buf = append(append(buf, e.id[1:]...), e.loc...)
-	}
+	buf = appendIDRecord(buf, entries, x.compact)
 	return buf, tx.Put(ctx, tableUsageEventIDs, k, buf[start+len(k):len(buf):len(buf)])
+}
+
+// The entries of a usage_event_ids record after its first were written in
+// a fixed layout, 28 bytes each (the UUID's 16 bytes, series no,
+// timestamp), until records were written compactly: a version byte
+// (compactIDRecord), then each entry relative to the one before it (the
+// first to the key's id and the value's first location), as a tag byte
+// (entryTag with the flags below), the id (a uvarint of how much its last
+// 8 bytes exceed the previous id's when its first 8 are the same, which
+// they are for the ids of one batch: usually 1; else its 16 bytes), the
+// series no unless it is the previous entry's, and the timestamp as a
+// varint of its difference from the previous one. A batch's thousand
+// entries take about 3 to 5 bytes each instead of 28, a few KB that fit
+// in a page instead of eight pages to write and sync (BENCHMARKS.md,
+// "A compact id index"). A compact record is never 12 plus a multiple of
+// 28 bytes long (a trailing 0 byte is added when it would be), which is
+// how readers tell the layouts apart: records written before are read as
+// they are.
+const (
+	compactIDRecord = 1
+	entryTag        = 0x80 // set in every tag byte: a 0 byte is the padding
+	entryNextID     = 0x01 // the id is the previous one's plus a uvarint
+	entrySameSeries = 0x02 // the series no is the previous entry's
+)
+
+// appendIDRecord appends the value of the usage_event_ids record of
+// entries (sorted by id; UUIDs when more than one) to b: the first entry's
+// location, then the others compactly, or in the fixed layout unless
+// compact. Releases before the compact layout cannot read it: on a store
+// that several billingd instances share (Config.SharedStore), where one of
+// an earlier release may run beside during a rolling upgrade, records are
+// still written in the fixed layout.
+func appendIDRecord(b []byte, entries []idEntry, compact bool) []byte {
+	start := len(b)
+	b = append(b, entries[0].loc...)
+	if len(entries) == 1 {
+		return b
+	}
+	if !compact {
+		for _, e := range entries[1:] {
+			b = append(append(b, e.id[1:]...), e.loc...)
+		}
+		return b
+	}
+	b = append(b, compactIDRecord)
+	prev := entries[0]
+	for _, e := range entries[1:] {
+		tag := byte(entryTag)
+		id, pid := e.id[1:17], prev.id[1:17]
+		if bytes.Equal(id[:8], pid[:8]) {
+			tag |= entryNextID
+		}
+		if bytes.Equal(e.loc[:4], prev.loc[:4]) {
+			tag |= entrySameSeries
+		}
+		b = append(b, tag)
+		if tag&entryNextID != 0 {
+			b = binary.AppendUvarint(b, binary.BigEndian.Uint64(id[8:])-binary.BigEndian.Uint64(pid[8:]))
+		} else {
+			b = append(b, id...)
+		}
+		if tag&entrySameSeries == 0 {
+			b = append(b, e.loc[:4]...)
+		}
+		b = binary.AppendVarint(b, int64(binary.BigEndian.Uint64(e.loc[4:])-binary.BigEndian.Uint64(prev.loc[4:])))
+		prev = e
+	}
+	if (len(b)-start-12)%idEntrySize == 0 {
+		b = append(b, 0) // not to be read as the fixed layout
+	}
+	return b
+}
+
+// fixedIDRecord returns the usage_event_ids record v, whose key suffix
+// (after the account no) is suffix, in the fixed layout: v itself when it
+// is in that layout, else its compact entries decoded into a new buffer.
+// A malformed record is an error.
+func fixedIDRecord(suffix, v []byte) ([]byte, error) {
+	malformed := errors.New("billing: malformed usage event index record")
+	if len(v) < 12 || len(v) > 12 && (len(suffix) != 17 || suffix[0] != eventcodec.IDKindUUID) {
+		return nil, malformed
+	}
+	if (len(v)-12)%idEntrySize == 0 {
+		return v, nil
+	}
+	if v[12] != compactIDRecord {
+		return nil, malformed
+	}
+	var id [16]byte
+	var loc [12]byte
+	copy(id[:], suffix[1:])
+	copy(loc[:], v)
+	// An entry takes at least 3 bytes.
+	out := append(make([]byte, 0, 12+(len(v)-13)/3*idEntrySize), v[:12]...)
+	for p := v[13:]; len(p) > 0; {
+		tag := p[0]
+		p = p[1:]
+		if tag == 0 && len(p) == 0 {
+			break // the padding
+		}
+		if tag&^(entryNextID|entrySameSeries) != entryTag {
+			return nil, malformed
+		}
+		if tag&entryNextID != 0 {
+			d, n := binary.Uvarint(p)
+			if n <= 0 {
+				return nil, malformed
+			}
+			binary.BigEndian.PutUint64(id[8:], binary.BigEndian.Uint64(id[8:])+d)
+			p = p[n:]
+		} else {
+			if len(p) < 16 {
+				return nil, malformed
+			}
+			p = p[copy(id[:], p):]
+		}
+		if tag&entrySameSeries == 0 {
+			if len(p) < 4 {
+				return nil, malformed
+			}
+			p = p[copy(loc[:4], p):]
+		}
+		d, n := binary.Varint(p)
+		if n <= 0 {
+			return nil, malformed
+		}
+		binary.BigEndian.PutUint64(loc[4:], binary.BigEndian.Uint64(loc[4:])+uint64(d))
+		p = p[n:]
+		out = append(append(out, id[:]...), loc[:]...)
+	}
+	return out, nil
 }
 
 // encodeEvent encodes what the key does not hold: the explicit

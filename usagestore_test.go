@@ -486,20 +486,50 @@ func idIndexRecords(tb testing.TB, store billing.Store) map[string]string {
 // event, account no | id → series no | timestamp.
 func toOldLayout(tb testing.TB, store billing.Store) {
 	tb.Helper()
-	ctx := context.Background()
+	rewriteIDIndex(tb, store, func(tx billing.Tx, k, v string) error {
+		ctx := context.Background()
+		if err := tx.Put(ctx, "usage_event_ids", []byte(k), []byte(v[:12])); err != nil {
+			return err
+		}
+		for e := v[12:]; len(e) > 0; e = e[28:] {
+			if err := tx.Put(ctx, "usage_event_ids", []byte(k[:4]+"u"+e[:16]), []byte(e[16:28])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// toFixedLayout rewrites every record of store's id index that holds several
+// events in the layout before records were compact: after the first
+// entry's location, 28 bytes per entry (UUID 16 | series no | timestamp).
+func toFixedLayout(tb testing.TB, store billing.Store) {
+	tb.Helper()
+	rewriteIDIndex(tb, store, func(tx billing.Tx, k, v string) error {
+		return tx.Put(context.Background(), "usage_event_ids", []byte(k), []byte(v))
+	})
+}
+
+// rewriteIDIndex calls put, in one transaction, with the key of every
+// record of store's id index that holds several events and its value in
+// the fixed layout (billing.FixedIDRecord).
+func rewriteIDIndex(tb testing.TB, store billing.Store, put func(tx billing.Tx, k, v string) error) {
+	tb.Helper()
 	recs := idIndexRecords(tb, store)
-	err := store.Update(ctx, func(tx billing.Tx) error {
+	err := store.Update(context.Background(), func(tx billing.Tx) error {
 		for k, v := range recs {
 			if len(v) == 12 {
 				continue
 			}
-			if err := tx.Put(ctx, "usage_event_ids", []byte(k), []byte(v[:12])); err != nil {
+			fixed, err := billing.FixedIDRecord([]byte(k[4:]), []byte(v))
+			if err != nil {
 				return err
 			}
-			for e := v[12:]; len(e) > 0; e = e[28:] {
-				if err := tx.Put(ctx, "usage_event_ids", []byte(k[:4]+"u"+e[:16]), []byte(e[16:28])); err != nil {
-					return err
-				}
+			if (len(fixed)-12)%28 != 0 || len(fixed) == len(v) {
+				return fmt.Errorf("record %x: %d bytes in the fixed layout, %d compact", k, len(fixed), len(v))
+			}
+			if err := put(tx, k, string(fixed)); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -509,27 +539,43 @@ func toOldLayout(tb testing.TB, store billing.Store) {
 	}
 }
 
-// TestUsageIDBlocksOldFormatRecords checks that an id index written before
-// records held several events (one 12-byte record per event: account no |
-// id → series no | timestamp) is read as it is: it lists, its cursors
-// page on, its events are superseded by their ids, and new batches in the
-// same millisecond list beside it.
+// TestUsageIDBlocksOldFormatRecords checks that an id index written in the
+// layouts of earlier versions is read as it is: one 12-byte record per
+// event (account no | id → series no | timestamp, before records held
+// several), and records of 28-byte entries (before they were compact).
+// Their events list, their cursors page on, their events are superseded by
+// their ids, and new batches in the same millisecond list beside them.
 func TestUsageIDBlocksOldFormatRecords(t *testing.T) {
 	t.Parallel()
-	store := billingtest.DurableStore(t)
-	svc, acct, _ := blockService(t, 1000, billingtest.WithStore(store))
+	for _, layout := range []struct {
+		name    string
+		rewrite func(testing.TB, billing.Store)
+		records int
+	}{{"one record per event", toOldLayout, 8}, {"fixed entries", toFixedLayout, 1}} {
+		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
+			store := billingtest.DurableStore(t)
+			svc, acct, _ := blockService(t, 1000, billingtest.WithStore(store))
+			m := newUsageModel()
+			events := make([]billing.UsageEventParams, 8)
+			for j := range events {
+				events[j] = event(t, "c", "api", `{"n":1}`)
+			}
+			b := ingest(t, svc, acct, events...)
+			m.add(b)
+			layout.rewrite(t, store)
+			if recs := idIndexRecords(t, store); len(recs) != layout.records {
+				t.Fatalf("%d records in the old layout, want %d", len(recs), layout.records)
+			}
+			checkOldLayout(t, svc, acct, m, b)
+		})
+	}
+}
+
+// checkOldLayout lists, pages and supersedes the events b (of model m),
+// whose id index was rewritten in an older layout.
+func checkOldLayout(t *testing.T, svc *billing.Service, acct string, m *usageModel, b []billing.UsageEvent) {
 	ctx := context.Background()
-	m := newUsageModel()
-	events := make([]billing.UsageEventParams, 8)
-	for j := range events {
-		events[j] = event(t, "c", "api", `{"n":1}`)
-	}
-	b := ingest(t, svc, acct, events...)
-	m.add(b)
-	toOldLayout(t, store)
-	if recs := idIndexRecords(t, store); len(recs) != 8 {
-		t.Fatalf("%d records in the old layout, want 8", len(recs))
-	}
 	if got, want := listBothWays(t, svc, acct, billing.UsageEventFilter{}, 3), m.newestFirst(""); !slices.Equal(got, want) {
 		t.Errorf("old layout lists\n%v\nwant\n%v", got, want)
 	}
@@ -560,6 +606,33 @@ func TestUsageIDBlocksOldFormatRecords(t *testing.T) {
 	}
 	if want := []string{b[3].ID, b[2].ID, b[1].ID}; !slices.Equal(got, want) {
 		t.Errorf("after the old cursor %v, want %v", got, want)
+	}
+}
+
+// TestUsageIDRecordLayoutByStore checks which layout a batch's id index
+// record is written in: compact on a store one process owns, the fixed
+// layout of 28-byte entries on a shared one, which billingd instances of
+// releases before the compact layout may share during a rolling upgrade.
+func TestUsageIDRecordLayoutByStore(t *testing.T) {
+	t.Parallel()
+	for _, shared := range []bool{false, true} {
+		store := billingtest.DurableStore(t)
+		svc, _ := billingtest.NewService(t, billingtest.WithStore(store), billingtest.WithUUIDs(), billingtest.WithConfig(billing.Config{SharedStore: shared}))
+		acct := billingtest.Account(t, svc, "a")
+		events := make([]billing.UsageEventParams, 100)
+		for j := range events {
+			events[j] = event(t, "c", "api", `{"n":1}`)
+		}
+		ingest(t, svc, acct, events...)
+		recs := idIndexRecords(t, store)
+		if len(recs) != 1 {
+			t.Fatalf("shared %v: %d records, want 1", shared, len(recs))
+		}
+		for _, v := range recs {
+			if fixed := len(v) == 12+28*99; fixed != shared {
+				t.Errorf("shared %v: a record of 100 events takes %d bytes (the fixed layout: %d)", shared, len(v), 12+28*99)
+			}
+		}
 	}
 }
 
