@@ -83,7 +83,10 @@ type Config struct {
 	// instance answers idempotency_key_in_use, and KeyCacheTTL defaults
 	// to one second. Every other cache of the Service is correct across
 	// processes by construction (docs/ARCHITECTURE.md, "Several
-	// instances"). Defaults to false: one process owns the store (bbolt).
+	// instances"). It also keeps the usage events' id index in the layout
+	// releases before its compact one read, so that their instances can
+	// share the store during a rolling upgrade (docs/ARCHITECTURE.md,
+	// "Records"). Defaults to false: one process owns the store (bbolt).
 	SharedStore bool
 
 	// IdempotencyTTL is how long an idempotency record answers retries.
