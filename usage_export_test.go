@@ -16,4 +16,4 @@ func (s *Service) CheckBatch(account string, p []UsageEventParams) error {
 // FixedIDRecord exposes fixedIDRecord: a usage_event_ids record (its key
 // suffix after the account no, and its value) in the fixed layout of
 // 28-byte entries, for the tests of records written in older layouts.
-func FixedIDRecord(suffix, v []byte) ([]byte, error) { return fixedIDRecord(suffix, v) }
+func FixedIDRecord(suffix, v []byte) ([]byte, error) { return fixedIDRecord(nil, suffix, v) }

@@ -142,7 +142,7 @@ func FuzzFixedIDRecord(f *testing.F) {
 	f.Add(entries[0].id, []byte("0123456789ab\x01\x83\x01"))
 	f.Add([]byte("x"), []byte("0123456789ab"))
 	f.Fuzz(func(t *testing.T, suffix, v []byte) {
-		fixed, err := fixedIDRecord(suffix, v)
+		fixed, err := fixedIDRecord(nil, suffix, v)
 		if err != nil {
 			return
 		}
@@ -160,7 +160,7 @@ func FuzzFixedIDRecord(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := fixedIDRecord(suffix, appendIDRecord(nil, again, true))
+		back, err := fixedIDRecord(nil, suffix, appendIDRecord(nil, again, true))
 		if err != nil || !bytes.Equal(back, fixed) {
 			t.Fatalf("%x: written compactly again and read back as %x (%v), want %x", v, back, err, fixed)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/billingd/billing/internal/cache"
 
@@ -557,7 +558,7 @@ func deadEntry(loc []byte) bool { return loc[0]|loc[1]|loc[2]|loc[3] == 0 }
 // decodeIDBlock copies the usage_event_ids record (k, v) into an idBlock;
 // the account no is k's first n bytes.
 func decodeIDBlock(k, v []byte, n int) (*idBlock, error) {
-	v, err := fixedIDRecord(k[n:], v)
+	v, err := fixedIDRecord(nil, k[n:], v)
 	if err != nil {
 		return nil, err
 	}
@@ -585,9 +586,15 @@ const idEntrySize = 16 + 12
 // first entry the entry's 16 id bytes). The slices are valid only during
 // the call.
 func eachIndexEntry(suffix, v []byte, desc bool, fn func(id, loc, pos []byte) error) error {
-	v, err := fixedIDRecord(suffix, v)
+	compact := len(v) > 12 && (len(v)-12)%idEntrySize != 0
+	buf := idRecordBuffers.Get().(*[]byte)
+	defer idRecordBuffers.Put(buf)
+	v, err := fixedIDRecord(*buf, suffix, v)
 	if err != nil {
 		return err
+	}
+	if compact && cap(v) <= maxPooledIDRecord {
+		*buf = v[:0] // the decoded record's memory, for the next call
 	}
 	n := 1 + (len(v)-12)/idEntrySize
 	var idBuf [17]byte
@@ -745,12 +752,25 @@ func appendIDRecord(b []byte, entries []idEntry, compact bool) []byte {
 	return b
 }
 
+// errMalformedIDRecord is the error of a usage_event_ids record that is
+// neither layout.
+var errMalformedIDRecord = errors.New("billing: malformed usage event index record")
+
+// idRecordBuffers holds the memory eachIndexEntry decodes compact records
+// into: a list visits every record of the account to count its total, and
+// a new buffer per record (28 KB for a batch of 1,000) nearly doubled what
+// a page allocated. maxPooledIDRecord is the largest buffer kept.
+var idRecordBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledIDRecord = 1 << 20
+
 // fixedIDRecord returns the usage_event_ids record v, whose key suffix
 // (after the account no) is suffix, in the fixed layout: v itself when it
-// is in that layout, else its compact entries decoded into a new buffer.
-// A malformed record is an error.
-func fixedIDRecord(suffix, v []byte) ([]byte, error) {
-	malformed := errors.New("billing: malformed usage event index record")
+// is in that layout, else its compact entries decoded into dst's memory
+// (or new memory when dst has too little room). A malformed record is an
+// error.
+func fixedIDRecord(dst, suffix, v []byte) ([]byte, error) {
+	malformed := errMalformedIDRecord
 	if len(v) < 12 || len(v) > 12 && (len(suffix) != 17 || suffix[0] != eventcodec.IDKindUUID) {
 		return nil, malformed
 	}
@@ -764,8 +784,11 @@ func fixedIDRecord(suffix, v []byte) ([]byte, error) {
 	var loc [12]byte
 	copy(id[:], suffix[1:])
 	copy(loc[:], v)
-	// An entry takes at least 3 bytes.
-	out := append(make([]byte, 0, 12+(len(v)-13)/3*idEntrySize), v[:12]...)
+	out := dst[:0]
+	if n := 12 + (len(v)-13)/3*idEntrySize; cap(out) < n { // an entry takes at least 3 bytes
+		out = make([]byte, 0, n)
+	}
+	out = append(out, v[:12]...)
 	for p := v[13:]; len(p) > 0; {
 		tag := p[0]
 		p = p[1:]

@@ -12,6 +12,7 @@ import (
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
 	"github.com/billingd/billing/storage/faultstore"
+	"github.com/billingd/billing/storage/memstore"
 )
 
 // TestUsageEventSupersedeFreshAccount covers the shortcuts of batch
@@ -631,6 +632,34 @@ func TestUsageIDRecordLayoutByStore(t *testing.T) {
 		for _, v := range recs {
 			if fixed := len(v) == 12+28*99; fixed != shared {
 				t.Errorf("shared %v: a record of 100 events takes %d bytes (the fixed layout: %d)", shared, len(v), 12+28*99)
+			}
+		}
+	}
+}
+
+// TestUsageIDRecordsListedAcrossLayouts lists, again and again, an index
+// holding a record in the fixed layout (read where the store keeps it) and a
+// compact one of as many events (decoded into reused memory), each on bbolt
+// and memstore: the reused memory must never be the store's.
+func TestUsageIDRecordsListedAcrossLayouts(t *testing.T) {
+	t.Parallel()
+	for _, store := range []billing.Store{billingtest.DurableStore(t), memstore.New()} {
+		svc, _ := billingtest.NewService(t, billingtest.WithStore(store), billingtest.WithUUIDs())
+		acct := billingtest.Account(t, svc, "a")
+		m := newUsageModel()
+		batch := func() {
+			events := make([]billing.UsageEventParams, 100)
+			for j := range events {
+				events[j] = event(t, "c", "api", `{"n":1}`)
+			}
+			m.add(ingest(t, svc, acct, events...))
+		}
+		batch()
+		toFixedLayout(t, store)
+		batch()
+		for range 3 {
+			if got, want := listBothWays(t, svc, acct, billing.UsageEventFilter{}, 100), m.newestFirst(""); !slices.Equal(got, want) {
+				t.Fatalf("%T lists\n%v\nwant\n%v", store, got, want)
 			}
 		}
 	}
