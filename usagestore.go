@@ -586,7 +586,7 @@ const idEntrySize = 16 + 12
 // first entry the entry's 16 id bytes). The slices are valid only during
 // the call.
 func eachIndexEntry(suffix, v []byte, desc bool, fn func(id, loc, pos []byte) error) error {
-	compact := len(v) > 12 && (len(v)-12)%idEntrySize != 0
+	compact := compactIDLayout(v)
 	buf := idRecordBuffers.Get().(*[]byte)
 	defer idRecordBuffers.Put(buf)
 	v, err := fixedIDRecord(*buf, suffix, v)
@@ -746,11 +746,16 @@ func appendIDRecord(b []byte, entries []idEntry, compact bool) []byte {
 		b = binary.AppendVarint(b, int64(binary.BigEndian.Uint64(e.loc[4:])-binary.BigEndian.Uint64(prev.loc[4:])))
 		prev = e
 	}
-	if (len(b)-start-12)%idEntrySize == 0 {
+	if !compactIDLayout(b[start:]) {
 		b = append(b, 0) // not to be read as the fixed layout
 	}
 	return b
 }
+
+// compactIDLayout reports whether the usage_event_ids value v holds entries
+// written compactly: a value of 12 plus a multiple of 28 bytes is in the
+// fixed layout (12 alone: a single entry).
+func compactIDLayout(v []byte) bool { return len(v) > 12 && (len(v)-12)%idEntrySize != 0 }
 
 // errMalformedIDRecord is the error of a usage_event_ids record that is
 // neither layout.
@@ -770,15 +775,14 @@ const maxPooledIDRecord = 1 << 20
 // (or new memory when dst has too little room). A malformed record is an
 // error.
 func fixedIDRecord(dst, suffix, v []byte) ([]byte, error) {
-	malformed := errMalformedIDRecord
 	if len(v) < 12 || len(v) > 12 && (len(suffix) != 17 || suffix[0] != eventcodec.IDKindUUID) {
-		return nil, malformed
+		return nil, errMalformedIDRecord
 	}
-	if (len(v)-12)%idEntrySize == 0 {
+	if !compactIDLayout(v) {
 		return v, nil
 	}
 	if v[12] != compactIDRecord {
-		return nil, malformed
+		return nil, errMalformedIDRecord
 	}
 	var id [16]byte
 	var loc [12]byte
@@ -796,30 +800,30 @@ func fixedIDRecord(dst, suffix, v []byte) ([]byte, error) {
 			break // the padding
 		}
 		if tag&^(entryNextID|entrySameSeries) != entryTag {
-			return nil, malformed
+			return nil, errMalformedIDRecord
 		}
 		if tag&entryNextID != 0 {
 			d, n := binary.Uvarint(p)
 			if n <= 0 {
-				return nil, malformed
+				return nil, errMalformedIDRecord
 			}
 			binary.BigEndian.PutUint64(id[8:], binary.BigEndian.Uint64(id[8:])+d)
 			p = p[n:]
 		} else {
 			if len(p) < 16 {
-				return nil, malformed
+				return nil, errMalformedIDRecord
 			}
 			p = p[copy(id[:], p):]
 		}
 		if tag&entrySameSeries == 0 {
 			if len(p) < 4 {
-				return nil, malformed
+				return nil, errMalformedIDRecord
 			}
 			p = p[copy(loc[:4], p):]
 		}
 		d, n := binary.Varint(p)
 		if n <= 0 {
-			return nil, malformed
+			return nil, errMalformedIDRecord
 		}
 		binary.BigEndian.PutUint64(loc[4:], binary.BigEndian.Uint64(loc[4:])+uint64(d))
 		p = p[n:]
