@@ -441,6 +441,15 @@ type MerchantDetails struct {
 	// IncludeBeneficiaryAddressInPaymentDetails prints Address among the payment
 	// details.
 	IncludeBeneficiaryAddressInPaymentDetails bool `json:"includeBeneficiaryAddressInPaymentDetails"`
+	// LegalRegistrationID is the merchant's company registration number
+	// (e-invoices: EN 16931 BT-30); empty when not given.
+	LegalRegistrationID string `json:"legalRegistrationId,omitempty"`
+	// BIC is the bank identifier of IBAN (e-invoices: BT-86); empty when not
+	// given.
+	BIC string `json:"bic,omitempty"`
+	// ElectronicAddress is where the merchant receives electronic documents
+	// (e-invoices: BT-34); nil when not given (Email is then used).
+	ElectronicAddress *ElectronicAddress `json:"electronicAddress,omitempty"`
 }
 
 // GetMerchantDetails returns the account's merchant details; an account that
@@ -493,6 +502,9 @@ func (s *Service) validateMerchantDetails(md *MerchantDetails) error {
 	s.checkStrings(&v, "", reflect.ValueOf(md).Elem())
 	if md.Email != "" {
 		checkEmail(&v, "email", md.Email)
+	}
+	if a := md.ElectronicAddress; a != nil && !isEASCode(a.Scheme) {
+		v.add("electronicAddress.scheme", "electronicAddress.scheme must be a code of the EAS list: four digits such as \"0088\", or \"EM\"")
 	}
 	if c := md.PrimaryColour; c != "" && !isHexColour(c) {
 		v.add("primaryColour", "primaryColour must be a hex colour such as \"#1a2b3c\"")
@@ -550,6 +562,10 @@ type AccountSettings struct {
 	// are (unless a customer has its own): period boundaries are its
 	// midnights. Default UTC. A change applies to days that have not begun.
 	TimeZone string `json:"timeZone"`
+	// EmailAttachments are what the e-mails of sent invoices and credit notes
+	// carry: any of PDF, FACTURX, UBL and CII (a customer's own choice wins).
+	// Default (and when left out of a PUT): ["PDF"].
+	EmailAttachments []AttachmentFormat `json:"emailAttachments"`
 }
 
 // GetAccountSettings returns the account's settings; an account that never
@@ -557,7 +573,11 @@ type AccountSettings struct {
 func (s *Service) GetAccountSettings(ctx context.Context, account string) (*AccountSettings, error) {
 	return read(ctx, s, func(tx Tx) (*AccountSettings, error) {
 		h, err := zoneHistory(ctx, tx, key(account))
-		return &AccountSettings{TimeZone: currentZone(h, DefaultTimeZone)}, err
+		if err != nil {
+			return nil, err
+		}
+		prefs, err := preferences(ctx, tx, account)
+		return &AccountSettings{TimeZone: currentZone(h, DefaultTimeZone), EmailAttachments: prefs.attachments()}, err
 	})
 }
 
@@ -571,11 +591,17 @@ func (s *Service) PutAccountSettings(ctx context.Context, account string, p Acco
 	}
 	var v validator
 	checkTimeZone(&v, "timeZone", p.TimeZone)
+	checkAttachments(&v, "emailAttachments", p.EmailAttachments)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
+	prefs := accountPreferences{EmailAttachments: slices.Clone(p.EmailAttachments)}
+	p.EmailAttachments = prefs.attachments()
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*AccountSettings, error) {
+		if err := putRecord(ctx, tx, tableAccountPreferences, key(account), &prefs); err != nil {
+			return nil, err
+		}
 		return &p, setZone(ctx, tx, key(account), DefaultTimeZone, p.TimeZone, now)
 	})
 }

@@ -80,6 +80,9 @@ type CreditNote struct {
 	Memo                string `json:"memo,omitempty"`
 	// CustomerTaxID is printed: from the invoice or customer unless given.
 	CustomerTaxID string `json:"customerTaxId,omitempty"`
+	// BuyerReference is the buyer's reference (e-invoices: EN 16931 BT-10):
+	// from the invoice, else the customer, unless given; empty when none.
+	BuyerReference string `json:"buyerReference,omitempty"`
 	// MerchantDetails as they were at finalization; nil before.
 	MerchantDetails *MerchantDetails `json:"merchantDetails,omitempty"`
 	// AccountingDate is the booking date: the issue date unless set.
@@ -146,6 +149,8 @@ type CreditNoteParams struct {
 	Metadata []KeyValue `json:"metadata"`
 	// CustomerTaxID: empty takes the invoice's or customer's.
 	CustomerTaxID string `json:"customerTaxId"`
+	// BuyerReference: empty takes the invoice's or customer's.
+	BuyerReference string `json:"buyerReference"`
 	// AccountingDate: nil means the issue date.
 	AccountingDate *Date `json:"accountingDate"`
 }
@@ -174,6 +179,8 @@ type CreditNoteUpdateParams struct {
 	Metadata Optional[[]KeyValue] `json:"metadata,omitzero"`
 	// CustomerTaxID: absent keeps it, null clears it.
 	CustomerTaxID Optional[string] `json:"customerTaxId,omitzero"`
+	// BuyerReference: absent keeps it, null clears it.
+	BuyerReference Optional[string] `json:"buyerReference,omitzero"`
 	// Settings: absent keeps them; null is refused.
 	Settings Optional[CreditNoteSettings] `json:"settings,omitzero"`
 	// AccountingDate: absent keeps it, null clears it.
@@ -208,6 +215,12 @@ type CreditNoteLineItemParams struct {
 	RevenueClassification RevenueClassification `json:"revenueClassification"`
 	// ProductID must name a product of the account; optional.
 	ProductID string `json:"productId"`
+	// UnitCode is a UN/ECE Recommendation 20 unit code; optional (see
+	// LineItem.UnitCode).
+	UnitCode string `json:"unitCode"`
+	// TaxCategory is S, Z, E, AE, K, G or O; optional (see
+	// LineItem.TaxCategory).
+	TaxCategory TaxCategory `json:"taxCategory"`
 }
 
 // CreateCreditNoteLineItemParams are the body of op 13: the line's fields
@@ -308,7 +321,8 @@ func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string,
 	v.check(p.CustomerID != "", "customerId", "customerId is required")
 	status := checkStatusOnCreate(&v, p.Status)
 	s.checkHeader(&v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
-		p.CustomerTaxID, p.Metadata, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber, "memo": p.Memo})
+		p.CustomerTaxID, p.Metadata, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber, "memo": p.Memo,
+			"buyerReference": p.BuyerReference})
 	checkPeriod(&v, p.BillingPeriodStart, p.BillingPeriodEnd)
 	var c *Customer
 	if p.CustomerID != "" {
@@ -372,6 +386,14 @@ func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string,
 	cf := base.fill(p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress, p.CustomerTaxID)
 	cn.CustomerEmails, cn.CustomerLegalCompanyName, cn.CustomerTaxID = cf.Emails, cf.LegalName, cf.TaxID
 	cn.CustomerBillingAddress, cn.CustomerShippingAddress = cf.Billing, cf.Shipping
+	switch {
+	case p.BuyerReference != "":
+		cn.BuyerReference = p.BuyerReference
+	case inv != nil:
+		cn.BuyerReference = inv.BuyerReference
+	default:
+		cn.BuyerReference = c.BuyerReference
+	}
 	if err := saveDoc(ctx, tx, creditNoteKind, account, cn); err != nil {
 		return nil, err
 	}
@@ -445,7 +467,8 @@ func (s *Service) UpdateCreditNote(ctx context.Context, account, id string, p Cr
 		shipping = &p.CustomerShippingAddress.Value
 	}
 	s.checkHeader(&v, p.CustomerEmails.Value, p.CustomerLegalCompanyName.Value, billing, shipping, p.CustomerTaxID.Value,
-		p.Metadata.Value, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber.Value, "memo": p.Memo.Value})
+		p.Metadata.Value, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber.Value, "memo": p.Memo.Value,
+			"buyerReference": p.BuyerReference.Value})
 	v.check(!p.Settings.Null, "settings", "settings cannot be null")
 	if p.Settings.Set && !p.Settings.Null {
 		checkSettings(&v, p.Settings.Value)
@@ -486,6 +509,7 @@ func applyCreditNoteUpdate(cn *CreditNote, p *CreditNoteUpdateParams) {
 	setOptional(&cn.Memo, p.Memo)
 	setOptional(&cn.Metadata, p.Metadata)
 	setOptional(&cn.CustomerTaxID, p.CustomerTaxID)
+	setOptional(&cn.BuyerReference, p.BuyerReference)
 	setOptional(&cn.Settings, p.Settings)
 	setOptional(&cn.AccountingDate, p.AccountingDate)
 	if cn.CustomerEmails == nil {
@@ -652,7 +676,7 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 			return err
 		}
 	}
-	if err := s.freezeRendering(ctx, tx, account, cn.ID, tax, now); err != nil {
+	if err := s.freezeRendering(ctx, tx, account, cn.ID, cn.CustomerID, tax, now); err != nil {
 		return err
 	}
 	return s.writeJournal(ctx, tx, account, JournalSourceCreditNote, cn.ID, cn.Currency, now,

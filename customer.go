@@ -98,6 +98,34 @@ type Customer struct {
 	// ArchivedAt is when the customer was archived (no new invoices; credit notes
 	// still allowed); nil while active.
 	ArchivedAt *time.Time `json:"archivedAt,omitempty"`
+	CustomerEInvoicing
+}
+
+// CustomerEInvoicing are a customer's details for electronic invoices
+// (docs/e-invoicing.md): they are frozen into each document when it is
+// finalized, except EmailAttachments, which is read when an e-mail is sent.
+type CustomerEInvoicing struct {
+	// LegalRegistrationID is the customer's company registration number
+	// (EN 16931 BT-47); empty when not given.
+	LegalRegistrationID string `json:"legalRegistrationId,omitempty"`
+	// BuyerReference is copied onto the customer's new invoices and credit
+	// notes unless they give their own (BT-10): for a German public buyer
+	// its Leitweg-ID. Empty when not given.
+	BuyerReference string `json:"buyerReference,omitempty"`
+	// ElectronicAddress is where the customer receives e-invoices (BT-49);
+	// nil when not given (its first billing e-mail is then used).
+	ElectronicAddress *ElectronicAddress `json:"electronicAddress,omitempty"`
+	// TaxExemptionReason replaces the default text explaining why the
+	// customer's documents carry no tax (BT-120: "Reverse charge" for a
+	// REVERSE_CHARGED customer, "Exempt from VAT" for a TAX_EXEMPT one).
+	TaxExemptionReason string `json:"taxExemptionReason,omitempty"`
+	// TaxExemptionReasonCode is the VATEX code of that reason (BT-121), such
+	// as "VATEX-EU-132-1I"; empty for the default (VATEX-EU-AE for reverse
+	// charge, none for an exemption).
+	TaxExemptionReasonCode string `json:"taxExemptionReasonCode,omitempty"`
+	// EmailAttachments are what the e-mails of the customer's documents
+	// carry (PDF, FACTURX, UBL, CII); empty: the account's choice.
+	EmailAttachments []AttachmentFormat `json:"emailAttachments,omitempty"`
 }
 
 // BillingEmails returns the e-mails of the customer's contacts whose billing
@@ -137,6 +165,8 @@ type CustomerParams struct {
 	Label string `json:"label"`
 	// TimeZone: see Customer.TimeZone; empty means the account's.
 	TimeZone string `json:"timeZone"`
+	// CustomerEInvoicing: see Customer; all optional.
+	CustomerEInvoicing
 }
 
 // CustomerFilter selects customers in ListCustomers.
@@ -158,6 +188,7 @@ func (s *Service) validateCustomer(p *CustomerParams) error {
 		v.add("taxStatus", "taxStatus must be TAXED, TAX_EXEMPT or REVERSE_CHARGED")
 	}
 	checkAliases(&v, "customerAliases", p.CustomerAliases)
+	s.checkCustomerEInvoicing(&v, &p.CustomerEInvoicing)
 	if p.Address != nil {
 		s.checkAddress(&v, "address", p.Address)
 	}
@@ -261,6 +292,9 @@ func applyCustomer(c *Customer, p *CustomerParams) {
 		c.TaxStatus = TaxStatusTaxed
 	}
 	c.Address = copyOf(p.Address)
+	c.CustomerEInvoicing = p.CustomerEInvoicing
+	c.ElectronicAddress = copyOf(p.ElectronicAddress)
+	c.EmailAttachments = slices.Clone(p.EmailAttachments)
 }
 
 // claimAliases reserves c's aliases that are not in old, and releases the

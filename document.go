@@ -175,6 +175,15 @@ type LineItem struct {
 	// RevenueClassification is stored and echoed for revenue reporting; empty when
 	// not given.
 	RevenueClassification RevenueClassification `json:"revenueClassification,omitempty"`
+	// UnitCode is the UN/ECE Recommendation 20 code of Quantity's unit, for
+	// e-invoices (EN 16931 BT-130): as given, else the unit of the line's
+	// price (UnitCode of its usage metric's unit, for a LINEAR price); empty
+	// means C62 ("one").
+	UnitCode string `json:"unitCode,omitempty"`
+	// TaxCategory is the line's VAT category for e-invoices (BT-151): as
+	// given, else empty, and the category follows from the tax rate and the
+	// customer's tax status (docs/e-invoicing.md).
+	TaxCategory TaxCategory `json:"taxCategory,omitempty"`
 }
 
 // LineItemGroup holds the fields invoice and credit note line item groups
@@ -326,6 +335,14 @@ type PrintableDocument struct {
 	Logo []byte
 	// CustomerTaxStatus prints the reverse charge or tax exemption note.
 	CustomerTaxStatus TaxStatus
+	// Buyer are the customer's e-invoice details (legal registration,
+	// electronic address, exemption reason) as they were at finalization,
+	// the current ones for a draft; empty when unknown.
+	Buyer BuyerDetails
+	// EmailAttachments are what the document's e-mail carries (the
+	// customer's choice, else the account's, else the PDF), as they are
+	// now: a delivery choice, not part of the document.
+	EmailAttachments []AttachmentFormat
 	// TemplateVersion is the layout version to draw with.
 	TemplateVersion int
 	// Date is the PDF's creation date (it has no modification date): the
@@ -386,6 +403,9 @@ type renderSnapshot struct {
 	LogoSHA256        string    `json:"logoSha256,omitempty"`
 	CustomerTaxStatus TaxStatus `json:"customerTaxStatus,omitempty"`
 	FinalizedAt       time.Time `json:"finalizedAt"`
+	// Buyer are the customer's e-invoice details at finalization; nil for
+	// documents finalized before they were recorded.
+	Buyer *BuyerDetails `json:"buyer,omitempty"`
 }
 
 // logoPointer names the account's current logo in tableLogoImages.
@@ -395,8 +415,15 @@ type logoPointer struct {
 
 // freezeRendering records, inside the finalizing transaction, what the
 // document docID will always be rendered with.
-func (s *Service) freezeRendering(ctx context.Context, tx Tx, account, docID string, tax TaxStatus, now time.Time) error {
+func (s *Service) freezeRendering(ctx context.Context, tx Tx, account, docID, customerID string, tax TaxStatus, now time.Time) error {
 	snap := renderSnapshot{TemplateVersion: TemplateVersion, CustomerTaxStatus: tax, FinalizedAt: now}
+	c, err := findRecord[Customer](ctx, tx, tableCustomers, key(account, customerID))
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		snap.Buyer = buyerDetails(c)
+	}
 	p, err := getRecord[logoPointer](ctx, tx, tableMerchantLogo, key(account))
 	switch {
 	case err == nil:
@@ -459,6 +486,18 @@ func printable[D, L, G any](ctx context.Context, s *Service, k docKind[D], accou
 		if d.Calendar, err = s.calendarFor(ctx, tx, account, customer); err != nil {
 			return nil, err
 		}
+		if d.EmailAttachments, err = s.emailAttachments(ctx, tx, account, customer); err != nil {
+			return nil, err
+		}
+		if !d.Status().finalized() && d.Status() != StatusVoided {
+			c, err := findRecord[Customer](ctx, tx, tableCustomers, key(account, customer))
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				d.Buyer = *buyerDetails(c)
+			}
+		}
 		return d, s.printableFrame(ctx, tx, account, d, copied, updated)
 	})
 }
@@ -476,6 +515,9 @@ func (s *Service) printableFrame(ctx context.Context, tx Tx, account string, d *
 		}
 		if snap.CustomerTaxStatus != "" {
 			d.CustomerTaxStatus = snap.CustomerTaxStatus
+		}
+		if snap.Buyer != nil {
+			d.Buyer = *snap.Buyer
 		}
 		d.TemplateVersion, d.Date = snap.TemplateVersion, snap.FinalizedAt
 		if snap.LogoSHA256 != "" {

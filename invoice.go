@@ -87,6 +87,10 @@ type Invoice struct {
 	// Reference is free text printed on the invoice; empty when not given.
 	Reference string `json:"reference,omitempty"`
 	Memo      string `json:"memo,omitempty"`
+	// BuyerReference is the reference the buyer asked invoices to carry
+	// (e-invoices: EN 16931 BT-10; a German public buyer's Leitweg-ID): the
+	// customer's unless given; empty when neither has one.
+	BuyerReference string `json:"buyerReference,omitempty"`
 	// PaymentOptions are the ways the customer may pay, as printed.
 	PaymentOptions []PaymentOption `json:"paymentOptions,omitempty"`
 	// BillingPeriod is the period the invoice bills (inclusive dates); nil when
@@ -173,6 +177,8 @@ type InvoiceUpdateParams struct {
 	// Reference: empty clears it.
 	Reference string `json:"reference"`
 	Memo      string `json:"memo"`
+	// BuyerReference: empty copies the customer's buyer reference again.
+	BuyerReference string `json:"buyerReference"`
 	// CustomerEmails replace the invoice's; nil copies the customer's billing
 	// contacts again.
 	CustomerEmails []string `json:"customerEmails"`
@@ -234,6 +240,12 @@ type InvoiceLineItemParams struct {
 	// RevenueRecognitionMethod says how the line's revenue is recognised;
 	// optional.
 	RevenueRecognitionMethod RevenueRecognitionMethod `json:"revenueRecognitionMethod"`
+	// UnitCode is a UN/ECE Recommendation 20 unit code; optional (see
+	// LineItem.UnitCode).
+	UnitCode string `json:"unitCode"`
+	// TaxCategory is S, Z, E, AE, K, G or O; optional (see
+	// LineItem.TaxCategory).
+	TaxCategory TaxCategory `json:"taxCategory"`
 }
 
 // InvoiceLineItemGroupParams are the fields of an invoice line item group
@@ -336,6 +348,7 @@ func (s *Service) checkInvoiceHeader(v *validator, p *InvoiceUpdateParams) {
 	s.checkHeader(v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
 		p.CustomerTaxID, p.Metadata, map[string]string{
 			"purchaseOrderNumber": p.PurchaseOrderNumber, "reference": p.Reference, "memo": p.Memo,
+			"buyerReference": p.BuyerReference,
 		})
 	if bp := p.BillingPeriod; bp != nil {
 		v.check(!bp.Start.IsZero(), "billingPeriod.start", "billingPeriod.start is required")
@@ -356,6 +369,10 @@ func applyInvoiceHeader(r *invoiceRecord, h *InvoiceUpdateParams, c *Customer, c
 	r.CustomerBillingAddress, r.CustomerShippingAddress = cf.Billing, cf.Shipping
 	r.CustomerTaxStatus, r.IsCustomerArchived = c.TaxStatus, c.ArchivedAt != nil
 	r.PurchaseOrderNumber, r.Reference, r.Memo = h.PurchaseOrderNumber, h.Reference, h.Memo
+	r.BuyerReference = h.BuyerReference
+	if r.BuyerReference == "" {
+		r.BuyerReference = c.BuyerReference
+	}
 	r.Metadata = append([]KeyValue{}, h.Metadata...)
 	r.PaymentOptions = append([]PaymentOption(nil), h.PaymentOptions...)
 	r.BillingPeriod = nil
@@ -638,7 +655,7 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	}
 	r.UpdatedAt = now
 	r.refreshAmounts()
-	if err := s.freezeRendering(ctx, tx, account, r.ID, r.CustomerTaxStatus, now); err != nil {
+	if err := s.freezeRendering(ctx, tx, account, r.ID, r.CustomerID, r.CustomerTaxStatus, now); err != nil {
 		return err
 	}
 	lines, prepaid, err := s.invoiceJournal(ctx, tx, account, r, applied)

@@ -159,6 +159,8 @@ type lineInput struct {
 	RevenueClassification    RevenueClassification
 	ProductID, PriceID       string
 	GroupID                  string
+	UnitCode                 string
+	TaxCategory              TaxCategory
 	// strict requires externalIds (client calls; the engine may omit them)
 	// and limits revenueRecognitionMethod to allowedRRM when set.
 	strict     bool
@@ -185,6 +187,8 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 	}
 	s.checkKeyValues(v, "externalIds", in.ExternalIDs)
 	checkLineKinds(v, in)
+	checkUnitCode(v, "unitCode", in.UnitCode)
+	checkTaxCategory(v, "taxCategory", in.TaxCategory)
 	if err := s.checkLineRefs(ctx, tx, v, groups, account, docID, in); err != nil {
 		return LineItem{}, err
 	}
@@ -193,6 +197,13 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 		PriceID: in.PriceID, ProductID: in.ProductID, RateDisplay: in.RateDisplay,
 		ExternalIDs:              append([]KeyValue{}, in.ExternalIDs...),
 		RevenueRecognitionMethod: in.RevenueRecognitionMethod, RevenueClassification: in.RevenueClassification,
+		UnitCode: in.UnitCode, TaxCategory: in.TaxCategory,
+	}
+	if l.UnitCode == "" && l.PriceID != "" {
+		var err error
+		if l.UnitCode, err = s.priceUnitCode(ctx, tx, account, l.PriceID); err != nil {
+			return LineItem{}, err
+		}
 	}
 	if l.RateDisplay == "" {
 		l.RateDisplay = RateDisplayAbsolute
@@ -482,7 +493,7 @@ func (s *Service) buildInvoiceLine(ctx context.Context, tx Tx, account string, r
 		Title: p.Title, Description: p.Description, Quantity: p.Quantity, Rate: p.Rate, TaxRate: p.TaxRate,
 		ExternalIDs: p.ExternalIDs, RateDisplay: p.RateDisplay, RevenueRecognitionMethod: p.RevenueRecognitionMethod,
 		RevenueClassification: p.RevenueClassification, ProductID: p.ProductID, PriceID: p.PriceID, GroupID: p.GroupID,
-		strict: strict,
+		UnitCode: p.UnitCode, TaxCategory: p.TaxCategory, strict: strict,
 	})
 	if err != nil {
 		return nil, err
@@ -731,7 +742,7 @@ func (s *Service) buildCreditNoteLine(ctx context.Context, tx Tx, v *validator, 
 		Title: p.Title, Description: p.Description, Quantity: p.Quantity, Rate: p.Rate, TaxRate: p.TaxRate,
 		ExternalIDs: p.ExternalIDs, RateDisplay: p.RateDisplay, RevenueRecognitionMethod: p.RevenueRecognitionMethod,
 		RevenueClassification: p.RevenueClassification, ProductID: p.ProductID, GroupID: groupID,
-		strict: true, allowedRRM: creditNoteRRM,
+		UnitCode: p.UnitCode, TaxCategory: p.TaxCategory, strict: true, allowedRRM: creditNoteRRM,
 	})
 	if err != nil {
 		return nil, err

@@ -317,6 +317,13 @@ const (
 	tableDeliveryQueue Table = "notification_delivery_queue" // %016x unix seconds / account id / delivery id → empty
 )
 
+// The tables of e-invoicing (einvoice.go).
+const (
+	// tableAccountPreferences holds the account's settings besides its time
+	// zone: what document e-mails attach.
+	tableAccountPreferences Table = "account_preferences" // account id → accountPreferences
+)
+
 // The tables of rendering (document.go).
 const (
 	// tableDocumentRenders holds what a finalized document was frozen with.
