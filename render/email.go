@@ -42,6 +42,26 @@ func Email(d *billing.PrintableDocument) (*billing.Email, error) {
 	}, nil
 }
 
+// EmailWith renders the e-mail of a document as Email does, carrying
+// attachments instead of the PDF (package einvoice attaches e-invoices with
+// it); the message names every attachment.
+func EmailWith(d *billing.PrintableDocument, attachments []billing.Attachment) (*billing.Email, error) {
+	v, err := build(d)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(attachments))
+	for i, a := range attachments {
+		names[i] = a.Filename
+	}
+	m := message(v, d, strings.Join(names, ", "))
+	var html bytes.Buffer
+	if err := mailPage.Execute(&html, m); err != nil {
+		return nil, err
+	}
+	return &billing.Email{Subject: m.Subject, Text: m.text(), HTML: html.String(), Attachments: attachments}, nil
+}
+
 // mail is the content of a document's e-mail.
 type mail struct {
 	Subject  string

@@ -1,0 +1,258 @@
+package einvoice_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+)
+
+// The corpus: real documents of a real Service (bbolt under t.TempDir()),
+// finalized and read back as PrintableDocuments, covering what the issue
+// lists: GBP with groups and two tax rates, EUR reverse charge, JPY, a
+// credit note, discounts and credit applied, 1,000 lines, non-Latin names,
+// plus an XRechnung and a tax-exempt customer.
+
+// sample is one finalized document of the corpus.
+type sample struct {
+	name string
+	doc  *billing.PrintableDocument
+}
+
+// env is a Service with an account and its merchant.
+type env struct {
+	t    testing.TB
+	ctx  context.Context
+	svc  *billing.Service
+	clk  *billingtest.Clock
+	acct string
+}
+
+// merchant is the seller of the corpus.
+var merchant = billing.MerchantDetails{
+	LegalCompanyName: "Acme Widgets Ltd",
+	Address:          &billing.Address{Line1: "1 Market Street", Town: "Leeds", Postcode: "LS1 1AA", Country: "GB"},
+	TaxID:            "GB123456789", Email: "billing@acme.test", PhoneNumber: "+44 113 000 0000",
+	IBAN: "GB33BUKB20201555555555", BIC: "BUKBGB22",
+	UKAccountDetails:    &billing.UKAccountDetails{SortCode: "20-20-15", AccountNumber: "55555555"},
+	LegalRegistrationID: "01234567",
+	CustomFields:        []billing.KeyValue{},
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	svc, clk := billingtest.NewService(t, billingtest.WithBolt())
+	e := &env{t: t, ctx: context.Background(), svc: svc, clk: clk, acct: billingtest.Account(t, svc, "acme")}
+	if _, err := svc.PutMerchantDetails(e.ctx, e.acct, merchant); err != nil {
+		t.Fatalf("PutMerchantDetails: %v", err)
+	}
+	return e
+}
+
+func dec(s string) *billing.Decimal {
+	d := billing.MustDecimal(s)
+	return &d
+}
+
+func (e *env) customer(p billing.CustomerParams) *billing.Customer {
+	e.t.Helper()
+	c, err := e.svc.CreateCustomer(e.ctx, e.acct, p)
+	if err != nil {
+		e.t.Fatalf("CreateCustomer: %v", err)
+	}
+	return c
+}
+
+func (e *env) invoice(cur billing.Currency, customer string, p billing.InvoiceUpdateParams) string {
+	e.t.Helper()
+	inv, err := e.svc.CreateInvoice(e.ctx, e.acct, billing.InvoiceParams{Currency: cur, CustomerID: customer, InvoiceUpdateParams: p})
+	if err != nil {
+		e.t.Fatalf("CreateInvoice: %v", err)
+	}
+	return inv.ID
+}
+
+func (e *env) group(inv, title string) string {
+	e.t.Helper()
+	g, err := e.svc.CreateInvoiceLineItemGroup(e.ctx, e.acct, inv, billing.InvoiceLineItemGroupParams{Title: title})
+	if err != nil {
+		e.t.Fatalf("CreateInvoiceLineItemGroup: %v", err)
+	}
+	return g.ID
+}
+
+func (e *env) line(inv string, p billing.InvoiceLineItemParams) {
+	e.t.Helper()
+	if p.ExternalIDs == nil {
+		p.ExternalIDs = []billing.KeyValue{}
+	}
+	if _, err := e.svc.CreateInvoiceLineItem(e.ctx, e.acct, inv, p); err != nil {
+		e.t.Fatalf("CreateInvoiceLineItem: %v", err)
+	}
+}
+
+func (e *env) finalize(inv string) *billing.PrintableDocument {
+	e.t.Helper()
+	if _, err := e.svc.FinalizeInvoice(e.ctx, e.acct, inv); err != nil {
+		e.t.Fatalf("FinalizeInvoice: %v", err)
+	}
+	return e.printable(inv)
+}
+
+func (e *env) printable(inv string) *billing.PrintableDocument {
+	e.t.Helper()
+	d, err := e.svc.PrintableInvoice(e.ctx, e.acct, inv)
+	if err != nil {
+		e.t.Fatalf("PrintableInvoice: %v", err)
+	}
+	return d
+}
+
+func day(s string) billing.Date {
+	d, err := billing.ParseDate(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func at(s string) *time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return &t
+}
+
+// gbCustomer is a taxed British business.
+var gbCustomer = billing.CustomerParams{
+	LegalName: "Northwind Traders Ltd", TaxID: "GB987654321",
+	Address:  &billing.Address{Line1: "22 Harbour Road", Line2: "Unit 4", Town: "Bristol", Postcode: "BS1 5TY", Country: "GB"},
+	Contacts: []billing.Contact{{Name: "Accounts", Email: "ap@northwind.test", BillingPreference: billing.BillingPreferencePrimary}},
+}
+
+// corpus builds every sample in one account.
+func corpus(t testing.TB) []sample {
+	e := newEnv(t)
+	var out []sample
+	add := func(name string, d *billing.PrintableDocument) { out = append(out, sample{name, d}) }
+
+	gb := e.customer(gbCustomer)
+	inv := e.invoice("GBP", gb.ID, billing.InvoiceUpdateParams{PurchaseOrderNumber: "PO-4471", Memo: "Thank you for your business.",
+		BillingPeriod: &billing.DateRange{Start: day("2024-07-01"), EndInclusive: day("2024-07-31")}})
+	hosting, support := e.group(inv, "Hosting"), e.group(inv, "Support")
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Compute", Description: "vCPU hours", GroupID: hosting, Quantity: dec("720"), Rate: dec("0.0415"),
+		TaxRate: dec("0.2"), UnitCode: "HUR", ServicePeriod: &billing.ServicePeriod{StartDate: day("2024-07-01"), EndDate: day("2024-07-31")}})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Storage", GroupID: hosting, Quantity: dec("1.5"), Rate: dec("23"), TaxRate: dec("0.2"), UnitCode: "E34",
+		ServicePeriodStart: at("2024-07-01T00:00:00Z"), ServicePeriodEnd: at("2024-08-01T00:00:00Z")})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Printed manuals", GroupID: support, Quantity: dec("3"), Rate: dec("0.335"), TaxRate: dec("0.05")})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Support plan", GroupID: support, Quantity: dec("1"), Rate: dec("99.99"), TaxRate: dec("0.2")})
+	gbp := e.finalize(inv)
+	add("gbp-groups-two-rates", gbp)
+
+	cn, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: "GBP", CustomerID: gb.ID, InvoiceID: inv, Memo: "Outage credit"})
+	if err != nil {
+		t.Fatalf("CreateCreditNote: %v", err)
+	}
+	for _, l := range []billing.CreditNoteLineItemParams{
+		{Title: "Compute (outage)", Quantity: dec("48"), Rate: dec("0.0415"), TaxRate: dec("0.2"), UnitCode: "HUR",
+			ServicePeriod: &billing.DateRange{Start: day("2024-07-10"), EndInclusive: day("2024-07-11")}},
+		{Title: "Printed manuals returned", Quantity: dec("1"), Rate: dec("0.335"), TaxRate: dec("0.05")},
+	} {
+		l.ExternalIDs = []billing.KeyValue{}
+		if _, err := e.svc.CreateCreditNoteLineItem(e.ctx, e.acct, cn.ID, billing.CreateCreditNoteLineItemParams{CreditNoteID: cn.ID, CreditNoteLineItemParams: l}); err != nil {
+			t.Fatalf("CreateCreditNoteLineItem: %v", err)
+		}
+	}
+	if _, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, cn.ID); err != nil {
+		t.Fatalf("FinalizeCreditNote: %v", err)
+	}
+	cnd, err := e.svc.PrintableCreditNote(e.ctx, e.acct, cn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("credit-note", cnd)
+
+	de := e.customer(billing.CustomerParams{LegalName: "Beispiel Maschinenbau GmbH", TaxID: "DE811907980", TaxStatus: billing.TaxStatusReverseCharged,
+		Address:  &billing.Address{Line1: "Hauptstraße 5", Town: "München", Postcode: "80331", Country: "DE"},
+		Contacts: []billing.Contact{{Name: "Buchhaltung", Email: "rechnung@beispiel.test", BillingPreference: billing.BillingPreferencePrimary}}})
+	inv = e.invoice("EUR", de.ID, billing.InvoiceUpdateParams{})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Platform subscription", Quantity: dec("1"), Rate: dec("1200"), TaxRate: dec("0")})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "API calls", Quantity: dec("1250000"), Rate: dec("0.00012"), TaxRate: dec("0")})
+	add("eur-reverse-charge", e.finalize(inv))
+
+	jp := e.customer(billing.CustomerParams{LegalName: "Tanaka Shoji KK", TaxID: "JP1234567890123",
+		Address: &billing.Address{Line1: "1-1 Marunouchi", Town: "Chiyoda-ku, Tokyo", Postcode: "100-0005", Country: "JP"}})
+	inv = e.invoice("JPY", jp.ID, billing.InvoiceUpdateParams{})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Consulting", Quantity: dec("3"), Rate: dec("1000.5"), TaxRate: dec("0.1"), UnitCode: "HUR"})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Licence", Quantity: dec("1"), Rate: dec("50000"), TaxRate: dec("0.1")})
+	add("jpy", e.finalize(inv))
+
+	// Discounts and credit: a negative discount line at 20%, then CASH
+	// credit applied at finalization (a BURNDOWN line).
+	eu := e.customer(billing.CustomerParams{LegalName: "Société Exemple SARL", TaxID: "FR40303265045",
+		Address:  &billing.Address{Line1: "12 rue de la Paix", Town: "Paris", Postcode: "75002", Country: "FR"},
+		Contacts: []billing.Contact{{Name: "Compta", Email: "compta@exemple.test", BillingPreference: billing.BillingPreferencePrimary}}})
+	if _, err := e.svc.CreateCreditGrant(e.ctx, e.acct, billing.CreditGrantParams{CustomerID: eu.ID, Name: "Welcome credit",
+		CreditUnitType: billing.CreditUnitCurrency, Currency: "EUR", Amount: dec("15")}); err != nil {
+		t.Fatalf("CreateCreditGrant: %v", err)
+	}
+	inv = e.invoice("EUR", eu.ID, billing.InvoiceUpdateParams{PurchaseOrderNumber: "BC-2024-118"})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Seats", Quantity: dec("12"), Rate: dec("25"), TaxRate: dec("0.2"), UnitCode: "C62"})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Onboarding", Quantity: dec("1"), Rate: dec("150"), TaxRate: dec("0.2")})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Loyalty discount 10%", Quantity: dec("1"), Rate: dec("-45"), TaxRate: dec("0.2")})
+	if _, err := e.svc.ApplyCredits(e.ctx, e.acct, inv); err != nil {
+		t.Fatalf("ApplyCredits: %v", err)
+	}
+	add("discounts-and-credits", e.printable(inv))
+
+	gr := e.customer(billing.CustomerParams{LegalName: "Ωμέγα Ανώνυμη Εταιρεία", TaxID: "EL094259216",
+		Address:  &billing.Address{Line1: "Οδός Ερμού 10", Town: "Αθήνα", Postcode: "105 63", Country: "GR"},
+		Contacts: []billing.Contact{{Name: "Λογιστήριο", Email: "logistirio@omega.test", BillingPreference: billing.BillingPreferencePrimary}}})
+	inv = e.invoice("EUR", gr.ID, billing.InvoiceUpdateParams{Memo: "Ευχαριστούμε! Спасибо!"})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Συνδρομή", Description: "Μηνιαία συνδρομή", Quantity: dec("1"), Rate: dec("80"), TaxRate: dec("0.24")})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Подписка «Про»", Quantity: dec("2"), Rate: dec("19.90"), TaxRate: dec("0.24")})
+	add("non-latin-names", e.finalize(inv))
+
+	gov := e.customer(billing.CustomerParams{LegalName: "Bezirksamt Mitte von Berlin",
+		CustomerEInvoicing: billing.CustomerEInvoicing{BuyerReference: "04011000-12345-34",
+			ElectronicAddress: &billing.ElectronicAddress{Scheme: "0204", ID: "04011000-12345-34"}},
+		Address: &billing.Address{Line1: "Karl-Marx-Allee 31", Town: "Berlin", Postcode: "10178", Country: "DE"}})
+	inv = e.invoice("EUR", gov.ID, billing.InvoiceUpdateParams{})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Fachverfahren Lizenz", Quantity: dec("1"), Rate: dec("5000"), TaxRate: dec("0.19")})
+	add("xrechnung", e.finalize(inv))
+
+	charity := e.customer(billing.CustomerParams{LegalName: "Riverside Education Trust", TaxStatus: billing.TaxStatusTaxExempt,
+		CustomerEInvoicing: billing.CustomerEInvoicing{TaxExemptionReason: "Exempt: education (VAT Act 1994, Schedule 9, Group 6)"},
+		Address:            &billing.Address{Line1: "3 School Lane", Town: "York", Postcode: "YO1 7HH", Country: "GB"}})
+	inv = e.invoice("GBP", charity.ID, billing.InvoiceUpdateParams{})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Learning platform", Quantity: dec("300"), Rate: dec("1.25"), TaxRate: dec("0")})
+	add("tax-exempt", e.finalize(inv))
+
+	add("lines-20", manyLines(e, gb.ID, 20))
+	add("lines-1000", manyLines(e, gb.ID, 1000))
+	return out
+}
+
+// manyLines finalizes a GBP invoice of n lines in four groups at 20% and
+// 5%. The nets are multiples of 0.05, so no line's tax is rounded: EN 16931
+// checks each rate's tax against its taxable amount within one unit, and
+// the sum of a thousand rounded lines could stray further (see
+// docs/e-invoicing.md).
+func manyLines(e *env, customer string, n int) *billing.PrintableDocument {
+	inv := e.invoice("GBP", customer, billing.InvoiceUpdateParams{PurchaseOrderNumber: fmt.Sprintf("PO-%d", n)})
+	groups := []string{e.group(inv, "North"), e.group(inv, "South"), e.group(inv, "East"), e.group(inv, "West")}
+	for i := range n {
+		rate, tax := fmt.Sprintf("%d.%02d", 1+i%37, 5*(i%20)), "0.2"
+		if i%3 == 0 {
+			tax = "0.05"
+			rate = fmt.Sprintf("%d.00", 2+i%11)
+		}
+		e.line(inv, billing.InvoiceLineItemParams{Title: fmt.Sprintf("Site %04d metered usage", i), GroupID: groups[i%4],
+			Quantity: dec(fmt.Sprint(1 + i%5)), Rate: dec(rate), TaxRate: dec(tax)})
+	}
+	return e.finalize(inv)
+}
