@@ -320,13 +320,13 @@ func (f *facts) check(inv *Invoice, d *billing.PrintableDocument) error {
 	need(inv.Buyer.Name != "", "customerLegalCompanyName (buyer name, BT-44)")
 	need(inv.Buyer.Address.Country != "", "customerBillingAddress with its country (buyer address, BG-8, BT-55)")
 	if len(missing) > 0 {
-		field := strings.Fields(missing[0])[0]
+		field, hint := strings.Fields(missing[0])[0], "the document's customer fields are fixed once it is finalized: set them on the customer or the document before finalizing"
 		if strings.HasPrefix(field, "merchantDetails") {
-			field = "merchantDetails"
+			field, hint = "merchantDetails", "merchant details are frozen into a document when it is finalized: set them before finalizing"
 		}
 		return &billing.Error{Code: billing.CodeInvalidState, Field: field, Message: fmt.Sprintf(
-			"%s %s cannot be issued as an e-invoice: EN 16931 requires %s. Merchant details are frozen when a document is finalized: set them before finalizing",
-			kindName(d), d.Number(), strings.Join(missing, ", "))}
+			"%s %s cannot be issued as an e-invoice: EN 16931 requires %s (%s)",
+			kindName(d), d.Number(), strings.Join(missing, ", "), hint)}
 	}
 	return nil
 }

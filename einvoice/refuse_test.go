@@ -1,0 +1,94 @@
+package einvoice_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/billingd/billing"
+	"github.com/billingd/billing/einvoice"
+)
+
+// TestRefusals checks that a document that cannot be an e-invoice is
+// refused with invalid_state naming the field to fill, for every format.
+func TestRefusals(t *testing.T) {
+	cases := []struct {
+		name      string
+		prepare   func(e *env) *billing.PrintableDocument
+		field     string
+		inMessage string
+		formats   []einvoice.Format
+	}{
+		{name: "draft", field: "", inMessage: "DRAFT", prepare: func(e *env) *billing.PrintableDocument {
+			inv := e.invoice("GBP", e.customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
+			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.2")})
+			return e.printable(inv)
+		}},
+		{name: "merchant without address", field: "merchantDetails", inMessage: "BT-40", prepare: func(e *env) *billing.PrintableDocument {
+			md := merchant
+			md.Address = nil
+			if _, err := e.svc.PutMerchantDetails(e.ctx, e.acct, md); err != nil {
+				e.t.Fatal(err)
+			}
+			inv := e.invoice("GBP", e.customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
+			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.2")})
+			return e.finalize(inv)
+		}},
+		{name: "buyer without address", field: "customerBillingAddress", inMessage: "BT-55", prepare: func(e *env) *billing.PrintableDocument {
+			c := gbCustomer
+			c.Address, c.LegalName = nil, "Nameless"
+			cust := e.customer(c)
+			inv := e.invoice("GBP", cust.ID, billing.InvoiceUpdateParams{CustomerLegalCompanyName: ""})
+			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.2")})
+			return e.finalize(inv)
+		}},
+		{name: "reverse charge without buyer VAT id", field: "customerTaxId", inMessage: "BT-48", prepare: func(e *env) *billing.PrintableDocument {
+			c := gbCustomer
+			c.TaxID, c.TaxStatus = "", billing.TaxStatusReverseCharged
+			inv := e.invoice("EUR", e.customer(c).ID, billing.InvoiceUpdateParams{})
+			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0")})
+			return e.finalize(inv)
+		}},
+		{name: "standard category at zero", field: "taxCategory", inMessage: "category S needs a positive tax rate", prepare: func(e *env) *billing.PrintableDocument {
+			inv := e.invoice("GBP", e.customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
+			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0"), TaxCategory: "S"})
+			return e.finalize(inv)
+		}},
+		{name: "exempt customer with a taxed line", field: "taxCategory", inMessage: "as the customer is TAX_EXEMPT", prepare: func(e *env) *billing.PrintableDocument {
+			c := gbCustomer
+			c.TaxStatus = billing.TaxStatusTaxExempt
+			inv := e.invoice("GBP", e.customer(c).ID, billing.InvoiceUpdateParams{})
+			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("10"), TaxRate: dec("0.2")})
+			return e.finalize(inv)
+		}},
+		{name: "XRechnung without the seller's phone", field: "format", inMessage: "BR-DE-6", formats: []einvoice.Format{einvoice.CII},
+			prepare: func(e *env) *billing.PrintableDocument {
+				md := merchant
+				md.PhoneNumber = ""
+				if _, err := e.svc.PutMerchantDetails(e.ctx, e.acct, md); err != nil {
+					e.t.Fatal(err)
+				}
+				c := gbCustomer
+				c.Address = &billing.Address{Line1: "Karl-Marx-Allee 31", Town: "Berlin", Postcode: "10178", Country: "DE"}
+				c.BuyerReference = "991-12345-67"
+				inv := e.invoice("EUR", e.customer(c).ID, billing.InvoiceUpdateParams{})
+				e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.19")})
+				return e.finalize(inv)
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := c.prepare(newEnv(t))
+			formats := c.formats
+			if formats == nil {
+				formats = []einvoice.Format{einvoice.UBL, einvoice.CII, einvoice.FacturX}
+			}
+			for _, f := range formats {
+				_, _, err := einvoice.Write(d, f)
+				e, ok := err.(*billing.Error)
+				if !ok || e.Code != billing.CodeInvalidState || e.Field != c.field || !strings.Contains(e.Message, c.inMessage) {
+					t.Fatalf("%s: got %v, want invalid_state on %q mentioning %q", f, err, c.field, c.inMessage)
+				}
+			}
+		})
+	}
+}
