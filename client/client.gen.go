@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,6 +52,30 @@ func (e AggregationType) Valid() bool {
 	case SUM:
 		return true
 	case UNIQUE:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AttachmentFormat.
+const (
+	CII     AttachmentFormat = "CII"
+	FACTURX AttachmentFormat = "FACTURX"
+	PDF     AttachmentFormat = "PDF"
+	UBL     AttachmentFormat = "UBL"
+)
+
+// Valid indicates whether the value is a known member of the AttachmentFormat enum.
+func (e AttachmentFormat) Valid() bool {
+	switch e {
+	case CII:
+		return true
+	case FACTURX:
+		return true
+	case PDF:
+		return true
+	case UBL:
 		return true
 	default:
 		return false
@@ -867,6 +892,39 @@ func (e SeatDiscountType) Valid() bool {
 	}
 }
 
+// Defines values for TaxCategory.
+const (
+	AE TaxCategory = "AE"
+	E  TaxCategory = "E"
+	G  TaxCategory = "G"
+	K  TaxCategory = "K"
+	O  TaxCategory = "O"
+	S  TaxCategory = "S"
+	Z  TaxCategory = "Z"
+)
+
+// Valid indicates whether the value is a known member of the TaxCategory enum.
+func (e TaxCategory) Valid() bool {
+	switch e {
+	case AE:
+		return true
+	case E:
+		return true
+	case G:
+		return true
+	case K:
+		return true
+	case O:
+		return true
+	case S:
+		return true
+	case Z:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TaxStatus.
 const (
 	REVERSECHARGED TaxStatus = "REVERSE_CHARGED"
@@ -995,16 +1053,25 @@ func (e ListCreditNoteLineItemsParamsSortOrder) Valid() bool {
 
 // Defines values for DownloadCreditNoteParamsFormat.
 const (
-	DownloadCreditNoteParamsFormatHtml DownloadCreditNoteParamsFormat = "html"
-	DownloadCreditNoteParamsFormatPdf  DownloadCreditNoteParamsFormat = "pdf"
+	DownloadCreditNoteParamsFormatCii     DownloadCreditNoteParamsFormat = "cii"
+	DownloadCreditNoteParamsFormatFacturx DownloadCreditNoteParamsFormat = "facturx"
+	DownloadCreditNoteParamsFormatHtml    DownloadCreditNoteParamsFormat = "html"
+	DownloadCreditNoteParamsFormatPdf     DownloadCreditNoteParamsFormat = "pdf"
+	DownloadCreditNoteParamsFormatUbl     DownloadCreditNoteParamsFormat = "ubl"
 )
 
 // Valid indicates whether the value is a known member of the DownloadCreditNoteParamsFormat enum.
 func (e DownloadCreditNoteParamsFormat) Valid() bool {
 	switch e {
+	case DownloadCreditNoteParamsFormatCii:
+		return true
+	case DownloadCreditNoteParamsFormatFacturx:
+		return true
 	case DownloadCreditNoteParamsFormatHtml:
 		return true
 	case DownloadCreditNoteParamsFormatPdf:
+		return true
+	case DownloadCreditNoteParamsFormatUbl:
 		return true
 	default:
 		return false
@@ -1103,16 +1170,25 @@ func (e ListInvoicesParamsSortOrder) Valid() bool {
 
 // Defines values for DownloadInvoiceParamsFormat.
 const (
-	DownloadInvoiceParamsFormatHtml DownloadInvoiceParamsFormat = "html"
-	DownloadInvoiceParamsFormatPdf  DownloadInvoiceParamsFormat = "pdf"
+	DownloadInvoiceParamsFormatCii     DownloadInvoiceParamsFormat = "cii"
+	DownloadInvoiceParamsFormatFacturx DownloadInvoiceParamsFormat = "facturx"
+	DownloadInvoiceParamsFormatHtml    DownloadInvoiceParamsFormat = "html"
+	DownloadInvoiceParamsFormatPdf     DownloadInvoiceParamsFormat = "pdf"
+	DownloadInvoiceParamsFormatUbl     DownloadInvoiceParamsFormat = "ubl"
 )
 
 // Valid indicates whether the value is a known member of the DownloadInvoiceParamsFormat enum.
 func (e DownloadInvoiceParamsFormat) Valid() bool {
 	switch e {
+	case DownloadInvoiceParamsFormatCii:
+		return true
+	case DownloadInvoiceParamsFormatFacturx:
+		return true
 	case DownloadInvoiceParamsFormatHtml:
 		return true
 	case DownloadInvoiceParamsFormatPdf:
+		return true
+	case DownloadInvoiceParamsFormatUbl:
 		return true
 	default:
 		return false
@@ -1322,12 +1398,18 @@ type APIVersion string
 
 // AccountSettings defines model for AccountSettings.
 type AccountSettings struct {
+	// EmailAttachments What the e-mails of sent invoices and credit notes carry (a customer's own choice wins); default ["PDF"].
+	EmailAttachments *[]AttachmentFormat `json:"emailAttachments,omitempty"`
+
 	// TimeZone The IANA time zone whose calendar dates the account's dates are, unless a customer has its own. Period boundaries are its midnights; timestamps stay UTC. A change applies to days that have not begun, so no period that has begun moves.
 	TimeZone string `json:"timeZone"`
 }
 
 // AccountSettingsInput defines model for AccountSettingsInput.
 type AccountSettingsInput struct {
+	// EmailAttachments Any of PDF, FACTURX, UBL, CII, each once; absent or empty means ["PDF"].
+	EmailAttachments *[]AttachmentFormat `json:"emailAttachments,omitempty"`
+
 	// TimeZone An IANA time zone name; absent means UTC. An unknown name is refused (400 on timeZone).
 	TimeZone *string `json:"timeZone,omitempty"`
 }
@@ -1369,6 +1451,9 @@ type Asset struct {
 	Type          string    `json:"type"`
 	Url           string    `json:"url"`
 }
+
+// AttachmentFormat A form in which a document's e-mail carries it.
+type AttachmentFormat string
 
 // AustralianDestination defines model for AustralianDestination.
 type AustralianDestination struct {
@@ -1596,12 +1681,16 @@ type CreateCreditNoteLineItemRequest struct {
 	RevenueClassification    *RevenueClassification    `json:"revenueClassification,omitempty"`
 	RevenueRecognitionMethod *RevenueRecognitionMethod `json:"revenueRecognitionMethod,omitempty"`
 	ServicePeriod            *DateRangeInput           `json:"servicePeriod,omitempty"`
+	TaxCategory              *TaxCategory              `json:"taxCategory,omitempty"`
 
 	// TaxRate A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
 	//
 	// Examples: 12.30, 0.2, -3.50
 	TaxRate Decimal `json:"taxRate"`
 	Title   string  `json:"title"`
+
+	// UnitCode A UN/ECE Recommendation 20 unit code (e-invoices: BT-130), such as C62, HUR, E34; absent means C62 unless the line's LINEAR price has a usage metric with a unit.
+	UnitCode *string `json:"unitCode,omitempty"`
 }
 
 // CreateNotificationPolicyRequest defines model for CreateNotificationPolicyRequest.
@@ -1798,6 +1887,9 @@ type CreditNote struct {
 	BillingPeriodStart *Timestamp `json:"billingPeriodStart,omitempty"`
 	BillingScheduleId  *string    `json:"billingScheduleId,omitempty"`
 
+	// BuyerReference The buyer's reference (e-invoices: EN 16931 BT-10; a German public buyer's Leitweg-ID).
+	BuyerReference *string `json:"buyerReference,omitempty"`
+
 	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
@@ -1890,6 +1982,9 @@ type CreditNoteLineItem struct {
 	RevenueRecognitionMethod *RevenueRecognitionMethod `json:"revenueRecognitionMethod,omitempty"`
 	ServicePeriod            *DateRange                `json:"servicePeriod,omitempty"`
 
+	// TaxCategory An EN 16931 VAT category (standard, zero rated, exempt, reverse charge, intra-community, export, outside the scope of VAT).
+	TaxCategory *TaxCategory `json:"taxCategory,omitempty"`
+
 	// TaxRate A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
 	//
 	// Examples: 12.30, 0.2, -3.50
@@ -1900,6 +1995,9 @@ type CreditNoteLineItem struct {
 	//
 	// Examples: 12.30, 0.2, -3.50
 	TotalTax Decimal `json:"totalTax"`
+
+	// UnitCode A UN/ECE Recommendation 20 unit code (e-invoices: BT-130), such as C62, HUR, E34; absent means C62 unless the line's LINEAR price has a usage metric with a unit.
+	UnitCode *string `json:"unitCode,omitempty"`
 }
 
 // CreditNoteLineItemGroup defines model for CreditNoteLineItemGroup.
@@ -1965,12 +2063,16 @@ type CreditNoteLineItemRequest struct {
 	RevenueClassification    *RevenueClassification    `json:"revenueClassification,omitempty"`
 	RevenueRecognitionMethod *RevenueRecognitionMethod `json:"revenueRecognitionMethod,omitempty"`
 	ServicePeriod            *DateRangeInput           `json:"servicePeriod,omitempty"`
+	TaxCategory              *TaxCategory              `json:"taxCategory,omitempty"`
 
 	// TaxRate A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
 	//
 	// Examples: 12.30, 0.2, -3.50
 	TaxRate Decimal `json:"taxRate"`
 	Title   string  `json:"title"`
+
+	// UnitCode A UN/ECE Recommendation 20 unit code (e-invoices: BT-130), such as C62, HUR, E34; absent means C62 unless the line's LINEAR price has a usage metric with a unit.
+	UnitCode *string `json:"unitCode,omitempty"`
 }
 
 // CreditNotePage defines model for CreditNotePage.
@@ -1981,9 +2083,12 @@ type CreditNotePage struct {
 
 // CreditNoteRequest defines model for CreditNoteRequest.
 type CreditNoteRequest struct {
-	AccountingDate           *Date            `json:"accountingDate,omitempty"`
-	BillingPeriodEnd         *Timestamp       `json:"billingPeriodEnd,omitempty"`
-	BillingPeriodStart       *Timestamp       `json:"billingPeriodStart,omitempty"`
+	AccountingDate     *Date      `json:"accountingDate,omitempty"`
+	BillingPeriodEnd   *Timestamp `json:"billingPeriodEnd,omitempty"`
+	BillingPeriodStart *Timestamp `json:"billingPeriodStart,omitempty"`
+
+	// BuyerReference Empty or absent takes the credited invoice's, else the customer's.
+	BuyerReference           *string          `json:"buyerReference,omitempty"`
 	Currency                 Currency         `json:"currency"`
 	CustomerBillingAddress   *AddressInput    `json:"customerBillingAddress,omitempty"`
 	CustomerEmails           *[]string        `json:"customerEmails,omitempty"`
@@ -2010,9 +2115,12 @@ type CreditNoteSettingsInput struct {
 
 // CreditNoteUpdateRequest defines model for CreditNoteUpdateRequest.
 type CreditNoteUpdateRequest struct {
-	AccountingDate           *Date                    `json:"accountingDate,omitempty"`
-	BillingPeriodEnd         *Timestamp               `json:"billingPeriodEnd,omitempty"`
-	BillingPeriodStart       *Timestamp               `json:"billingPeriodStart,omitempty"`
+	AccountingDate     *Date      `json:"accountingDate,omitempty"`
+	BillingPeriodEnd   *Timestamp `json:"billingPeriodEnd,omitempty"`
+	BillingPeriodStart *Timestamp `json:"billingPeriodStart,omitempty"`
+
+	// BuyerReference Absent keeps it, null clears it.
+	BuyerReference           *string                  `json:"buyerReference,omitempty"`
 	CustomerBillingAddress   *AddressInput            `json:"customerBillingAddress,omitempty"`
 	CustomerEmails           *[]string                `json:"customerEmails,omitempty"`
 	CustomerLegalCompanyName *string                  `json:"customerLegalCompanyName,omitempty"`
@@ -2090,22 +2198,40 @@ type Customer struct {
 	//
 	// Examples: 2024-07-30T12:00:00Z
 	ArchivedAt *Timestamp `json:"archivedAt,omitempty"`
-	Contacts   []Contact  `json:"contacts"`
+
+	// BuyerReference Copied onto the customer's new invoices and credit notes unless they give their own (BT-10); a German public buyer's Leitweg-ID.
+	BuyerReference *string   `json:"buyerReference,omitempty"`
+	Contacts       []Contact `json:"contacts"`
 
 	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
 	CreatedAt       Timestamp `json:"createdAt"`
 	CustomerAliases []string  `json:"customerAliases"`
-	Id              string    `json:"id"`
-	Label           *string   `json:"label,omitempty"`
-	LegalName       string    `json:"legalName"`
+
+	// ElectronicAddress Where a party receives e-invoices (EN 16931 BT-34 for the seller, BT-49 for the buyer).
+	ElectronicAddress *ElectronicAddress `json:"electronicAddress,omitempty"`
+
+	// EmailAttachments What the e-mails of the customer's documents carry; absent means the account's choice (GET /account-settings).
+	EmailAttachments *[]AttachmentFormat `json:"emailAttachments,omitempty"`
+	Id               string              `json:"id"`
+	Label            *string             `json:"label,omitempty"`
+	LegalName        string              `json:"legalName"`
+
+	// LegalRegistrationId The customer's company registration number (e-invoices: EN 16931 BT-47).
+	LegalRegistrationId *string `json:"legalRegistrationId,omitempty"`
 
 	// SequenceAccountId The same as serviceAccountId; sent only by a server started with --upstream-field-names (Config.UpstreamFieldNames).
-	SequenceAccountId *string   `json:"sequenceAccountId,omitempty"`
-	ServiceAccountId  string    `json:"serviceAccountId"`
-	TaxId             *string   `json:"taxId,omitempty"`
-	TaxStatus         TaxStatus `json:"taxStatus"`
+	SequenceAccountId *string `json:"sequenceAccountId,omitempty"`
+	ServiceAccountId  string  `json:"serviceAccountId"`
+
+	// TaxExemptionReason Replaces the default text explaining why the customer's documents carry no tax (BT-120).
+	TaxExemptionReason *string `json:"taxExemptionReason,omitempty"`
+
+	// TaxExemptionReasonCode The VATEX code of that reason (BT-121), such as VATEX-EU-132-1I.
+	TaxExemptionReasonCode *string   `json:"taxExemptionReasonCode,omitempty"`
+	TaxId                  *string   `json:"taxId,omitempty"`
+	TaxStatus              TaxStatus `json:"taxStatus"`
 
 	// TimeZone The IANA time zone whose calendar dates the customer's dates are (billing and service periods, due dates); absent means the account's (GET /account-settings). A change applies to days that have not begun.
 	TimeZone *string `json:"timeZone,omitempty"`
@@ -2125,13 +2251,29 @@ type CustomerPage struct {
 
 // CustomerRequest defines model for CustomerRequest.
 type CustomerRequest struct {
-	Address         *AddressInput   `json:"address,omitempty"`
-	Contacts        *[]ContactInput `json:"contacts,omitempty"`
-	CustomerAliases *[]string       `json:"customerAliases,omitempty"`
-	Label           *string         `json:"label,omitempty"`
-	LegalName       string          `json:"legalName"`
-	TaxId           *string         `json:"taxId,omitempty"`
-	TaxStatus       *TaxStatus      `json:"taxStatus,omitempty"`
+	Address *AddressInput `json:"address,omitempty"`
+
+	// BuyerReference Copied onto the customer's new invoices and credit notes unless they give their own (BT-10); a German public buyer's Leitweg-ID.
+	BuyerReference    *string            `json:"buyerReference,omitempty"`
+	Contacts          *[]ContactInput    `json:"contacts,omitempty"`
+	CustomerAliases   *[]string          `json:"customerAliases,omitempty"`
+	ElectronicAddress *ElectronicAddress `json:"electronicAddress,omitempty"`
+
+	// EmailAttachments Any of PDF, FACTURX, UBL, CII, each once; absent or empty means the account's choice.
+	EmailAttachments *[]AttachmentFormat `json:"emailAttachments,omitempty"`
+	Label            *string             `json:"label,omitempty"`
+	LegalName        string              `json:"legalName"`
+
+	// LegalRegistrationId The customer's company registration number (e-invoices: EN 16931 BT-47).
+	LegalRegistrationId *string `json:"legalRegistrationId,omitempty"`
+
+	// TaxExemptionReason Replaces the default text explaining why the customer's documents carry no tax (BT-120).
+	TaxExemptionReason *string `json:"taxExemptionReason,omitempty"`
+
+	// TaxExemptionReasonCode The VATEX code of that reason (BT-121), such as VATEX-EU-132-1I.
+	TaxExemptionReasonCode *string    `json:"taxExemptionReasonCode,omitempty"`
+	TaxId                  *string    `json:"taxId,omitempty"`
+	TaxStatus              *TaxStatus `json:"taxStatus,omitempty"`
 
 	// TimeZone An IANA time zone name such as "Asia/Tokyo"; absent or empty means the account's zone. An unknown name is refused (400 on timeZone).
 	TimeZone *string `json:"timeZone,omitempty"`
@@ -2255,6 +2397,14 @@ type DiscountType string
 // DocumentStatus defines model for DocumentStatus.
 type DocumentStatus string
 
+// ElectronicAddress Where a party receives e-invoices (EN 16931 BT-34 for the seller, BT-49 for the buyer).
+type ElectronicAddress struct {
+	Id string `json:"id"`
+
+	// Scheme A code of the EAS list (four digits such as 0088 for a GLN, 0204 for a Leitweg-ID, or EM for an e-mail address).
+	Scheme string `json:"scheme"`
+}
+
 // Error Every error answer has this body and nothing else.
 //
 // Examples: {"errors":[{"code":"validation_failed","field":"limit","message":"limit must be between 1 and 100"}]}
@@ -2343,6 +2493,9 @@ type Invoice struct {
 	AmountPaid        Decimal    `json:"amountPaid"`
 	BillingPeriod     *DateRange `json:"billingPeriod,omitempty"`
 	BillingScheduleId *string    `json:"billingScheduleId,omitempty"`
+
+	// BuyerReference The buyer's reference (e-invoices: EN 16931 BT-10; a German public buyer's Leitweg-ID).
+	BuyerReference *string `json:"buyerReference,omitempty"`
 
 	// CalculatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
@@ -2461,6 +2614,9 @@ type InvoiceLineItem struct {
 	// Examples: 2024-07-30T12:00:00Z
 	ServicePeriodStart *Timestamp `json:"servicePeriodStart,omitempty"`
 
+	// TaxCategory An EN 16931 VAT category (standard, zero rated, exempt, reverse charge, intra-community, export, outside the scope of VAT).
+	TaxCategory *TaxCategory `json:"taxCategory,omitempty"`
+
 	// TaxRate A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
 	//
 	// Examples: 12.30, 0.2, -3.50
@@ -2471,6 +2627,9 @@ type InvoiceLineItem struct {
 	//
 	// Examples: 12.30, 0.2, -3.50
 	TotalTax Decimal `json:"totalTax"`
+
+	// UnitCode A UN/ECE Recommendation 20 unit code (e-invoices: BT-130), such as C62, HUR, E34; absent means C62 unless the line's LINEAR price has a usage metric with a unit.
+	UnitCode *string `json:"unitCode,omitempty"`
 }
 
 // InvoiceLineItemGroup defines model for InvoiceLineItemGroup.
@@ -2531,8 +2690,12 @@ type InvoiceLineItemRequest struct {
 	ServicePeriod            *ServicePeriodInput       `json:"servicePeriod,omitempty"`
 	ServicePeriodEnd         *Timestamp                `json:"servicePeriodEnd,omitempty"`
 	ServicePeriodStart       *Timestamp                `json:"servicePeriodStart,omitempty"`
+	TaxCategory              *TaxCategory              `json:"taxCategory,omitempty"`
 	TaxRate                  *Decimal                  `json:"taxRate,omitempty"`
 	Title                    *string                   `json:"title,omitempty"`
+
+	// UnitCode A UN/ECE Recommendation 20 unit code (e-invoices: BT-130), such as C62, HUR, E34; absent means C62 unless the line's LINEAR price has a usage metric with a unit.
+	UnitCode *string `json:"unitCode,omitempty"`
 }
 
 // InvoicePage defines model for InvoicePage.
@@ -2543,9 +2706,12 @@ type InvoicePage struct {
 
 // InvoiceRequest defines model for InvoiceRequest.
 type InvoiceRequest struct {
-	AccountingDate           *Date            `json:"accountingDate,omitempty"`
-	BillingPeriod            *DateRangeInput  `json:"billingPeriod,omitempty"`
-	BillingScheduleId        *string          `json:"billingScheduleId,omitempty"`
+	AccountingDate    *Date           `json:"accountingDate,omitempty"`
+	BillingPeriod     *DateRangeInput `json:"billingPeriod,omitempty"`
+	BillingScheduleId *string         `json:"billingScheduleId,omitempty"`
+
+	// BuyerReference Empty or absent copies the customer's buyerReference.
+	BuyerReference           *string          `json:"buyerReference,omitempty"`
 	Currency                 Currency         `json:"currency"`
 	CustomerBillingAddress   *AddressInput    `json:"customerBillingAddress,omitempty"`
 	CustomerEmails           *[]string        `json:"customerEmails,omitempty"`
@@ -2564,8 +2730,11 @@ type InvoiceRequest struct {
 
 // InvoiceUpdateRequest defines model for InvoiceUpdateRequest.
 type InvoiceUpdateRequest struct {
-	AccountingDate           *Date            `json:"accountingDate,omitempty"`
-	BillingPeriod            *DateRangeInput  `json:"billingPeriod,omitempty"`
+	AccountingDate *Date           `json:"accountingDate,omitempty"`
+	BillingPeriod  *DateRangeInput `json:"billingPeriod,omitempty"`
+
+	// BuyerReference Empty or absent copies the customer's buyerReference again.
+	BuyerReference           *string          `json:"buyerReference,omitempty"`
 	CustomerBillingAddress   *AddressInput    `json:"customerBillingAddress,omitempty"`
 	CustomerEmails           *[]string        `json:"customerEmails,omitempty"`
 	CustomerLegalCompanyName *string          `json:"customerLegalCompanyName,omitempty"`
@@ -2677,44 +2846,60 @@ type LinkedService struct {
 
 // MerchantDetails The account's details printed on its documents. Answers always carry every field (empty strings, empty addresses and bank details when not set).
 type MerchantDetails struct {
-	Address                                   Address                          `json:"address"`
-	AustralianDestination                     AustralianDestination            `json:"australianDestination"`
-	CaBankAccountDetails                      CABankAccountDetails             `json:"caBankAccountDetails"`
-	CanadianInternationalDestination          CanadianInternationalDestination `json:"canadianInternationalDestination"`
-	CustomFields                              []KeyValue                       `json:"customFields"`
-	Email                                     string                           `json:"email"`
-	Iban                                      string                           `json:"iban"`
-	IncludeBeneficiaryAddressInPaymentDetails bool                             `json:"includeBeneficiaryAddressInPaymentDetails"`
-	LegalCompanyName                          string                           `json:"legalCompanyName"`
-	LogoUrl                                   string                           `json:"logoUrl"`
-	PhoneNumber                               string                           `json:"phoneNumber"`
-	PrimaryColour                             string                           `json:"primaryColour"`
-	SwedishBankgiroDestination                SwedishBankgiroDestination       `json:"swedishBankgiroDestination"`
-	TaxId                                     string                           `json:"taxId"`
-	UkAccountDetails                          UKAccountDetails                 `json:"ukAccountDetails"`
-	UsAchDetails                              USAchDetails                     `json:"usAchDetails"`
-	UsWireDetails                             USWireDetails                    `json:"usWireDetails"`
+	Address               Address               `json:"address"`
+	AustralianDestination AustralianDestination `json:"australianDestination"`
+
+	// Bic The bank identifier of iban (e-invoices: BT-86).
+	Bic                              *string                          `json:"bic,omitempty"`
+	CaBankAccountDetails             CABankAccountDetails             `json:"caBankAccountDetails"`
+	CanadianInternationalDestination CanadianInternationalDestination `json:"canadianInternationalDestination"`
+	CustomFields                     []KeyValue                       `json:"customFields"`
+
+	// ElectronicAddress Where a party receives e-invoices (EN 16931 BT-34 for the seller, BT-49 for the buyer).
+	ElectronicAddress                         *ElectronicAddress `json:"electronicAddress,omitempty"`
+	Email                                     string             `json:"email"`
+	Iban                                      string             `json:"iban"`
+	IncludeBeneficiaryAddressInPaymentDetails bool               `json:"includeBeneficiaryAddressInPaymentDetails"`
+	LegalCompanyName                          string             `json:"legalCompanyName"`
+
+	// LegalRegistrationId The merchant's company registration number (e-invoices: BT-30).
+	LegalRegistrationId        *string                    `json:"legalRegistrationId,omitempty"`
+	LogoUrl                    string                     `json:"logoUrl"`
+	PhoneNumber                string                     `json:"phoneNumber"`
+	PrimaryColour              string                     `json:"primaryColour"`
+	SwedishBankgiroDestination SwedishBankgiroDestination `json:"swedishBankgiroDestination"`
+	TaxId                      string                     `json:"taxId"`
+	UkAccountDetails           UKAccountDetails           `json:"ukAccountDetails"`
+	UsAchDetails               USAchDetails               `json:"usAchDetails"`
+	UsWireDetails              USWireDetails              `json:"usWireDetails"`
 }
 
 // MerchantDetailsInput The account's details printed on its documents. Answers always carry every field (empty strings, empty addresses and bank details when not set). The form of MerchantDetails in request bodies.
 type MerchantDetailsInput struct {
-	Address                                   *AddressInput                          `json:"address,omitempty"`
-	AustralianDestination                     *AustralianDestinationInput            `json:"australianDestination,omitempty"`
+	Address               *AddressInput               `json:"address,omitempty"`
+	AustralianDestination *AustralianDestinationInput `json:"australianDestination,omitempty"`
+
+	// Bic The bank identifier of iban (e-invoices: BT-86).
+	Bic                                       *string                                `json:"bic,omitempty"`
 	CaBankAccountDetails                      *CABankAccountDetailsInput             `json:"caBankAccountDetails,omitempty"`
 	CanadianInternationalDestination          *CanadianInternationalDestinationInput `json:"canadianInternationalDestination,omitempty"`
 	CustomFields                              *[]KeyValueInput                       `json:"customFields,omitempty"`
+	ElectronicAddress                         *ElectronicAddress                     `json:"electronicAddress,omitempty"`
 	Email                                     *string                                `json:"email,omitempty"`
 	Iban                                      *string                                `json:"iban,omitempty"`
 	IncludeBeneficiaryAddressInPaymentDetails *bool                                  `json:"includeBeneficiaryAddressInPaymentDetails,omitempty"`
 	LegalCompanyName                          *string                                `json:"legalCompanyName,omitempty"`
-	LogoUrl                                   *string                                `json:"logoUrl,omitempty"`
-	PhoneNumber                               *string                                `json:"phoneNumber,omitempty"`
-	PrimaryColour                             *string                                `json:"primaryColour,omitempty"`
-	SwedishBankgiroDestination                *SwedishBankgiroDestinationInput       `json:"swedishBankgiroDestination,omitempty"`
-	TaxId                                     *string                                `json:"taxId,omitempty"`
-	UkAccountDetails                          *UKAccountDetailsInput                 `json:"ukAccountDetails,omitempty"`
-	UsAchDetails                              *USAchDetailsInput                     `json:"usAchDetails,omitempty"`
-	UsWireDetails                             *USWireDetailsInput                    `json:"usWireDetails,omitempty"`
+
+	// LegalRegistrationId The merchant's company registration number (e-invoices: BT-30).
+	LegalRegistrationId        *string                          `json:"legalRegistrationId,omitempty"`
+	LogoUrl                    *string                          `json:"logoUrl,omitempty"`
+	PhoneNumber                *string                          `json:"phoneNumber,omitempty"`
+	PrimaryColour              *string                          `json:"primaryColour,omitempty"`
+	SwedishBankgiroDestination *SwedishBankgiroDestinationInput `json:"swedishBankgiroDestination,omitempty"`
+	TaxId                      *string                          `json:"taxId,omitempty"`
+	UkAccountDetails           *UKAccountDetailsInput           `json:"ukAccountDetails,omitempty"`
+	UsAchDetails               *USAchDetailsInput               `json:"usAchDetails,omitempty"`
+	UsWireDetails              *USWireDetailsInput              `json:"usWireDetails,omitempty"`
 }
 
 // MetricType defines model for MetricType.
@@ -3231,6 +3416,9 @@ type SwedishBankgiroDestinationInput struct {
 	BankgiroNumber *string `json:"bankgiroNumber,omitempty"`
 }
 
+// TaxCategory An EN 16931 VAT category (standard, zero rated, exempt, reverse charge, intra-community, export, outside the scope of VAT).
+type TaxCategory string
+
 // TaxRate defines model for TaxRate.
 type TaxRate struct {
 	// Amount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
@@ -3367,6 +3555,9 @@ type UpcomingInvoice struct {
 	BillingDate       Date       `json:"billingDate"`
 	BillingPeriod     *DateRange `json:"billingPeriod,omitempty"`
 	BillingScheduleId *string    `json:"billingScheduleId,omitempty"`
+
+	// BuyerReference The buyer's reference (e-invoices: EN 16931 BT-10; a German public buyer's Leitweg-ID).
+	BuyerReference *string `json:"buyerReference,omitempty"`
 
 	// CalculatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
@@ -4055,7 +4246,7 @@ type UpdateCreditNoteParams struct {
 
 // DownloadCreditNoteParams defines parameters for DownloadCreditNote.
 type DownloadCreditNoteParams struct {
-	// Format pdf (an attachment) or html (a page).
+	// Format pdf (an attachment), html (a page), or an EN 16931 e-invoice (an attachment; FINAL and SENT documents only, 409 otherwise or when the document lacks a fact EN 16931 requires): ubl (UBL 2.1, Peppol BIS Billing 3.0), cii (UN/CEFACT CII D16B; XRechnung for a German buyer with a buyerReference) or facturx (the PDF as PDF/A-3 with the CII embedded as factur-x.xml).
 	Format *DownloadCreditNoteParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
@@ -4421,7 +4612,7 @@ type ApplyCreditsParams struct {
 
 // DownloadInvoiceParams defines parameters for DownloadInvoice.
 type DownloadInvoiceParams struct {
-	// Format pdf (an attachment) or html (a page).
+	// Format pdf (an attachment), html (a page), or an EN 16931 e-invoice (an attachment; FINAL and SENT documents only, 409 otherwise or when the document lacks a fact EN 16931 requires): ubl (UBL 2.1, Peppol BIS Billing 3.0), cii (UN/CEFACT CII D16B; XRechnung for a German buyer with a buyerReference) or facturx (the PDF as PDF/A-3 with the CII embedded as factur-x.xml).
 	Format *DownloadInvoiceParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
@@ -22125,12 +22316,19 @@ type DownloadCreditNoteResponseDefaultHeaders struct {
 type DownloadCreditNoteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// XML200 the response for an HTTP 200 `application/xml` response
+	XML200 *openapi_types.File
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DownloadCreditNoteResponse200Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *DownloadCreditNoteResponseDefaultHeaders
+}
+
+// GetXML200 returns the response for an HTTP 200 `application/xml` response
+func (r DownloadCreditNoteResponse) GetXML200() *openapi_types.File {
+	return r.XML200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -23757,12 +23955,19 @@ type DownloadInvoiceResponseDefaultHeaders struct {
 type DownloadInvoiceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// XML200 the response for an HTTP 200 `application/xml` response
+	XML200 *openapi_types.File
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DownloadInvoiceResponse200Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *DownloadInvoiceResponseDefaultHeaders
+}
+
+// GetXML200 returns the response for an HTTP 200 `application/xml` response
+func (r DownloadInvoiceResponse) GetXML200() *openapi_types.File {
+	return r.XML200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -31922,12 +32127,22 @@ func ParseDownloadCreditNoteResponse(rsp *http.Response) (*DownloadCreditNoteRes
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "xml") && rsp.StatusCode == 200:
+		var dest openapi_types.File
+		if err := xml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.XML200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/html) unsupported
 
 	}
 
@@ -33761,12 +33976,22 @@ func ParseDownloadInvoiceResponse(rsp *http.Response) (*DownloadInvoiceResponse,
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "xml") && rsp.StatusCode == 200:
+		var dest openapi_types.File
+		if err := xml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.XML200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/html) unsupported
 
 	}
 

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/einvoice"
 	"github.com/billingd/billing/render"
 )
 
@@ -45,16 +46,25 @@ func (a api) renderedRoutes() {
 func logoBody(_ *Server, r *route) { r.maxBody = 1 << 20 }
 
 // download renders the printable document that read returns: the PDF as
-// an attachment named after its number, or the HTML page with
-// ?format=html.
+// an attachment named after its number, the HTML page with ?format=html,
+// or the e-invoice with ?format=ubl, cii or facturx.
 func download(c *call, read func(ctx context.Context, account, id string) (*billing.PrintableDocument, error)) (any, error) {
 	format := c.query.Get("format")
-	if format != "" && format != "pdf" && format != "html" {
-		return nil, billing.FieldError("format", "format must be pdf or html")
+	einv, isEInvoice := einvoice.ParseFormat(format)
+	if format != "" && format != "pdf" && format != "html" && !isEInvoice {
+		return nil, billing.FieldError("format", "format must be pdf, html, ubl, cii or facturx")
 	}
 	d, err := read(c.ctx, c.account, c.param("id"))
 	if err != nil {
 		return nil, err
+	}
+	if isEInvoice {
+		// An e-invoice (docs/e-invoicing.md): a FINAL or SENT document only.
+		data, contentType, err := einvoice.Write(d, einv)
+		if err != nil {
+			return nil, err
+		}
+		return &fileAnswer{contentType: contentType, filename: einvoice.Filename(d, einv), data: data}, nil
 	}
 	if format == "html" {
 		page, err := render.HTML(d)
