@@ -19,9 +19,9 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/console"
+	"github.com/billingd/billing/einvoice"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/prommetrics"
-	"github.com/billingd/billing/render"
 	"github.com/billingd/billing/smtp"
 	"github.com/billingd/billing/webhook"
 )
@@ -241,7 +241,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
 	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
-		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: render.Renderer{}, Retention: r.cfg.deliveryRetention, Lease: r.cfg.deliveryLease, Logger: r.log,
+		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: einvoice.Renderer{}, Retention: r.cfg.deliveryRetention, Lease: r.cfg.deliveryLease, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 3)
