@@ -15,6 +15,9 @@ import (
 // SMTP server with einvoice.Renderer: the account's emailAttachments choose
 // what a customer's e-mail carries, a customer's own choice overrides it,
 // and the message names every file attached.
+//
+// Long on purpose: one SMTP server, two customers sent to, each message
+// read in turn.
 func TestEmailAttachmentsFollowTheSettings(t *testing.T) {
 	t.Parallel()
 	e, srv, mailer := newMailEnv(t)

@@ -289,6 +289,8 @@ func checkXRechnung(inv *Invoice) error {
 }
 
 // writeCII writes the CII with guideline spec.
+//
+// Long on purpose: one element tree of the schema, filled in its order.
 func writeCII(inv *Invoice, spec string, xrechnung bool) ([]byte, error) {
 	doc := &ciiDoc{RSM: nsRSM, RAM: nsRAM, UDT: nsUDT, QDT: nsQDT}
 	doc.Context.Guideline = ciiID{spec}

@@ -135,6 +135,9 @@ var gbCustomer = billing.CustomerParams{
 }
 
 // corpus builds every sample in one account.
+//
+// Long on purpose: the documents are made one after the other, each in a
+// few lines, so the set reads as the list the issue asks for.
 func corpus(t testing.TB) []sample {
 	e := newEnv(t)
 	var out []sample

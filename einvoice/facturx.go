@@ -151,6 +151,9 @@ func readObjects(pdf []byte) (objs []object, root, size int, err error) {
 }
 
 // embed rewrites pdf as a PDF/A-3b carrying xmlData as factur-x.xml.
+//
+// Long on purpose: the new objects, the catalog and the cross-reference
+// table are numbered together; apart, the numbers would be passed around.
 func embed(pdf, xmlData []byte, info pdfInfo) ([]byte, error) {
 	objs, root, size, err := readObjects(pdf)
 	if err != nil {

@@ -100,7 +100,12 @@ type Invoice struct {
 }
 
 // Period is a range of dates, both included.
-type Period struct{ Start, End billing.Date }
+type Period struct {
+	// Start is the first day.
+	Start billing.Date
+	// End is the last day, included.
+	End billing.Date
+}
 
 // Party is the seller (BG-4) or the buyer (BG-7).
 type Party struct {
@@ -150,8 +155,9 @@ type Line struct {
 	ID string
 	// Name is BT-153 (the title) and Description BT-154.
 	Name, Description string
-	// Quantity is BT-129, UnitCode BT-130.
+	// Quantity is BT-129: the stored quantity (its sign turned with Price's).
 	Quantity billing.Decimal
+	// UnitCode is BT-130: the line's unit code, C62 when it has none.
 	UnitCode string
 	// Net is BT-131, the stored net amount.
 	Net billing.Decimal

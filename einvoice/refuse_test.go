@@ -10,6 +10,8 @@ import (
 
 // TestRefusals checks that a document that cannot be an e-invoice is
 // refused with invalid_state naming the field to fill, for every format.
+//
+// Long on purpose: a table of cases, each a few lines of set-up.
 func TestRefusals(t *testing.T) {
 	cases := []struct {
 		name      string

@@ -204,6 +204,8 @@ type ublPrice struct {
 
 // WriteUBL writes inv as a UBL 2.1 Invoice (type 380) or CreditNote (381)
 // per Peppol BIS Billing 3.0.
+//
+// Long on purpose: one element tree of the schema, filled in its order.
 func WriteUBL(inv *Invoice) ([]byte, error) {
 	cur := string(inv.Currency)
 	amt := func(d billing.Decimal) ublAmount { return ublAmount{Currency: cur, Value: d.String()} }

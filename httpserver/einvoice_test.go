@@ -13,6 +13,9 @@ import (
 // TestDownloadEInvoice downloads a finalized invoice and credit note as
 // UBL, CII and Factur-X, and checks the refusals: a DRAFT is 409, so is a
 // document whose merchant details lack what EN 16931 requires.
+//
+// Long on purpose: one scenario walked in order; each step starts from the
+// documents the previous steps left.
 func TestDownloadEInvoice(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
