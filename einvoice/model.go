@@ -428,6 +428,9 @@ func (inv *Invoice) addLines(d *billing.PrintableDocument, lines []stored) error
 	for _, k := range order {
 		row := rows[k]
 		row.ExemptionReason, row.ExemptionCode = exemption(row.Tax.Code, &d.Buyer)
+		if err := checkRounding(d, row); err != nil {
+			return err
+		}
 		inv.Taxes = append(inv.Taxes, *row)
 	}
 	if inv.LineTotal.Sub(inv.AllowanceTotal).Cmp(inv.TaxExclusive) != 0 {
@@ -435,6 +438,26 @@ func (inv *Invoice) addLines(d *billing.PrintableDocument, lines []stored) error
 			d.Number(), inv.LineTotal.Sub(inv.AllowanceTotal), inv.TaxExclusive)
 	}
 	return nil
+}
+
+// checkRounding refuses a breakdown row whose tax (the sum of its lines'
+// rounded tax) is one currency unit or more away from its taxable amount
+// times its rate: EN 16931 rule BR-CO-17 allows less, and billingd rounds
+// tax per line, so a document of many lines rounding the same way can
+// stray that far. The stored amounts are never changed to hide it.
+func checkRounding(d *billing.PrintableDocument, row *TaxSubtotal) error {
+	if row.Tax.Percent.IsZero() {
+		return nil
+	}
+	rate := row.Tax.Percent.Mul(billing.MustDecimal("0.01"))
+	expected := row.Taxable.Abs().Mul(rate).Round(2, billing.RoundHalfUp)
+	if row.Amount.Abs().Sub(expected).Abs().Cmp(billing.DecimalFromInt(1)) < 0 {
+		return nil
+	}
+	return &billing.Error{Code: billing.CodeInvalidState, Field: "lines", Message: fmt.Sprintf(
+		"%s %s cannot be issued as an e-invoice: its tax at %s%% is %s, the sum of its lines' rounded tax, while %s%% of their net %s is %s; "+
+			"EN 16931 (BR-CO-17) allows less than one unit of difference. Fewer lines, or lines whose tax needs no rounding, avoid it",
+		kindName(d), d.Number(), row.Tax.Percent.Canonical(), row.Amount, row.Tax.Percent.Canonical(), row.Taxable, expected)}
 }
 
 // category is the VAT category and rate of a stored line: as the line says,

@@ -62,6 +62,15 @@ func TestRefusals(t *testing.T) {
 			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("10"), TaxRate: dec("0.2")})
 			return e.finalize(inv)
 		}},
+		{name: "tax rounded per line strays a unit", field: "lines", inMessage: "BR-CO-17", prepare: func(e *env) *billing.PrintableDocument {
+			// 300 lines of 0.03 at 20%: each line's tax 0.006 rounds to
+			// 0.01, 3.00 in all, while 20% of 9.00 is 1.80.
+			inv := e.invoice("GBP", e.customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
+			for range 300 {
+				e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("0.03"), TaxRate: dec("0.2")})
+			}
+			return e.finalize(inv)
+		}},
 		{name: "XRechnung without the seller's phone", field: "format", inMessage: "BR-DE-6", formats: []einvoice.Format{einvoice.CII},
 			prepare: func(e *env) *billing.PrintableDocument {
 				md := merchant
