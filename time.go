@@ -330,6 +330,19 @@ func (c Calendar) DateOf(t time.Time) Date {
 	return best
 }
 
+// Days returns the days a period of instants [start, end) covers: the
+// date of start, and the date of end, or the day before when end is the
+// instant a day begins (a period that ends at a midnight does not cover
+// the day that midnight begins). Documents print periods given as
+// timestamps with it, and e-invoices write them.
+func (c Calendar) Days(start, end time.Time) (first, last Date) {
+	last = c.DateOf(end)
+	if c.Start(last).Equal(end) && end.After(start) {
+		last = last.AddDays(-1)
+	}
+	return c.DateOf(start), last
+}
+
 // Period returns the instants [Start(first), Start(endExclusive)) of the
 // days first up to endExclusive (exclusive), as a usage period.
 func (c Calendar) Period(first, endExclusive Date) UsagePeriod {

@@ -255,7 +255,7 @@ func invoiceHeader(inv *Invoice, d *billing.PrintableDocument, f *facts) []store
 	r := d.Invoice
 	inv.TypeCode, inv.Number, inv.IssueDate, inv.DueDate, inv.Currency = "380", r.InvoiceNumber, r.IssueDate, r.DueDate, r.Currency
 	inv.BuyerReference, inv.OrderReference = r.BuyerReference, r.PurchaseOrderNumber
-	inv.Notes = nonEmpty(r.Memo, prefixed("Reference: ", r.Reference))
+	inv.Notes = slices.DeleteFunc([]string{r.Memo, prefixed("Reference: ", r.Reference)}, func(s string) bool { return s == "" })
 	if bp := r.BillingPeriod; bp != nil {
 		inv.Period = &Period{Start: bp.Start, End: bp.EndInclusive}
 	}
@@ -284,7 +284,9 @@ func creditNoteHeader(inv *Invoice, d *billing.PrintableDocument, f *facts) []st
 	cn := d.CreditNote
 	inv.TypeCode, inv.Number, inv.IssueDate, inv.Currency = "381", cn.CreditNoteNumber, cn.IssueDate, cn.Currency
 	inv.BuyerReference, inv.OrderReference, inv.Preceding = cn.BuyerReference, cn.PurchaseOrderNumber, cn.InvoiceNumber
-	inv.Notes = nonEmpty(cn.Memo)
+	if cn.Memo != "" {
+		inv.Notes = []string{cn.Memo}
+	}
 	inv.Period = timePeriod(d.Calendar, cn.BillingPeriodStart, cn.BillingPeriodEnd)
 	*f = facts{buyerName: cn.CustomerLegalCompanyName, buyerAddress: cn.CustomerBillingAddress, buyerTaxID: cn.CustomerTaxID,
 		emails: cn.CustomerEmails, totals: cn.Totals}
@@ -572,11 +574,8 @@ func timePeriod(cal billing.Calendar, start, end *time.Time) *Period {
 	if start == nil || end == nil {
 		return nil
 	}
-	last := cal.DateOf(*end)
-	if cal.Start(last).Equal(*end) && end.After(*start) {
-		last = last.AddDays(-1)
-	}
-	return &Period{Start: cal.DateOf(*start), End: last}
+	first, last := cal.Days(*start, *end)
+	return &Period{Start: first, End: last}
 }
 
 // kindName names the document's kind in messages.
@@ -585,17 +584,6 @@ func kindName(d *billing.PrintableDocument) string {
 		return "credit note"
 	}
 	return "invoice"
-}
-
-// nonEmpty returns the non-empty strings of ss.
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // prefixed returns p+s, or "" for an empty s.

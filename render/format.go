@@ -132,11 +132,7 @@ func timeRange(cal billing.Calendar, start, end *time.Time) string {
 	if start == nil || end == nil {
 		return ""
 	}
-	last := cal.DateOf(*end)
-	if cal.Start(last).Equal(*end) && end.After(*start) {
-		last = last.AddDays(-1)
-	}
-	return dateRange(cal.DateOf(*start), last)
+	return dateRange(cal.Days(*start, *end))
 }
 
 // addressLines are the printed lines of an address; none for an empty one.
