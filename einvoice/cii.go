@@ -61,8 +61,16 @@ type ciiDocument struct {
 type ciiTransaction struct {
 	Lines      []ciiLine     `xml:"ram:IncludedSupplyChainTradeLineItem"`
 	Agreement  ciiAgreement  `xml:"ram:ApplicableHeaderTradeAgreement"`
-	Delivery   struct{}      `xml:"ram:ApplicableHeaderTradeDelivery"`
+	Delivery   ciiDelivery   `xml:"ram:ApplicableHeaderTradeDelivery"`
 	Settlement ciiSettlement `xml:"ram:ApplicableHeaderTradeSettlement"`
+}
+
+type ciiDelivery struct {
+	ShipTo *ciiShipTo `xml:"ram:ShipToTradeParty"`
+}
+
+type ciiShipTo struct {
+	Address ciiAddress `xml:"ram:PostalTradeAddress"`
 }
 
 type ciiLine struct {
@@ -118,7 +126,7 @@ type ciiTax struct {
 	Basis      string `xml:"ram:BasisAmount,omitempty"`
 	Category   string `xml:"ram:CategoryCode"`
 	ReasonCode string `xml:"ram:ExemptionReasonCode,omitempty"`
-	Percent    string `xml:"ram:RateApplicablePercent"`
+	Percent    string `xml:"ram:RateApplicablePercent,omitempty"`
 }
 
 type ciiPeriod struct {
@@ -309,7 +317,7 @@ func writeCII(inv *Invoice, spec string, xrechnung bool) ([]byte, error) {
 			Agreement: ciiLineAgreement{ciiPrice{l.Price.String()}},
 			Delivery:  ciiLineDelivery{ciiQuantity{Unit: l.UnitCode, Value: l.Quantity.String()}},
 			Settlement: ciiLineSettlement{
-				Tax:    ciiTax{TypeCode: "VAT", Category: string(l.Tax.Code), Percent: l.Tax.Percent.String()},
+				Tax:    ciiTax{TypeCode: "VAT", Category: string(l.Tax.Code), Percent: l.Tax.PercentText()},
 				Period: ciiPeriodOf(l.Period), Summation: ciiLineNets{l.Net.String()},
 			},
 		})
@@ -317,6 +325,9 @@ func writeCII(inv *Invoice, spec string, xrechnung bool) ([]byte, error) {
 	t.Agreement = ciiAgreement{BuyerReference: inv.BuyerReference, Seller: ciiPartyOf(&inv.Seller), Buyer: ciiPartyOf(&inv.Buyer)}
 	if inv.OrderReference != "" {
 		t.Agreement.OrderReference = &ciiRefDoc{inv.OrderReference}
+	}
+	if a := inv.DeliverTo; a != nil {
+		t.Delivery.ShipTo = &ciiShipTo{ciiAddressOf(a)}
 	}
 	s := &t.Settlement
 	s.Currency = string(inv.Currency)
@@ -334,12 +345,12 @@ func writeCII(inv *Invoice, spec string, xrechnung bool) ([]byte, error) {
 	}
 	for _, x := range inv.Taxes {
 		s.Taxes = append(s.Taxes, ciiTax{Calculated: x.Amount.String(), TypeCode: "VAT", Reason: x.ExemptionReason,
-			Basis: x.Taxable.String(), Category: string(x.Tax.Code), ReasonCode: x.ExemptionCode, Percent: x.Tax.Percent.String()})
+			Basis: x.Taxable.String(), Category: string(x.Tax.Code), ReasonCode: x.ExemptionCode, Percent: x.Tax.PercentText()})
 	}
 	s.Period = ciiPeriodOf(inv.Period)
 	for _, a := range inv.Allowances {
 		s.Allowances = append(s.Allowances, ciiAllowance{Amount: a.Amount.String(), Reason: a.Reason,
-			Category: ciiTax{TypeCode: "VAT", Category: string(a.Tax.Code), Percent: a.Tax.Percent.String()}})
+			Category: ciiTax{TypeCode: "VAT", Category: string(a.Tax.Code), Percent: a.Tax.PercentText()}})
 	}
 	if inv.PaymentTerms != "" || !inv.DueDate.IsZero() {
 		s.Terms = &ciiTerms{Description: inv.PaymentTerms}
@@ -362,9 +373,7 @@ func writeCII(inv *Invoice, spec string, xrechnung bool) ([]byte, error) {
 
 // ciiPartyOf is the CII trade party of p.
 func ciiPartyOf(p *Party) ciiParty {
-	a := p.Address
-	out := ciiParty{Name: p.Name, Address: ciiAddress{Postcode: a.Postcode, Line1: a.Line1, Line2: a.Line2, City: a.Town,
-		Country: a.Country, State: a.State}}
+	out := ciiParty{Name: p.Name, Address: ciiAddressOf(&p.Address)}
 	if p.LegalRegistrationID != "" {
 		out.Legal = &ciiLegal{p.LegalRegistrationID}
 	}
@@ -387,6 +396,11 @@ func ciiPartyOf(p *Party) ciiParty {
 		out.Registration = append(out.Registration, ciiRegistration{ciiSchemeID{Scheme: "FC", Value: p.TaxRegistrationID}})
 	}
 	return out
+}
+
+// ciiAddressOf is the CII address of a.
+func ciiAddressOf(a *billing.Address) ciiAddress {
+	return ciiAddress{Postcode: a.Postcode, Line1: a.Line1, Line2: a.Line2, City: a.Town, Country: a.Country, State: a.State}
 }
 
 // ciiDateOf is a date in format 102 (YYYYMMDD).

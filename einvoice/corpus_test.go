@@ -235,6 +235,24 @@ func corpus(t testing.TB) []sample {
 	e.line(inv, billing.InvoiceLineItemParams{Title: "Learning platform", Quantity: dec("300"), Rate: dec("1.25"), TaxRate: dec("0")})
 	add("tax-exempt", e.finalize(inv))
 
+	// The categories a line sets itself: an intra-community supply (K),
+	// an export (G), a supply outside the scope of VAT (O).
+	fr := e.customer(billing.CustomerParams{LegalName: "Société Exemple SARL", TaxID: "FR40303265045",
+		Address: &billing.Address{Line1: "12 rue de la Paix", Town: "Paris", Postcode: "75002", Country: "FR"}})
+	inv = e.invoice("EUR", fr.ID, billing.InvoiceUpdateParams{
+		BillingPeriod:           &billing.DateRange{Start: day("2024-07-01"), EndInclusive: day("2024-07-31")},
+		CustomerShippingAddress: &billing.Address{Line1: "5 quai Perrache", Town: "Lyon", Postcode: "69002", Country: "FR"}})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Sensor kits", Quantity: dec("40"), Rate: dec("35.50"), TaxRate: dec("0"), TaxCategory: "K", UnitCode: "H87"})
+	add("intra-community", e.finalize(inv))
+	us := e.customer(billing.CustomerParams{LegalName: "Contoso Inc.",
+		Address: &billing.Address{Line1: "1 Microsoft Way", Town: "Redmond", State: "WA", Postcode: "98052", Country: "US"}})
+	inv = e.invoice("USD", us.ID, billing.InvoiceUpdateParams{})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Spare parts", Quantity: dec("3"), Rate: dec("120"), TaxRate: dec("0"), TaxCategory: "G"})
+	add("export", e.finalize(inv))
+	inv = e.invoice("GBP", gb.ID, billing.InvoiceUpdateParams{})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Statutory fee passed on at cost", Quantity: dec("1"), Rate: dec("12"), TaxRate: dec("0"), TaxCategory: "O"})
+	add("outside-scope", e.finalize(inv))
+
 	add("lines-20", manyLines(e, gb.ID, 20))
 	add("lines-1000", manyLines(e, gb.ID, 1000))
 	return out

@@ -77,6 +77,10 @@ type Invoice struct {
 	PaymentTerms string
 	// Seller is BG-4 and Buyer BG-7.
 	Seller, Buyer Party
+	// DeliverTo is BG-15, the deliver-to address (the customer's shipping
+	// address, else its billing address): written for intra-community
+	// supplies (K) only, which require its country (BT-80).
+	DeliverTo *billing.Address
 	// PaymentMeans are BG-16; empty when the merchant gave no bank details.
 	PaymentMeans []PaymentMeans
 	// Allowances are BG-20: the document's lines with a negative net amount.
@@ -232,7 +236,7 @@ func Build(d *billing.PrintableDocument) (*Invoice, error) {
 	if err := inv.addLines(d, lines); err != nil {
 		return nil, err
 	}
-	if err := inv.checkTaxes(d); err != nil {
+	if err := inv.checkTaxes(d, &f); err != nil {
 		return nil, err
 	}
 	if d.Kind == billing.DocumentInvoice {
@@ -245,6 +249,7 @@ func Build(d *billing.PrintableDocument) (*Invoice, error) {
 type facts struct {
 	buyerName    string
 	buyerAddress billing.Address
+	shipTo       billing.Address
 	buyerTaxID   string
 	emails       []string
 	totals       billing.Totals
@@ -262,7 +267,7 @@ func invoiceHeader(inv *Invoice, d *billing.PrintableDocument, f *facts) []store
 	if !r.DueDate.IsZero() {
 		inv.PaymentTerms = fmt.Sprintf("Payment due by %s", r.DueDate)
 	}
-	*f = facts{buyerName: r.CustomerLegalCompanyName, buyerAddress: r.CustomerBillingAddress, buyerTaxID: r.CustomerTaxID,
+	*f = facts{buyerName: r.CustomerLegalCompanyName, buyerAddress: r.CustomerBillingAddress, shipTo: r.CustomerShippingAddress, buyerTaxID: r.CustomerTaxID,
 		emails: r.CustomerEmails, totals: r.Totals}
 	out := make([]stored, len(d.InvoiceLines))
 	for i := range d.InvoiceLines {
@@ -288,7 +293,7 @@ func creditNoteHeader(inv *Invoice, d *billing.PrintableDocument, f *facts) []st
 		inv.Notes = []string{cn.Memo}
 	}
 	inv.Period = timePeriod(d.Calendar, cn.BillingPeriodStart, cn.BillingPeriodEnd)
-	*f = facts{buyerName: cn.CustomerLegalCompanyName, buyerAddress: cn.CustomerBillingAddress, buyerTaxID: cn.CustomerTaxID,
+	*f = facts{buyerName: cn.CustomerLegalCompanyName, buyerAddress: cn.CustomerBillingAddress, shipTo: cn.CustomerShippingAddress, buyerTaxID: cn.CustomerTaxID,
 		emails: cn.CustomerEmails, totals: cn.Totals}
 	out := make([]stored, len(d.CreditNoteLines))
 	for i := range d.CreditNoteLines {
@@ -498,7 +503,10 @@ func category(d *billing.PrintableDocument, l *billing.LineItem) (Category, erro
 
 // checkTaxes refuses combinations of categories EN 16931 forbids, and
 // parties without the tax ids their categories require.
-func (inv *Invoice) checkTaxes(d *billing.PrintableDocument) error {
+//
+// Long on purpose: one rule of the norm after the other, each with its
+// message.
+func (inv *Invoice) checkTaxes(d *billing.PrintableDocument, f *facts) error {
 	codes := map[billing.TaxCategory]bool{}
 	for _, t := range inv.Taxes {
 		codes[t.Tax.Code] = true
@@ -525,6 +533,20 @@ func (inv *Invoice) checkTaxes(d *billing.PrintableDocument) error {
 	}
 	if codes[billing.TaxCategoryIntraCommunity] && inv.Seller.VATID == "" {
 		return refuse("merchantDetails.taxId", "an intra-community supply (K) requires the seller's VAT identifier with its country prefix (BT-31)")
+	}
+	if codes[billing.TaxCategoryIntraCommunity] {
+		if inv.Period == nil {
+			return refuse("billingPeriod", "an intra-community supply (K) requires the invoicing period (BG-14, BR-IC-11)")
+		}
+		to := f.shipTo
+		if to.Country == "" {
+			to = f.buyerAddress
+		}
+		inv.DeliverTo = &to
+	}
+	if codes[billing.TaxCategoryOutsideScope] {
+		// BR-O-02: no VAT identifiers on a supply outside the scope of VAT.
+		inv.Seller.VATID, inv.Buyer.VATID = "", ""
 	}
 	return nil
 }
@@ -560,6 +582,15 @@ func categoryName(c billing.TaxCategory) string {
 		billing.TaxCategoryReverseCharge: "reverse charge", billing.TaxCategoryIntraCommunity: "intra-community supply",
 		billing.TaxCategoryExport: "export", billing.TaxCategoryOutsideScope: "outside the scope of VAT",
 	}[c]
+}
+
+// PercentText is the rate as written: none for category O, which has no
+// rate (BR-O-05, BR-O-08).
+func (c Category) PercentText() string {
+	if c.Code == billing.TaxCategoryOutsideScope {
+		return ""
+	}
+	return c.Percent.String()
 }
 
 // percent is a stored tax rate (a fraction) in percent, reduced: "0.2" is

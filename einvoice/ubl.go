@@ -39,6 +39,7 @@ type ublDoc struct {
 	Billing         *ublBillingRef  `xml:"cac:BillingReference"`
 	Supplier        ublPartyWrap    `xml:"cac:AccountingSupplierParty"`
 	Customer        ublPartyWrap    `xml:"cac:AccountingCustomerParty"`
+	Delivery        *ublDelivery    `xml:"cac:Delivery"`
 	PaymentMeans    []ublPayment    `xml:"cac:PaymentMeans"`
 	PaymentTerms    *ublNote        `xml:"cac:PaymentTerms"`
 	Allowances      []ublAllowance  `xml:"cac:AllowanceCharge"`
@@ -46,6 +47,10 @@ type ublDoc struct {
 	Monetary        ublMonetary     `xml:"cac:LegalMonetaryTotal"`
 	InvoiceLines    []ublLine       `xml:"cac:InvoiceLine"`
 	CreditNoteLines []ublCreditLine `xml:"cac:CreditNoteLine"`
+}
+
+type ublDelivery struct {
+	Address ublAddress `xml:"cac:DeliveryLocation>cac:Address"`
 }
 
 type ublAmount struct {
@@ -130,7 +135,7 @@ type ublAccount struct {
 
 type ublCategory struct {
 	ID         string `xml:"cbc:ID"`
-	Percent    string `xml:"cbc:Percent"`
+	Percent    string `xml:"cbc:Percent,omitempty"`
 	ReasonCode string `xml:"cbc:TaxExemptionReasonCode,omitempty"`
 	Reason     string `xml:"cbc:TaxExemptionReason,omitempty"`
 	Scheme     ublID  `xml:"cac:TaxScheme"`
@@ -194,7 +199,7 @@ type ublItem struct {
 
 type ublLineTaxCat struct {
 	ID      string `xml:"cbc:ID"`
-	Percent string `xml:"cbc:Percent"`
+	Percent string `xml:"cbc:Percent,omitempty"`
 	Scheme  ublID  `xml:"cac:TaxScheme"`
 }
 
@@ -223,6 +228,9 @@ func WriteUBL(inv *Invoice) ([]byte, error) {
 		}
 	}
 	doc.Period = ublPeriodOf(inv.Period)
+	if a := inv.DeliverTo; a != nil {
+		doc.Delivery = &ublDelivery{ublAddressOf(a)}
+	}
 	if inv.OrderReference != "" {
 		doc.OrderReference = &ublID{inv.OrderReference}
 	}
@@ -258,7 +266,7 @@ func WriteUBL(inv *Invoice) ([]byte, error) {
 		l := &inv.Lines[i]
 		body := ublLineBody{Net: amt(l.Net), Period: ublPeriodOf(l.Period), Price: ublPrice{amt(l.Price)},
 			Item: ublItem{Description: l.Description, Name: l.Name, Category: ublLineTaxCat{
-				ID: string(l.Tax.Code), Percent: l.Tax.Percent.String(), Scheme: ublID{"VAT"}}}}
+				ID: string(l.Tax.Code), Percent: l.Tax.PercentText(), Scheme: ublID{"VAT"}}}}
 		q := ublQuantity{Unit: l.UnitCode, Value: l.Quantity.String()}
 		if inv.TypeCode == "381" {
 			doc.CreditNoteLines = append(doc.CreditNoteLines, ublCreditLine{ID: l.ID, Quantity: q, ublLineBody: body})
@@ -271,12 +279,7 @@ func WriteUBL(inv *Invoice) ([]byte, error) {
 
 // ublPartyOf is the UBL party of p.
 func ublPartyOf(p *Party) ublParty {
-	a := p.Address
-	out := ublParty{
-		Address: ublAddress{Street: a.Line1, Additional: a.Line2, City: a.Town, Postcode: a.Postcode, Subentity: a.State,
-			Country: ublCountry{Code: a.Country}},
-		Legal: ublLegal{Name: p.Name, CompanyID: p.LegalRegistrationID},
-	}
+	out := ublParty{Address: ublAddressOf(&p.Address), Legal: ublLegal{Name: p.Name, CompanyID: p.LegalRegistrationID}}
 	if e := p.ElectronicAddress; e != nil {
 		out.Endpoint = &ublCode{Scheme: e.Scheme, Value: e.ID}
 	}
@@ -292,6 +295,12 @@ func ublPartyOf(p *Party) ublParty {
 	return out
 }
 
+// ublAddressOf is the UBL address of a.
+func ublAddressOf(a *billing.Address) ublAddress {
+	return ublAddress{Street: a.Line1, Additional: a.Line2, City: a.Town, Postcode: a.Postcode, Subentity: a.State,
+		Country: ublCountry{Code: a.Country}}
+}
+
 // ublPeriodOf is the UBL period of p; nil for none.
 func ublPeriodOf(p *Period) *ublPeriod {
 	if p == nil {
@@ -303,7 +312,7 @@ func ublPeriodOf(p *Period) *ublPeriod {
 // ublCategoryOf is a document-level tax category with its exemption reason.
 func ublCategoryOf(c Category, reasons map[string][2]string) ublCategory {
 	r := reasons[c.key()]
-	return ublCategory{ID: string(c.Code), Percent: c.Percent.String(), Reason: r[0], ReasonCode: r[1], Scheme: ublID{"VAT"}}
+	return ublCategory{ID: string(c.Code), Percent: c.PercentText(), Reason: r[0], ReasonCode: r[1], Scheme: ublID{"VAT"}}
 }
 
 // exemptions maps each category of the breakdown to its exemption reason
