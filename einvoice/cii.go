@@ -207,7 +207,7 @@ type ciiSettlement struct {
 
 type ciiPayment struct {
 	TypeCode    string          `xml:"ram:TypeCode"`
-	Account     ciiPayAccount   `xml:"ram:PayeePartyCreditorFinancialAccount"`
+	Account     *ciiPayAccount  `xml:"ram:PayeePartyCreditorFinancialAccount"`
 	Institution *ciiInstitution `xml:"ram:PayeeSpecifiedCreditorFinancialInstitution"`
 }
 
@@ -332,11 +332,12 @@ func writeCII(inv *Invoice, spec string, xrechnung bool) ([]byte, error) {
 	s := &t.Settlement
 	s.Currency = string(inv.Currency)
 	for _, pm := range inv.PaymentMeans {
-		p := ciiPayment{TypeCode: pm.Code, Account: ciiPayAccount{Name: pm.AccountName}}
-		if pm.IBAN {
-			p.Account.IBAN = pm.Account
-		} else {
-			p.Account.Proprietary = pm.Account
+		p := ciiPayment{TypeCode: pm.Code}
+		switch {
+		case pm.IBAN:
+			p.Account = &ciiPayAccount{IBAN: pm.Account, Name: pm.AccountName}
+		case pm.Account != "":
+			p.Account = &ciiPayAccount{Proprietary: pm.Account, Name: pm.AccountName}
 		}
 		if pm.Institution != "" && pm.IBAN {
 			p.Institution = &ciiInstitution{pm.Institution}

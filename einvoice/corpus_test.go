@@ -253,6 +253,19 @@ func corpus(t testing.TB) []sample {
 	e.line(inv, billing.InvoiceLineItemParams{Title: "Statutory fee passed on at cost", Quantity: dec("1"), Rate: dec("12"), TaxRate: dec("0"), TaxCategory: "O"})
 	add("outside-scope", e.finalize(inv))
 
+	// A merchant without bank details, an invoice paid through a link.
+	noBank := merchant
+	noBank.IBAN, noBank.UKAccountDetails = "", nil
+	if _, err := e.svc.PutMerchantDetails(e.ctx, e.acct, noBank); err != nil {
+		t.Fatal(err)
+	}
+	inv = e.invoice("GBP", gb.ID, billing.InvoiceUpdateParams{PaymentOptions: []billing.PaymentOption{billing.PaymentOptionLink}})
+	e.line(inv, billing.InvoiceLineItemParams{Title: "Workshop ticket", Quantity: dec("2"), Rate: dec("49"), TaxRate: dec("0.2")})
+	add("payment-link", e.finalize(inv))
+	if _, err := e.svc.PutMerchantDetails(e.ctx, e.acct, merchant); err != nil {
+		t.Fatal(err)
+	}
+
 	add("lines-20", manyLines(e, gb.ID, 20))
 	add("lines-1000", manyLines(e, gb.ID, 1000))
 	return out

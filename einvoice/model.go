@@ -132,9 +132,10 @@ type Party struct {
 // PaymentMeans is one way to pay (BG-16).
 type PaymentMeans struct {
 	// Code is BT-81: 58 (SEPA credit transfer) for an IBAN, 30 (credit
-	// transfer) for other accounts.
+	// transfer) for other accounts, 68 (online payment service) for a
+	// payment link.
 	Code string
-	// Account is BT-84: the IBAN or the account number.
+	// Account is BT-84: the IBAN or the account number; empty for a link.
 	Account string
 	// IBAN says Account is an IBAN.
 	IBAN bool
@@ -240,7 +241,7 @@ func Build(d *billing.PrintableDocument) (*Invoice, error) {
 		return nil, err
 	}
 	if d.Kind == billing.DocumentInvoice {
-		inv.PaymentMeans = paymentMeans(&d.Merchant, d.Invoice.Currency)
+		inv.PaymentMeans = paymentMeans(&d.Merchant, d.Invoice.Currency, d.Invoice.PaymentOptions)
 	}
 	return inv, nil
 }
@@ -365,9 +366,10 @@ func seller(md *billing.MerchantDetails) Party {
 
 // paymentMeans is the way to pay the merchant details give for cur: the
 // IBAN as SEPA credit transfer (58), else UK account details for GBP as
-// credit transfer (30). One only: EN 16931 wants every payment means of an
-// invoice to share one code (UBL-SR-47, CII-SR-467).
-func paymentMeans(md *billing.MerchantDetails, cur billing.Currency) []PaymentMeans {
+// credit transfer (30), else, when the invoice offers a payment link, an
+// online payment service (68). One only: EN 16931 wants every payment
+// means of an invoice to share one code (UBL-SR-47, CII-SR-467).
+func paymentMeans(md *billing.MerchantDetails, cur billing.Currency, options []billing.PaymentOption) []PaymentMeans {
 	if md.IBAN != "" {
 		return []PaymentMeans{{Code: "58", Account: strings.ReplaceAll(md.IBAN, " ", ""), IBAN: true,
 			AccountName: md.LegalCompanyName, Institution: md.BIC}}
@@ -375,6 +377,9 @@ func paymentMeans(md *billing.MerchantDetails, cur billing.Currency) []PaymentMe
 	if uk := md.UKAccountDetails; uk != nil && cur == "GBP" && uk.AccountNumber != "" {
 		return []PaymentMeans{{Code: "30", Account: uk.AccountNumber, AccountName: md.LegalCompanyName,
 			Institution: strings.ReplaceAll(uk.SortCode, "-", "")}}
+	}
+	if slices.Contains(options, billing.PaymentOptionLink) {
+		return []PaymentMeans{{Code: "68"}}
 	}
 	return nil
 }

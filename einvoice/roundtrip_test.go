@@ -25,6 +25,7 @@ type back struct {
 	allowances                                                            []backAllowance
 	taxes                                                                 []backTax
 	notes                                                                 []string
+	payment                                                               [2]string // means code, account
 }
 
 type backParty struct {
@@ -104,6 +105,8 @@ type uDoc struct {
 	} `xml:"LegalMonetaryTotal"`
 	InvoiceLines    []uLine `xml:"InvoiceLine"`
 	CreditNoteLines []uLine `xml:"CreditNoteLine"`
+	PaymentCode     string  `xml:"PaymentMeans>PaymentMeansCode"`
+	PaymentAccount  string  `xml:"PaymentMeans>PayeeFinancialAccount>ID"`
 }
 
 func readUBL(t *testing.T, data []byte) back {
@@ -117,7 +120,7 @@ func readUBL(t *testing.T, data []byte) back {
 		period: [2]string{u.Period.StartDate, u.Period.EndDate}, notes: u.Notes,
 		lineTotal: u.Monetary.LineExtensionAmount, allowanceTotal: u.Monetary.AllowanceTotalAmount,
 		taxExclusive: u.Monetary.TaxExclusiveAmount, taxTotal: u.TaxTotal.TaxAmount, taxInclusive: u.Monetary.TaxInclusiveAmount,
-		payable: u.Monetary.PayableAmount}
+		payable: u.Monetary.PayableAmount, payment: [2]string{u.PaymentCode, u.PaymentAccount}}
 	party := func(p uParty) backParty {
 		out := backParty{name: p.Legal.RegistrationName, legal: p.Legal.CompanyID, line1: p.Address.StreetName,
 			line2: p.Address.AdditionalStreetName, town: p.Address.CityName, postcode: p.Address.PostalZone,
@@ -203,7 +206,12 @@ type cDoc struct {
 				Reason string
 				Tax    cTax `xml:"CategoryTradeTax"`
 			} `xml:"SpecifiedTradeAllowanceCharge"`
-			Due cDate `xml:"SpecifiedTradePaymentTerms>DueDateDateTime"`
+			Due     cDate `xml:"SpecifiedTradePaymentTerms>DueDateDateTime"`
+			Payment struct {
+				TypeCode    string
+				IBAN        string `xml:"PayeePartyCreditorFinancialAccount>IBANID"`
+				Proprietary string `xml:"PayeePartyCreditorFinancialAccount>ProprietaryID"`
+			} `xml:"SpecifiedTradeSettlementPaymentMeans"`
 			Sum struct {
 				LineTotalAmount, AllowanceTotalAmount, TaxBasisTotalAmount, TaxTotalAmount, GrandTotalAmount, DuePayableAmount string
 			} `xml:"SpecifiedTradeSettlementHeaderMonetarySummation"`
@@ -231,7 +239,8 @@ func readCII(t *testing.T, data []byte) back {
 		buyerRef: a.BuyerReference, orderRef: a.Order, preceding: s.Preceding, notes: c.Notes,
 		period:    [2]string{isoDate(s.Period.Start.V), isoDate(s.Period.End.V)},
 		lineTotal: s.Sum.LineTotalAmount, allowanceTotal: s.Sum.AllowanceTotalAmount, taxExclusive: s.Sum.TaxBasisTotalAmount,
-		taxTotal: s.Sum.TaxTotalAmount, taxInclusive: s.Sum.GrandTotalAmount, payable: s.Sum.DuePayableAmount}
+		taxTotal: s.Sum.TaxTotalAmount, taxInclusive: s.Sum.GrandTotalAmount, payable: s.Sum.DuePayableAmount,
+		payment: [2]string{s.Payment.TypeCode, s.Payment.IBAN + s.Payment.Proprietary}}
 	party := func(p cParty) backParty {
 		out := backParty{name: p.Name, legal: p.Legal, line1: p.Address.LineOne, line2: p.Address.LineTwo, town: p.Address.CityName,
 			postcode: p.Address.PostcodeCode, country: p.Address.CountryID, endpoint: p.URI}
@@ -375,6 +384,18 @@ func checkBack(t *testing.T, d *billing.PrintableDocument, b *back) {
 	if a := d.Buyer.ElectronicAddress; a != nil {
 		eq("BT-49 buyer electronic address", b.buyer.endpoint, a.ID)
 	}
+	// Payment instructions: the merchant's bank account, else the link.
+	var pay [2]string
+	switch {
+	case s.typeCode == "381":
+	case m.IBAN != "":
+		pay = [2]string{"58", m.IBAN}
+	case m.UKAccountDetails != nil && s.currency == "GBP":
+		pay = [2]string{"30", m.UKAccountDetails.AccountNumber}
+	case d.Invoice != nil && len(d.Invoice.PaymentOptions) > 0:
+		pay = [2]string{"68", ""}
+	}
+	eq("BT-81 payment means, BT-84 account", b.payment[0]+" "+b.payment[1], pay[0]+" "+pay[1])
 	// Totals: the document's, to the digit.
 	eq("BT-109 net total", b.taxExclusive, s.totals.NetTotal.String())
 	eq("BT-110 tax total", b.taxTotal, s.totals.TotalTax.String())

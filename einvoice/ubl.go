@@ -123,8 +123,8 @@ type ublContact struct {
 }
 
 type ublPayment struct {
-	Code    string     `xml:"cbc:PaymentMeansCode"`
-	Account ublAccount `xml:"cac:PayeeFinancialAccount"`
+	Code    string      `xml:"cbc:PaymentMeansCode"`
+	Account *ublAccount `xml:"cac:PayeeFinancialAccount"`
 }
 
 type ublAccount struct {
@@ -238,9 +238,12 @@ func WriteUBL(inv *Invoice) ([]byte, error) {
 		doc.Billing = &ublBillingRef{Invoice: ublID{inv.Preceding}}
 	}
 	for _, pm := range inv.PaymentMeans {
-		p := ublPayment{Code: pm.Code, Account: ublAccount{ID: pm.Account, Name: pm.AccountName}}
-		if pm.Institution != "" {
-			p.Account.Branch = &ublID{pm.Institution}
+		p := ublPayment{Code: pm.Code}
+		if pm.Account != "" {
+			p.Account = &ublAccount{ID: pm.Account, Name: pm.AccountName}
+			if pm.Institution != "" {
+				p.Account.Branch = &ublID{pm.Institution}
+			}
 		}
 		doc.PaymentMeans = append(doc.PaymentMeans, p)
 	}
