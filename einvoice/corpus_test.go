@@ -267,7 +267,7 @@ func corpus(t testing.TB) []sample {
 	}
 
 	add("lines-20", manyLines(e, gb.ID, 20))
-	add("lines-1000", manyLines(e, gb.ID, 1000))
+	add(fmt.Sprintf("lines-%d", bigLines), manyLines(e, gb.ID, bigLines))
 	return out
 }
 
