@@ -72,7 +72,7 @@ var (
 
 // sharedCorpus builds the corpus once for the package's tests (it is
 // read-only: the documents are in memory once read). The test that builds
-// it reports a failure to; later tests find it missing.
+// it reports its failure; later tests find it missing.
 func sharedCorpus(t *testing.T) []sample {
 	t.Helper()
 	corpusOnce.Do(func() { corpusDocs = corpus(t) })
