@@ -243,6 +243,7 @@ type ciiSummation struct {
 	TaxBasis       string    `xml:"ram:TaxBasisTotalAmount"`
 	TaxTotal       ciiAmount `xml:"ram:TaxTotalAmount"`
 	GrandTotal     string    `xml:"ram:GrandTotalAmount"`
+	Prepaid        string    `xml:"ram:TotalPrepaidAmount,omitempty"`
 	DuePayable     string    `xml:"ram:DuePayableAmount"`
 }
 
@@ -365,6 +366,9 @@ func writeCII(inv *Invoice, spec string, xrechnung bool) ([]byte, error) {
 		DuePayable: inv.Payable.String()}
 	if len(inv.Allowances) > 0 {
 		s.Summation.AllowanceTotal = inv.AllowanceTotal.String()
+	}
+	if !inv.Prepaid.IsZero() {
+		s.Summation.Prepaid = inv.Prepaid.String()
 	}
 	if inv.Preceding != "" {
 		s.Preceding = &ciiRefDoc{inv.Preceding}

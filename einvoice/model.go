@@ -99,7 +99,11 @@ type Invoice struct {
 	TaxTotal billing.Decimal
 	// TaxInclusive is BT-112: the document's gross total.
 	TaxInclusive billing.Decimal
-	// Payable is BT-115: what the buyer owes by this document.
+	// Prepaid is BT-113: what was paid before the document was issued, as
+	// part of it; zero (and not written) while billingd records no such
+	// amount on a document (credit applied at finalization is a line).
+	Prepaid billing.Decimal
+	// Payable is BT-115: TaxInclusive less Prepaid.
 	Payable billing.Decimal
 }
 
@@ -322,7 +326,8 @@ func (f *facts) check(inv *Invoice, d *billing.PrintableDocument) error {
 		inv.Buyer.Email = f.emails[0]
 	}
 	inv.TaxExclusive, inv.TaxTotal, inv.TaxInclusive = f.totals.NetTotal, f.totals.TotalTax, f.totals.GrossTotal
-	inv.Payable = f.totals.GrossTotal
+	inv.Prepaid = inv.Currency.Zero()
+	inv.Payable = f.totals.GrossTotal.Sub(inv.Prepaid)
 	var missing []string
 	need := func(ok bool, what string) {
 		if !ok {

@@ -164,6 +164,7 @@ type ublMonetary struct {
 	TaxExclusive   ublAmount  `xml:"cbc:TaxExclusiveAmount"`
 	TaxInclusive   ublAmount  `xml:"cbc:TaxInclusiveAmount"`
 	AllowanceTotal *ublAmount `xml:"cbc:AllowanceTotalAmount"`
+	Prepaid        *ublAmount `xml:"cbc:PrepaidAmount"`
 	Payable        ublAmount  `xml:"cbc:PayableAmount"`
 }
 
@@ -264,6 +265,10 @@ func WriteUBL(inv *Invoice) ([]byte, error) {
 	if len(inv.Allowances) > 0 {
 		a := amt(inv.AllowanceTotal)
 		doc.Monetary.AllowanceTotal = &a
+	}
+	if !inv.Prepaid.IsZero() {
+		p := amt(inv.Prepaid)
+		doc.Monetary.Prepaid = &p
 	}
 	for i := range inv.Lines {
 		l := &inv.Lines[i]
