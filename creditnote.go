@@ -609,6 +609,9 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	if err := checkNotNegative("a credit note", cn.GrossTotal); err != nil {
 		return err
 	}
+	if err := s.checkUntaxedCreditNote(ctx, tx, account, cn); err != nil {
+		return err
+	}
 	var inv *invoiceRecord
 	if cn.InvoiceID != "" {
 		if inv, err = loadDoc(ctx, tx, invoiceKind, account, cn.InvoiceID); err != nil {
@@ -636,10 +639,8 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	// refund: the invoice's amount due stays, and what it credits is owed
 	// as deferred revenue rather than taken off receivables.
 	counter := LedgerAccountsReceivable
-	tax := TaxStatus("")
-	if inv != nil {
-		tax = inv.CustomerTaxStatus
-	} else if tax, err = s.customerTaxStatus(ctx, tx, account, cn.CustomerID); err != nil {
+	tax, err := s.creditNoteTaxStatus(ctx, tx, account, cn)
+	if err != nil {
 		return err
 	}
 	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled {
@@ -732,4 +733,38 @@ func (s *Service) VoidCreditNote(ctx context.Context, account, id string) (*Cred
 		}
 		return true, s.reverseJournal(ctx, tx, account, cn.ID, now)
 	})
+}
+
+// creditNoteTaxStatus is the tax status a credit note follows: that of the
+// invoice it credits as issued (it gives back the tax that invoice
+// charged), else its customer's; "" when neither is known.
+func (s *Service) creditNoteTaxStatus(ctx context.Context, tx Tx, account string, cn *CreditNote) (TaxStatus, error) {
+	if cn.InvoiceID != "" {
+		inv, err := findRecord[invoiceRecord](ctx, tx, tableInvoices, key(account, cn.InvoiceID))
+		if err != nil || inv != nil {
+			if inv == nil {
+				return "", err
+			}
+			return inv.CustomerTaxStatus, nil
+		}
+	}
+	return s.customerTaxStatus(ctx, tx, account, cn.CustomerID)
+}
+
+// checkUntaxedCreditNote refuses to finalize a credit note of a customer
+// billed without tax that holds taxed lines (checkNoTaxedLines).
+func (s *Service) checkUntaxedCreditNote(ctx context.Context, tx Tx, account string, cn *CreditNote) error {
+	st, err := s.creditNoteTaxStatus(ctx, tx, account, cn)
+	if err != nil || !st.untaxed() {
+		return err
+	}
+	lines, err := scanAll[CreditNoteLineItem](ctx, tx, tableCreditNoteLines, account, cn.ID)
+	if err != nil {
+		return err
+	}
+	core := make([]*LineItem, len(lines))
+	for i, l := range lines {
+		core[i] = &l.LineItem
+	}
+	return checkNoTaxedLines("a credit note", st, core)
 }

@@ -919,3 +919,44 @@ func checkCurrency(v *validator, c Currency) {
 		v.add("currency", "currency is not a supported currency code")
 	}
 }
+
+// untaxed reports whether a customer of tax status st is billed without
+// tax: TAX_EXEMPT and REVERSE_CHARGED customers are, on every document.
+func (st TaxStatus) untaxed() bool { return st == TaxStatusTaxExempt || st == TaxStatusReverseCharged }
+
+// untaxedReason says why a customer of tax status st is billed without
+// tax, in the words of the refusals.
+func (st TaxStatus) untaxedReason() string {
+	if st == TaxStatusReverseCharged {
+		return "the customer is REVERSE_CHARGED: the customer accounts for the tax (reverse charge)"
+	}
+	return "the customer is TAX_EXEMPT"
+}
+
+// checkLineTax refuses, on taxRate, a taxed line on a document of a
+// customer billed without tax.
+func checkLineTax(v *validator, st TaxStatus, taxRate *Decimal) {
+	if st.untaxed() && taxRate != nil && !taxRate.IsZero() {
+		v.add("taxRate", "taxRate must be 0: %s", st.untaxedReason())
+	}
+}
+
+// checkNoTaxedLines refuses (invalid_state) to finalize a document of a
+// customer billed without tax that still holds taxed lines (the customer's
+// status changed after they were added), naming them.
+func checkNoTaxedLines(what string, st TaxStatus, lines []*LineItem) error {
+	if !st.untaxed() {
+		return nil
+	}
+	var taxed []string
+	for _, l := range lines {
+		if !l.TaxRate.IsZero() {
+			taxed = append(taxed, fmt.Sprintf("%d (%q, taxRate %s)", l.Index, l.Title, l.TaxRate))
+		}
+	}
+	if len(taxed) == 0 {
+		return nil
+	}
+	return Errorf(CodeInvalidState, "%s of a customer billed without tax cannot carry tax (%s); set taxRate to 0 on line items %s",
+		what, st.untaxedReason(), strings.Join(taxed, ", "))
+}

@@ -607,6 +607,9 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if err := checkNotNegative("an invoice", r.GrossTotal); err != nil {
 		return err
 	}
+	if err := s.checkUntaxedInvoice(ctx, tx, account, r); err != nil {
+		return err
+	}
 	number, md, err := s.issue(ctx, tx, account, invoiceKind.number, r.CustomerID, &r.IssueDate, now)
 	if err != nil {
 		return err
@@ -936,4 +939,27 @@ func (c *CurrencySummary) add(inv *Invoice, today Date, months int) {
 	if !inv.DueDate.IsZero() && inv.DueDate.Before(today) {
 		c.AmountOverdue, c.OverdueInvoices = c.AmountOverdue.Add(inv.AmountDue), c.OverdueInvoices+1
 	}
+}
+
+// checkUntaxedInvoice takes the customer's tax status as it is at
+// finalization onto the invoice, and refuses (checkNoTaxedLines) an
+// invoice of a customer billed without tax that still holds taxed lines.
+func (s *Service) checkUntaxedInvoice(ctx context.Context, tx Tx, account string, r *invoiceRecord) error {
+	st, err := s.customerTaxStatus(ctx, tx, account, r.CustomerID)
+	if err != nil || st == "" {
+		return err
+	}
+	r.CustomerTaxStatus = st
+	if !st.untaxed() {
+		return nil
+	}
+	lines, err := scanAll[InvoiceLineItem](ctx, tx, tableInvoiceLines, account, r.ID)
+	if err != nil {
+		return err
+	}
+	core := make([]*LineItem, len(lines))
+	for i, l := range lines {
+		core[i] = &l.LineItem
+	}
+	return checkNoTaxedLines("an invoice", st, core)
 }

@@ -487,6 +487,13 @@ func (s *Service) buildInvoiceLine(ctx context.Context, tx Tx, account string, r
 	if err != nil {
 		return nil, err
 	}
+	if strict {
+		st, err := s.customerTaxStatus(ctx, tx, account, r.CustomerID)
+		if err != nil {
+			return nil, err
+		}
+		checkLineTax(&v, st, p.TaxRate)
+	}
 	s.checkString(&v, "creditGrantId", p.CreditGrantID, false)
 	if p.ServicePeriodStart != nil && p.ServicePeriodEnd != nil && p.ServicePeriodEnd.Before(*p.ServicePeriodStart) {
 		v.add("servicePeriodEnd", "servicePeriodEnd must not be before servicePeriodStart")
@@ -736,6 +743,11 @@ func (s *Service) buildCreditNoteLine(ctx context.Context, tx Tx, v *validator, 
 	if err != nil {
 		return nil, err
 	}
+	st, err := s.creditNoteTaxStatus(ctx, tx, account, cn)
+	if err != nil {
+		return nil, err
+	}
+	checkLineTax(v, st, p.TaxRate)
 	if sp := p.ServicePeriod; sp != nil {
 		v.check(!sp.Start.IsZero(), "servicePeriod.start", "servicePeriod.start is required")
 		v.check(!sp.EndInclusive.IsZero(), "servicePeriod.endInclusive", "servicePeriod.endInclusive is required")

@@ -301,7 +301,7 @@ func TestFinalizedRenderingIsFrozen(t *testing.T) {
 	}
 	// A draft shows the current merchant, and the DRAFT mark.
 	draft := e.invoice(billing.CurrencyGBP, billing.InvoiceUpdateParams{})
-	e.line(draft.ID, "", "Setup", "1", "10", "0.2")
+	e.line(draft.ID, "", "Setup", "1", "10", "0") // the customer is REVERSE_CHARGED now
 	text := pdftext.Text(t, e.invoicePDF(draft.ID))
 	pdftext.Contains(t, text, "DRAFT", "Renamed Holdings plc", "DE89370400440532013000")
 	if strings.Contains(pdftext.Text(t, before), "DRAFT") {
