@@ -306,7 +306,7 @@ func (s *Service) checkGrantParams(ctx context.Context, tx Tx, account string, p
 // checkGrantFields validates the fields of p that need no store, and
 // returns the grant's type ("" when creditUnitType is invalid).
 func (s *Service) checkGrantFields(v *validator, p *CreditGrantParams) CreditType {
-	s.checkString(v, "name", p.Name, true)
+	s.checkName(v, "name", &p.Name, true)
 	var typ CreditType
 	switch p.CreditUnitType {
 	case CreditUnitCurrency:

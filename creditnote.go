@@ -307,7 +307,7 @@ func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string,
 	checkCurrency(&v, p.Currency)
 	v.check(p.CustomerID != "", "customerId", "customerId is required")
 	status := checkStatusOnCreate(&v, p.Status)
-	s.checkHeader(&v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
+	s.checkHeader(&v, p.CustomerEmails, &p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
 		p.CustomerTaxID, p.Metadata, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber, "memo": p.Memo})
 	checkPeriod(&v, p.BillingPeriodStart, p.BillingPeriodEnd)
 	var c *Customer
@@ -444,7 +444,7 @@ func (s *Service) UpdateCreditNote(ctx context.Context, account, id string, p Cr
 	if !p.CustomerShippingAddress.Null && p.CustomerShippingAddress.Set {
 		shipping = &p.CustomerShippingAddress.Value
 	}
-	s.checkHeader(&v, p.CustomerEmails.Value, p.CustomerLegalCompanyName.Value, billing, shipping, p.CustomerTaxID.Value,
+	s.checkHeader(&v, p.CustomerEmails.Value, &p.CustomerLegalCompanyName.Value, billing, shipping, p.CustomerTaxID.Value,
 		p.Metadata.Value, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber.Value, "memo": p.Memo.Value})
 	v.check(!p.Settings.Null, "settings", "settings cannot be null")
 	if p.Settings.Set && !p.Settings.Null {

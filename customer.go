@@ -147,7 +147,7 @@ type CustomerFilter struct {
 
 func (s *Service) validateCustomer(p *CustomerParams) error {
 	var v validator
-	s.checkString(&v, "legalName", p.LegalName, true)
+	s.checkName(&v, "legalName", &p.LegalName, true)
 	s.checkString(&v, "taxId", p.TaxID, false)
 	s.checkString(&v, "url", p.URL, false)
 	s.checkString(&v, "label", p.Label, false)

@@ -835,14 +835,14 @@ func (s *Service) checkKeyValues(v *validator, field string, kvs []KeyValue) {
 }
 
 // checkHeader validates the customer fields shared by both documents.
-func (s *Service) checkHeader(v *validator, emails []string, legalName string, billing, shipping *Address, taxID string, metadata []KeyValue, texts map[string]string) {
+func (s *Service) checkHeader(v *validator, emails []string, legalName *string, billing, shipping *Address, taxID string, metadata []KeyValue, texts map[string]string) {
 	if len(emails) > s.limits.MaxEntries {
 		v.add("customerEmails", "at most %d e-mails", s.limits.MaxEntries)
 	}
 	for i, e := range emails {
 		checkEmail(v, fmt.Sprintf("customerEmails[%d]", i), e)
 	}
-	s.checkString(v, "customerLegalCompanyName", legalName, false)
+	s.checkName(v, "customerLegalCompanyName", legalName, false)
 	s.checkString(v, "customerTaxId", taxID, false)
 	if billing != nil {
 		s.checkAddress(v, "customerBillingAddress", billing)

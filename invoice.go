@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -120,6 +121,30 @@ type invoiceRecord struct {
 	// applyCredits asks the finalization in progress to apply the
 	// customer's credit to a manual invoice (ApplyCredits); never stored.
 	applyCredits bool
+}
+
+// UnmarshalJSON decodes an invoice record. An invoice voided before voids
+// zeroed amountDue is read with amountDue 0, as it is voided today (lists,
+// which decode an Invoice, zero it in ListInvoices).
+func (r *invoiceRecord) UnmarshalJSON(b []byte) error {
+	type plainInvoice Invoice
+	var rec struct {
+		plainInvoice
+		AccountingDateSet bool `json:"_accountingDateSet,omitempty"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return err
+	}
+	r.Invoice, r.AccountingDateSet = Invoice(rec.plainInvoice), rec.AccountingDateSet
+	r.zeroVoided()
+	return nil
+}
+
+// zeroVoided sets the amount due of a VOIDED invoice to zero.
+func (inv *Invoice) zeroVoided() {
+	if inv.Status == StatusVoided && !inv.AmountDue.IsZero() {
+		inv.AmountDue = inv.Currency.Zero()
+	}
 }
 
 // InvoiceLineItem is a line of an invoice.
@@ -287,12 +312,12 @@ func (r *invoiceRecord) setTotals(t Totals, now time.Time) {
 	r.refreshAmounts()
 }
 
-// refreshAmounts derives amountDue and, unless UNCOLLECTIBLE, the payment
-// status: PAID when nothing is due on a FINAL or SENT invoice, UNPAID when
+// refreshAmounts derives amountDue (zero on a VOIDED invoice: nothing is
+// owed on it) and, unless UNCOLLECTIBLE, the payment status: PAID when nothing is due on a FINAL or SENT invoice, UNPAID when
 // nothing was paid, PARTIALLY_PAID otherwise.
 func (inv *Invoice) refreshAmounts() {
 	due := inv.GrossTotal.Sub(inv.AmountCredited).Sub(inv.AmountPaid)
-	if due.Sign() < 0 {
+	if due.Sign() < 0 || inv.Status == StatusVoided {
 		due = inv.Currency.Zero()
 	}
 	inv.AmountDue = inv.Currency.Round(due, RoundHalfUp)
@@ -333,7 +358,7 @@ func (s *Service) listInvoiceLinesTx(ctx context.Context, tx Tx, account, invoic
 // checkInvoiceHeader validates the header fields shared by create and
 // update.
 func (s *Service) checkInvoiceHeader(v *validator, p *InvoiceUpdateParams) {
-	s.checkHeader(v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
+	s.checkHeader(v, p.CustomerEmails, &p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
 		p.CustomerTaxID, p.Metadata, map[string]string{
 			"purchaseOrderNumber": p.PurchaseOrderNumber, "reference": p.Reference, "memo": p.Memo,
 		})
@@ -469,6 +494,7 @@ func (s *Service) ListInvoices(ctx context.Context, account string, f InvoiceFil
 		name: "invoices", filter: f.CustomerID + "\x00" + string(f.Status) + "\x00" + f.BillingScheduleID,
 		table: tableInvoices, prefix: prefix(account), desc: order == SortDesc,
 		decode: decodeAll(func(inv *Invoice) bool {
+			inv.zeroVoided()
 			return (f.CustomerID == "" || inv.CustomerID == f.CustomerID) && (f.Status == "" || inv.Status == f.Status) &&
 				(f.BillingScheduleID == "" || inv.BillingScheduleID == f.BillingScheduleID)
 		}),
@@ -808,6 +834,7 @@ func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice
 		}
 		wasFinal := r.Status.finalized()
 		r.Status = StatusVoided
+		r.refreshAmounts()
 		if !wasFinal {
 			return nil
 		}

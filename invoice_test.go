@@ -145,7 +145,7 @@ func TestInvoiceStateTable(t *testing.T) {
 			}
 		}},
 		{"RecordPayment", []billing.DocumentStatus{fi, se}, func(e *docEnv, id, _, _ string) error {
-			_, err := e.svc.RecordPayment(e.ctx, e.acct, id, billing.PaymentParams{Amount: dec("20"), PaidAt: &billing.Date{Year: 2024, Month: 8, Day: 2}})
+			_, err := e.svc.RecordPayment(e.ctx, e.acct, id, billing.PaymentParams{Amount: dec("20"), PaidAt: &billing.Date{Year: 2024, Month: 7, Day: 30}})
 			return err
 		}, func(t *testing.T, e *docEnv, b, a *billing.Invoice) {
 			sameStatus(t, e, b, a)
@@ -246,11 +246,11 @@ func TestInvoiceRules(t *testing.T) {
 	})
 	parallelOn(t, "ErrPaymentAboveDue", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.finalInvoice("1", "100", "0")
-		_, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("100.01"), PaidAt: &billing.Date{Year: 2024, Month: 8, Day: 1}})
+		_, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("100.01"), PaidAt: &billing.Date{Year: 2024, Month: 7, Day: 30}})
 		if billing.CodeOf(err) != billing.CodeInvalidState {
 			t.Fatalf("payment: %v", err)
 		}
-		if _, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("100"), PaidAt: &billing.Date{Year: 2024, Month: 8, Day: 1}}); err != nil {
+		if _, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("100"), PaidAt: &billing.Date{Year: 2024, Month: 7, Day: 30}}); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.getInvoice(inv.ID); got.PaymentStatus != billing.PaymentStatusPaid || got.AmountDue.String() != "0.00" {

@@ -169,7 +169,7 @@ type lineInput struct {
 // document, product and price of the account), and returns the line's
 // shared fields with its totals computed.
 func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Table, account, docID string, cur Currency, in lineInput) (LineItem, error) {
-	s.checkString(v, "title", in.Title, true)
+	s.checkName(v, "title", &in.Title, true)
 	s.checkString(v, "description", in.Description, false)
 	for _, d := range []struct {
 		field string
@@ -328,8 +328,8 @@ func putNewGroup[G any, PG groupRecord[G]](ctx context.Context, s *Service, tx T
 }
 
 // checkGroupParams validates a group's title and description.
-func (s *Service) checkGroupParams(v *validator, title, description string) {
-	s.checkString(v, "title", title, true)
+func (s *Service) checkGroupParams(v *validator, title *string, description string) {
+	s.checkName(v, "title", title, true)
 	s.checkString(v, "description", description, false)
 }
 
@@ -416,7 +416,7 @@ func (k docLines[D, L, G, PD, PL, PG]) listGroups(ctx context.Context, s *Servic
 func (k docLines[D, L, G, PD, PL, PG]) createGroup(ctx context.Context, s *Service, account, docID, title, description string, build func(tx Tx, d PD, v *validator) (PG, error)) (PG, error) {
 	return linesOp[PG, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD) (PG, error) {
 		var v validator
-		s.checkGroupParams(&v, title, description)
+		s.checkGroupParams(&v, &title, description)
 		g, err := build(tx, d, &v)
 		if err != nil {
 			return nil, err
@@ -441,7 +441,7 @@ func (k docLines[D, L, G, PD, PL, PG]) updateGroup(ctx context.Context, s *Servi
 			return nil, err
 		}
 		var v validator
-		s.checkGroupParams(&v, title, description)
+		s.checkGroupParams(&v, &title, description)
 		if more != nil {
 			if err := more(tx, d, &v, PG(g)); err != nil {
 				return nil, err

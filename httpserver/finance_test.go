@@ -1,10 +1,13 @@
 package httpserver
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/billingd/billing"
 	"github.com/billingd/billing/internal/pdftext"
 )
 
@@ -80,4 +83,108 @@ func TestUntaxedCustomersOverHTTP(t *testing.T) {
 	if text := e.pdfText("/invoices/" + id); strings.Contains(text, "Reverse charge") || strings.Contains(text, "Tax exempt") {
 		t.Errorf("a taxed invoice prints an exemption:\n%s", text)
 	}
+}
+
+// TestVoidedInvoiceOwesNothingOverHTTP: a voided invoice answers amountDue
+// 0, leaves the receivables of the overview, and its journal nets to zero;
+// one with payments or live credit notes is refused, saying what to do.
+func TestVoidedInvoiceOwesNothingOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	cust := e.customer("Voided Ltd")
+	id := e.sentInvoice(cust)
+	got := decode[map[string]any](t, e.post("/invoices/"+id+"/void", ""))
+	if got["status"] != "VOIDED" || got["amountDue"] != "0.00" || got["paymentStatus"] != "UNPAID" {
+		t.Errorf("voided invoice %v", got)
+	}
+	for _, inv := range decode[page](t, e.get("/invoices?status=VOIDED")).Items {
+		if inv["amountDue"] != "0.00" {
+			t.Errorf("the list answers a voided invoice due %v", inv["amountDue"])
+		}
+	}
+	sum, err := e.svc.SummarizeInvoices(t.Context(), e.account, 1)
+	if err != nil || len(sum.Currencies) != 0 {
+		t.Errorf("the overview counts a voided invoice: %+v %v", sum, err)
+	}
+	wantBalancedJournal(t, e, id, 6)
+	if bal := journalNet(t, e, id); bal != "" {
+		t.Errorf("the journal of a voided invoice does not net to zero: %s", bal)
+	}
+
+	// With a payment: refused, saying to credit it first.
+	paid := e.sentInvoice(cust)
+	wantStatus(t, e.post("/invoices/"+paid+"/payments", `{"amount":"1.00","paidAt":"2024-07-30"}`), http.StatusCreated)
+	errs := wantError(t, e.post("/invoices/"+paid+"/void", ""), http.StatusConflict, "invalid_state")
+	if !strings.Contains(errs[0].Message, "credit") {
+		t.Errorf("the refusal does not say what to do: %q", errs[0].Message)
+	}
+}
+
+// TestPaymentDatesOverHTTP: paidAt may not be after today in the account's
+// time zone, nor before the invoice's issue date.
+func TestPaymentDatesOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	wantStatus(t, e.put("/account-settings", `{"timeZone":"Pacific/Auckland"}`), http.StatusOK)
+	cust := e.customer("Payer Ltd")
+	id := e.sentInvoice(cust) // the clock says 2024-07-30T12:00Z: 2024-07-31 in Auckland
+	for _, bad := range []string{"2199-12-31", "2024-08-01", "2024-07-30", "2020-01-01"} {
+		wantError(t, e.post("/invoices/"+id+"/payments", `{"amount":"1.00","paidAt":"`+bad+`"}`), http.StatusBadRequest, "validation_failed", "paidAt")
+	}
+	// Today in Auckland, and the issue date (the customer has the account's zone).
+	wantStatus(t, e.post("/invoices/"+id+"/payments", `{"amount":"1.00","paidAt":"2024-07-31"}`), http.StatusCreated)
+}
+
+// journalNet returns what the journal of source leaves on each ledger
+// account that it does not net to zero ("" when every account nets to
+// zero).
+func journalNet(tb testing.TB, e *env, source string) string {
+	tb.Helper()
+	net := map[string]billing.Decimal{}
+	for _, j := range decode[page](tb, e.get("/journal-entries?limit=100&sourceId="+source)).Items {
+		d, c := billing.MustDecimal(j["debit"].(string)), billing.MustDecimal(j["credit"].(string))
+		a := j["account"].(string)
+		net[a] = net[a].Add(d).Sub(c)
+	}
+	var out []string
+	for a, n := range net {
+		if !n.IsZero() {
+			out = append(out, fmt.Sprintf("%s %s", a, n))
+		}
+	}
+	slices.Sort(out)
+	return fmt.Sprint(out)[1 : len(fmt.Sprint(out))-1]
+}
+
+// TestNamesOverHTTP: legal names and titles are trimmed, may not be blank,
+// and refuse bidirectional controls and other invisible format characters,
+// naming the field; an emoji joined by U+200D stays allowed.
+func TestNamesOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for _, bad := range []string{`   `, `\t \n`, "😀 \u202eevil", "a\u2066b", "soft\u00adhyphen", "zero\u200bwidth"} {
+		wantError(t, e.post("/customers", `{"legalName":"`+bad+`"}`), http.StatusBadRequest, "validation_failed", "legalName")
+	}
+	cust := decode[map[string]any](t, e.post("/customers", `{"legalName":"  Family 👨‍👩‍👧 Ltd  "}`))
+	if cust["legalName"] != "Family 👨‍👩‍👧 Ltd" {
+		t.Errorf("legalName = %q, want it trimmed", cust["legalName"])
+	}
+	id := cust["id"].(string)
+	wantError(t, e.put("/customers/"+id, `{"legalName":" "}`), http.StatusBadRequest, "validation_failed", "legalName")
+	wantError(t, e.post("/invoices", `{"currency":"GBP","customerId":"`+id+`","customerLegalCompanyName":"x\u202e"}`),
+		http.StatusBadRequest, "validation_failed", "customerLegalCompanyName")
+	inv := "/invoices/" + decode[map[string]any](t, e.post("/invoices", `{"currency":"GBP","customerId":"`+id+`","customerLegalCompanyName":" Billed Name "}`))["id"].(string)
+	if got := decode[map[string]any](t, e.get(inv)); got["customerLegalCompanyName"] != "Billed Name" {
+		t.Errorf("customerLegalCompanyName = %q", got["customerLegalCompanyName"])
+	}
+	wantError(t, e.post(inv+"/line-items", lineBody("  ", "1", "1", "0", "")), http.StatusBadRequest, "validation_failed", "title")
+	wantError(t, e.post(inv+"/line-items", lineBody("Plan\u202e", "1", "1", "0", "")), http.StatusBadRequest, "validation_failed", "title")
+	wantError(t, e.post(inv+"/line-item-groups", `{"title":" "}`), http.StatusBadRequest, "validation_failed", "title")
+	line := decode[map[string]any](t, e.post(inv+"/line-items", lineBody(" Plan ", "1", "1", "0", "")))
+	group := decode[map[string]any](t, e.post(inv+"/line-item-groups", `{"title":" Group "}`))
+	if line["title"] != "Plan" || group["title"] != "Group" {
+		t.Errorf("titles not trimmed: %q, %q", line["title"], group["title"])
+	}
+	wantError(t, e.post("/credits", `{"customerId":"`+id+`","name":" ","creditUnitType":"CURRENCY","currency":"GBP","amount":"1"}`),
+		http.StatusBadRequest, "validation_failed", "name")
 }

@@ -124,7 +124,7 @@ func gbpInvoice(e *env) *billing.Invoice {
 	support := e.group(inv.ID, "Support")
 	e.line(inv.ID, support, "Premium support", "1", "1250", "0.05")
 	e.finalize(inv.ID)
-	paid := billing.Date{Year: 2024, Month: 8, Day: 2}
+	paid := billing.Date{Year: 2024, Month: 7, Day: 30}
 	if _, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("100.00"), PaidAt: &paid}); err != nil {
 		e.t.Fatalf("RecordPayment: %v", err)
 	}
