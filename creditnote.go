@@ -665,10 +665,11 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 // checkCreditingLimit refuses (invalid_state) to finalize cn when the
 // invoice would be credited twice over: its FINAL and SENT credit notes,
 // cn included, may not exceed its gross total, and those that reduce what
-// is due (no grant) not its gross total less payments.
+// is due (no grant) not its gross total less payments and credit applied
+// as money on account.
 func (s *Service) checkCreditingLimit(ctx context.Context, tx Tx, account string, inv *invoiceRecord, cn *CreditNote) error {
 	if cn.Settings.GenerateCashCreditGrant != CashCreditGrantEnabled {
-		limit := inv.GrossTotal.Sub(inv.AmountPaid)
+		limit := inv.GrossTotal.Sub(inv.AmountPaid).Sub(inv.CreditsApplied)
 		if after := inv.AmountCredited.Add(cn.GrossTotal); after.Cmp(limit) > 0 {
 			return Errorf(CodeInvalidState, "crediting %s %s would bring the invoice's credits to %s, above its gross total less payments (%s)",
 				cn.GrossTotal, cn.Currency, after, limit)

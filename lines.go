@@ -270,7 +270,8 @@ func (s *Service) checkRef(ctx context.Context, tx Tx, v *validator, t Table, k 
 
 // linesOp runs one change to the lines or groups of a document in one
 // transaction: it loads the document, refuses unless it is editable, runs
-// fn, recomputes every total from the stored lines, stores the document and
+// fn, recomputes every total from the stored lines (and applies again the
+// credit of an invoice given credit by ApplyCredits), stores the document and
 // emits the kind's "updated" notification about view(d).
 func linesOp[T, D, L, G any, PD interface {
 	*D
@@ -293,6 +294,12 @@ func linesOp[T, D, L, G any, PD interface {
 		}
 		if err := recompute[D, L, G, PD, PL, PG](ctx, s, tx, k, account, pd, now); err != nil {
 			return zero, err
+		}
+		if r, ok := any(pd).(*invoiceRecord); ok {
+			// A draft given credit applies it again to its new lines.
+			if err := s.reapplyCredits(ctx, tx, account, r, now); err != nil {
+				return zero, err
+			}
 		}
 		return out, s.emit(ctx, tx, account, k.updated, view(pd))
 	})
@@ -693,8 +700,13 @@ func (s *Service) replaceInvoiceLinesTx(ctx context.Context, tx Tx, account, inv
 	if err != nil {
 		return nil, false, err
 	}
-	if sameLines(old, built) {
+	if sameLines(withoutCreditLines(old), built) {
 		return &r.Invoice, false, nil
+	}
+	if r.CreditsRequested {
+		if err := s.releaseCredits(ctx, tx, account, r, "invoice changed", now); err != nil {
+			return nil, false, err
+		}
 	}
 	if err := deleteUnder(ctx, tx, tableInvoiceLines, prefix(account, invoiceID)); err != nil {
 		return nil, false, err
@@ -706,8 +718,25 @@ func (s *Service) replaceInvoiceLinesTx(ctx context.Context, tx Tx, account, inv
 		t := NormalizeTime(calculatedAt)
 		r.CalculatedAt = &t
 	}
-	err = recompute[invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup](ctx, s, tx, invoiceKind, account, r, now)
-	return &r.Invoice, true, err
+	if err := recompute[invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup](ctx, s, tx, invoiceKind, account, r, now); err != nil {
+		return nil, false, err
+	}
+	if err := s.reapplyCredits(ctx, tx, account, r, now); err != nil {
+		return nil, false, err
+	}
+	return &r.Invoice, true, saveDoc(ctx, tx, invoiceKind, account, r)
+}
+
+// withoutCreditLines returns lines without the BURNDOWN lines of credit
+// applied (isCreditLine).
+func withoutCreditLines(lines []InvoiceLineItem) []InvoiceLineItem {
+	out := lines[:0:0]
+	for _, l := range lines {
+		if !isCreditLine(&l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // sameLines reports whether built lines equal the stored ones but for ids.

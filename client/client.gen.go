@@ -1677,6 +1677,21 @@ type CreateUsageMetricRequest struct {
 	Unit                *string                        `json:"unit,omitempty"`
 }
 
+// CreditApplication defines model for CreditApplication.
+type CreditApplication struct {
+	// Amount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Amount        Decimal `json:"amount"`
+	CreditGrantId string  `json:"creditGrantId"`
+
+	// Date A calendar date YYYY-MM-DD between 2000-01-01 and 2199-12-31, in the customer's time zone if set, else the account's.
+	//
+	// Examples: 2024-07-30
+	Date Date   `json:"date"`
+	Name string `json:"name"`
+}
+
 // CreditBalance defines model for CreditBalance.
 type CreditBalance struct {
 	// Balance A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
@@ -2352,9 +2367,17 @@ type Invoice struct {
 	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
-	CreatedAt                Timestamp  `json:"createdAt"`
-	CreditBalances           *string    `json:"creditBalances,omitempty"`
-	CreditNoteIds            []string   `json:"creditNoteIds"`
+	CreatedAt Timestamp `json:"createdAt"`
+
+	// CreditApplications The grants of creditsApplied, in the order applied.
+	CreditApplications []CreditApplication `json:"creditApplications"`
+	CreditBalances     *string             `json:"creditBalances,omitempty"`
+	CreditNoteIds      []string            `json:"creditNoteIds"`
+
+	// CreditsApplied CASH credit applied as money on account, after tax (paid grants and grants from credit notes); it reduces amountDue, not the totals. Free credit is a discount in BURNDOWN lines instead.
+	//
+	// Examples: 12.30, 0.2, -3.50
+	CreditsApplied           Decimal    `json:"creditsApplied"`
 	Currency                 Currency   `json:"currency"`
 	CustomerBillingAddress   Address    `json:"customerBillingAddress"`
 	CustomerEmails           []string   `json:"customerEmails"`
@@ -3376,9 +3399,17 @@ type UpcomingInvoice struct {
 	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
-	CreatedAt                Timestamp  `json:"createdAt"`
-	CreditBalances           *string    `json:"creditBalances,omitempty"`
-	CreditNoteIds            []string   `json:"creditNoteIds"`
+	CreatedAt Timestamp `json:"createdAt"`
+
+	// CreditApplications The grants of creditsApplied, in the order applied.
+	CreditApplications []CreditApplication `json:"creditApplications"`
+	CreditBalances     *string             `json:"creditBalances,omitempty"`
+	CreditNoteIds      []string            `json:"creditNoteIds"`
+
+	// CreditsApplied CASH credit applied as money on account, after tax (paid grants and grants from credit notes); it reduces amountDue, not the totals. Free credit is a discount in BURNDOWN lines instead.
+	//
+	// Examples: 12.30, 0.2, -3.50
+	CreditsApplied           Decimal    `json:"creditsApplied"`
 	Currency                 Currency   `json:"currency"`
 	CustomerBillingAddress   Address    `json:"customerBillingAddress"`
 	CustomerEmails           []string   `json:"customerEmails"`
@@ -6147,6 +6178,8 @@ type ClientInterface interface {
 
 	// ApplyCredits Draw the customer's credits down on an invoice
 	//
+	// Applies the customer's CASH credit in the invoice's currency without changing its status. On a DRAFT or IN_PROGRESS invoice free credit becomes BURNDOWN lines before tax, at the tax rates of the lines it offsets, and paid or credit note credit is applied as money on account (creditsApplied); the draft applies it again whenever its lines change. On a FINAL or SENT invoice with an amount due, paid and credit note credit is applied as money on account. 409 for a VOIDED invoice or an issued one with nothing due.
+	//
 	// Corresponds with POST /invoices/{id}/apply-credits (the `ApplyCredits` operationId).
 	ApplyCredits(ctx context.Context, id string, params *ApplyCreditsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -7828,6 +7861,8 @@ func (c *Client) UpdateInvoice(ctx context.Context, id string, params *UpdateInv
 }
 
 // ApplyCredits Draw the customer's credits down on an invoice
+//
+// Applies the customer's CASH credit in the invoice's currency without changing its status. On a DRAFT or IN_PROGRESS invoice free credit becomes BURNDOWN lines before tax, at the tax rates of the lines it offsets, and paid or credit note credit is applied as money on account (creditsApplied); the draft applies it again whenever its lines change. On a FINAL or SENT invoice with an amount due, paid and credit note credit is applied as money on account. 409 for a VOIDED invoice or an issued one with nothing due.
 //
 // Corresponds with POST /invoices/{id}/apply-credits (the `ApplyCredits` operationId).
 func (c *Client) ApplyCredits(ctx context.Context, id string, params *ApplyCreditsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -19814,6 +19849,8 @@ type ClientWithResponsesInterface interface {
 
 	// ApplyCreditsWithResponse Draw the customer's credits down on an invoice
 	//
+	// Applies the customer's CASH credit in the invoice's currency without changing its status. On a DRAFT or IN_PROGRESS invoice free credit becomes BURNDOWN lines before tax, at the tax rates of the lines it offsets, and paid or credit note credit is applied as money on account (creditsApplied); the draft applies it again whenever its lines change. On a FINAL or SENT invoice with an amount due, paid and credit note credit is applied as money on account. 409 for a VOIDED invoice or an issued one with nothing due.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /invoices/{id}/apply-credits (the `ApplyCredits` operationId).
@@ -28832,6 +28869,8 @@ func (c *ClientWithResponses) UpdateInvoiceWithResponse(ctx context.Context, id 
 }
 
 // ApplyCreditsWithResponse Draw the customer's credits down on an invoice
+//
+// Applies the customer's CASH credit in the invoice's currency without changing its status. On a DRAFT or IN_PROGRESS invoice free credit becomes BURNDOWN lines before tax, at the tax rates of the lines it offsets, and paid or credit note credit is applied as money on account (creditsApplied); the draft applies it again whenever its lines change. On a FINAL or SENT invoice with an amount due, paid and credit note credit is applied as money on account. 409 for a VOIDED invoice or an issued one with nothing due.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -188,3 +188,105 @@ func TestNamesOverHTTP(t *testing.T) {
 	wantError(t, e.post("/credits", `{"customerId":"`+id+`","name":" ","creditUnitType":"CURRENCY","currency":"GBP","amount":"1"}`),
 		http.StatusBadRequest, "validation_failed", "name")
 }
+
+// TestCreditsOverHTTP is the credit model finance signs off: €169 + 19%.
+// Paid credit (€100 bought) is money on account after tax: the totals stay
+// those of the supplies, creditsApplied 100.00, due 101.11, and the PDF
+// says "Credit applied". Free credit (€100 promotion) is a discount before
+// tax: a BURNDOWN line at 19%, net 69.00, tax 13.11 (19% of net). Credit
+// bought after invoicing is applied to the SENT invoice. A draft stays a
+// draft. The credit purchase invoice carries no tax. Voiding gives the
+// credit back.
+//
+// Long on purpose: one scenario walked in order; each step starts from the
+// state the previous steps left.
+func TestCreditsOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	vat := e.create("/tax-rates", `{"name":"VAT","amount":"0.19"}`)
+	cust := e.customer("Credit GmbH")
+	draftOf := func() string {
+		id := decode[map[string]any](t, e.post("/invoices", `{"currency":"EUR","customerId":"`+cust+`"}`))["id"].(string)
+		wantStatus(t, e.post("/invoices/"+id+"/line-items", lineBody("Platform", "1", "169", "0.19", "")), http.StatusCreated)
+		return "/invoices/" + id
+	}
+
+	// Paid credit: bought with an invoice that carries no tax.
+	bought := decode[map[string]any](t, e.post("/credits", `{"customerId":"`+cust+`","name":"Prepaid","creditUnitType":"CURRENCY",
+		"currency":"EUR","amount":"100.00","costOfCredit":"100.00","createInvoice":true,"taxRateId":"`+vat+`"}`))
+	purchase := decode[map[string]any](t, e.get("/invoices/"+bought["invoiceId"].(string)))
+	wantTotals(t, "credit purchase", purchase, "100.00", "0.00", "100.00")
+	wantStatus(t, e.post("/invoices/"+bought["invoiceId"].(string)+"/send", ""), http.StatusOK)
+
+	inv := draftOf()
+	got := decode[map[string]any](t, e.post(inv+"/apply-credits", ""))
+	wantTotals(t, "paid credit", got, "169.00", "32.11", "201.11")
+	apps, _ := got["creditApplications"].([]any)
+	if got["status"] != "DRAFT" || got["creditsApplied"] != "100.00" || got["amountDue"] != "101.11" || len(apps) != 1 ||
+		apps[0].(map[string]any)["amount"] != "100.00" || apps[0].(map[string]any)["name"] != "Prepaid" {
+		t.Fatalf("paid credit applied: %v", got)
+	}
+	if b := e.balanceOf(cust, "EUR"); b != "0.00" {
+		t.Errorf("balance after paid credit %s", b)
+	}
+	sent := decode[map[string]any](t, e.post(inv+"/send", ""))
+	if sent["amountDue"] != "101.11" || sent["creditsApplied"] != "100.00" || sent["paymentStatus"] != "PARTIALLY_PAID" && sent["paymentStatus"] != "UNPAID" {
+		t.Errorf("sent %v", sent)
+	}
+	text := e.pdfText(inv)
+	for _, want := range []string{"Credit applied: Prepaid", "-€100.00", "€201.11", "€101.11", "€32.11"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the PDF lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "0%") {
+		t.Errorf("the PDF has a 0%% row:\n%s", text)
+	}
+	if bal := journalNet(t, e, bought["id"].(string)); bal == "" {
+		t.Error("the paid grant's consumption wrote no journal")
+	}
+
+	// Credit bought after the invoice was sent pays what is still due,
+	// never more.
+	wantStatus(t, e.post("/credits", `{"customerId":"`+cust+`","name":"Top-up","creditUnitType":"CURRENCY","currency":"EUR",
+		"amount":"500.00","costOfCredit":"500.00"}`), http.StatusCreated)
+	got = decode[map[string]any](t, e.post(inv+"/apply-credits", ""))
+	if got["status"] != "SENT" || got["creditsApplied"] != "201.11" || got["amountDue"] != "0.00" || got["paymentStatus"] != "PAID" {
+		t.Errorf("credit applied to the SENT invoice: %v", got)
+	}
+	if b := e.balanceOf(cust, "EUR"); b != "398.89" {
+		t.Errorf("balance after the top-up was applied: %s, want 398.89", b)
+	}
+	wantError(t, e.post(inv+"/apply-credits", ""), http.StatusConflict, "invalid_state") // nothing due
+	wantStatus(t, e.post(inv+"/void", ""), http.StatusOK)
+	if b := e.balanceOf(cust, "EUR"); b != "600.00" { // both grants whole again
+		t.Errorf("balance after the void: %s, want 600.00", b)
+	}
+
+	// Free credit: a discount before tax at the rate it offsets.
+	other := e.customer("Promo GmbH")
+	wantStatus(t, e.post("/credits", `{"customerId":"`+other+`","name":"Welcome","creditUnitType":"CURRENCY","currency":"EUR","amount":"100.00"}`), http.StatusCreated)
+	cust = other
+	inv = draftOf()
+	got = decode[map[string]any](t, e.post(inv+"/apply-credits", ""))
+	wantTotals(t, "free credit", got, "69.00", "13.11", "82.11")
+	if got["creditsApplied"] != "0.00" || got["amountDue"] != "82.11" || got["status"] != "DRAFT" {
+		t.Errorf("free credit applied: %v", got)
+	}
+	lines := decode[page](t, e.get(inv+"/line-items")).Items
+	if len(lines) != 2 || lines[1]["revenueClassification"] != "BURNDOWN" || lines[1]["taxRate"] != "0.19" || lines[1]["netTotal"] != "-100.00" {
+		t.Errorf("lines %v", lines)
+	}
+	// The draft changes: the credit follows it (never more than the net).
+	wantStatus(t, e.del(inv+"/line-items/"+lines[0]["id"].(string)), http.StatusOK)
+	wantStatus(t, e.post(inv+"/line-items", lineBody("Small", "1", "40", "0.19", "")), http.StatusCreated)
+	got = decode[map[string]any](t, e.get(inv))
+	wantTotals(t, "free credit after the change", got, "0.00", "0.00", "0.00")
+	if b := e.balanceOf(cust, "EUR"); b != "60.00" {
+		t.Errorf("balance after the draft changed: %s, want 60.00", b)
+	}
+	wantStatus(t, e.del(inv), http.StatusOK)
+	if b := e.balanceOf(cust, "EUR"); b != "100.00" {
+		t.Errorf("balance after the draft was deleted: %s, want 100.00", b)
+	}
+}

@@ -148,6 +148,9 @@ func buildInvoice(v *view, d *billing.PrintableDocument) {
 	}
 	v.Sections, v.TaxRows = sections(cur, lines, groups)
 	v.Totals = facts("Net total", money(cur, inv.NetTotal), "Tax", money(cur, inv.TotalTax), "Total", money(cur, inv.GrossTotal))
+	for _, a := range inv.CreditApplications { // money on account, after tax
+		v.Totals = append(v.Totals, fact{"Credit applied: " + a.Name, money(cur, a.Amount.Neg())})
+	}
 	v.Totals = append(v.Totals, facts("Amount paid", money(cur, inv.AmountPaid), "Amount credited", money(cur, inv.AmountCredited),
 		"Amount due", money(cur, inv.AmountDue))...)
 	if inv.CreditBalances != "" {
