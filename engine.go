@@ -652,6 +652,7 @@ func (s *Service) recordBillingError(ctx context.Context, k []byte, failure erro
 	f := BillingFailure{Code: CodeOf(failure), Error: "internal error: the cause is in the server's log"}
 	if es := Errors(failure); len(es) > 0 && es[0].Code != CodeInternal {
 		f.Error = es[0].Message
+		s.log.Warn("billing engine: schedule could not be billed", "schedule", string(k), "code", string(f.Code), "error", f.Error)
 	} else {
 		s.log.Error("billing engine: schedule failed", "schedule", string(k), "error", failure)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/internal/pdftext"
@@ -288,5 +289,51 @@ func TestCreditsOverHTTP(t *testing.T) {
 	wantStatus(t, e.del(inv), http.StatusOK)
 	if b := e.balanceOf(cust, "EUR"); b != "100.00" {
 		t.Errorf("balance after the draft was deleted: %s, want 100.00", b)
+	}
+}
+
+// TestArchiveCustomerWithSchedulesOverHTTP: archiving a customer whose
+// schedules would still bill is refused, naming them; with
+// cancelSchedules=true they are cancelled and archived in the same
+// request, and the engine bills them no more (and reports nothing
+// failing, where it used to fail at the next billing date).
+func TestArchiveCustomerWithSchedulesOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	cust, price := e.scheduleFixture()
+	active := e.create("/billing-schedules", `{"customerId":"`+cust+`","startDate":"2024-07-01","isDraft":false,"autoIssueInvoices":false,
+		"phases":[{"startDate":"2024-07-01","priceIds":["`+price+`"]}]}`)
+	draft := e.create("/billing-schedules", `{"customerId":"`+cust+`","startDate":"2024-08-01","isDraft":true,"autoIssueInvoices":false,
+		"phases":[{"startDate":"2024-08-01","priceIds":["`+price+`"]}]}`)
+	errs := wantError(t, e.post("/customers/"+cust+"/archive", ""), http.StatusConflict, "invalid_state")
+	if !strings.Contains(errs[0].Message, active) || !strings.Contains(errs[0].Message, draft) || !strings.Contains(errs[0].Message, "cancelSchedules") {
+		t.Errorf("the refusal does not list the schedules and what to do: %q", errs[0].Message)
+	}
+	if c := decode[map[string]any](t, e.get("/customers/"+cust)); c["archivedAt"] != nil {
+		t.Fatalf("a refused archive archived the customer: %v", c)
+	}
+	wantError(t, e.post("/customers/"+cust+"/archive?cancelSchedules=maybe", ""), http.StatusBadRequest, "validation_failed", "cancelSchedules")
+
+	// Bill what is due first.
+	e.clock.Set(e.clock.Now().Add(24 * time.Hour))
+	run := decode[map[string]any](t, e.post("/billing-runs", `{}`))
+	if f, _ := run["failures"].([]any); len(f) != 0 {
+		t.Fatalf("failures before archiving: %v", f)
+	}
+
+	c := decode[map[string]any](t, e.post("/customers/"+cust+"/archive?cancelSchedules=true", ""))
+	if c["archivedAt"] == nil {
+		t.Fatalf("not archived: %v", c)
+	}
+	for id, want := range map[string]string{active: "CANCELLED", draft: "DRAFT"} {
+		sc := decode[map[string]any](t, e.get("/billing-schedules/"+id))
+		if sc["status"] != want || sc["archivedAt"] == nil {
+			t.Errorf("schedule %s after archiving its customer: %v %v", id, sc["status"], sc["archivedAt"])
+		}
+	}
+	e.clock.Set(e.clock.Now().Add(40 * 24 * time.Hour))
+	run = decode[map[string]any](t, e.post("/billing-runs", `{}`))
+	if f, _ := run["failures"].([]any); len(f) != 0 || run["invoicesCreated"] != float64(0) {
+		t.Errorf("the engine still bills the archived customer's schedules: %v", run)
 	}
 }
