@@ -20,6 +20,12 @@ import (
 // requirement the document's schema can state, and is not matched).
 var requiredMessage = regexp.MustCompile(`^(\S+) is required( \(.*\)| and must not be blank)?$`)
 
+// conditionallyRequired are the body fields the server requires only with
+// some value of another field (a usage metric for usage-based pricing
+// types, a seat metric for SEAT_BASED): a schema cannot say so, and the
+// document describes the condition in words.
+var conditionallyRequired = map[string]bool{"structure.usageMetricId": true, "structure.seatMetricId": true}
+
 // checkRequiredAgree fails when an answer of op refuses a body field as
 // required that the document's request body leaves optional.
 func (e *env) checkRequiredAgree(op *openapi3.Operation, method, target string, res response) {
@@ -37,7 +43,7 @@ func (e *env) checkRequiredAgree(op *openapi3.Operation, method, target string, 
 	}
 	for _, we := range body.Errors {
 		m := requiredMessage.FindStringSubmatch(we.Message)
-		if we.Code != "validation_failed" || m == nil || we.Field == "" {
+		if we.Code != "validation_failed" || m == nil || we.Field == "" || conditionallyRequired[we.Field] {
 			continue
 		}
 		parent, name := schemaParent(mt.Schema.Value, we.Field)
