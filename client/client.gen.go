@@ -1615,8 +1615,8 @@ type CreateNotificationPolicyRequest struct {
 
 // CreatePriceRequest defines model for CreatePriceRequest.
 type CreatePriceRequest struct {
-	BillingFrequency       *BillingFrequency             `json:"billingFrequency,omitempty"`
-	BillingType            *BillingType                  `json:"billingType,omitempty"`
+	BillingFrequency       *BillingFrequency             `json:"billingFrequency"`
+	BillingType            *BillingType                  `json:"billingType"`
 	Currency               Currency                      `json:"currency"`
 	CustomMetricParameters *[]CustomMetricParameterInput `json:"customMetricParameters,omitempty"`
 	IntegrationIds         *[]IntegrationIDInput         `json:"integrationIds,omitempty"`
@@ -1952,7 +1952,7 @@ type CreditNoteLineItemGroupPage struct {
 type CreditNoteLineItemGroupRequest struct {
 	Description     *string `json:"description,omitempty"`
 	LineItemGroupId *string `json:"lineItemGroupId,omitempty"`
-	Title           *string `json:"title,omitempty"`
+	Title           *string `json:"title"`
 }
 
 // CreditNoteLineItemPage defines model for CreditNoteLineItemPage.
@@ -2256,7 +2256,7 @@ type Discount struct {
 
 // DiscountRequest defines model for DiscountRequest.
 type DiscountRequest struct {
-	Amount           *Number           `json:"amount,omitempty"`
+	Amount           *Number           `json:"amount"`
 	Message          *string           `json:"message,omitempty"`
 	RestrictToPrices *[]string         `json:"restrictToPrices,omitempty"`
 	SeatDiscountType *SeatDiscountType `json:"seatDiscountType,omitempty"`
@@ -2529,7 +2529,7 @@ type InvoiceLineItemGroupPage struct {
 // InvoiceLineItemGroupRequest defines model for InvoiceLineItemGroupRequest.
 type InvoiceLineItemGroupRequest struct {
 	Description *string `json:"description,omitempty"`
-	Title       *string `json:"title,omitempty"`
+	Title       *string `json:"title"`
 }
 
 // InvoiceLineItemPage defines model for InvoiceLineItemPage.
@@ -2647,7 +2647,7 @@ type KeyValue struct {
 
 // KeyValueInput The form of KeyValue in request bodies.
 type KeyValueInput struct {
-	Key   *string `json:"key,omitempty"`
+	Key   *string `json:"key"`
 	Value *string `json:"value,omitempty"`
 }
 
@@ -2948,7 +2948,7 @@ type PhaseRequest struct {
 	PhasePriceMetadata   *[]PhasePriceMetadataInput `json:"phasePriceMetadata,omitempty"`
 	PriceIds             *[]string                  `json:"priceIds,omitempty"`
 	RecurrencePreference *RecurrencePreference      `json:"recurrencePreference,omitempty"`
-	StartDate            *Date                      `json:"startDate,omitempty"`
+	StartDate            *Date                      `json:"startDate"`
 }
 
 // Price defines model for Price.
@@ -3473,14 +3473,14 @@ type UpcomingInvoice struct {
 
 // UpdatePriceRequest defines model for UpdatePriceRequest.
 type UpdatePriceRequest struct {
-	Name   *string      `json:"name,omitempty"`
-	Status *PriceStatus `json:"status,omitempty"`
+	Name   *string      `json:"name"`
+	Status *PriceStatus `json:"status"`
 }
 
 // UpdateSeatMetricRequest defines model for UpdateSeatMetricRequest.
 type UpdateSeatMetricRequest struct {
 	Description *string `json:"description,omitempty"`
-	Label       *string `json:"label,omitempty"`
+	Label       *string `json:"label"`
 }
 
 // UsageCalculation defines model for UsageCalculation.

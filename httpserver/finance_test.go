@@ -337,3 +337,75 @@ func TestArchiveCustomerWithSchedulesOverHTTP(t *testing.T) {
 		t.Errorf("the engine still bills the archived customer's schedules: %v", run)
 	}
 }
+
+// TestEngineLinesSayWhatTheyBillOverHTTP: a SEAT_BASED line in arrears
+// says it bills the period's peak; a minimum is prorated like the fees of
+// a short first period and says so; a late usage correction shows the
+// usage that changed at its unit price ("3 × 0.05", not "1 × 0.15").
+//
+// Long on purpose: one scenario walked in order; each step starts from the
+// state the previous steps left.
+func TestEngineLinesSayWhatTheyBillOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.clock.Set(time.Date(2024, 7, 10, 9, 0, 0, 0, time.UTC))
+	cust := e.create("/customers", `{"legalName":"Seats Ltd","customerAliases":["seats"]}`)
+	e.create("/seat-metrics", `{"seatType":"editor","label":"Editors"}`)
+	seatMetric := decode[page](t, e.get("/seat-metrics")).Items[0]["id"].(string)
+	metric := e.createMetric("calls").ID
+	product := e.create("/products", `{"name":"Platform"}`)
+	seatPrice := e.create("/prices", `{"productId":"`+product+`","name":"Editors","currency":"EUR","billingFrequency":"MONTHLY",
+		"billingType":"IN_ARREARS","structure":{"pricingType":"SEAT_BASED","seatMetricId":"`+seatMetric+`","pricePerSeat":"10.00"}}`)
+	usagePrice := e.create("/prices", `{"productId":"`+product+`","name":"Calls","currency":"EUR","billingFrequency":"MONTHLY",
+		"billingType":"IN_ARREARS","structure":{"pricingType":"LINEAR","pricePerUnit":"0.05","usageMetricId":"`+metric+`"}}`)
+	for i, total := range []int{3, 7, 2} {
+		at := time.Date(2024, 7, 12+4*i, 0, 0, 0, 0, time.UTC)
+		e.create("/seat-events", fmt.Sprintf(`{"customerAlias":"seats","seatType":"editor","eventTimestamp":%q,"total":%d}`,
+			billing.FormatTimestamp(at), total))
+	}
+	e.create("/billing-schedules", `{"customerId":"`+cust+`","startDate":"2024-07-10","autoIssueInvoices":true,"isDraft":false,"recurrenceDayOfMonth":1,
+		"phases":[{"startDate":"2024-07-10","priceIds":["`+seatPrice+`","`+usagePrice+`"],
+		"minimums":[{"amount":"310.00","restrictToPrices":["`+seatPrice+`"]}]}]}`)
+
+	e.clock.Set(time.Date(2024, 8, 1, 9, 0, 0, 0, time.UTC))
+	invs := e.billingRun()
+	if len(invs) != 1 {
+		t.Fatalf("%d invoices", len(invs))
+	}
+	byTitle := map[string]map[string]any{}
+	for _, l := range invs[0]["lines"].([]map[string]any) {
+		byTitle[l["title"].(string)] = l
+	}
+	seats, minimum := byTitle["Editors"], byTitle["Minimum commitment"]
+	if seats == nil || !strings.Contains(seats["description"].(string), "peak seats in the period: 7") {
+		t.Errorf("seat line %v", seats)
+	}
+	// 22 of 31 days: the minimum is 310.00 × 22/31 = 220.00, so the seat
+	// line and the minimum line add up to 220.00.
+	if minimum == nil || !strings.Contains(fmt.Sprint(minimum["description"]), "prorated: 22 of 31 days") {
+		t.Fatalf("minimum line %v", minimum)
+	}
+	sum := billing.MustDecimal(seats["netTotal"].(string)).Add(billing.MustDecimal(minimum["netTotal"].(string)))
+	if sum.String() != "220.00" {
+		t.Errorf("seats %v + minimum %v = %s, want the prorated minimum 220.00", seats["netTotal"], minimum["netTotal"], sum)
+	}
+
+	// Three calls of July arrive after its invoice was issued.
+	for i := range 3 {
+		wantStatus(t, e.post("/usage-events", fmt.Sprintf(`{"customerAlias":"seats","eventType":"api_call","customerEventId":"late-%d",
+			"eventTimestamp":"2024-07-20T10:00:00Z"}`, i)), http.StatusCreated)
+	}
+	e.clock.Set(time.Date(2024, 8, 2, 9, 0, 0, 0, time.UTC))
+	run := decode[map[string]any](t, e.post("/billing-runs", `{}`))
+	var correction map[string]any
+	for _, id := range run["invoiceIds"].([]any) {
+		for _, l := range decode[page](t, e.get("/invoices/"+id.(string)+"/line-items")).Items {
+			if strings.HasPrefix(l["title"].(string), "Late usage correction") {
+				correction = l
+			}
+		}
+	}
+	if correction == nil || correction["quantity"] != "3" || correction["rate"] != "0.05" || correction["netTotal"] != "0.15" {
+		t.Errorf("correction line %v (run %v)", correction, run)
+	}
+}
