@@ -627,6 +627,17 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled && cn.GrossTotal.Sign() <= 0 {
 		return Errorf(CodeInvalidState, "a credit note that generates a cash credit grant needs a positive gross total; this one is %s", cn.GrossTotal)
 	}
+	// A credit note's own date, when set, follows the rule of payments: not
+	// after today, not before the credited invoice's issue date.
+	if !cn.AccountingDate.IsZero() {
+		issued := Date{}
+		if inv != nil {
+			issued = inv.IssueDate
+		}
+		if err := s.checkMoneyDate(ctx, tx, account, "accountingDate", cn.AccountingDate, issued, now); err != nil {
+			return err
+		}
+	}
 	number, md, err := s.issue(ctx, tx, account, creditNoteKind.number, cn.CustomerID, &cn.IssueDate, now)
 	if err != nil {
 		return err

@@ -409,3 +409,27 @@ func TestEngineLinesSayWhatTheyBillOverHTTP(t *testing.T) {
 		t.Errorf("correction line %v (run %v)", correction, run)
 	}
 }
+
+// TestCreditNoteDatesOverHTTP: a credit note's accounting date follows the
+// rule of payments when it is finalized: not after today, not before the
+// credited invoice's issue date.
+func TestCreditNoteDatesOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	cust := e.customer("Dates Ltd")
+	inv := e.sentInvoice(cust) // issued 2024-07-30
+	for _, c := range []struct {
+		date   string
+		status int
+	}{{"2199-12-31", 400}, {"2024-07-29", 400}, {"2024-07-30", 200}} {
+		cn := e.creditNote(cust, `"invoiceId":"`+inv+`","accountingDate":"`+c.date+`"`)["id"].(string)
+		wantStatus(t, e.post("/credit-notes/"+cn+"/line-items", cnLine(cn, "Refund", "1", "1", "0", "")), http.StatusCreated)
+		r := e.post("/credit-notes/"+cn+"/finalize", "")
+		if c.status == 400 {
+			wantError(t, r, http.StatusBadRequest, "validation_failed", "accountingDate")
+			wantStatus(t, e.post("/credit-notes/"+cn+"/void", ""), http.StatusOK)
+			continue
+		}
+		wantStatus(t, r, c.status)
+	}
+}
