@@ -391,7 +391,7 @@ func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []en
 		case PricingPackage:
 			notes = append(notes, fmt.Sprintf("usage: %s", res.Usage))
 		case PricingSeatBased:
-			notes = append(notes, seatNote(pr, q.value, cl.Quantity))
+			notes = append(notes, seatNote(pr, q.value))
 		}
 		if in.Factor != nil && pr.Structure.PricingType != PricingPackage {
 			notes = append(notes, prorationNote(ch.Period))
@@ -405,13 +405,13 @@ func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []en
 // seatNote says how a seat line's quantity was measured: in arrears the
 // highest seat count of the period (its peak), in advance the count at its
 // start; and when the contracted minimum raised it.
-func seatNote(pr *Price, measured, billed Decimal) string {
+func seatNote(pr *Price, measured Decimal) string {
 	note := fmt.Sprintf("seats at the start of the period: %s", measured)
 	if pr.BillingType == BillingTypeInArrears {
 		note = fmt.Sprintf("peak seats in the period: %s", measured)
 	}
-	if billed.Cmp(measured) > 0 {
-		note += fmt.Sprintf(", billed at the contracted minimum of %s", billed)
+	if m := pr.Structure.ContractedMinimumSeats; m != nil && DecimalFromInt(*m).Cmp(measured) > 0 {
+		note += fmt.Sprintf(", billed at the contracted minimum of %d", *m)
 	}
 	return note
 }
