@@ -890,16 +890,7 @@ func (s *Service) applyFreeCash(ctx context.Context, tx Tx, account string, r *i
 	if err != nil {
 		return err
 	}
-	// The net and the tax left at each rate, rates in the order of the lines.
-	var rates []Decimal
-	left, taxLeft := map[string]Decimal{}, map[string]Decimal{}
-	for _, l := range stored {
-		k := l.TaxRate.String()
-		if _, seen := left[k]; !seen {
-			rates, left[k], taxLeft[k] = append(rates, l.TaxRate), r.Currency.Zero(), r.Currency.Zero()
-		}
-		left[k], taxLeft[k] = left[k].Add(l.NetTotal), taxLeft[k].Add(l.TotalTax)
-	}
+	rates, left, taxLeft := ratesLeft(r.Currency, stored)
 	mode, err := s.docRounding(ctx, tx, account, r.ID)
 	if err != nil {
 		return err
@@ -946,6 +937,20 @@ func (s *Service) applyFreeCash(ctx context.Context, tx Tx, account string, r *i
 		return nil
 	}
 	return recompute[invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup](ctx, s, tx, invoiceKind, account, r, now)
+}
+
+// ratesLeft returns the tax rates of lines in the order they first appear,
+// and the net and the tax of the lines at each rate (by the rate's text).
+func ratesLeft(cur Currency, lines []InvoiceLineItem) (rates []Decimal, net, tax map[string]Decimal) {
+	net, tax = map[string]Decimal{}, map[string]Decimal{}
+	for _, l := range lines {
+		k := l.TaxRate.String()
+		if _, seen := net[k]; !seen {
+			rates, net[k], tax[k] = append(rates, l.TaxRate), cur.Zero(), cur.Zero()
+		}
+		net[k], tax[k] = net[k].Add(l.NetTotal), tax[k].Add(l.TotalTax)
+	}
+	return rates, net, tax
 }
 
 // creditLine is the BURNDOWN line of free credit g taking amount off the

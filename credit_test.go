@@ -528,55 +528,7 @@ func (e *docEnv) checkDocumentMoney(t *testing.T, tally map[string]int) {
 		return e.svc.ListInvoices(e.ctx, e.acct, billing.InvoiceFilter{}, p)
 	})
 	for _, inv := range invs {
-		net, tax := map[string]billing.Decimal{}, map[string]billing.Decimal{}
-		supplied := map[string]bool{}
-		sumTax := billing.DecimalFromInt(0)
-		for _, l := range allInvoiceLines(t, e, inv.ID) {
-			k := l.TaxRate.String()
-			net[k], tax[k], sumTax = net[k].Add(l.NetTotal), tax[k].Add(l.TotalTax), sumTax.Add(l.TotalTax)
-			if l.RevenueClassification == billing.RevenueClassificationBurndown && l.CreditGrantID != "" {
-				if inv.Status != billing.StatusVoided {
-					add(l.CreditGrantID, l.NetTotal.Neg())
-				}
-				tally["free"]++
-				if !supplied[k] {
-					t.Errorf("invoice %s: free credit at %s, a rate none of its earlier lines has", inv.ID, k)
-				}
-			} else {
-				supplied[k] = true
-			}
-		}
-		for k, n := range net {
-			if n.Sign() < 0 {
-				t.Errorf("invoice %s: free credit took rate %s below zero (%s)", inv.ID, k, n)
-			}
-			// The tax of each rate is the sum of that rate's lines, and never
-			// more than a cent per line away from rate × base.
-			_ = tax[k]
-		}
-		if sumTax.Cmp(inv.TotalTax) != 0 {
-			t.Errorf("invoice %s: lines' tax %s, totalTax %s", inv.ID, sumTax, inv.TotalTax)
-		}
-		applied := billing.DecimalFromInt(0)
-		for _, a := range inv.CreditApplications {
-			applied = applied.Add(a.Amount)
-			add(a.CreditGrantID, a.Amount)
-			tally["on account"]++
-		}
-		if applied.Cmp(inv.CreditsApplied) != 0 {
-			t.Errorf("invoice %s: applications %s, creditsApplied %s", inv.ID, applied, inv.CreditsApplied)
-		}
-		want := inv.GrossTotal.Sub(inv.CreditsApplied).Sub(inv.AmountCredited).Sub(inv.AmountPaid)
-		if inv.GrossTotal.Sub(inv.CreditsApplied).Sub(inv.AmountPaid).Sign() < 0 {
-			t.Errorf("invoice %s: credit and payments exceed its total: %+v", inv.ID, inv)
-		}
-		if want.Sign() < 0 || inv.Status == billing.StatusVoided {
-			want = billing.DecimalFromInt(0)
-		}
-		if inv.AmountDue.Cmp(want) != 0 {
-			t.Errorf("invoice %s (%s): amountDue %s, want %s (gross %s − credit %s − credited %s − paid %s)", inv.ID, inv.Status,
-				inv.AmountDue, want, inv.GrossTotal, inv.CreditsApplied, inv.AmountCredited, inv.AmountPaid)
-		}
+		e.checkInvoiceMoney(t, inv, add, tally)
 	}
 	grants := pages(t, func(p billing.ListParams) (billing.Page[billing.CreditGrant], error) {
 		return e.svc.ListCreditGrants(e.ctx, e.acct, billing.CreditGrantFilter{}, p)
@@ -591,6 +543,63 @@ func (e *docEnv) checkDocumentMoney(t *testing.T, tally map[string]int) {
 		if used.Cmp(held[g.ID]) != 0 {
 			t.Errorf("grant %s: its balance fell by %s through invoices, the invoices hold %s of it", g.Name, used, held[g.ID])
 		}
+	}
+}
+
+// checkInvoiceMoney checks one invoice (checkDocumentMoney), passing to
+// hold what it holds of each grant.
+func (e *docEnv) checkInvoiceMoney(t *testing.T, inv billing.Invoice, hold func(grant string, d billing.Decimal), tally map[string]int) {
+	t.Helper()
+	net, tax, count := map[string]billing.Decimal{}, map[string]billing.Decimal{}, map[string]int64{}
+	supplied := map[string]bool{}
+	sumTax := billing.DecimalFromInt(0)
+	for _, l := range allInvoiceLines(t, e, inv.ID) {
+		k := l.TaxRate.String()
+		net[k], tax[k], sumTax = net[k].Add(l.NetTotal), tax[k].Add(l.TotalTax), sumTax.Add(l.TotalTax)
+		count[k]++
+		if l.RevenueClassification == billing.RevenueClassificationBurndown && l.CreditGrantID != "" {
+			if inv.Status != billing.StatusVoided {
+				hold(l.CreditGrantID, l.NetTotal.Neg())
+			}
+			tally["free"]++
+			if !supplied[k] {
+				t.Errorf("invoice %s: free credit at %s, a rate none of its earlier lines has", inv.ID, k)
+			}
+		} else {
+			supplied[k] = true
+		}
+	}
+	// Each rate's row of the tax summary (the sum of that rate's lines)
+	// is its rate times its base, but for a cent of rounding per line;
+	// free credit takes neither below zero.
+	for k, n := range net {
+		drift := tax[k].Sub(n.Mul(billing.MustDecimal(k))).Abs()
+		if n.Sign() < 0 || tax[k].Sign() < 0 || drift.Cmp(billing.MustDecimal("0.01").Mul(billing.DecimalFromInt(count[k]))) > 0 {
+			t.Errorf("invoice %s: rate %s has net %s, tax %s (%d lines)", inv.ID, k, n, tax[k], count[k])
+		}
+	}
+	if sumTax.Cmp(inv.TotalTax) != 0 {
+		t.Errorf("invoice %s: lines' tax %s, totalTax %s", inv.ID, sumTax, inv.TotalTax)
+	}
+	applied := billing.DecimalFromInt(0)
+	for _, a := range inv.CreditApplications {
+		applied = applied.Add(a.Amount)
+		hold(a.CreditGrantID, a.Amount)
+		tally["on account"]++
+	}
+	if applied.Cmp(inv.CreditsApplied) != 0 {
+		t.Errorf("invoice %s: applications %s, creditsApplied %s", inv.ID, applied, inv.CreditsApplied)
+	}
+	want := inv.GrossTotal.Sub(inv.CreditsApplied).Sub(inv.AmountCredited).Sub(inv.AmountPaid)
+	if inv.GrossTotal.Sub(inv.CreditsApplied).Sub(inv.AmountPaid).Sign() < 0 {
+		t.Errorf("invoice %s: credit and payments exceed its total: %+v", inv.ID, inv)
+	}
+	if want.Sign() < 0 || inv.Status == billing.StatusVoided {
+		want = billing.DecimalFromInt(0)
+	}
+	if inv.AmountDue.Cmp(want) != 0 {
+		t.Errorf("invoice %s (%s): amountDue %s, want %s (gross %s − credit %s − credited %s − paid %s)", inv.ID, inv.Status,
+			inv.AmountDue, want, inv.GrossTotal, inv.CreditsApplied, inv.AmountCredited, inv.AmountPaid)
 	}
 }
 

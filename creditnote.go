@@ -774,9 +774,5 @@ func (s *Service) checkUntaxedCreditNote(ctx context.Context, tx Tx, account str
 	if err != nil {
 		return err
 	}
-	core := make([]*LineItem, len(lines))
-	for i, l := range lines {
-		core[i] = &l.LineItem
-	}
-	return checkNoTaxedLines("a credit note", st, core)
+	return checkNoTaxedLines("a credit note", st, lineCores(lines))
 }

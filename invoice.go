@@ -1007,9 +1007,5 @@ func (s *Service) checkUntaxedInvoice(ctx context.Context, tx Tx, account string
 	if err != nil {
 		return err
 	}
-	core := make([]*LineItem, len(lines))
-	for i, l := range lines {
-		core[i] = &l.LineItem
-	}
-	return checkNoTaxedLines("an invoice", st, core)
+	return checkNoTaxedLines("an invoice", st, lineCores(lines))
 }

@@ -36,10 +36,7 @@ func recompute[D, L, G any, PD interface {
 	if err != nil {
 		return err
 	}
-	cores := make([]*LineItem, len(lines))
-	for i, l := range lines {
-		cores[i] = PL(l).core()
-	}
+	cores := lineCores[L, PL](lines)
 	cur := d.docCurrency()
 	total, byGroup := sumLines(cur, cores)
 	if err := checkTotalsFit("quantity", "the "+k.name+"'s", d.docTotals(), total); err != nil {
@@ -68,6 +65,15 @@ func recompute[D, L, G any, PD interface {
 	}
 	d.setTotals(total, now)
 	return saveDoc(ctx, tx, k, account, d)
+}
+
+// lineCores returns the shared part of each of a document's lines.
+func lineCores[L any, PL lineRecord[L]](lines []*L) []*LineItem {
+	cores := make([]*LineItem, len(lines))
+	for i, l := range lines {
+		cores[i] = PL(l).core()
+	}
+	return cores
 }
 
 // nextIndex returns the index of a new line or group of a document: one
