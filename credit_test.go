@@ -983,3 +983,43 @@ func TestPrepaidGrantInvoice(t *testing.T) {
 	}
 	e.checkCreditInvariants(t)
 }
+
+// TestStoredInvoicesReadAsTheyWere: invoices stored before credit could be
+// money on account (no creditsApplied, no creditApplications), or voided
+// before voids zeroed amountDue, read with creditsApplied 0.00 and [], and
+// a voided one with amountDue 0.00; their totals are kept.
+func TestStoredInvoicesReadAsTheyWere(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	old := e.finalInvoice("1", "100.00", "0.19")
+	voided := e.finalInvoice("1", "100.00", "0.19")
+	for _, id := range []string{old.ID, voided.ID} {
+		billing.RewriteStoredInvoiceForTest(t, e.svc, e.acct, id, func(m map[string]any) {
+			delete(m, "creditsApplied")
+			delete(m, "creditApplications")
+			if id == voided.ID {
+				m["status"], m["amountDue"] = "VOIDED", "119.00"
+			}
+		})
+	}
+	got := e.getInvoice(old.ID)
+	if got.GrossTotal.String() != "119.00" || got.AmountDue.String() != "119.00" || got.CreditsApplied.String() != "0.00" ||
+		got.CreditApplications == nil || len(got.CreditApplications) != 0 {
+		t.Errorf("an invoice of the earlier release reads %s", jsonOf(t, got))
+	}
+	v := e.getInvoice(voided.ID)
+	if v.AmountDue.String() != "0.00" || v.GrossTotal.String() != "119.00" {
+		t.Errorf("a voided invoice of the earlier release reads due %s, gross %s", v.AmountDue, v.GrossTotal)
+	}
+	for _, inv := range pages(t, func(p billing.ListParams) (billing.Page[billing.Invoice], error) {
+		return e.svc.ListInvoices(e.ctx, e.acct, billing.InvoiceFilter{}, p)
+	}) {
+		if inv.ID == voided.ID && inv.AmountDue.String() != "0.00" || inv.CreditApplications == nil {
+			t.Errorf("the list reads %s", jsonOf(t, inv))
+		}
+	}
+	// Paying the earlier invoice works on what it said.
+	if _, err := e.svc.RecordPayment(e.ctx, e.acct, old.ID, billing.PaymentParams{Amount: dec("119.00"), PaidAt: date("2024-07-30")}); err != nil {
+		t.Errorf("paying the earlier invoice: %v", err)
+	}
+}
