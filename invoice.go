@@ -327,8 +327,10 @@ func (r *invoiceRecord) setTotals(t Totals, now time.Time) {
 }
 
 // refreshAmounts derives amountDue (zero on a VOIDED invoice: nothing is
-// owed on it) and, unless UNCOLLECTIBLE, the payment status: PAID when nothing is due on a FINAL or SENT invoice, UNPAID when
-// nothing was paid, PARTIALLY_PAID otherwise.
+// owed on it) and, unless UNCOLLECTIBLE, the payment status: PAID when
+// nothing is due on a FINAL or SENT invoice, UNPAID when nothing was paid
+// (credit applied as money on account counts as paid once the invoice is
+// issued), PARTIALLY_PAID otherwise.
 func (inv *Invoice) refreshAmounts() {
 	due := inv.GrossTotal.Sub(inv.CreditsApplied).Sub(inv.AmountCredited).Sub(inv.AmountPaid)
 	if due.Sign() < 0 || inv.Status == StatusVoided {
@@ -344,8 +346,8 @@ func (inv *Invoice) derivedPaymentStatus() PaymentStatus {
 	switch {
 	case inv.Status.finalized() && inv.AmountDue.IsZero():
 		return PaymentStatusPaid
-	case inv.AmountPaid.IsZero():
-		return PaymentStatusUnpaid
+	case inv.AmountPaid.IsZero() && (inv.CreditsApplied.IsZero() || !inv.Status.finalized()):
+		return PaymentStatusUnpaid // credit on account pays an issued invoice in part, like a payment
 	}
 	return PaymentStatusPartiallyPaid
 }
