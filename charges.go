@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -385,16 +386,39 @@ func (s *Service) chargeLines(lc *lineContext, ch charge, q chargeQuantity) []en
 		case pr.Structure.PricingType == PricingGraduated:
 			l.title = fmt.Sprintf("%s (tier %d)", pr.Name, cl.Tier)
 		}
-		switch {
-		case pr.Structure.PricingType == PricingPackage:
-			l.desc = fmt.Sprintf("usage: %s", res.Usage)
-		case in.Factor != nil:
-			l.desc = fmt.Sprintf("prorated: %d of %d days", daysBetween(ch.Period.Start, ch.Period.End),
-				daysBetween(ch.Period.FullStart, ch.Period.FullEnd))
+		var notes []string
+		switch pr.Structure.PricingType {
+		case PricingPackage:
+			notes = append(notes, fmt.Sprintf("usage: %s", res.Usage))
+		case PricingSeatBased:
+			notes = append(notes, seatNote(pr, q.value))
 		}
+		if in.Factor != nil && pr.Structure.PricingType != PricingPackage {
+			notes = append(notes, prorationNote(ch.Period))
+		}
+		l.desc = strings.Join(notes, "; ")
 		out = append(out, l)
 	}
 	return out
+}
+
+// seatNote says how a seat line's quantity was measured: in arrears the
+// highest seat count of the period (its peak), in advance the count at its
+// start; and when the contracted minimum raised it.
+func seatNote(pr *Price, measured Decimal) string {
+	note := fmt.Sprintf("seats at the start of the period: %s", measured)
+	if pr.BillingType == BillingTypeInArrears {
+		note = fmt.Sprintf("peak seats in the period: %s", measured)
+	}
+	if m := pr.Structure.ContractedMinimumSeats; m != nil && DecimalFromInt(*m).Cmp(measured) > 0 {
+		note += fmt.Sprintf(", billed at the contracted minimum of %d", *m)
+	}
+	return note
+}
+
+// prorationNote says how a partial period was prorated.
+func prorationNote(p billingPeriod) string {
+	return fmt.Sprintf("prorated: %d of %d days", daysBetween(p.Start, p.End), daysBetween(p.FullStart, p.FullEnd))
 }
 
 // creditedChargeLines is chargeLines with the USAGE credit of lc.units
@@ -522,12 +546,19 @@ func (s *Service) applyMinimum(lc *lineContext, lines []engineLine, pi int, m Mi
 	if first == nil {
 		return lines // no charge of the minimum's prices on this invoice
 	}
-	gap := lc.currency.Round(m.Amount.Sub(net), lc.rounding)
+	// A minimum is prorated like the fees of a short period (by days, the
+	// factor of the period of its first line).
+	minimum, desc := m.Amount.Decimal, ""
+	if f := first.period.factor(); f != nil {
+		minimum = lc.currency.Round(m.Amount.Decimal.Mul(*f), lc.rounding)
+		desc = fmt.Sprintf("minimum %s, %s", m.Amount, prorationNote(first.period))
+	}
+	gap := lc.currency.Round(minimum.Sub(net), lc.rounding)
 	if gap.Sign() <= 0 {
 		return lines
 	}
 	return append(lines, engineLine{
-		phase: pi, forPrice: first.priceID, title: "Minimum commitment", quantity: DecimalFromInt(1), rate: gap,
+		phase: pi, forPrice: first.priceID, title: "Minimum commitment", desc: desc, quantity: DecimalFromInt(1), rate: gap,
 		taxRate: first.taxRate, period: first.period, net: gap,
 	})
 }

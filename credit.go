@@ -147,6 +147,11 @@ type CreditTransaction struct {
 type txRecord struct {
 	CreditTransaction
 	Deferred Decimal `json:"_deferred"`
+	// Discount marks the consumption of free credit as a discount before
+	// tax (BURNDOWN lines): its journal is promotional expense against
+	// revenue. Unset on consumptions of money on account, and on those
+	// stored before the distinction (their journal is reversed as written).
+	Discount bool `json:"_discount,omitempty"`
 }
 
 // CreditGrantParams are the fields of a new grant (POST /credits).
@@ -306,7 +311,7 @@ func (s *Service) checkGrantParams(ctx context.Context, tx Tx, account string, p
 // checkGrantFields validates the fields of p that need no store, and
 // returns the grant's type ("" when creditUnitType is invalid).
 func (s *Service) checkGrantFields(v *validator, p *CreditGrantParams) CreditType {
-	s.checkString(v, "name", p.Name, true)
+	s.checkName(v, "name", &p.Name, true)
 	var typ CreditType
 	switch p.CreditUnitType {
 	case CreditUnitCurrency:
@@ -353,7 +358,7 @@ func (s *Service) checkGrantFields(v *validator, p *CreditGrantParams) CreditTyp
 func (s *Service) CreateCreditGrant(ctx context.Context, account string, p CreditGrantParams) (*CreditGrant, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*CreditGrant, error) {
-		typ, c, tr, err := s.checkGrantParams(ctx, tx, account, &p)
+		typ, c, _, err := s.checkGrantParams(ctx, tx, account, &p)
 		if err != nil {
 			return nil, err
 		}
@@ -373,7 +378,7 @@ func (s *Service) CreateCreditGrant(ctx context.Context, account string, p Credi
 			return nil, FieldError("expiryDate", "expiryDate must not be before effectiveDate (%s)", g.EffectiveDate)
 		}
 		if p.CreateInvoice {
-			if err := s.createPrepaymentInvoice(ctx, tx, account, g, tr); err != nil {
+			if err := s.createPrepaymentInvoice(ctx, tx, account, g); err != nil {
 				return nil, err
 			}
 		}
@@ -409,15 +414,13 @@ func (s *Service) insertGrant(ctx context.Context, tx Tx, g *grantRecord, reason
 }
 
 // createPrepaymentInvoice creates the DRAFT invoice of a grant's cost: one
-// PREPAYMENT line linked to the grant, taxed at tr (0 without one).
+// PREPAYMENT line linked to the grant, without tax (credit bought is money
+// on account: tax is charged once, on the supplies it later pays for).
 // Finalizing that invoice credits the cost to deferred revenue and makes it
 // the grant's basis (fundPrepaidGrants).
-func (s *Service) createPrepaymentInvoice(ctx context.Context, tx Tx, account string, g *grantRecord, tr *TaxRate) error {
+func (s *Service) createPrepaymentInvoice(ctx context.Context, tx Tx, account string, g *grantRecord) error {
 	cost := *g.CostOfCredit
 	tax := DecimalFromInt(0)
-	if tr != nil {
-		tax = tr.Amount
-	}
 	one := DecimalFromInt(1)
 	inv, err := s.createInvoiceTx(ctx, tx, account, InvoiceParams{Currency: g.Currency, CustomerID: g.CustomerID},
 		[]InvoiceLineItemParams{{
@@ -440,6 +443,7 @@ type creditEntry struct {
 	invoiceID string
 	reason    string
 	deferred  Decimal
+	discount  bool
 }
 
 // appendCreditTx appends e to the grant's ledger, moves its balance and
@@ -454,7 +458,7 @@ func (s *Service) appendCreditTx(ctx context.Context, tx Tx, g *grantRecord, e c
 	t := &txRecord{CreditTransaction: CreditTransaction{
 		ID: s.newID(), ServiceAccountID: g.ServiceAccountID, GrantID: g.ID, CustomerID: g.CustomerID, Type: typ,
 		Amount: e.amount, Date: e.date, InvoiceID: e.invoiceID, Reason: e.reason, CreatedAt: now,
-	}, Deferred: e.deferred}
+	}, Deferred: e.deferred, Discount: e.discount}
 	g.CurrentBalance, g.UpdatedAt = bal, now
 	switch {
 	case typ == CreditTxExpiry:
@@ -784,11 +788,11 @@ func (s *Service) deferredPart(g *grantRecord, amount Decimal) Decimal {
 // consume takes amount (positive) from g for invoice invID on date d: a
 // CONSUMPTION transaction, the invoice's use index, the journal, and
 // CREDIT_GRANT_CONSUMED.
-func (s *Service) consume(ctx context.Context, tx Tx, g *grantRecord, amount Decimal, invID string, d Date, reason string, now time.Time) error {
+func (s *Service) consume(ctx context.Context, tx Tx, g *grantRecord, amount Decimal, invID string, d Date, reason string, discount bool, now time.Time) error {
 	deferred := s.deferredPart(g, amount)
 	g.DeferredLeft = g.DeferredLeft.Sub(deferred)
 	t, err := s.appendCreditTx(ctx, tx, g, creditEntry{
-		typ: CreditTxConsumption, amount: amount.Neg(), date: d, invoiceID: invID, reason: reason, deferred: deferred,
+		typ: CreditTxConsumption, amount: amount.Neg(), date: d, invoiceID: invID, reason: reason, deferred: deferred, discount: discount,
 	}, now)
 	if err != nil {
 		return err
@@ -797,7 +801,7 @@ func (s *Service) consume(ctx context.Context, tx Tx, g *grantRecord, amount Dec
 	if err := tx.Put(ctx, tableCreditInvoiceUses, key(a, invID, t.ID), []byte(g.ID)); err != nil {
 		return err
 	}
-	if err := s.writeJournal(ctx, tx, a, JournalSourceCreditGrant, g.ID, g.basisCurrency(), now, consumptionLines(g, amount, deferred, true)...); err != nil {
+	if err := s.writeJournal(ctx, tx, a, JournalSourceCreditGrant, g.ID, g.basisCurrency(), now, consumptionLines(g, amount, deferred, true, discount)...); err != nil {
 		return err
 	}
 	return s.emit(ctx, tx, a, NotificationCreditGrantConsumed, &g.CreditGrant)
@@ -805,12 +809,17 @@ func (s *Service) consume(ctx context.Context, tx Tx, g *grantRecord, amount Dec
 
 // consumptionLines are the journal lines of consuming amount from g, of
 // which deferred was deferred revenue; forward false gives the reversal.
-// CASH credit pays receivables (the part not paid for is promotional
-// expense); USAGE credit turns its deferred part into revenue (free units
-// post nothing: the invoice simply billed less).
-func consumptionLines(g *grantRecord, amount, deferred Decimal, forward bool) []ledgerLine {
-	if g.Type == CreditUsage {
+// CASH credit on account pays receivables (the part not paid for is
+// promotional expense); free CASH credit (discount) was a discount on the
+// invoice's lines, booked as promotional expense against revenue; USAGE
+// credit turns its deferred part into revenue (free units post nothing:
+// the invoice simply billed less).
+func consumptionLines(g *grantRecord, amount, deferred Decimal, forward, discount bool) []ledgerLine {
+	switch {
+	case g.Type == CreditUsage:
 		return []ledgerLine{{LedgerDeferredRevenue, deferred, forward}, {LedgerRevenue, deferred, !forward}}
+	case discount:
+		return []ledgerLine{{LedgerPromotionalExpense, amount, forward}, {LedgerRevenue, amount, !forward}}
 	}
 	return []ledgerLine{
 		{LedgerDeferredRevenue, deferred, forward},
@@ -819,61 +828,197 @@ func consumptionLines(g *grantRecord, amount, deferred Decimal, forward bool) []
 	}
 }
 
-// drawCash applies the customer's CASH credit in the invoice's currency to
-// invoice r, being finalized with issue date set: one BURNDOWN line per
-// grant used (quantity 1, negative rate, tax rate 0), earliest expiry first,
-// until the gross total is zero. It returns the amount applied (the
-// totals are recomputed when it is not zero).
-func (s *Service) drawCash(ctx context.Context, tx Tx, account string, r *invoiceRecord, now time.Time) (Decimal, error) {
-	applied := r.Currency.Zero()
-	left := r.GrossTotal
-	if left.Sign() <= 0 {
-		return applied, nil
-	}
-	grants, err := usableGrants(ctx, tx, account, r.CustomerID, CreditCash, string(r.Currency), r.IssueDate)
-	if err != nil {
-		return applied, err
-	}
-	// The invoice keeps the rounding mode it was created with.
-	mode, err := s.docRounding(ctx, tx, account, r.ID)
-	if err != nil {
-		return applied, err
-	}
-	for _, g := range grants {
-		if left.Sign() <= 0 {
-			break
-		}
-		use := g.CurrentBalance
-		if use.Cmp(left) > 0 {
-			use = left
-		}
-		one, rate, zero := DecimalFromInt(1), use.Neg(), DecimalFromInt(0)
-		l := &InvoiceLineItem{LineItem: LineItem{
-			Title: "Credit applied: " + g.Name, Quantity: one, Rate: rate, TaxRate: zero, RateDisplay: RateDisplayAbsolute,
-			ExternalIDs: []KeyValue{}, RevenueClassification: RevenueClassificationBurndown,
-		}, InvoiceID: r.ID, CreditGrantID: g.ID}
-		computeLine(&l.LineItem, r.Currency, mode)
-		if err := putNewLine(ctx, s, tx, tableInvoiceLines, account, r.ID, l); err != nil {
-			return applied, err
-		}
-		if err := s.consume(ctx, tx, g, use, r.ID, r.IssueDate, "", now); err != nil {
-			return applied, err
-		}
-		applied, left = applied.Add(use), left.Sub(use)
-	}
-	if applied.IsZero() {
-		return applied, nil
-	}
-	return applied, recompute[invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup](ctx, s, tx, invoiceKind, account, r, now)
+// CreditApplication is CASH credit applied to an invoice as money on
+// account, after tax (a paid grant, or one from a credit note): it
+// reduces the invoice's amountDue, not its totals.
+type CreditApplication struct {
+	// CreditGrantID is the grant the money came from.
+	CreditGrantID string `json:"creditGrantId"`
+	// Name is the grant's name, as printed under the total ("Credit
+	// applied: <name>").
+	Name string `json:"name"`
+	// Amount is what was applied, in the invoice's currency, positive.
+	Amount Decimal `json:"amount"`
+	// Date is the day it was applied on.
+	Date Date `json:"date"`
 }
 
-// invoiceJournal returns the journal lines of finalizing invoice r, of
-// whose gross total applied was paid with CASH credit (its BURNDOWN lines):
-// receivables are debited the charges before credit (the consumption
-// credits them back), PREPAYMENT lines are deferred revenue, the rest
-// revenue. It also returns the PREPAYMENT lines, whose grants the
+// free reports whether g is free credit (no cost, not from a credit note):
+// a discount before tax. Other CASH credit is money on account.
+func (g *CreditGrant) free() bool { return g.CostOfCredit == nil && g.SourceCreditNoteID == "" }
+
+// applyCash applies the customer's CASH credit in the invoice's currency,
+// usable on d, to invoice r (credits.md of the docs: docs/credits.md):
+// with lines, free grants first, as BURNDOWN lines before tax, one per tax
+// rate they offset (rates in line order, never more than the net left at
+// that rate); then, on every invoice, paid and credit note grants as money
+// on account after tax, never more than the amount due (creditsApplied).
+// Grants are taken in drawdown order. The totals and amounts of r are
+// recomputed; r is not stored.
+func (s *Service) applyCash(ctx context.Context, tx Tx, account string, r *invoiceRecord, d Date, lines bool, now time.Time) error {
+	grants, err := usableGrants(ctx, tx, account, r.CustomerID, CreditCash, string(r.Currency), d)
+	if err != nil || len(grants) == 0 {
+		return err
+	}
+	if lines {
+		if err := s.applyFreeCash(ctx, tx, account, r, grants, d, now); err != nil {
+			return err
+		}
+	}
+	for _, g := range grants {
+		if g.free() || r.AmountDue.Sign() <= 0 {
+			continue
+		}
+		use := g.CurrentBalance
+		if use.Cmp(r.AmountDue) > 0 {
+			use = r.AmountDue
+		}
+		if err := s.consume(ctx, tx, g, use, r.ID, d, "", false, now); err != nil {
+			return err
+		}
+		r.CreditsApplied = r.CreditsApplied.Add(use)
+		r.CreditApplications = append(r.CreditApplications, CreditApplication{CreditGrantID: g.ID, Name: g.Name, Amount: use, Date: d})
+		r.refreshAmounts()
+	}
+	return nil
+}
+
+// applyFreeCash applies the free grants of grants to invoice r as BURNDOWN
+// lines and recomputes its totals (applyCash).
+func (s *Service) applyFreeCash(ctx context.Context, tx Tx, account string, r *invoiceRecord, grants []*grantRecord, d Date, now time.Time) error {
+	stored, err := s.listInvoiceLinesTx(ctx, tx, account, r.ID)
+	if err != nil {
+		return err
+	}
+	rates, left, taxLeft := ratesLeft(r.Currency, stored)
+	mode, err := s.docRounding(ctx, tx, account, r.ID)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for _, g := range grants {
+		if !g.free() {
+			continue
+		}
+		balance, used := g.CurrentBalance, r.Currency.Zero()
+		for _, rate := range rates {
+			k := rate.String()
+			use := left[k]
+			if balance.Cmp(use) < 0 {
+				use = balance
+			}
+			if use.Sign() <= 0 {
+				continue
+			}
+			l := creditLine(r, g, use, rate, mode)
+			// Lines round their tax one by one: a credit that takes the
+			// whole net of a rate may round to more tax than that rate's
+			// lines hold. It then takes a cent less, until it does not.
+			for l.TotalTax.Add(taxLeft[k]).Sign() < 0 && use.Sign() > 0 {
+				use = use.Sub(r.Currency.MinorUnit())
+				l = creditLine(r, g, use, rate, mode)
+			}
+			if use.Sign() <= 0 {
+				continue
+			}
+			if err := putNewLine(ctx, s, tx, tableInvoiceLines, account, r.ID, l); err != nil {
+				return err
+			}
+			left[k], taxLeft[k], balance, used = left[k].Sub(use), taxLeft[k].Add(l.TotalTax), balance.Sub(use), used.Add(use)
+		}
+		if used.Sign() > 0 {
+			if err := s.consume(ctx, tx, g, used, r.ID, d, "", true, now); err != nil {
+				return err
+			}
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return recompute[invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup](ctx, s, tx, invoiceKind, account, r, now)
+}
+
+// ratesLeft returns the tax rates of lines in the order they first appear,
+// and the net and the tax of the lines at each rate (by the rate's text).
+func ratesLeft(cur Currency, lines []InvoiceLineItem) (rates []Decimal, net, tax map[string]Decimal) {
+	net, tax = map[string]Decimal{}, map[string]Decimal{}
+	for _, l := range lines {
+		k := l.TaxRate.String()
+		if _, seen := net[k]; !seen {
+			rates, net[k], tax[k] = append(rates, l.TaxRate), cur.Zero(), cur.Zero()
+		}
+		net[k], tax[k] = net[k].Add(l.NetTotal), tax[k].Add(l.TotalTax)
+	}
+	return rates, net, tax
+}
+
+// creditLine is the BURNDOWN line of free credit g taking amount off the
+// net of invoice r's lines at rate.
+func creditLine(r *invoiceRecord, g *grantRecord, amount, rate Decimal, mode Rounding) *InvoiceLineItem {
+	l := &InvoiceLineItem{LineItem: LineItem{
+		Title: "Credit applied: " + g.Name, Quantity: DecimalFromInt(1), Rate: amount.Neg(), TaxRate: rate, RateDisplay: RateDisplayAbsolute,
+		ExternalIDs: []KeyValue{}, RevenueClassification: RevenueClassificationBurndown,
+	}, InvoiceID: r.ID, CreditGrantID: g.ID}
+	computeLine(&l.LineItem, r.Currency, mode)
+	return l
+}
+
+// releaseCredits gives back all the credit applied to editable invoice r
+// (REVERSAL transactions with reason), removes its credit lines and its
+// money on account, and recomputes its totals: before a draft with credit
+// applied changes, or is deleted.
+func (s *Service) releaseCredits(ctx context.Context, tx Tx, account string, r *invoiceRecord, reason string, now time.Time) error {
+	if err := s.reverseInvoiceCredits(ctx, tx, account, r.ID, reason, now); err != nil {
+		return err
+	}
+	lines, err := s.listInvoiceLinesTx(ctx, tx, account, r.ID)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		if isCreditLine(&l) {
+			if err := tx.Delete(ctx, tableInvoiceLines, key(account, r.ID, l.ID)); err != nil {
+				return err
+			}
+		}
+	}
+	r.CreditsApplied, r.CreditApplications = r.Currency.Zero(), []CreditApplication{}
+	return recompute[invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup](ctx, s, tx, invoiceKind, account, r, now)
+}
+
+// isCreditLine reports whether l is a line applyFreeCash made.
+func isCreditLine(l *InvoiceLineItem) bool {
+	return l.RevenueClassification == RevenueClassificationBurndown && l.CreditGrantID != ""
+}
+
+// reapplyCredits, after the lines of a draft that had credit applied
+// (apply-credits) changed, gives that credit back and applies the
+// customer's credit again to what the draft now holds, on today's date,
+// and stores the draft.
+func (s *Service) reapplyCredits(ctx context.Context, tx Tx, account string, r *invoiceRecord, now time.Time) error {
+	if !r.CreditsRequested || !r.Status.editable() {
+		return nil
+	}
+	if err := s.releaseCredits(ctx, tx, account, r, "invoice changed", now); err != nil {
+		return err
+	}
+	today, err := s.dateOf(ctx, tx, account, r.CustomerID, now)
+	if err != nil {
+		return err
+	}
+	if err := s.applyCash(ctx, tx, account, r, today, true, now); err != nil {
+		return err
+	}
+	return saveDoc(ctx, tx, invoiceKind, account, r)
+}
+
+// invoiceJournal returns the journal lines of finalizing invoice r:
+// receivables are debited its gross total (credit applied as money on
+// account credits them back, in the grant's journal), PREPAYMENT lines are
+// deferred revenue, the rest revenue (net of free credit's BURNDOWN lines). It also returns the PREPAYMENT lines, whose grants the
 // finalization funds.
-func (s *Service) invoiceJournal(ctx context.Context, tx Tx, account string, r *invoiceRecord, applied Decimal) ([]ledgerLine, []InvoiceLineItem, error) {
+func (s *Service) invoiceJournal(ctx context.Context, tx Tx, account string, r *invoiceRecord) ([]ledgerLine, []InvoiceLineItem, error) {
 	prepaid := r.Currency.Zero()
 	lines, err := s.listInvoiceLinesTx(ctx, tx, account, r.ID)
 	if err != nil {
@@ -887,8 +1032,8 @@ func (s *Service) invoiceJournal(ctx context.Context, tx Tx, account string, r *
 		}
 	}
 	return []ledgerLine{
-		{LedgerAccountsReceivable, r.GrossTotal.Add(applied), true},
-		{LedgerRevenue, r.NetTotal.Add(applied).Sub(prepaid), false},
+		{LedgerAccountsReceivable, r.GrossTotal, true},
+		{LedgerRevenue, r.NetTotal.Sub(prepaid), false},
 		{LedgerDeferredRevenue, prepaid, false},
 		{LedgerTaxPayable, r.TotalTax, false},
 	}, prepayments, nil
@@ -1010,7 +1155,7 @@ func (s *Service) closeGrant(ctx context.Context, tx Tx, g *grantRecord, typ Cre
 // (or is past its last day) or been voided since is given back and closed
 // again at once (EXPIRY or VOID of the same amount), so it is not usable,
 // and the books show breakage.
-func (s *Service) reverseInvoiceCredits(ctx context.Context, tx Tx, account, invID string, now time.Time) error {
+func (s *Service) reverseInvoiceCredits(ctx context.Context, tx Tx, account, invID, reason string, now time.Time) error {
 	pre := prefix(account, invID)
 	type use struct{ txID, grantID string }
 	var uses []use
@@ -1022,7 +1167,7 @@ func (s *Service) reverseInvoiceCredits(ctx context.Context, tx Tx, account, inv
 		return err
 	}
 	for _, u := range uses {
-		if err := s.reverseUse(ctx, tx, account, invID, u.grantID, u.txID, now); err != nil {
+		if err := s.reverseUse(ctx, tx, account, invID, u.grantID, u.txID, reason, now); err != nil {
 			return err
 		}
 		if err := tx.Delete(ctx, tableCreditInvoiceUses, key(account, invID, u.txID)); err != nil {
@@ -1032,7 +1177,7 @@ func (s *Service) reverseInvoiceCredits(ctx context.Context, tx Tx, account, inv
 	return nil
 }
 
-func (s *Service) reverseUse(ctx context.Context, tx Tx, account, invID, grantID, txID string, now time.Time) error {
+func (s *Service) reverseUse(ctx context.Context, tx Tx, account, invID, grantID, txID, reason string, now time.Time) error {
 	g, err := loadGrant(ctx, tx, account, grantID)
 	if err != nil {
 		return err
@@ -1048,18 +1193,18 @@ func (s *Service) reverseUse(ctx context.Context, tx Tx, account, invID, grantID
 	amount := t.Amount.Neg()
 	g.DeferredLeft = g.DeferredLeft.Add(t.Deferred)
 	if _, err := s.appendCreditTx(ctx, tx, g, creditEntry{
-		typ: CreditTxReversal, amount: amount, date: d, invoiceID: invID, reason: "invoice voided", deferred: t.Deferred,
+		typ: CreditTxReversal, amount: amount, date: d, invoiceID: invID, reason: reason, deferred: t.Deferred,
 	}, now); err != nil {
 		return err
 	}
-	if err := s.writeJournal(ctx, tx, account, JournalSourceCreditGrant, g.ID, g.basisCurrency(), now, consumptionLines(g, amount, t.Deferred, false)...); err != nil {
+	if err := s.writeJournal(ctx, tx, account, JournalSourceCreditGrant, g.ID, g.basisCurrency(), now, consumptionLines(g, amount, t.Deferred, false, t.Discount)...); err != nil {
 		return err
 	}
 	switch {
 	case g.Status == CreditGrantExpired, g.ExpiryDate != nil && g.ExpiryDate.Before(d):
-		return s.closeGrant(ctx, tx, g, CreditTxExpiry, d, "expired before the invoice was voided", true, now)
+		return s.closeGrant(ctx, tx, g, CreditTxExpiry, d, "expired before it was given back ("+reason+")", true, now)
 	case g.Status == CreditGrantVoided:
-		return s.closeGrant(ctx, tx, g, CreditTxVoid, d, "voided before the invoice was voided", g.SourceCreditNoteID == "", now)
+		return s.closeGrant(ctx, tx, g, CreditTxVoid, d, "voided before it was given back ("+reason+")", g.SourceCreditNoteID == "", now)
 	}
 	return nil
 }
@@ -1175,19 +1320,33 @@ func (s *Service) voidCreditNoteGrant(ctx context.Context, tx Tx, account string
 	return s.closeGrant(ctx, tx, g, CreditTxVoid, Date{}, "credit note voided", false, now)
 }
 
-// ApplyCredits finalizes a DRAFT or IN_PROGRESS invoice with the customer's
-// credit applied (as the billing engine's invoices are): CASH credit in the
-// invoice's currency becomes BURNDOWN lines, all in the finalizing
-// transaction, then INVOICE_UPDATED. Returns not_found, and invalid_state
-// for any other status (credit is applied once, when an invoice is
-// finalized).
+// ApplyCredits applies the customer's CASH credit in the invoice's
+// currency to an invoice, without changing its status, then emits
+// INVOICE_UPDATED. On a DRAFT or IN_PROGRESS invoice, free credit becomes
+// BURNDOWN lines before tax and paid credit money on account
+// (creditsApplied), with the grants usable today; the draft remembers it,
+// so when its lines change the credit is given back and applied again, and
+// deleting it gives it back. On a FINAL or SENT invoice with an amount due,
+// paid and credit note credit usable today is applied as money on account
+// (an issued invoice's lines and tax never change, so free credit is not
+// applied to it). Returns not_found, and invalid_state for a VOIDED
+// invoice or an issued one with nothing due.
 func (s *Service) ApplyCredits(ctx context.Context, account, invoiceID string) (*Invoice, error) {
 	return s.invoiceOp(ctx, account, invoiceID, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
-		if !r.Status.editable() {
-			return Errorf(CodeInvalidState, "credit is applied when an invoice is finalized; this invoice is %s", r.Status)
+		switch {
+		case r.Status == StatusVoided:
+			return stateError("invoice", "apply credits to", r.Status)
+		case r.Status.finalized() && r.AmountDue.Sign() <= 0:
+			return Errorf(CodeInvalidState, "the invoice has nothing due; there is nothing to apply credit to")
+		case r.Status.editable():
+			r.CreditsRequested = true
+			return s.reapplyCredits(ctx, tx, account, r, now)
 		}
-		r.applyCredits = true
-		return s.finalizeInvoice(ctx, tx, account, r, now)
+		today, err := s.dateOf(ctx, tx, account, r.CustomerID, now)
+		if err != nil {
+			return err
+		}
+		return s.applyCash(ctx, tx, account, r, today, false, now)
 	})
 }
 
@@ -1308,7 +1467,7 @@ func (s *Service) drawUsage(ctx context.Context, tx Tx, account string, r *invoi
 		return err
 	}
 	for _, t := range pool.taken {
-		if err := s.consume(ctx, tx, t.grant, t.units, r.ID, d, "", now); err != nil {
+		if err := s.consume(ctx, tx, t.grant, t.units, r.ID, d, "", false, now); err != nil {
 			return err
 		}
 	}

@@ -320,7 +320,7 @@ func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string,
 	checkCurrency(&v, p.Currency)
 	v.check(p.CustomerID != "", "customerId", "customerId is required")
 	status := checkStatusOnCreate(&v, p.Status)
-	s.checkHeader(&v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
+	s.checkHeader(&v, p.CustomerEmails, &p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
 		p.CustomerTaxID, p.Metadata, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber, "memo": p.Memo,
 			"buyerReference": p.BuyerReference})
 	checkPeriod(&v, p.BillingPeriodStart, p.BillingPeriodEnd)
@@ -466,7 +466,7 @@ func (s *Service) UpdateCreditNote(ctx context.Context, account, id string, p Cr
 	if !p.CustomerShippingAddress.Null && p.CustomerShippingAddress.Set {
 		shipping = &p.CustomerShippingAddress.Value
 	}
-	s.checkHeader(&v, p.CustomerEmails.Value, p.CustomerLegalCompanyName.Value, billing, shipping, p.CustomerTaxID.Value,
+	s.checkHeader(&v, p.CustomerEmails.Value, &p.CustomerLegalCompanyName.Value, billing, shipping, p.CustomerTaxID.Value,
 		p.Metadata.Value, map[string]string{"purchaseOrderNumber": p.PurchaseOrderNumber.Value, "memo": p.Memo.Value,
 			"buyerReference": p.BuyerReference.Value})
 	v.check(!p.Settings.Null, "settings", "settings cannot be null")
@@ -633,6 +633,9 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	if err := checkNotNegative("a credit note", cn.GrossTotal); err != nil {
 		return err
 	}
+	if err := s.checkUntaxedCreditNote(ctx, tx, account, cn); err != nil {
+		return err
+	}
 	var inv *invoiceRecord
 	if cn.InvoiceID != "" {
 		if inv, err = loadDoc(ctx, tx, invoiceKind, account, cn.InvoiceID); err != nil {
@@ -648,6 +651,17 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled && cn.GrossTotal.Sign() <= 0 {
 		return Errorf(CodeInvalidState, "a credit note that generates a cash credit grant needs a positive gross total; this one is %s", cn.GrossTotal)
 	}
+	// A credit note's own date, when set, follows the rule of payments: not
+	// after today, not before the credited invoice's issue date.
+	if !cn.AccountingDate.IsZero() {
+		issued := Date{}
+		if inv != nil {
+			issued = inv.IssueDate
+		}
+		if err := s.checkMoneyDate(ctx, tx, account, "accountingDate", cn.AccountingDate, issued, now); err != nil {
+			return err
+		}
+	}
 	number, md, err := s.issue(ctx, tx, account, creditNoteKind.number, cn.CustomerID, &cn.IssueDate, now)
 	if err != nil {
 		return err
@@ -660,10 +674,8 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 	// refund: the invoice's amount due stays, and what it credits is owed
 	// as deferred revenue rather than taken off receivables.
 	counter := LedgerAccountsReceivable
-	tax := TaxStatus("")
-	if inv != nil {
-		tax = inv.CustomerTaxStatus
-	} else if tax, err = s.customerTaxStatus(ctx, tx, account, cn.CustomerID); err != nil {
+	tax, err := s.creditNoteTaxStatus(ctx, tx, account, cn)
+	if err != nil {
 		return err
 	}
 	if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled {
@@ -688,10 +700,11 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 // checkCreditingLimit refuses (invalid_state) to finalize cn when the
 // invoice would be credited twice over: its FINAL and SENT credit notes,
 // cn included, may not exceed its gross total, and those that reduce what
-// is due (no grant) not its gross total less payments.
+// is due (no grant) not its gross total less payments and credit applied
+// as money on account.
 func (s *Service) checkCreditingLimit(ctx context.Context, tx Tx, account string, inv *invoiceRecord, cn *CreditNote) error {
 	if cn.Settings.GenerateCashCreditGrant != CashCreditGrantEnabled {
-		limit := inv.GrossTotal.Sub(inv.AmountPaid)
+		limit := inv.GrossTotal.Sub(inv.AmountPaid).Sub(inv.CreditsApplied)
 		if after := inv.AmountCredited.Add(cn.GrossTotal); after.Cmp(limit) > 0 {
 			return Errorf(CodeInvalidState, "crediting %s %s would bring the invoice's credits to %s, above its gross total less payments (%s)",
 				cn.GrossTotal, cn.Currency, after, limit)
@@ -756,4 +769,34 @@ func (s *Service) VoidCreditNote(ctx context.Context, account, id string) (*Cred
 		}
 		return true, s.reverseJournal(ctx, tx, account, cn.ID, now)
 	})
+}
+
+// creditNoteTaxStatus is the tax status a credit note follows: that of the
+// invoice it credits as issued (it gives back the tax that invoice
+// charged), else its customer's; "" when neither is known.
+func (s *Service) creditNoteTaxStatus(ctx context.Context, tx Tx, account string, cn *CreditNote) (TaxStatus, error) {
+	if cn.InvoiceID != "" {
+		inv, err := findRecord[invoiceRecord](ctx, tx, tableInvoices, key(account, cn.InvoiceID))
+		if err != nil || inv != nil {
+			if inv == nil {
+				return "", err
+			}
+			return inv.CustomerTaxStatus, nil
+		}
+	}
+	return s.customerTaxStatus(ctx, tx, account, cn.CustomerID)
+}
+
+// checkUntaxedCreditNote refuses to finalize a credit note of a customer
+// billed without tax that holds taxed lines (checkNoTaxedLines).
+func (s *Service) checkUntaxedCreditNote(ctx context.Context, tx Tx, account string, cn *CreditNote) error {
+	st, err := s.creditNoteTaxStatus(ctx, tx, account, cn)
+	if err != nil || !st.untaxed() {
+		return err
+	}
+	lines, err := scanAll[CreditNoteLineItem](ctx, tx, tableCreditNoteLines, account, cn.ID)
+	if err != nil {
+		return err
+	}
+	return checkNoTaxedLines("a credit note", st, lineCores(lines))
 }

@@ -153,7 +153,7 @@ func TestCreditingGuard(t *testing.T) {
 	t.Parallel()
 	parallelOn(t, "ErrOverCrediting", newDocEnv, func(t *testing.T, e *docEnv) {
 		inv := e.finalInvoice("1", "100", "0.2") // gross 120.00
-		if _, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("50"), PaidAt: &billing.Date{Year: 2024, Month: 8, Day: 1}}); err != nil {
+		if _, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("50"), PaidAt: &billing.Date{Year: 2024, Month: 7, Day: 30}}); err != nil {
 			t.Fatal(err)
 		}
 		first := e.creditNote(inv, "1", "50", "0.2") // 60.00

@@ -177,7 +177,7 @@ type CustomerFilter struct {
 
 func (s *Service) validateCustomer(p *CustomerParams) error {
 	var v validator
-	s.checkString(&v, "legalName", p.LegalName, true)
+	s.checkName(&v, "legalName", &p.LegalName, true)
 	s.checkString(&v, "taxId", p.TaxID, false)
 	s.checkString(&v, "url", p.URL, false)
 	s.checkString(&v, "label", p.Label, false)
@@ -367,15 +367,39 @@ func (s *Service) UpdateCustomer(ctx context.Context, account, id string, p Cust
 	})
 }
 
-// ArchiveCustomer sets a customer's archivedAt. Archived customers keep
-// their history but get no new invoices, credit notes or schedules.
-// Archiving an archived customer returns it unchanged. Returns not_found.
+// ArchiveCustomer archives a customer: it gets no new invoices, schedules
+// or credit purchases, and its invoices say isCustomerArchived. Archiving
+// twice changes nothing. A customer with schedules that would still bill
+// (ACTIVE, SUSPENDED, PENDING or DRAFT, not archived) is refused with
+// invalid_state listing them: cancel them first, or archive with
+// ArchiveCustomerParams.CancelSchedules. Returns not_found.
 func (s *Service) ArchiveCustomer(ctx context.Context, account, id string) (*Customer, error) {
+	return s.ArchiveCustomerWith(ctx, account, id, ArchiveCustomerParams{})
+}
+
+// ArchiveCustomerParams say how a customer is archived.
+type ArchiveCustomerParams struct {
+	// CancelSchedules ends, in the archiving transaction, every schedule of
+	// the customer that would still bill: ACTIVE, SUSPENDED and PENDING ones
+	// become CANCELLED on the last day they invoiced (the day before their
+	// start when they invoiced nothing) and DRAFT ones stay DRAFT; all are
+	// archived, so the engine bills them no more. Bill what is still due
+	// before (a billing run): nothing more is invoiced for them. False:
+	// such schedules refuse the archiving.
+	CancelSchedules bool
+}
+
+// ArchiveCustomerWith is ArchiveCustomer with p (POST
+// /customers/{id}/archive?cancelSchedules=true).
+func (s *Service) ArchiveCustomerWith(ctx context.Context, account, id string, p ArchiveCustomerParams) (*Customer, error) {
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*Customer, error) {
 		c, err := s.getCustomer(ctx, tx, account, id)
 		if err != nil || c.ArchivedAt != nil {
 			return c, err
+		}
+		if err := s.endCustomerSchedules(ctx, tx, account, id, p.CancelSchedules, now); err != nil {
+			return nil, err
 		}
 		c.ArchivedAt, c.UpdatedAt = &now, now
 		if err := putRecord(ctx, tx, tableCustomers, key(account, id), c); err != nil {
@@ -386,6 +410,57 @@ func (s *Service) ArchiveCustomer(ctx context.Context, account, id string) (*Cus
 		}
 		return c, s.emit(ctx, tx, account, NotificationCustomerArchived, c)
 	})
+}
+
+// endCustomerSchedules finds the customer's schedules that would still
+// bill and refuses (invalid_state, naming them) unless cancel, when it ends
+// them as ArchiveCustomerParams.CancelSchedules says.
+func (s *Service) endCustomerSchedules(ctx context.Context, tx Tx, account, customerID string, cancel bool, now time.Time) error {
+	var live []*BillingSchedule
+	err := eachRecord(ctx, tx, tableBillingSchedules, Range{Prefix: prefix(account)}, func(sc *BillingSchedule) error {
+		switch sc.Status {
+		case ScheduleStatusActive, ScheduleStatusSuspended, ScheduleStatusPending, ScheduleStatusDraft:
+			if sc.CustomerID == customerID && sc.ArchivedAt == nil {
+				live = append(live, sc)
+			}
+		}
+		return nil
+	})
+	if err != nil || len(live) == 0 {
+		return err
+	}
+	if !cancel {
+		names := make([]string, len(live))
+		for i, sc := range live {
+			names[i] = sc.ID + " (" + string(sc.Status) + ")"
+		}
+		return Errorf(CodeInvalidState, "the customer has billing schedules that would still bill: %s; cancel them first, or archive with cancelSchedules=true",
+			strings.Join(names, ", "))
+	}
+	for _, sc := range live {
+		typ := NotificationBillingScheduleArchived
+		if sc.Status != ScheduleStatusDraft {
+			end, err := s.lastBilledDay(ctx, tx, sc)
+			if err != nil {
+				return err
+			}
+			if end.IsZero() {
+				end = sc.StartDate.AddDays(-1)
+			}
+			sc.EndDate, sc.Status, typ = &end, ScheduleStatusCancelled, NotificationBillingScheduleUpdated
+		}
+		sc.ArchivedAt, sc.UpdatedAt = &now, now
+		if err := deleteIfPresent(ctx, tx, tableBillingRunnable, key(account, sc.ID)); err != nil {
+			return err
+		}
+		if err := s.putSchedule(ctx, tx, sc); err != nil {
+			return err
+		}
+		if _, err := s.emitSchedule(ctx, tx, sc, typ); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ListCustomers lists the account's customers, archived ones included,

@@ -877,14 +877,14 @@ func (s *Service) checkKeyValues(v *validator, field string, kvs []KeyValue) {
 }
 
 // checkHeader validates the customer fields shared by both documents.
-func (s *Service) checkHeader(v *validator, emails []string, legalName string, billing, shipping *Address, taxID string, metadata []KeyValue, texts map[string]string) {
+func (s *Service) checkHeader(v *validator, emails []string, legalName *string, billing, shipping *Address, taxID string, metadata []KeyValue, texts map[string]string) {
 	if len(emails) > s.limits.MaxEntries {
 		v.add("customerEmails", "at most %d e-mails", s.limits.MaxEntries)
 	}
 	for i, e := range emails {
 		checkEmail(v, fmt.Sprintf("customerEmails[%d]", i), e)
 	}
-	s.checkString(v, "customerLegalCompanyName", legalName, false)
+	s.checkName(v, "customerLegalCompanyName", legalName, false)
 	s.checkString(v, "customerTaxId", taxID, false)
 	if billing != nil {
 		s.checkAddress(v, "customerBillingAddress", billing)
@@ -960,4 +960,45 @@ func checkCurrency(v *validator, c Currency) {
 	case !c.Valid():
 		v.add("currency", "currency is not a supported currency code")
 	}
+}
+
+// untaxed reports whether a customer of tax status st is billed without
+// tax: TAX_EXEMPT and REVERSE_CHARGED customers are, on every document.
+func (st TaxStatus) untaxed() bool { return st == TaxStatusTaxExempt || st == TaxStatusReverseCharged }
+
+// untaxedReason says why a customer of tax status st is billed without
+// tax, in the words of the refusals.
+func (st TaxStatus) untaxedReason() string {
+	if st == TaxStatusReverseCharged {
+		return "the customer is REVERSE_CHARGED: the customer accounts for the tax (reverse charge)"
+	}
+	return "the customer is TAX_EXEMPT"
+}
+
+// checkLineTax refuses, on taxRate, a taxed line on a document of a
+// customer billed without tax.
+func checkLineTax(v *validator, st TaxStatus, taxRate *Decimal) {
+	if st.untaxed() && taxRate != nil && !taxRate.IsZero() {
+		v.add("taxRate", "taxRate must be 0: %s", st.untaxedReason())
+	}
+}
+
+// checkNoTaxedLines refuses (invalid_state) to finalize a document of a
+// customer billed without tax that still holds taxed lines (the customer's
+// status changed after they were added), naming them.
+func checkNoTaxedLines(what string, st TaxStatus, lines []*LineItem) error {
+	if !st.untaxed() {
+		return nil
+	}
+	var taxed []string
+	for _, l := range lines {
+		if !l.TaxRate.IsZero() {
+			taxed = append(taxed, fmt.Sprintf("%d (%q, taxRate %s)", l.Index, l.Title, l.TaxRate))
+		}
+	}
+	if len(taxed) == 0 {
+		return nil
+	}
+	return Errorf(CodeInvalidState, "%s of a customer billed without tax cannot carry tax (%s); set taxRate to 0 on line items %s",
+		what, st.untaxedReason(), strings.Join(taxed, ", "))
 }

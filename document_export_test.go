@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -47,6 +48,33 @@ func SetStoredInvoiceTotalsForTest(tb testing.TB, s *Service, account, invoiceID
 		}
 		r.setTotals(t, r.UpdatedAt)
 		return saveDoc(ctx, tx, invoiceKind, account, r)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// RewriteStoredInvoiceForTest rewrites the stored JSON of an invoice with
+// edit, as a database written by an earlier release may hold it.
+func RewriteStoredInvoiceForTest(tb testing.TB, s *Service, account, invoiceID string, edit func(map[string]any)) {
+	tb.Helper()
+	ctx := context.Background()
+	err := s.store.Update(ctx, func(tx Tx) error {
+		k := key(account, invoiceID)
+		raw, err := tx.Get(ctx, tableInvoices, k)
+		if err != nil {
+			return err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		edit(m)
+		out, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		return tx.Put(ctx, tableInvoices, k, out)
 	})
 	if err != nil {
 		tb.Fatal(err)

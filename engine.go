@@ -652,6 +652,7 @@ func (s *Service) recordBillingError(ctx context.Context, k []byte, failure erro
 	f := BillingFailure{Code: CodeOf(failure), Error: "internal error: the cause is in the server's log"}
 	if es := Errors(failure); len(es) > 0 && es[0].Code != CodeInternal {
 		f.Error = es[0].Message
+		s.log.Warn("billing engine: schedule could not be billed", "schedule", string(k), "code", string(f.Code), "error", f.Error)
 	} else {
 		s.log.Error("billing engine: schedule failed", "schedule", string(k), "error", failure)
 	}
@@ -1453,14 +1454,36 @@ func correctionParams(lc *lineContext, l correctionLine, sign Decimal, number st
 		desc = fmt.Sprintf("late usage: usage of %s..%s changed from %s to %s after %s", l.period.Start, l.period.EndInclusive(),
 			l.usage[0], l.usage[1], after)
 	}
-	one, rate, tax := DecimalFromInt(1), l.diff.Mul(sign), lc.taxRates[l.priceID]
+	quantity, rate := l.perUnit(sign)
+	tax := lc.taxRates[l.priceID]
 	start, end := lc.cal.Start(l.period.Start), lc.cal.Start(l.period.End)
 	return InvoiceLineItemParams{
-		Title: "Late usage correction: " + l.name, Description: desc, Quantity: &one, Rate: &rate, TaxRate: &tax,
+		Title: "Late usage correction: " + l.name, Description: desc, Quantity: &quantity, Rate: &rate, TaxRate: &tax,
 		ServicePeriodStart: &start, ServicePeriodEnd: &end,
 		ServicePeriod: &ServicePeriod{StartDate: l.period.Start, EndDate: l.period.EndInclusive()},
 		PriceID:       l.priceID, RateDisplay: RateDisplayAbsolute, ExternalIDs: []KeyValue{},
 	}
+}
+
+// perUnit returns the quantity and rate of a correction line, multiplied
+// by sign: the usage that changed at the unit price it changed the
+// amount by ("3 × 0.05"), when that price is exact (at most 12 decimals);
+// else 1 × the difference (tiers, packages and minimums do not price a
+// unit alike).
+func (l correctionLine) perUnit(sign Decimal) (quantity, rate Decimal) {
+	diff := l.diff.Mul(sign)
+	if l.usage != nil {
+		delta := l.usage[1].Sub(l.usage[0]).Mul(sign)
+		if delta.Sign() != 0 {
+			if r, err := diff.Quo(delta); err == nil {
+				r = r.Round(maxUsageDecimals, RoundHalfUp)
+				if r.Mul(delta).Cmp(diff) == 0 {
+					return delta, MustDecimal(r.Canonical())
+				}
+			}
+		}
+	}
+	return DecimalFromInt(1), diff
 }
 
 // invoicePeriodOf is the billing period of a correction: the original

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -233,6 +234,37 @@ func (s *Service) checkString(v *validator, field, value string, required bool) 
 	case strings.ContainsFunc(value, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }):
 		v.add(field, "%s must not contain control characters", field)
 	}
+}
+
+// checkName validates a name a person reads (a legal name, a line or
+// group title, a product or grant name) and trims it in place: surrounding
+// white space is dropped, a blank name is refused when required, and so is
+// any invisible format character (invisibleFormat), which could make a name
+// display as something else. Then the checks of checkString.
+func (s *Service) checkName(v *validator, field string, value *string, required bool) {
+	*value = strings.TrimSpace(*value)
+	switch {
+	case *value == "" && required:
+		v.add(field, "%s is required and must not be blank", field)
+	case utf8.ValidString(*value) && strings.ContainsFunc(*value, invisibleFormat):
+		r := []rune(*value)[strings.IndexFunc(*value, invisibleFormat)]
+		v.add(field, "%s must not contain invisible format characters such as U+%04X (bidirectional controls and the like)", field, r)
+	default:
+		s.checkString(v, field, *value, required)
+	}
+}
+
+// invisibleFormat reports whether r is an invisible format character
+// (Unicode category Cf: bidirectional embeddings, overrides and isolates,
+// marks, zero-width spaces, the soft hyphen, ...), except the two joiners
+// (U+200C, U+200D) that emoji and several scripts need to spell words and
+// the tag characters of flag emoji (U+E0020 to U+E007F).
+func invisibleFormat(r rune) bool {
+	switch {
+	case r == 0x200c || r == 0x200d, r >= 0xe0020 && r <= 0xe007f:
+		return false
+	}
+	return unicode.Is(unicode.Cf, r)
 }
 
 // checkKey validates a client-supplied key (customerEventId, alias, event

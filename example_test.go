@@ -146,12 +146,15 @@ func ExampleService_ApplyCredits() {
 	ctx := context.Background()
 	svc, account, customer, done := exampleCustomer(time.Date(2024, 7, 30, 12, 0, 0, 0, time.UTC), billing.CustomerParams{LegalName: "Globex Ltd"})
 	defer done()
-	grant, err := svc.CreateCreditGrant(ctx, account.ID, billing.CreditGrantParams{
-		CustomerID: customer.ID, Name: "Prepaid", CreditUnitType: billing.CreditUnitCurrency,
-		Currency: billing.CurrencyUSD, Amount: new(billing.MustDecimal("100.00")),
-	})
-	if err != nil {
-		panic(err)
+	// Free credit is a discount before tax; paid credit is money on account.
+	for _, g := range []billing.CreditGrantParams{
+		{Name: "Welcome", Amount: new(billing.MustDecimal("20.00"))},
+		{Name: "Prepaid", Amount: new(billing.MustDecimal("100.00")), CostOfCredit: new(billing.MustDecimal("100.00"))},
+	} {
+		g.CustomerID, g.CreditUnitType, g.Currency = customer.ID, billing.CreditUnitCurrency, billing.CurrencyUSD
+		if _, err := svc.CreateCreditGrant(ctx, account.ID, g); err != nil {
+			panic(err)
+		}
 	}
 	inv, err := svc.CreateInvoice(ctx, account.ID, billing.InvoiceParams{Currency: billing.CurrencyUSD, CustomerID: customer.ID})
 	if err != nil {
@@ -164,7 +167,7 @@ func ExampleService_ApplyCredits() {
 	if err != nil {
 		panic(err)
 	}
-	inv, err = svc.ApplyCredits(ctx, account.ID, inv.ID)
+	inv, err = svc.ApplyCredits(ctx, account.ID, inv.ID) // the draft stays a draft
 	if err != nil {
 		panic(err)
 	}
@@ -173,21 +176,25 @@ func ExampleService_ApplyCredits() {
 		panic(err)
 	}
 	for _, l := range lines.Items {
-		fmt.Println(l.Title, l.GrossTotal, l.CreditGrantID == grant.ID)
+		fmt.Println(l.Title, l.NetTotal, l.TotalTax, l.GrossTotal)
 	}
-	fmt.Println(inv.Status, "due", inv.AmountDue, inv.PaymentStatus)
-	fmt.Println(inv.CreditBalances)
-	grant, err = svc.GetCreditGrant(ctx, account.ID, grant.ID)
+	fmt.Println(inv.Status, "net", inv.NetTotal, "tax", inv.TotalTax, "total", inv.GrossTotal)
+	for _, a := range inv.CreditApplications {
+		fmt.Println("Credit applied:", a.Name, a.Amount)
+	}
+	fmt.Println("due", inv.AmountDue)
+	inv, err = svc.FinalizeInvoice(ctx, account.ID, inv.ID)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(grant.Status, grant.CurrentBalance)
+	fmt.Println(inv.Status, inv.PaymentStatus, inv.CreditBalances)
 	// Output:
-	// Platform 60.00 false
-	// Credit applied: Prepaid -60.00 true
-	// FINAL due 0.00 PAID
-	// Remaining credit: 40.00 USD
-	// ACTIVE 40.00
+	// Platform 50.00 10.00 60.00
+	// Credit applied: Welcome -20.00 -4.00 -24.00
+	// DRAFT net 30.00 tax 6.00 total 36.00
+	// Credit applied: Prepaid 36.00
+	// due 0.00
+	// FINAL PAID Remaining credit: 64.00 USD
 }
 
 // A subscription that invoices itself: a monthly fixed fee billed in

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,8 +49,16 @@ type Invoice struct {
 	AmountPaid Decimal `json:"amountPaid"`
 	// AmountCredited is the gross total of its FINAL and SENT credit notes.
 	AmountCredited Decimal `json:"amountCredited"`
-	// AmountDue is grossTotal − amountCredited − amountPaid, never below
-	// zero.
+	// CreditsApplied is the CASH credit applied to the invoice as money on
+	// account, after tax (paid grants and grants from credit notes); "0.00"
+	// when none. Free credit is not counted here: it is a discount, in the
+	// invoice's BURNDOWN lines.
+	CreditsApplied Decimal `json:"creditsApplied"`
+	// CreditApplications are the grants of CreditsApplied, in the order
+	// applied; always present, [] when none.
+	CreditApplications []CreditApplication `json:"creditApplications"`
+	// AmountDue is grossTotal − creditsApplied − amountCredited −
+	// amountPaid, never below zero; zero on a VOIDED invoice.
 	AmountDue Decimal `json:"amountDue"`
 	// Metadata is free key-value data of the caller; always present, [] when none.
 	Metadata []KeyValue `json:"metadata"`
@@ -121,9 +130,39 @@ type Invoice struct {
 type invoiceRecord struct {
 	Invoice
 	AccountingDateSet bool `json:"_accountingDateSet,omitempty"`
-	// applyCredits asks the finalization in progress to apply the
-	// customer's credit to a manual invoice (ApplyCredits); never stored.
-	applyCredits bool
+	// CreditsRequested is set by ApplyCredits on an editable invoice: its
+	// credit is applied again whenever its lines change.
+	CreditsRequested bool `json:"_creditsRequested,omitempty"`
+}
+
+// UnmarshalJSON decodes an invoice record. An invoice voided before voids
+// zeroed amountDue is read with amountDue 0, as it is voided today (lists,
+// which decode an Invoice, zero it in ListInvoices).
+func (r *invoiceRecord) UnmarshalJSON(b []byte) error {
+	type plainInvoice Invoice
+	var rec struct {
+		plainInvoice
+		AccountingDateSet bool `json:"_accountingDateSet,omitempty"`
+		CreditsRequested  bool `json:"_creditsRequested,omitempty"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return err
+	}
+	r.Invoice, r.AccountingDateSet, r.CreditsRequested = Invoice(rec.plainInvoice), rec.AccountingDateSet, rec.CreditsRequested
+	r.normalize()
+	return nil
+}
+
+// normalize reads a stored invoice as invoices are written today: a
+// VOIDED one owes nothing, and one stored before credit could be money on
+// account has creditsApplied "0.00" and no applications.
+func (inv *Invoice) normalize() {
+	if inv.Status == StatusVoided && !inv.AmountDue.IsZero() {
+		inv.AmountDue = inv.Currency.Zero()
+	}
+	if inv.CreditApplications == nil {
+		inv.CreditsApplied, inv.CreditApplications = inv.Currency.Zero(), []CreditApplication{}
+	}
 }
 
 // InvoiceLineItem is a line of an invoice.
@@ -299,12 +338,14 @@ func (r *invoiceRecord) setTotals(t Totals, now time.Time) {
 	r.refreshAmounts()
 }
 
-// refreshAmounts derives amountDue and, unless UNCOLLECTIBLE, the payment
-// status: PAID when nothing is due on a FINAL or SENT invoice, UNPAID when
-// nothing was paid, PARTIALLY_PAID otherwise.
+// refreshAmounts derives amountDue (zero on a VOIDED invoice: nothing is
+// owed on it) and, unless UNCOLLECTIBLE, the payment status: PAID when
+// nothing is due on a FINAL or SENT invoice, UNPAID when nothing was paid
+// (credit applied as money on account counts as paid once the invoice is
+// issued), PARTIALLY_PAID otherwise.
 func (inv *Invoice) refreshAmounts() {
-	due := inv.GrossTotal.Sub(inv.AmountCredited).Sub(inv.AmountPaid)
-	if due.Sign() < 0 {
+	due := inv.GrossTotal.Sub(inv.CreditsApplied).Sub(inv.AmountCredited).Sub(inv.AmountPaid)
+	if due.Sign() < 0 || inv.Status == StatusVoided {
 		due = inv.Currency.Zero()
 	}
 	inv.AmountDue = inv.Currency.Round(due, RoundHalfUp)
@@ -317,8 +358,8 @@ func (inv *Invoice) derivedPaymentStatus() PaymentStatus {
 	switch {
 	case inv.Status.finalized() && inv.AmountDue.IsZero():
 		return PaymentStatusPaid
-	case inv.AmountPaid.IsZero():
-		return PaymentStatusUnpaid
+	case inv.AmountPaid.IsZero() && (inv.CreditsApplied.IsZero() || !inv.Status.finalized()):
+		return PaymentStatusUnpaid // credit on account pays an issued invoice in part, like a payment
 	}
 	return PaymentStatusPartiallyPaid
 }
@@ -345,7 +386,7 @@ func (s *Service) listInvoiceLinesTx(ctx context.Context, tx Tx, account, invoic
 // checkInvoiceHeader validates the header fields shared by create and
 // update.
 func (s *Service) checkInvoiceHeader(v *validator, p *InvoiceUpdateParams) {
-	s.checkHeader(v, p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
+	s.checkHeader(v, p.CustomerEmails, &p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress,
 		p.CustomerTaxID, p.Metadata, map[string]string{
 			"purchaseOrderNumber": p.PurchaseOrderNumber, "reference": p.Reference, "memo": p.Memo,
 			"buyerReference": p.BuyerReference,
@@ -425,6 +466,7 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 		CreatedAt: now, UpdatedAt: now, CreditNoteIDs: []string{}, LinkedServices: []LinkedService{},
 		RenderSettings: RenderSettings{PaymentLinkDisplay: "HIDE_PAYMENT_LINK"}, BillingScheduleID: p.BillingScheduleID,
 		PaymentStatus: PaymentStatusUnpaid, AmountPaid: p.Currency.Zero(), AmountCredited: p.Currency.Zero(),
+		CreditsApplied: p.Currency.Zero(), CreditApplications: []CreditApplication{},
 	}}
 	created, err := s.dateOf(ctx, tx, account, c.ID, now)
 	if err != nil {
@@ -486,6 +528,7 @@ func (s *Service) ListInvoices(ctx context.Context, account string, f InvoiceFil
 		name: "invoices", filter: f.CustomerID + "\x00" + string(f.Status) + "\x00" + f.BillingScheduleID,
 		table: tableInvoices, prefix: prefix(account), desc: order == SortDesc,
 		decode: decodeAll(func(inv *Invoice) bool {
+			inv.normalize()
 			return (f.CustomerID == "" || inv.CustomerID == f.CustomerID) && (f.Status == "" || inv.Status == f.Status) &&
 				(f.BillingScheduleID == "" || inv.BillingScheduleID == f.BillingScheduleID)
 		}),
@@ -569,6 +612,9 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 		if err := s.revokePrepaidGrants(ctx, tx, account, id, s.clock()); err != nil {
 			return struct{}{}, err
 		}
+		if err := s.reverseInvoiceCredits(ctx, tx, account, id, "invoice deleted", s.clock()); err != nil {
+			return struct{}{}, err
+		}
 		for _, t := range []Table{tableInvoiceLines, tableInvoiceGroups} {
 			if err := deleteUnder(ctx, tx, t, prefix(account, id)); err != nil {
 				return struct{}{}, err
@@ -624,6 +670,9 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if err := checkNotNegative("an invoice", r.GrossTotal); err != nil {
 		return err
 	}
+	if err := s.checkUntaxedInvoice(ctx, tx, account, r); err != nil {
+		return err
+	}
 	number, md, err := s.issue(ctx, tx, account, invoiceKind.number, r.CustomerID, &r.IssueDate, now)
 	if err != nil {
 		return err
@@ -634,10 +683,14 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 			return err
 		}
 	}
-	applied := r.Currency.Zero()
-	if r.CalculatedAt != nil || r.applyCredits {
-		if applied, err = s.drawCash(ctx, tx, account, r, now); err != nil {
+	// The engine's invoices are paid with credit as they are issued; a
+	// draft given credit by ApplyCredits has it already.
+	if r.CalculatedAt != nil && !r.CreditsRequested {
+		if err := s.applyCash(ctx, tx, account, r, r.IssueDate, true, now); err != nil {
 			return err
+		}
+		if err := checkNotNegative("an invoice", r.GrossTotal); err != nil {
+			return err // free credit never takes a rate's tax below zero; a guard
 		}
 	}
 	if r.CreditBalances, err = s.creditBalancesText(ctx, tx, account, r.CustomerID, r.IssueDate); err != nil {
@@ -658,7 +711,7 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if err := s.freezeRendering(ctx, tx, account, r.ID, r.CustomerID, r.CustomerTaxStatus, now); err != nil {
 		return err
 	}
-	lines, prepaid, err := s.invoiceJournal(ctx, tx, account, r, applied)
+	lines, prepaid, err := s.invoiceJournal(ctx, tx, account, r)
 	if err != nil {
 		return err
 	}
@@ -822,13 +875,15 @@ func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice
 		}
 		wasFinal := r.Status.finalized()
 		r.Status = StatusVoided
-		if !wasFinal {
-			return nil
+		r.CreditsApplied, r.CreditApplications = r.Currency.Zero(), []CreditApplication{}
+		r.refreshAmounts()
+		if wasFinal {
+			if err := s.reverseJournal(ctx, tx, account, r.ID, now); err != nil {
+				return err
+			}
 		}
-		if err := s.reverseJournal(ctx, tx, account, r.ID, now); err != nil {
-			return err
-		}
-		return s.reverseInvoiceCredits(ctx, tx, account, r.ID, now)
+		// A draft given credit by ApplyCredits gives it back too.
+		return s.reverseInvoiceCredits(ctx, tx, account, r.ID, "invoice voided", now)
 	})
 }
 
@@ -953,4 +1008,23 @@ func (c *CurrencySummary) add(inv *Invoice, today Date, months int) {
 	if !inv.DueDate.IsZero() && inv.DueDate.Before(today) {
 		c.AmountOverdue, c.OverdueInvoices = c.AmountOverdue.Add(inv.AmountDue), c.OverdueInvoices+1
 	}
+}
+
+// checkUntaxedInvoice takes the customer's tax status as it is at
+// finalization onto the invoice, and refuses (checkNoTaxedLines) an
+// invoice of a customer billed without tax that still holds taxed lines.
+func (s *Service) checkUntaxedInvoice(ctx context.Context, tx Tx, account string, r *invoiceRecord) error {
+	st, err := s.customerTaxStatus(ctx, tx, account, r.CustomerID)
+	if err != nil || st == "" {
+		return err
+	}
+	r.CustomerTaxStatus = st
+	if !st.untaxed() {
+		return nil
+	}
+	lines, err := scanAll[InvoiceLineItem](ctx, tx, tableInvoiceLines, account, r.ID)
+	if err != nil {
+		return err
+	}
+	return checkNoTaxedLines("an invoice", st, lineCores(lines))
 }

@@ -36,10 +36,7 @@ func recompute[D, L, G any, PD interface {
 	if err != nil {
 		return err
 	}
-	cores := make([]*LineItem, len(lines))
-	for i, l := range lines {
-		cores[i] = PL(l).core()
-	}
+	cores := lineCores[L, PL](lines)
 	cur := d.docCurrency()
 	total, byGroup := sumLines(cur, cores)
 	if err := checkTotalsFit("quantity", "the "+k.name+"'s", d.docTotals(), total); err != nil {
@@ -68,6 +65,15 @@ func recompute[D, L, G any, PD interface {
 	}
 	d.setTotals(total, now)
 	return saveDoc(ctx, tx, k, account, d)
+}
+
+// lineCores returns the shared part of each of a document's lines.
+func lineCores[L any, PL lineRecord[L]](lines []*L) []*LineItem {
+	cores := make([]*LineItem, len(lines))
+	for i, l := range lines {
+		cores[i] = PL(l).core()
+	}
+	return cores
 }
 
 // nextIndex returns the index of a new line or group of a document: one
@@ -171,7 +177,7 @@ type lineInput struct {
 // document, product and price of the account), and returns the line's
 // shared fields with its totals computed.
 func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Table, account, docID string, cur Currency, in lineInput) (LineItem, error) {
-	s.checkString(v, "title", in.Title, true)
+	s.checkName(v, "title", &in.Title, true)
 	s.checkString(v, "description", in.Description, false)
 	for _, d := range []struct {
 		field string
@@ -281,7 +287,8 @@ func (s *Service) checkRef(ctx context.Context, tx Tx, v *validator, t Table, k 
 
 // linesOp runs one change to the lines or groups of a document in one
 // transaction: it loads the document, refuses unless it is editable, runs
-// fn, recomputes every total from the stored lines, stores the document and
+// fn, recomputes every total from the stored lines (and applies again the
+// credit of an invoice given credit by ApplyCredits), stores the document and
 // emits the kind's "updated" notification about view(d).
 func linesOp[T, D, L, G any, PD interface {
 	*D
@@ -304,6 +311,12 @@ func linesOp[T, D, L, G any, PD interface {
 		}
 		if err := recompute[D, L, G, PD, PL, PG](ctx, s, tx, k, account, pd, now); err != nil {
 			return zero, err
+		}
+		if r, ok := any(pd).(*invoiceRecord); ok {
+			// A draft given credit applies it again to its new lines.
+			if err := s.reapplyCredits(ctx, tx, account, r, now); err != nil {
+				return zero, err
+			}
 		}
 		return out, s.emit(ctx, tx, account, k.updated, view(pd))
 	})
@@ -339,8 +352,8 @@ func putNewGroup[G any, PG groupRecord[G]](ctx context.Context, s *Service, tx T
 }
 
 // checkGroupParams validates a group's title and description.
-func (s *Service) checkGroupParams(v *validator, title, description string) {
-	s.checkString(v, "title", title, true)
+func (s *Service) checkGroupParams(v *validator, title *string, description string) {
+	s.checkName(v, "title", title, true)
 	s.checkString(v, "description", description, false)
 }
 
@@ -427,7 +440,7 @@ func (k docLines[D, L, G, PD, PL, PG]) listGroups(ctx context.Context, s *Servic
 func (k docLines[D, L, G, PD, PL, PG]) createGroup(ctx context.Context, s *Service, account, docID, title, description string, build func(tx Tx, d PD, v *validator) (PG, error)) (PG, error) {
 	return linesOp[PG, D, L, G, PD, PL, PG](ctx, s, k.kind, account, docID, k.view, func(tx Tx, d PD) (PG, error) {
 		var v validator
-		s.checkGroupParams(&v, title, description)
+		s.checkGroupParams(&v, &title, description)
 		g, err := build(tx, d, &v)
 		if err != nil {
 			return nil, err
@@ -452,7 +465,7 @@ func (k docLines[D, L, G, PD, PL, PG]) updateGroup(ctx context.Context, s *Servi
 			return nil, err
 		}
 		var v validator
-		s.checkGroupParams(&v, title, description)
+		s.checkGroupParams(&v, &title, description)
 		if more != nil {
 			if err := more(tx, d, &v, PG(g)); err != nil {
 				return nil, err
@@ -497,6 +510,13 @@ func (s *Service) buildInvoiceLine(ctx context.Context, tx Tx, account string, r
 	})
 	if err != nil {
 		return nil, err
+	}
+	if strict {
+		st, err := s.customerTaxStatus(ctx, tx, account, r.CustomerID)
+		if err != nil {
+			return nil, err
+		}
+		checkLineTax(&v, st, p.TaxRate)
 	}
 	s.checkString(&v, "creditGrantId", p.CreditGrantID, false)
 	if p.ServicePeriodStart != nil && p.ServicePeriodEnd != nil && p.ServicePeriodEnd.Before(*p.ServicePeriodStart) {
@@ -697,8 +717,13 @@ func (s *Service) replaceInvoiceLinesTx(ctx context.Context, tx Tx, account, inv
 	if err != nil {
 		return nil, false, err
 	}
-	if sameLines(old, built) {
+	if sameLines(withoutCreditLines(old), built) {
 		return &r.Invoice, false, nil
+	}
+	if r.CreditsRequested {
+		if err := s.releaseCredits(ctx, tx, account, r, "invoice changed", now); err != nil {
+			return nil, false, err
+		}
 	}
 	if err := deleteUnder(ctx, tx, tableInvoiceLines, prefix(account, invoiceID)); err != nil {
 		return nil, false, err
@@ -710,8 +735,25 @@ func (s *Service) replaceInvoiceLinesTx(ctx context.Context, tx Tx, account, inv
 		t := NormalizeTime(calculatedAt)
 		r.CalculatedAt = &t
 	}
-	err = recompute[invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup](ctx, s, tx, invoiceKind, account, r, now)
-	return &r.Invoice, true, err
+	if err := recompute[invoiceRecord, InvoiceLineItem, InvoiceLineItemGroup](ctx, s, tx, invoiceKind, account, r, now); err != nil {
+		return nil, false, err
+	}
+	if err := s.reapplyCredits(ctx, tx, account, r, now); err != nil {
+		return nil, false, err
+	}
+	return &r.Invoice, true, saveDoc(ctx, tx, invoiceKind, account, r)
+}
+
+// withoutCreditLines returns lines without the BURNDOWN lines of credit
+// applied (isCreditLine).
+func withoutCreditLines(lines []InvoiceLineItem) []InvoiceLineItem {
+	out := lines[:0:0]
+	for _, l := range lines {
+		if !isCreditLine(&l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // sameLines reports whether built lines equal the stored ones but for ids.
@@ -747,6 +789,11 @@ func (s *Service) buildCreditNoteLine(ctx context.Context, tx Tx, v *validator, 
 	if err != nil {
 		return nil, err
 	}
+	st, err := s.creditNoteTaxStatus(ctx, tx, account, cn)
+	if err != nil {
+		return nil, err
+	}
+	checkLineTax(v, st, p.TaxRate)
 	if sp := p.ServicePeriod; sp != nil {
 		v.check(!sp.Start.IsZero(), "servicePeriod.start", "servicePeriod.start is required")
 		v.check(!sp.EndInclusive.IsZero(), "servicePeriod.endInclusive", "servicePeriod.endInclusive is required")

@@ -686,6 +686,14 @@ func (c Currency) Zero() Decimal {
 	return r
 }
 
+// MinorUnit returns the smallest amount of c: "0.01", or "1" for JPY.
+func (c Currency) MinorUnit() Decimal {
+	var r Decimal
+	r.d.Coeff.SetInt64(1)
+	r.d.Exponent = -c.MinorUnits()
+	return r
+}
+
 // UnmarshalJSON accepts a JSON string holding a supported currency code
 // (validated with ParseCurrency); anything else, null included, is a
 // validation_failed *Error.

@@ -376,7 +376,7 @@ func TestDocumentNotifications(t *testing.T) {
 			must(e.svc.PatchSentInvoice(e.ctx, e.acct, inv.ID, billing.PatchSentInvoiceParams{Reference: billing.Some("r")}))
 		}, []string{"INVOICE_UPDATED"}},
 		{"RecordPayment", func() {
-			must(e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("1"), PaidAt: &billing.Date{Year: 2024, Month: 8, Day: 1}}))
+			must(e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("1"), PaidAt: &billing.Date{Year: 2024, Month: 7, Day: 30}}))
 		}, []string{"INVOICE_UPDATED"}},
 		{"SetPaymentStatus", func() {
 			must(e.svc.SetPaymentStatus(e.ctx, e.acct, inv.ID, billing.PaymentStatusUncollectible))

@@ -35,7 +35,7 @@ func issuedInvoices(e *docEnv, check func(error)) {
 	e.invoice(billing.CurrencyGBP, "")
 	e.clock.Set(time.Date(2024, 9, 10, 9, 0, 0, 0, time.UTC))
 	sept := e.finalInvoice("2", "50.00", "0.2")
-	_, err := e.svc.RecordPayment(e.ctx, e.acct, sept.ID, billing.PaymentParams{Amount: dec("20.00"), PaidAt: date("2024-09-11")})
+	_, err := e.svc.RecordPayment(e.ctx, e.acct, sept.ID, billing.PaymentParams{Amount: dec("20.00"), PaidAt: date("2024-09-10")})
 	check(err)
 	for _, inv := range []struct {
 		rate string

@@ -40,7 +40,8 @@ type PaymentParams struct {
 	Reference string `json:"reference"`
 }
 
-// RecordPayment records a payment against a FINAL or SENT invoice, updates
+// RecordPayment records a payment against a FINAL or SENT invoice, paid
+// on a day from the invoice's issue date to today (checkMoneyDate); it updates
 // amountPaid, amountDue and paymentStatus, writes the journal (debit cash,
 // credit accounts receivable) and emits INVOICE_UPDATED. Returns not_found,
 // validation_failed, and invalid_state for any other status or an amount
@@ -65,6 +66,9 @@ func (s *Service) RecordPayment(ctx context.Context, account, invoiceID string, 
 		}
 		if !r.Status.finalized() {
 			return nil, Errorf(CodeInvalidState, "payments can be recorded on FINAL or SENT invoices; this one is %s", r.Status)
+		}
+		if err := s.checkMoneyDate(ctx, tx, account, "paidAt", *p.PaidAt, r.IssueDate, now); err != nil {
+			return nil, err
 		}
 		if p.Amount.Cmp(r.Currency.Round(*p.Amount, RoundHalfUp)) != 0 {
 			return nil, FieldError("amount", "amount has more than the %d decimal places of %s", r.Currency.MinorUnits(), r.Currency)
@@ -92,6 +96,24 @@ func (s *Service) RecordPayment(ctx context.Context, account, invoiceID string, 
 		}
 		return pay, s.emit(ctx, tx, account, NotificationInvoiceUpdated, &r.Invoice)
 	})
+}
+
+// checkMoneyDate refuses (validation_failed on field) the date of money
+// that moved (a payment's paidAt, a credit note's accounting date) when it
+// is after today in the account's time zone or before issued, the issue
+// date of the invoice it belongs to.
+func (s *Service) checkMoneyDate(ctx context.Context, tx Tx, account, field string, d, issued Date, now time.Time) error {
+	today, err := s.dateOf(ctx, tx, account, "", now)
+	if err != nil {
+		return err
+	}
+	switch {
+	case d.After(today):
+		return FieldError(field, "%s %s is after today (%s in the account's time zone)", field, d, today)
+	case !issued.IsZero() && d.Before(issued):
+		return FieldError(field, "%s %s is before the invoice's issue date %s", field, d, issued)
+	}
+	return nil
 }
 
 // ListPayments lists an invoice's payments, oldest first unless order says

@@ -76,8 +76,8 @@ func TestClientEndToEnd(t *testing.T) {
 
 	t.Run("ErrNotFound", func(t *testing.T) {
 		missing, err := c.GetUsageMetricWithResponse(ctx, "0190ffff-ffff-7fff-bfff-ffffffffffff", nil)
-		if err != nil || missing.StatusCode() != http.StatusNotFound || missing.JSONDefault == nil ||
-			missing.JSONDefault.Errors[0].Code != client.ErrorErrorsCodeNotFound {
+		if err != nil || missing.StatusCode() != http.StatusNotFound || missing.JSON404 == nil ||
+			missing.JSON404.Errors[0].Code != client.ErrorErrorsCodeNotFound {
 			t.Fatalf("GetUsageMetric of a missing id: %v %d %s", err, missing.StatusCode(), missing.Body)
 		}
 	})
@@ -87,7 +87,7 @@ func TestClientEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, err := anon.ListUsageMetricsWithResponse(ctx, nil)
-		if err != nil || r.StatusCode() != http.StatusUnauthorized || r.JSONDefault == nil {
+		if err != nil || r.StatusCode() != http.StatusUnauthorized || r.JSON401 == nil {
 			t.Fatalf("ListUsageMetrics with a bad key: %v %d %s", err, r.StatusCode(), r.Body)
 		}
 	})

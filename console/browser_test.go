@@ -312,7 +312,7 @@ func (f *fixture) sampleData() {
 		must(f.svc.FinalizeInvoice(ctx, f.account, inv.ID))
 		if i == 1 {
 			must(f.svc.RecordPayment(ctx, f.account, inv.ID, billing.PaymentParams{
-				Amount: new(billing.MustDecimal("1000.00")), PaidAt: new(must(billing.ParseDate("2026-11-20"))), Method: "bank transfer",
+				Amount: new(billing.MustDecimal("1000.00")), PaidAt: new(must(billing.ParseDate("2024-07-30"))), Method: "bank transfer",
 			}))
 		}
 	}

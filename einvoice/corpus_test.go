@@ -194,13 +194,18 @@ func corpus(t testing.TB) []sample {
 	e.line(inv, billing.InvoiceLineItemParams{Title: "Licence", Quantity: dec("1"), Rate: dec("50000"), TaxRate: dec("0.1")})
 	add("jpy", e.finalize(inv))
 
-	// Discounts and credit: a negative discount line at 20%, then CASH
-	// credit applied at finalization (a BURNDOWN line).
+	// Discounts and credit: a negative discount line at 20%, free CASH
+	// credit (a discount before tax: a BURNDOWN line at 20%) and paid CASH
+	// credit (money on account after tax: BT-113, prepaid).
 	eu := e.customer(billing.CustomerParams{LegalName: "Société Exemple SARL", TaxID: "FR40303265045",
 		Address:  &billing.Address{Line1: "12 rue de la Paix", Town: "Paris", Postcode: "75002", Country: "FR"},
 		Contacts: []billing.Contact{{Name: "Compta", Email: "compta@exemple.test", BillingPreference: billing.BillingPreferencePrimary}}})
 	if _, err := e.svc.CreateCreditGrant(e.ctx, e.acct, billing.CreditGrantParams{CustomerID: eu.ID, Name: "Welcome credit",
 		CreditUnitType: billing.CreditUnitCurrency, Currency: "EUR", Amount: dec("15")}); err != nil {
+		t.Fatalf("CreateCreditGrant: %v", err)
+	}
+	if _, err := e.svc.CreateCreditGrant(e.ctx, e.acct, billing.CreditGrantParams{CustomerID: eu.ID, Name: "Prepaid balance",
+		CreditUnitType: billing.CreditUnitCurrency, Currency: "EUR", Amount: dec("40"), CostOfCredit: dec("40")}); err != nil {
 		t.Fatalf("CreateCreditGrant: %v", err)
 	}
 	inv = e.invoice("EUR", eu.ID, billing.InvoiceUpdateParams{PurchaseOrderNumber: "BC-2024-118"})
@@ -210,7 +215,7 @@ func corpus(t testing.TB) []sample {
 	if _, err := e.svc.ApplyCredits(e.ctx, e.acct, inv); err != nil {
 		t.Fatalf("ApplyCredits: %v", err)
 	}
-	add("discounts-and-credits", e.printable(inv))
+	add("discounts-and-credits", e.finalize(inv))
 
 	gr := e.customer(billing.CustomerParams{LegalName: "Ωμέγα Ανώνυμη Εταιρεία", TaxID: "EL094259216",
 		Address:  &billing.Address{Line1: "Οδός Ερμού 10", Town: "Αθήνα", Postcode: "105 63", Country: "GR"},

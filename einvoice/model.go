@@ -99,9 +99,11 @@ type Invoice struct {
 	TaxTotal billing.Decimal
 	// TaxInclusive is BT-112: the document's gross total.
 	TaxInclusive billing.Decimal
-	// Prepaid is BT-113: what was paid before the document was issued, as
-	// part of it; zero (and not written) while billingd records no such
-	// amount on a document (credit applied at finalization is a line).
+	// Prepaid is BT-113: the paid credit (money on account) applied to the
+	// invoice by its issue date, which the document deducts under its
+	// total; zero (and not written) otherwise. Credit applied after the
+	// issue date is a settlement like a payment and leaves the e-invoice
+	// as it was issued.
 	Prepaid billing.Decimal
 	// Payable is BT-115: TaxInclusive less Prepaid.
 	Payable billing.Decimal
@@ -258,6 +260,18 @@ type facts struct {
 	buyerTaxID   string
 	emails       []string
 	totals       billing.Totals
+	prepaid      billing.Decimal
+}
+
+// prepaidBy is the paid credit applied to r by its issue date (BT-113).
+func prepaidBy(r *billing.Invoice) billing.Decimal {
+	sum := r.Currency.Zero()
+	for _, a := range r.CreditApplications {
+		if !a.Date.After(r.IssueDate) {
+			sum = sum.Add(a.Amount)
+		}
+	}
+	return sum
 }
 
 // invoiceHeader fills in the header of an invoice and returns its lines.
@@ -273,7 +287,7 @@ func invoiceHeader(inv *Invoice, d *billing.PrintableDocument, f *facts) []store
 		inv.PaymentTerms = fmt.Sprintf("Payment due by %s", r.DueDate)
 	}
 	*f = facts{buyerName: r.CustomerLegalCompanyName, buyerAddress: r.CustomerBillingAddress, shipTo: r.CustomerShippingAddress, buyerTaxID: r.CustomerTaxID,
-		emails: r.CustomerEmails, totals: r.Totals}
+		emails: r.CustomerEmails, totals: r.Totals, prepaid: prepaidBy(r)}
 	out := make([]stored, len(d.InvoiceLines))
 	for i := range d.InvoiceLines {
 		l := &d.InvoiceLines[i]
@@ -327,6 +341,9 @@ func (f *facts) check(inv *Invoice, d *billing.PrintableDocument) error {
 	}
 	inv.TaxExclusive, inv.TaxTotal, inv.TaxInclusive = f.totals.NetTotal, f.totals.TotalTax, f.totals.GrossTotal
 	inv.Prepaid = inv.Currency.Zero()
+	if !f.prepaid.IsZero() {
+		inv.Prepaid = f.prepaid
+	}
 	inv.Payable = f.totals.GrossTotal.Sub(inv.Prepaid)
 	var missing []string
 	need := func(ok bool, what string) {

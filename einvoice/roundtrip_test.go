@@ -20,7 +20,7 @@ type back struct {
 	period                                                                [2]string
 	seller, buyer                                                         backParty
 	lineTotal, allowanceTotal, taxExclusive, taxTotal, taxInclusive       string
-	payable                                                               string
+	payable, prepaid                                                      string
 	lines                                                                 []backLine
 	allowances                                                            []backAllowance
 	taxes                                                                 []backTax
@@ -101,7 +101,7 @@ type uDoc struct {
 		} `xml:"TaxSubtotal"`
 	} `xml:"TaxTotal"`
 	Monetary struct {
-		LineExtensionAmount, TaxExclusiveAmount, TaxInclusiveAmount, AllowanceTotalAmount, PayableAmount string
+		LineExtensionAmount, TaxExclusiveAmount, TaxInclusiveAmount, AllowanceTotalAmount, PrepaidAmount, PayableAmount string
 	} `xml:"LegalMonetaryTotal"`
 	InvoiceLines    []uLine `xml:"InvoiceLine"`
 	CreditNoteLines []uLine `xml:"CreditNoteLine"`
@@ -120,7 +120,7 @@ func readUBL(t *testing.T, data []byte) back {
 		period: [2]string{u.Period.StartDate, u.Period.EndDate}, notes: u.Notes,
 		lineTotal: u.Monetary.LineExtensionAmount, allowanceTotal: u.Monetary.AllowanceTotalAmount,
 		taxExclusive: u.Monetary.TaxExclusiveAmount, taxTotal: u.TaxTotal.TaxAmount, taxInclusive: u.Monetary.TaxInclusiveAmount,
-		payable: u.Monetary.PayableAmount, payment: [2]string{u.PaymentCode, u.PaymentAccount}}
+		payable: u.Monetary.PayableAmount, prepaid: u.Monetary.PrepaidAmount, payment: [2]string{u.PaymentCode, u.PaymentAccount}}
 	party := func(p uParty) backParty {
 		out := backParty{name: p.Legal.RegistrationName, legal: p.Legal.CompanyID, line1: p.Address.StreetName,
 			line2: p.Address.AdditionalStreetName, town: p.Address.CityName, postcode: p.Address.PostalZone,
@@ -213,7 +213,7 @@ type cDoc struct {
 				Proprietary string `xml:"PayeePartyCreditorFinancialAccount>ProprietaryID"`
 			} `xml:"SpecifiedTradeSettlementPaymentMeans"`
 			Sum struct {
-				LineTotalAmount, AllowanceTotalAmount, TaxBasisTotalAmount, TaxTotalAmount, GrandTotalAmount, DuePayableAmount string
+				LineTotalAmount, AllowanceTotalAmount, TaxBasisTotalAmount, TaxTotalAmount, GrandTotalAmount, TotalPrepaidAmount, DuePayableAmount string
 			} `xml:"SpecifiedTradeSettlementHeaderMonetarySummation"`
 			Preceding string `xml:"InvoiceReferencedDocument>IssuerAssignedID"`
 		} `xml:"ApplicableHeaderTradeSettlement"`
@@ -239,7 +239,7 @@ func readCII(t *testing.T, data []byte) back {
 		buyerRef: a.BuyerReference, orderRef: a.Order, preceding: s.Preceding, notes: c.Notes,
 		period:    [2]string{isoDate(s.Period.Start.V), isoDate(s.Period.End.V)},
 		lineTotal: s.Sum.LineTotalAmount, allowanceTotal: s.Sum.AllowanceTotalAmount, taxExclusive: s.Sum.TaxBasisTotalAmount,
-		taxTotal: s.Sum.TaxTotalAmount, taxInclusive: s.Sum.GrandTotalAmount, payable: s.Sum.DuePayableAmount,
+		taxTotal: s.Sum.TaxTotalAmount, taxInclusive: s.Sum.GrandTotalAmount, payable: s.Sum.DuePayableAmount, prepaid: s.Sum.TotalPrepaidAmount,
 		payment: [2]string{s.Payment.TypeCode, s.Payment.IBAN + s.Payment.Proprietary}}
 	party := func(p cParty) backParty {
 		out := backParty{name: p.Name, legal: p.Legal, line1: p.Address.LineOne, line2: p.Address.LineTwo, town: p.Address.CityName,
@@ -400,7 +400,16 @@ func checkBack(t *testing.T, d *billing.PrintableDocument, b *back) {
 	eq("BT-109 net total", b.taxExclusive, s.totals.NetTotal.String())
 	eq("BT-110 tax total", b.taxTotal, s.totals.TotalTax.String())
 	eq("BT-112 gross total", b.taxInclusive, s.totals.GrossTotal.String())
-	eq("BT-115 payable", b.payable, s.totals.GrossTotal.String())
+	prepaid := ""
+	if s.typeCode == "380" {
+		for _, a := range d.Invoice.CreditApplications {
+			if !a.Date.After(d.Invoice.IssueDate) {
+				prepaid = a.Amount.Add(parseOr(s.currency, prepaid)).String()
+			}
+		}
+	}
+	eq("BT-113 prepaid", b.prepaid, prepaid)
+	eq("BT-115 payable", b.payable, s.totals.GrossTotal.Sub(parseOr(s.currency, prepaid)).String())
 	// Lines: the positive ones as lines, the negative ones as allowances,
 	// each in the stored order.
 	zero := s.currency.Zero()
@@ -496,4 +505,16 @@ func samePercent(t *testing.T, what, got string, rate billing.Decimal) {
 	if err != nil || g.Cmp(rate.Mul(billing.DecimalFromInt(100))) != 0 {
 		t.Errorf("%s: read back %q, stored rate %s", what, got, rate)
 	}
+}
+
+// parseOr reads an amount written in a file, or zero in cur for "".
+func parseOr(cur billing.Currency, s string) billing.Decimal {
+	if s == "" {
+		return cur.Zero()
+	}
+	d, err := billing.ParseDecimal(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

@@ -28,7 +28,17 @@ func (a api) customerRoutes() {
 	a.post("/customers", 201, withBody(a.svc.CreateCustomer))
 	a.get("/customers/:id", 200, onID(a.svc.GetCustomer))
 	a.put("/customers/:id", 200, onIDWithBody(a.svc.UpdateCustomer))
-	a.post("/customers/:id/archive", 200, onID(a.svc.ArchiveCustomer))
+	a.post("/customers/:id/archive", 200, func(c *call) (any, error) {
+		var p billing.ArchiveCustomerParams
+		switch c.query.Get("cancelSchedules") {
+		case "", "false":
+		case "true":
+			p.CancelSchedules = true
+		default:
+			return nil, billing.FieldError("cancelSchedules", "cancelSchedules must be true or false")
+		}
+		return a.svc.ArchiveCustomerWith(c.ctx, c.account, c.param("id"), p)
+	}, accepts("cancelSchedules"))
 }
 
 func (a api) productRoutes() {

@@ -99,6 +99,7 @@ func (e *env) checkContract(method, target string, header http.Header, body stri
 		return
 	}
 	ctx := context.Background()
+	e.checkRequiredAgree(route.Operation, method, target, res)
 	in := &openapi3filter.RequestValidationInput{Request: vr, PathParams: params, Route: route, Options: contractOptions}
 	if res.status < 400 { // a rejected request may be anything (the hostile suites send junk)
 		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {

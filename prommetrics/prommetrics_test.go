@@ -60,15 +60,23 @@ func TestMetricsOfAService(t *testing.T) {
 	must(err)
 	start := billing.DateOf(clock.Now())
 	no := false
+	var schedules []string
 	for range 2 {
-		_, err = svc.CreateBillingSchedule(ctx, acct, billing.BillingScheduleParams{CustomerID: c.ID, StartDate: &start,
+		sc, err := svc.CreateBillingSchedule(ctx, acct, billing.BillingScheduleParams{CustomerID: c.ID, StartDate: &start,
 			AutoIssueInvoices: &no, IsDraft: &no, Phases: []billing.PhaseParams{{StartDate: &start, PriceIDs: []string{price.ID}}}})
 		must(err)
+		schedules = append(schedules, sc.ID)
 	}
-	// The first run bills both schedules; the second fails on both: their
-	// customer is archived.
+	// The first run bills both schedules; the second fails on both: they
+	// were cancelled to end in two months, and their customer archived
+	// before they billed their last periods.
 	_, err = svc.RunBilling(ctx, clock.Now())
 	must(err)
+	end := start.AddDays(60)
+	for _, id := range schedules {
+		_, err = svc.CancelBillingSchedule(ctx, acct, id, billing.CancelBillingScheduleParams{At: &end})
+		must(err)
+	}
 	_, err = svc.ArchiveCustomer(ctx, acct, c.ID)
 	must(err)
 	clock.Advance(40 * 24 * time.Hour)

@@ -96,15 +96,33 @@ func build(d *billing.PrintableDocument) (*view, error) {
 	case billing.StatusVoided:
 		v.Mark = "VOID"
 	}
-	switch d.CustomerTaxStatus {
-	case billing.TaxStatusReverseCharged:
+	// The reason a document carries no tax is printed only when it carries
+	// none (a document stored before the rule may hold tax).
+	switch untaxed := carriesNoTax(d); {
+	case !untaxed:
+	case d.CustomerTaxStatus == billing.TaxStatusReverseCharged:
 		v.Notes = append(v.Notes, "Reverse charge: the customer accounts for the tax.")
-	case billing.TaxStatusTaxExempt:
+	case d.CustomerTaxStatus == billing.TaxStatusTaxExempt:
 		v.Notes = append(v.Notes, "Tax exempt.")
 	}
 	v.Custom = keyValues(d.Merchant.CustomFields)
 	v.Footer = strings.Join(nonEmpty(d.Merchant.LegalCompanyName, v.Title+" "+numberOrDraft(v.Number)), " · ")
 	return v, nil
+}
+
+// carriesNoTax reports whether no line of the document carries tax.
+func carriesNoTax(d *billing.PrintableDocument) bool {
+	for _, l := range d.InvoiceLines {
+		if !l.TaxRate.IsZero() {
+			return false
+		}
+	}
+	for _, l := range d.CreditNoteLines {
+		if !l.TaxRate.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // buildInvoice fills in what an invoice prints.
@@ -130,6 +148,9 @@ func buildInvoice(v *view, d *billing.PrintableDocument) {
 	}
 	v.Sections, v.TaxRows = sections(cur, lines, groups)
 	v.Totals = facts("Net total", money(cur, inv.NetTotal), "Tax", money(cur, inv.TotalTax), "Total", money(cur, inv.GrossTotal))
+	for _, a := range inv.CreditApplications { // money on account, after tax
+		v.Totals = append(v.Totals, fact{"Credit applied: " + a.Name, money(cur, a.Amount.Neg())})
+	}
 	v.Totals = append(v.Totals, facts("Amount paid", money(cur, inv.AmountPaid), "Amount credited", money(cur, inv.AmountCredited),
 		"Amount due", money(cur, inv.AmountDue))...)
 	if inv.CreditBalances != "" {

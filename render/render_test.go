@@ -124,7 +124,7 @@ func gbpInvoice(e *env) *billing.Invoice {
 	support := e.group(inv.ID, "Support")
 	e.line(inv.ID, support, "Premium support", "1", "1250", "0.05")
 	e.finalize(inv.ID)
-	paid := billing.Date{Year: 2024, Month: 8, Day: 2}
+	paid := billing.Date{Year: 2024, Month: 7, Day: 30}
 	if _, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("100.00"), PaidAt: &paid}); err != nil {
 		e.t.Fatalf("RecordPayment: %v", err)
 	}
@@ -301,7 +301,7 @@ func TestFinalizedRenderingIsFrozen(t *testing.T) {
 	}
 	// A draft shows the current merchant, and the DRAFT mark.
 	draft := e.invoice(billing.CurrencyGBP, billing.InvoiceUpdateParams{})
-	e.line(draft.ID, "", "Setup", "1", "10", "0.2")
+	e.line(draft.ID, "", "Setup", "1", "10", "0") // the customer is REVERSE_CHARGED now
 	text := pdftext.Text(t, e.invoicePDF(draft.ID))
 	pdftext.Contains(t, text, "DRAFT", "Renamed Holdings plc", "DE89370400440532013000")
 	if strings.Contains(pdftext.Text(t, before), "DRAFT") {
