@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/render"
 	"github.com/billingd/billing/storage/memstore"
 )
 
@@ -89,6 +90,12 @@ type Config struct {
 	// console behind a TLS-terminating proxy. Defaults to false: the
 	// cookie is Secure when the request itself came over TLS.
 	SecureCookies bool
+
+	// Renders bounds the console's document renders (the framed HTML and
+	// the PDF download); give it the Pool the API and the Dispatcher use,
+	// so that all renders share one limit. Defaults to a Pool of its own
+	// with render.PoolConfig's defaults.
+	Renders *render.Pool
 
 	// Now is the clock of session expiry. Defaults to time.Now.
 	Now func() time.Time
@@ -129,6 +136,9 @@ func New(svc *billing.Service, cfg *Config) (*Console, error) {
 	}
 	if c.cfg.MaxAge <= 0 {
 		c.cfg.MaxAge = 7 * 24 * time.Hour
+	}
+	if c.cfg.Renders == nil {
+		c.cfg.Renders = render.NewPool(render.PoolConfig{})
 	}
 	if c.cfg.Now == nil {
 		c.cfg.Now = time.Now
