@@ -17,6 +17,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -185,6 +186,19 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // /metrics or 404/405 handling, which belong to the caller's engine.
 func (s *Server) Register(r gin.IRouter) {
 	s.register(r, true)
+}
+
+// Mount serves h (another handler, such as billingd's web console) at
+// prefix (ending in "/") and every path under it, and redirects prefix
+// without its slash to it, behind the same per-request middleware as the
+// API: request id, header limit, panic recovery, the request log and the
+// request metrics. Authentication and rate limiting are h's to do (the
+// console charges its signed-in requests through AllowKey). Call it
+// before serving.
+func (s *Server) Mount(prefix string, h http.Handler) {
+	base := strings.TrimSuffix(prefix, "/")
+	s.engine.Any(base+"/*path", gin.WrapH(h))
+	s.engine.Any(base, func(g *gin.Context) { g.Redirect(http.StatusMovedPermanently, prefix) })
 }
 
 // quietGin keeps gin from printing its debug lines (a route dump and a
