@@ -325,8 +325,6 @@ func TestConsoleRendersInTheSharedPool(t *testing.T) {
 	}
 }
 
-
-
 // ended reports whether b's session has ended: a page redirects it to the
 // sign-in page.
 func ended(b *browser) bool {
