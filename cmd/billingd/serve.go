@@ -217,6 +217,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	}
 	r := &runner{cfg: cfg, log: log, store: st, svc: svc, mailer: mailer, registry: reg,
 		renders: render.NewPool(render.PoolConfig{Concurrency: cfg.renderConcurrency, Queue: cfg.renderQueue})}
+	registerRenderMetrics(reg, r.renders)
 	if cfg.metrics && cfg.metricsAddr != "" {
 		if r.metricsLn, err = net.Listen("tcp", cfg.metricsAddr); err != nil {
 			return fmt.Errorf("listening on %s (--metrics-addr): %w", cfg.metricsAddr, err)
@@ -224,6 +225,26 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		defer r.metricsLn.Close()
 	}
 	return r.run(ctx, ln, adminLn)
+}
+
+// registerRenderMetrics exposes the render pool's counts on reg.
+func registerRenderMetrics(reg *prometheus.Registry, pool *render.Pool) {
+	for name, help := range map[string]string{
+		"billingd_renders_total":           "Documents rendered (PDF or HTML, downloads, console and e-mails).",
+		"billingd_render_cache_hits_total": "Renderings of issued documents served from the cache or shared with a render in progress.",
+		"billingd_renders_refused_total":   "Renders refused because the render queue was full or too slow (answered 503 with Retry-After).",
+	} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+			st := pool.Stats()
+			switch name {
+			case "billingd_renders_total":
+				return float64(st.Renders)
+			case "billingd_render_cache_hits_total":
+				return float64(st.CacheHits)
+			}
+			return float64(st.Refused)
+		}))
+	}
 }
 
 // runner is a started server: the API, the admin socket and the background
