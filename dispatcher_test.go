@@ -13,6 +13,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/webhook"
 )
 
 // onlyDelivery returns the account's single delivery.
@@ -251,7 +252,13 @@ func TestPruneDeliveries(t *testing.T) {
 // through a host name.
 func TestSSRFRefusedAtConnect(t *testing.T) {
 	t.Parallel()
-	e := newNotifyEnv(t, false)
+	// IP literals of refused ranges are refused when a policy is created
+	// (TestWebhookIPLiteralsAreRefusedAtCreation); names are not, and
+	// every address is checked again when dialled. The policy is made by a
+	// Service that allows private targets, as a policy created before the
+	// creation check was, and sent by a sender that refuses them.
+	e := newNotifyEnv(t, true)
+	e.webhooks = webhook.NewSender(false)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
