@@ -243,3 +243,83 @@ func TestCashDrawdownFixedExamples(t *testing.T) {
 	e.checkCreditInvariants(t)
 	e2.checkCreditInvariants(t)
 }
+
+// TestFinalizedCreditNotePrintsItsFrozenTaxStatus: a finalized credit
+// note prints the customer's tax status as it was at its finalization
+// (the render snapshot), not the customer's current one.
+func TestFinalizedCreditNotePrintsItsFrozenTaxStatus(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	setStatus := func(st billing.TaxStatus) {
+		t.Helper()
+		must(e.svc.UpdateCustomer(e.ctx, e.acct, e.cust.ID, billing.CustomerParams{LegalName: e.cust.LegalName, TaxStatus: st,
+			Address: e.cust.Address, Contacts: e.cust.Contacts})).of(t, "UpdateCustomer")
+	}
+	setStatus(billing.TaxStatusReverseCharged)
+	inv := e.finalInvoice("1", "10.00", "0")
+	cn := e.creditNote(inv, "1", "5.00", "0")
+	must(e.svc.FinalizeCreditNote(e.ctx, e.acct, cn.ID)).of(t, "FinalizeCreditNote")
+	setStatus(billing.TaxStatusTaxed)
+	d := must(e.svc.PrintableCreditNote(e.ctx, e.acct, cn.ID)).of(t, "PrintableCreditNote")
+	if d.CustomerTaxStatus != billing.TaxStatusReverseCharged {
+		t.Errorf("the finalized credit note prints tax status %q, want REVERSE_CHARGED as frozen", d.CustomerTaxStatus)
+	}
+}
+
+// TestUnusedUsageCreditLeavesTheLinesAlone: finalizing an engine invoice
+// of a customer whose USAGE credit is for another metric changes none of
+// its lines (they keep their ids: nothing is rewritten).
+func TestUnusedUsageCreditLeavesTheLinesAlone(t *testing.T) {
+	t.Parallel()
+	f := newSched(t)
+	f.clock.Set(time.Date(2024, 2, 2, 0, 0, 0, 0, time.UTC))
+	_, err := f.svc.CreateCreditGrant(f.ctx, f.account, billing.CreditGrantParams{CustomerID: f.customer, Name: "Other units",
+		CreditUnitType: billing.CreditUnitMetric, MetricID: f.metric("call"), Amount: dp("30"), EffectiveDate: date("2024-01-01")})
+	f.must(err)
+	f.events(f.customer, "api_call", ts("2024-01-10T00:00:00Z"), 4)
+	f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", f.apiCalls("0.25")))
+	run, err := f.svc.RunBilling(f.ctx, f.clock.Now())
+	f.must(err)
+	ids := func(invID string) []string {
+		ls, err := f.svc.ListInvoiceLineItems(f.ctx, f.account, invID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
+		f.must(err)
+		var out []string
+		for _, l := range ls.Items {
+			out = append(out, l.ID+" "+l.NetTotal.String())
+		}
+		return out
+	}
+	var before, after []string
+	for _, id := range run.InvoiceIDs {
+		before = append(before, ids(id)...)
+		_, err := f.svc.FinalizeInvoice(f.ctx, f.account, id)
+		f.must(err)
+		after = append(after, ids(id)...)
+	}
+	if len(before) == 0 || fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("lines before finalizing %v, after %v: want them unchanged", before, after)
+	}
+}
+
+// TestCompletedScheduleLeavesTheRunnableIndex: once the run has billed a
+// schedule's last period and completed it, and the late-usage window of
+// its invoices has passed, the engine stops visiting it (it leaves the
+// index of runnable schedules).
+func TestCompletedScheduleLeavesTheRunnableIndex(t *testing.T) {
+	t.Parallel()
+	f := newSched(t)
+	yes := true
+	sc := f.schedule(f.customer, "2024-01-01", func(p *billing.BillingScheduleParams) { p.EndDate, p.AutoIssueInvoices = date("2024-02-29"), &yes },
+		phase("2024-01-01", f.fixed("Plan", "10.00", billing.CurrencyUSD)))
+	if got := billing.RunnableSchedulesForTest(t, f.svc, f.account); fmt.Sprint(got) != fmt.Sprint([]string{sc.ID}) {
+		t.Fatalf("runnable before the run: %v", got)
+	}
+	r := f.run("2024-03-01T00:00:00Z")
+	if r.SchedulesCompleted != 1 {
+		t.Fatalf("run %+v", r)
+	}
+	f.run("2024-04-15T00:00:00Z") // past the late-usage window of February's (issued) invoice
+	if got := billing.RunnableSchedulesForTest(t, f.svc, f.account); len(got) != 0 {
+		t.Errorf("the completed schedule is still runnable: %v", got)
+	}
+}

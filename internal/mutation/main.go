@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"go/scanner"
 	"go/token"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -37,6 +38,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -78,7 +80,7 @@ func main() {
 	n := flag.Int("n", 40, "how many mutants to run")
 	seed := flag.Uint64("seed", 38, "the seed of the order mutants are drawn in")
 	budget := flag.Duration("budget", 30*time.Minute, "stop starting mutants after this long")
-	only := flag.String("only", "", "comma-separated mutant numbers to run (from an earlier run's report)")
+	only := flag.String("only", "", "comma-separated mutant numbers or ranges to run (from an earlier run's report), for example 3,17-40")
 	list := flag.Bool("list", false, "list the drawn mutants and run nothing")
 	flag.Parse()
 
@@ -95,11 +97,16 @@ func main() {
 	if *only != "" {
 		drawn = nil
 		for _, f := range strings.Split(*only, ",") {
-			i, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || i < 1 || i > len(all) {
-				fail(fmt.Errorf("-only: no mutant %q", f))
+			lo, hi, isRange := strings.Cut(strings.TrimSpace(f), "-")
+			if !isRange {
+				hi = lo
 			}
-			drawn = append(drawn, all[i-1])
+			i, err1 := strconv.Atoi(lo)
+			j, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil || i < 1 || j > len(all) || i > j {
+				fail(fmt.Errorf("-only: no mutants %q", f))
+			}
+			drawn = append(drawn, all[i-1:j]...)
 		}
 	}
 	fmt.Printf("%d candidate mutations in %d files; running %d (seed %d)\n", len(all), len(files), len(drawn), *seed)
@@ -231,11 +238,34 @@ func run(ctx context.Context, m mutant) (string, error) {
 		}
 		return "broken", nil
 	}
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-failfast", "-timeout", "3m", ".")
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
+	// The first failing test kills the mutant: the run stops there rather
+	// than waiting for the tests already running beside it.
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-failfast", "-timeout", "3m", "-v", ".")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	cmd.Stderr = cmd.Stdout
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so the test binary goes with go test
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	failed := false
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.HasPrefix(strings.TrimSpace(sc.Text()), "--- FAIL") {
+			failed = true
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			break
 		}
+	}
+	_, _ = io.Copy(io.Discard, out)
+	werr := cmd.Wait()
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if failed || werr != nil {
 		return "killed", nil
 	}
 	return "survived", nil
