@@ -65,6 +65,9 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 // heap under 512 MiB, every answer is 200 or 503 with Retry-After, each
 // within 30 seconds, and every 200 is the same PDF. Then the invoice is
 // finalized: its rendering is made once and served from the cache.
+//
+// Long on purpose: one scenario (24 downloads at once, the heap sampled
+// meanwhile, then the same invoice finalized) whose checks read in order.
 func TestConcurrentDownloadsStayBounded(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes one render of this invoice take longer than the 30 seconds an answer may take; .ci/run's second pass runs this test without it")

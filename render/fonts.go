@@ -128,6 +128,9 @@ func runs(text string) []run {
 // character's. A line without right-to-left characters is returned as is.
 // Arabic letters are drawn in their isolated forms: the PDF writer does
 // not shape them.
+//
+// Long on purpose: the paragraph's direction, the runs, and their visual
+// order are one algorithm (UAX #9's reordering of resolved runs).
 func visual(text string) string {
 	rtlFirst, hasRTL := false, false
 	strong := false

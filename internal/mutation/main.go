@@ -76,6 +76,10 @@ func (m mutant) String() string {
 	return fmt.Sprintf("#%d %s:%d %s → %s  (%s)", m.id, m.file, m.line, m.old, m.new, m.lineText)
 }
 
+// main draws the mutants, runs them and prints the report.
+//
+// Long on purpose: the flags, the draw and the report of one run, read top
+// to bottom.
 func main() {
 	n := flag.Int("n", 40, "how many mutants to run")
 	seed := flag.Uint64("seed", 38, "the seed of the order mutants are drawn in")
