@@ -323,3 +323,60 @@ func TestCompletedScheduleLeavesTheRunnableIndex(t *testing.T) {
 		t.Errorf("the completed schedule is still runnable: %v", got)
 	}
 }
+
+// TestCreditBalancesAreNamed: a USAGE balance is named after its usage
+// metric and a CASH balance after its currency, and a balance of grants
+// none of which is usable yet is zero in the balance's unit.
+func TestCreditBalancesAreNamed(t *testing.T) {
+	t.Parallel()
+	f := newSched(t)
+	metric := f.metric("call")
+	_, err := f.svc.CreateCreditGrant(f.ctx, f.account, billing.CreditGrantParams{CustomerID: f.customer, Name: "Units",
+		CreditUnitType: billing.CreditUnitMetric, MetricID: metric, Amount: dp("30"), EffectiveDate: date("2024-09-01")})
+	f.must(err)
+	_, err = f.svc.CreateCreditGrant(f.ctx, f.account, billing.CreditGrantParams{CustomerID: f.customer, Name: "Cash",
+		CreditUnitType: billing.CreditUnitCurrency, Currency: billing.CurrencyUSD, Amount: dp("12.50"), EffectiveDate: date("2024-09-01")})
+	f.must(err)
+	bal, err := f.svc.GetCreditBalances(f.ctx, f.account, f.customer, date("2024-08-01"))
+	f.must(err)
+	var got []string
+	for _, b := range bal.Items {
+		got = append(got, fmt.Sprintf("%s %s %q %s", b.Type, b.ID, b.Name, b.Balance))
+	}
+	want := []string{`CASH USD "USD" 0.00`, fmt.Sprintf(`USAGE %s "metric call" 0`, metric)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("balances before the grants are effective:\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestLineRateDisplay: a line keeps the rateDisplay it was given and
+// defaults to ABSOLUTE without one.
+func TestLineRateDisplay(t *testing.T) {
+	t.Parallel()
+	e := newDocEnv(t)
+	inv := e.invoice(billing.CurrencyGBP, "")
+	plain := e.line(inv.ID, invLine("Fee", "1", "10.00", "0"))
+	pct := invLine("Share", "1", "0.15", "0")
+	pct.RateDisplay = billing.RateDisplayPercentage
+	shown := e.line(inv.ID, pct)
+	if plain.RateDisplay != billing.RateDisplayAbsolute || shown.RateDisplay != billing.RateDisplayPercentage {
+		t.Errorf("rateDisplay %q without one (want ABSOLUTE), %q given PERCENTAGE", plain.RateDisplay, shown.RateDisplay)
+	}
+}
+
+// TestGraduatedPriceDefaultsItsCalculationMode: a graduated price created
+// without usageCalculationMode carries BILLING_PERIOD, the only mode.
+func TestGraduatedPriceDefaultsItsCalculationMode(t *testing.T) {
+	t.Parallel()
+	f := newSched(t)
+	p, err := f.svc.CreatePrice(f.ctx, f.account, billing.CreatePriceParams{ProductID: f.product, Name: "Calls", Currency: billing.CurrencyUSD,
+		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInArrears,
+		Structure: billing.PriceStructure{PricingType: billing.PricingGraduated, UsageMetricID: f.metric("call"), Tiers: []billing.Tier{
+			{UpperBound: dp("10"), Price: billing.MustDecimal("1.00"), Fee: billing.MustDecimal("0")},
+			{Price: billing.MustDecimal("0.50"), Fee: billing.MustDecimal("0")},
+		}}})
+	f.must(err)
+	if p.Structure.UsageCalculationMode != billing.UsageCalculationBillingPeriod {
+		t.Errorf("usageCalculationMode %q, want BILLING_PERIOD", p.Structure.UsageCalculationMode)
+	}
+}
