@@ -156,3 +156,27 @@ func TestConcurrentDownloadsStayBounded(t *testing.T) {
 
 // ptr returns a pointer to v.
 func ptr[T any](v T) *T { return &v }
+
+// TestDownloadCostsMoreThanARequest: a download takes RenderCost requests
+// from its key's bucket (at most the burst): after one download a key
+// with a burst of 2 is limited at once, where two reads pass.
+func TestDownloadCostsMoreThanARequest(t *testing.T) {
+	t.Parallel()
+	cfg := &Config{RateLimit: 0.001, RateBurst: 2} // no refill during the test
+	reads := newEnv(t, cfg)
+	wantStatus(t, reads.get("/usage-metrics"), http.StatusOK)
+	wantStatus(t, reads.get("/usage-metrics"), http.StatusOK)
+
+	e := newEnv(t, cfg)
+	ctx := context.Background()
+	cust, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{LegalName: "Cost Ltd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := e.svc.CreateInvoice(ctx, e.account, billing.InvoiceParams{Currency: billing.CurrencyGBP, CustomerID: cust.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, e.get("/invoices/"+inv.ID+"/download"), http.StatusOK)
+	wantError(t, e.get("/usage-metrics"), http.StatusTooManyRequests, billing.CodeRateLimited)
+}

@@ -174,7 +174,9 @@ func body[P any](fn func(c *call, p *P) (any, error)) op {
 func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 	return func(g *gin.Context) {
 		id := identityOf(g)
-		if rt.cost > 1 && !s.charge(g, id.keyID, rt.cost-1) { // the middleware took one
+		// The middleware took one request; a costlier route takes the rest
+		// of its cost, at most the burst in all.
+		if extra := min(rt.cost, s.cfg.RateBurst) - 1; s.cfg.RateLimit > 0 && extra > 0 && !s.charge(g, id.keyID, extra) {
 			return
 		}
 		var into []byte
