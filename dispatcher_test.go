@@ -13,6 +13,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/webhook"
 )
 
 // onlyDelivery returns the account's single delivery.
@@ -251,7 +252,13 @@ func TestPruneDeliveries(t *testing.T) {
 // through a host name.
 func TestSSRFRefusedAtConnect(t *testing.T) {
 	t.Parallel()
-	e := newNotifyEnv(t, false)
+	// IP literals of refused ranges are refused when a policy is created
+	// (TestWebhookIPLiteralsAreRefusedAtCreation); names are not, and
+	// every address is checked again when dialled. The policy is made by a
+	// Service that allows private targets, as a policy created before the
+	// creation check was, and sent by a sender that refuses them.
+	e := newNotifyEnv(t, true)
+	e.webhooks = webhook.NewSender(false)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -293,4 +300,76 @@ func TestSSRFRefusedAtConnect(t *testing.T) {
 	if n := connected.Load(); n != 0 {
 		t.Errorf("%d connections reached the loopback listener", n)
 	}
+}
+
+// TestExpiredLeaseCannotRecord: a dispatcher whose lease expired while it
+// was sending (another dispatcher claimed the delivery and recorded its
+// own attempt) cannot record its result over the new holder's: the
+// delivery keeps one failure, not two.
+func TestExpiredLeaseCannotRecord(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, true)
+	rc := billingtest.NewWebhookReceiver(t, func(int, http.ResponseWriter) int { return 500 })
+	e.policy(billing.ChannelWebhook, []string{rc.URL})
+	e.customer("Initech")
+	other := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
+	cfg := billing.DispatcherConfig{Webhooks: e.webhooks}
+	took := 0
+	billing.SetAfterSend(&cfg, func() {
+		// While this dispatcher's result is on its way, its lease runs
+		// out and the other dispatcher takes the delivery over.
+		e.clock.Advance(2 * time.Minute)
+		took = e.runOnce(other)
+	})
+	if n := e.runOnce(billing.NewDispatcher(e.svc, cfg)); n != 1 || took != 1 {
+		t.Fatalf("attempts: %d by the first dispatcher, %d by the second", n, took)
+	}
+	dl := e.onlyDelivery()
+	if len(dl.Attempts) != 1 || dl.Status != billing.DeliveryPending {
+		t.Fatalf("%s with %d attempts recorded, want PENDING with the new holder's one", dl.Status, len(dl.Attempts))
+	}
+	// One failure: the next wait is the schedule's first, not its second.
+	if got := dl.NextAttemptAt.Sub(e.clock.Now()); got < billing.RetrySchedule[0] || got > billing.RetrySchedule[0]+billing.RetrySchedule[0]/10+time.Second {
+		t.Errorf("next attempt in %v, want %v and jitter", got, billing.RetrySchedule[0])
+	}
+}
+
+// TestManualRetryRestartsTheRetryCounter: with a fixed sequence of answers
+// (fail, fail, manual retry, fail), the wait after each failure follows
+// the failures since the last manual retry: the schedule's first, second,
+// then first again.
+func TestManualRetryRestartsTheRetryCounter(t *testing.T) {
+	t.Parallel()
+	e := newNotifyEnv(t, true)
+	rc := billingtest.NewWebhookReceiver(t, func(int, http.ResponseWriter) int { return 500 })
+	e.policy(billing.ChannelWebhook, []string{rc.URL})
+	e.customer("Initech")
+	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
+	wantWait := func(step string, want time.Duration) {
+		t.Helper()
+		dl := e.onlyDelivery()
+		if dl.NextAttemptAt == nil {
+			t.Fatalf("%s: no next attempt (%s)", step, dl.Status)
+		}
+		if got := dl.NextAttemptAt.Sub(e.clock.Now()); got < want || got > want+want/10+time.Second {
+			t.Errorf("%s: next attempt in %v, want %v and jitter", step, got, want)
+		}
+		e.clock.Set(*dl.NextAttemptAt)
+	}
+	e.runOnce(d)
+	wantWait("first failure", billing.RetrySchedule[0])
+	e.runOnce(d)
+	wantWait("second failure", billing.RetrySchedule[1])
+	// Give up on it by hand (FAILED), then retry it by hand.
+	for e.onlyDelivery().Status == billing.DeliveryPending {
+		e.runOnce(d)
+		if dl := e.onlyDelivery(); dl.NextAttemptAt != nil {
+			e.clock.Set(*dl.NextAttemptAt)
+		}
+	}
+	if _, err := e.svc.RetryDelivery(context.Background(), e.account, e.onlyDelivery().ID); err != nil {
+		t.Fatal(err)
+	}
+	e.runOnce(d)
+	wantWait("the failure after a manual retry", billing.RetrySchedule[0])
 }

@@ -181,6 +181,15 @@ func TestRunBillingIsDeterministic(t *testing.T) {
 		sc, _, _ := f.usageSchedule(f.customer, nil)
 		f.run("2024-02-01T03:00:00Z")
 		invs, lines := f.invoices(sc.ID)
+		// Two runs that billed nothing would agree too: the runs must
+		// have billed January's plan and, in arrears, its 5 calls.
+		var got []string
+		for i, inv := range invs {
+			got = append(got, fmt.Sprintf("%s %s %d", inv.BillingPeriod.Start, inv.NetTotal, len(lines[i])))
+		}
+		if want := []string{"2024-01-01 100.00 1", "2024-02-01 101.25 2"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("the run billed %v, want %v", got, want)
+		}
 		b, err := json.Marshal([]any{invs, lines})
 		f.must(err)
 		return string(b)

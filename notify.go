@@ -8,12 +8,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/textproto"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/billingd/billing/internal/iprange"
 )
 
 // NotificationType names a kind of notification (the spec's Events).
@@ -567,6 +570,13 @@ func (s *Service) checkWebhookURL(u string) string {
 		return "must not contain a fragment"
 	case strings.ContainsFunc(u, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return "must not contain spaces or control characters"
+	}
+	// An IP literal is checked now against the ranges the sender refuses
+	// (a name is checked when it is resolved, at every delivery).
+	if ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(parsed.Hostname(), "["), "]")); err == nil && !s.webhookAllowPrivate {
+		if err := iprange.Check(ip.WithZone("")); err != nil {
+			return "must not be a loopback, private, link-local, reserved or cloud metadata address (" + ip.String() + ")"
+		}
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -466,4 +467,30 @@ func TestScheduleNotifications(t *testing.T) {
 			t.Errorf("%s: notifications (-want +got):\n%s", st.name, diff)
 		}
 	}
+}
+
+// TestWebhookIPLiteralsAreRefusedAtCreation: a webhook URL whose host is
+// an IP literal of a range the sender would refuse (loopback, private,
+// link-local and cloud metadata, unspecified, IPv4-compatible) is refused
+// when the policy is created, naming recipients[i], instead of failing at
+// every delivery for days; with WebhookAllowPrivate it is accepted. Names
+// are left to the sender, which checks what they resolve to.
+func TestWebhookIPLiteralsAreRefusedAtCreation(t *testing.T) {
+	t.Parallel()
+	refused := []string{"https://127.0.0.1/hook", "https://169.254.169.254/latest", "https://[::]/hook",
+		"https://10.1.2.3:8443/hook", "https://[::ffff:127.0.0.1]/hook", "https://[::127.0.0.1]/hook", "https://[fe80::1%25eth0]/hook"}
+	e := newNotifyEnv(t, false)
+	for _, u := range refused {
+		_, err := e.svc.CreateNotificationPolicy(context.Background(), e.account, billing.CreateNotificationPolicyParams{
+			Name: "hooks", Channel: billing.ChannelWebhook, Recipients: []string{"https://hooks.example.com/ok", u},
+			NotificationTypes: []billing.NotificationType{billing.NotificationCustomerCreated},
+		})
+		if billing.CodeOf(err) != billing.CodeValidationFailed || !strings.Contains(err.Error(), "recipients[1]") {
+			t.Errorf("%s: %v, want validation_failed naming recipients[1]", u, err)
+		}
+	}
+	e.policy(billing.ChannelWebhook, []string{"https://8.8.8.8/hook", "https://[2001:4860:4860::8888]/hook", "https://localhost.example/hook"},
+		billing.NotificationCustomerCreated)
+	private := newNotifyEnv(t, true)
+	private.policy(billing.ChannelWebhook, refused, billing.NotificationCustomerCreated)
 }

@@ -1,7 +1,9 @@
 package billing
 
 import (
+	"bytes"
 	"context"
+	"testing"
 	"time"
 )
 
@@ -40,4 +42,23 @@ func (s *Service) DueInvoices(ctx context.Context, account, id string, asOf time
 		return nil
 	})
 	return out, err
+}
+
+// RunnableSchedulesForTest lists the ids of account's schedules in the
+// engine's index of runnable schedules.
+func RunnableSchedulesForTest(tb testing.TB, s *Service, account string) []string {
+	tb.Helper()
+	var out []string
+	err := s.store.View(context.Background(), func(tx Tx) error {
+		out = nil
+		return tx.Scan(context.Background(), tableBillingRunnable, Range{Prefix: prefix(account)}, func(k, _ []byte) error {
+			parts := bytes.Split(k, []byte{keySep})
+			out = append(out, string(parts[len(parts)-1]))
+			return nil
+		})
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }

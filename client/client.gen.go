@@ -3900,6 +3900,11 @@ type PayloadTooLarge = Error
 // Examples: {"errors":[{"code":"validation_failed","field":"limit","message":"limit must be between 1 and 100"}]}
 type RateLimited = Error
 
+// RenderBusy Every error answer has this body and nothing else.
+//
+// Examples: {"errors":[{"code":"validation_failed","field":"limit","message":"limit must be between 1 and 100"}]}
+type RenderBusy = Error
+
 // Unauthorized Every error answer has this body and nothing else.
 //
 // Examples: {"errors":[{"code":"validation_failed","field":"limit","message":"limit must be between 1 and 100"}]}
@@ -24514,6 +24519,12 @@ type DownloadCreditNoteResponse429Headers struct {
 	ServiceVersion string
 }
 
+// DownloadCreditNoteResponse503Headers the declared response headers of an HTTP 503 response for DownloadCreditNote
+type DownloadCreditNoteResponse503Headers struct {
+	RetryAfter     *int
+	ServiceVersion string
+}
+
 // DownloadCreditNoteResponseDefaultHeaders the declared response headers of an HTTP default response for DownloadCreditNote
 type DownloadCreditNoteResponseDefaultHeaders struct {
 	RetryAfter      *string
@@ -24536,6 +24547,8 @@ type DownloadCreditNoteResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *RenderBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -24550,6 +24563,8 @@ type DownloadCreditNoteResponse struct {
 	Headers409 *DownloadCreditNoteResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DownloadCreditNoteResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DownloadCreditNoteResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *DownloadCreditNoteResponseDefaultHeaders
 }
@@ -24582,6 +24597,11 @@ func (r DownloadCreditNoteResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DownloadCreditNoteResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DownloadCreditNoteResponse) GetJSON503() *RenderBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -28035,6 +28055,12 @@ type DownloadInvoiceResponse429Headers struct {
 	ServiceVersion string
 }
 
+// DownloadInvoiceResponse503Headers the declared response headers of an HTTP 503 response for DownloadInvoice
+type DownloadInvoiceResponse503Headers struct {
+	RetryAfter     *int
+	ServiceVersion string
+}
+
 // DownloadInvoiceResponseDefaultHeaders the declared response headers of an HTTP default response for DownloadInvoice
 type DownloadInvoiceResponseDefaultHeaders struct {
 	RetryAfter      *string
@@ -28057,6 +28083,8 @@ type DownloadInvoiceResponse struct {
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *RenderBusy
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -28071,6 +28099,8 @@ type DownloadInvoiceResponse struct {
 	Headers409 *DownloadInvoiceResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DownloadInvoiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DownloadInvoiceResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *DownloadInvoiceResponseDefaultHeaders
 }
@@ -28103,6 +28133,11 @@ func (r DownloadInvoiceResponse) GetJSON409() *Conflict {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DownloadInvoiceResponse) GetJSON429() *RateLimited {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DownloadInvoiceResponse) GetJSON503() *RenderBusy {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -44067,6 +44102,13 @@ func ParseDownloadCreditNoteResponse(rsp *http.Response) (*DownloadCreditNoteRes
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest RenderBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44154,6 +44196,23 @@ func ParseDownloadCreditNoteResponse(rsp *http.Response) (*DownloadCreditNoteRes
 			headers.ServiceVersion = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DownloadCreditNoteResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers503 = &headers
 	case true:
 		var headers DownloadCreditNoteResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -48485,6 +48544,13 @@ func ParseDownloadInvoiceResponse(rsp *http.Response) (*DownloadInvoiceResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest RenderBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -48572,6 +48638,23 @@ func ParseDownloadInvoiceResponse(rsp *http.Response) (*DownloadInvoiceResponse,
 			headers.ServiceVersion = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DownloadInvoiceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers503 = &headers
 	case true:
 		var headers DownloadInvoiceResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

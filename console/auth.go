@@ -1,7 +1,10 @@
 package console
 
 import (
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/billingd/billing"
@@ -31,26 +34,38 @@ func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
 
 // showSignIn renders the sign-in form with a fresh pre-session token.
 func (c *Console) showSignIn(w http.ResponseWriter, r *http.Request, status int, f signInForm) {
-	f.Token = randomToken()
-	c.setCookie(w, r, preCookieName, f.Token, 3600)
+	f.Token = c.signInToken(c.cfg.Now())
+	c.setCookie(w, r, preCookieName, f.Token, int(signInTokenAge.Seconds()))
 	rq := &request{c: c, w: w, r: r, ctx: r.Context()}
 	if err := rq.render(status, "signin", "Sign in", f); err != nil {
 		rq.fail(err)
 	}
 }
 
-// signIn checks the key id and secret and starts a session.
+// signIn checks the key id and secret and starts a session. The form's
+// token must be one this console signed, repeated in the sign-in cookie.
+// Wrong credentials are logged and counted (Guard.CountAuthFailure), and
+// an address that keeps sending them is made to wait (signInLimiter).
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
+	now := c.cfg.Now()
 	f := signInForm{KeyID: strings.TrimSpace(r.PostForm.Get("keyId")), Next: safeNext(r.PostForm.Get("next"))}
-	pre, _ := r.Cookie(preCookieName)
-	if pre == nil || !sameToken(r.PostForm.Get("csrf"), pre.Value) {
+	token := r.PostForm.Get("csrf")
+	if !sameToken(token, c.cookie(r, preCookieName)) || !c.validSignInToken(token, now) {
 		f.Error = "The sign-in form expired. Please try again."
 		c.showSignIn(w, r, http.StatusForbidden, f)
+		return
+	}
+	ip := c.clientIP(r)
+	if wait := c.signIns.blocked(ip, now); wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		f.Error = fmt.Sprintf("Too many wrong sign-ins from your address. Try again in %d seconds.", secs)
+		c.showSignIn(w, r, http.StatusTooManyRequests, f)
 		return
 	}
 	key, err := c.svc.Authenticate(r.Context(), f.KeyID, r.PostForm.Get("secret"))
@@ -59,10 +74,14 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 			(&request{c: c, w: w, r: r, ctx: r.Context()}).fail(err)
 			return
 		}
+		n := c.signIns.failed(ip, now)
+		c.cfg.Guard.CountAuthFailure()
+		c.log.WarnContext(r.Context(), "console sign-in refused", "remote", ip, "key", logKeyID(f.KeyID), "failures", n)
 		f.Error = "The key id or the secret is wrong, or the key was revoked."
 		c.showSignIn(w, r, http.StatusUnauthorized, f)
 		return
 	}
+	c.signIns.succeeded(ip)
 	s, err := c.sessions.create(r.Context(), key)
 	if err != nil {
 		(&request{c: c, w: w, r: r, ctx: r.Context()}).fail(err)
@@ -77,9 +96,25 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// logKeyID is a submitted key id as the log shows it: at most 64
+// printable ASCII characters (it is the caller's text, possibly a secret
+// pasted in the wrong field: only a prefix is kept).
+func logKeyID(id string) string {
+	id = strings.Map(func(r rune) rune {
+		if r < 0x21 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, id)
+	if len(id) > 64 {
+		id = id[:64] + "…"
+	}
+	return id
+}
+
 // signOut ends the session.
 func (c *Console) signOut(rq *request) error {
-	if err := c.sessions.delete(rq.ctx, rq.sess.id); err != nil {
+	if err := c.sessions.delete(rq.ctx, rq.sess); err != nil {
 		return err
 	}
 	c.setCookie(rq.w, rq.r, cookieName, "", -1)

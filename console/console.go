@@ -15,8 +15,9 @@
 // a server-side session, kept in the Store given in Config (so sessions
 // survive restarts and are shared by instances over one PostgreSQL
 // database) under the SHA-256 hash of its id. The browser holds the id in an
-// HttpOnly, SameSite=Strict cookie, Secure when the request came over TLS
-// (or Config.SecureCookies is set). Sessions end after 12 hours idle or 7
+// HttpOnly, SameSite=Strict cookie, Secure with the __Host- prefix when the
+// request came over TLS (or Config.SecureCookies is set, or a trusted proxy
+// says so). Sessions end after 12 hours idle or 7
 // days, on sign-out, and at once when their API key is revoked (every
 // request checks the key). Every POST carries the session's CSRF token in
 // the form field "csrf" and is refused with 403 without it or with another.
@@ -47,6 +48,7 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"embed"
 	"fmt"
@@ -54,10 +56,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/render"
 	"github.com/billingd/billing/storage/memstore"
 )
 
@@ -85,10 +89,36 @@ type Config struct {
 	// Defaults to 7 days.
 	MaxAge time.Duration
 
-	// SecureCookies marks the session cookie Secure on every answer, for a
-	// console behind a TLS-terminating proxy. Defaults to false: the
-	// cookie is Secure when the request itself came over TLS.
+	// SecureCookies treats every request as arriving over TLS, for a
+	// console behind a TLS-terminating proxy: cookies are Secure with the
+	// __Host- prefix, and answers carry Strict-Transport-Security.
+	// Defaults to false: so only when the request itself came over TLS,
+	// or from a trusted proxy saying X-Forwarded-Proto: https.
 	SecureCookies bool
+
+	// TrustedProxies are the addresses of reverse proxies whose
+	// X-Forwarded-Proto (https: the browser's connection was TLS) and
+	// X-Forwarded-For (the client's address, for the sign-in limiter)
+	// are believed. Defaults to none: those headers are ignored.
+	TrustedProxies []netip.Prefix
+
+	// Guard limits and counts the console's requests with the server's:
+	// every signed-in request is charged to its API key's rate limit
+	// (a document's rendering as httpserver.RenderCost requests), and
+	// wrong sign-ins are counted as authentication failures. billingd
+	// serve passes its *httpserver.Server. Defaults to no limit and no
+	// count.
+	Guard Guard
+
+	// MaxSessionsPerKey bounds the live sessions of one API key: a
+	// sign-in beyond it ends the key's oldest session. Defaults to 10.
+	MaxSessionsPerKey int
+
+	// Renders bounds the console's document renders (the framed HTML and
+	// the PDF download); give it the Pool the API and the Dispatcher use,
+	// so that all renders share one limit. Defaults to a Pool of its own
+	// with render.PoolConfig's defaults.
+	Renders *render.Pool
 
 	// Now is the clock of session expiry. Defaults to time.Now.
 	Now func() time.Time
@@ -103,6 +133,8 @@ type Console struct {
 	mux      *http.ServeMux
 	pages    map[string]*template.Template
 	static   http.Handler
+	key      []byte // signs the sign-in form's token
+	signIns  signInLimiter
 }
 
 //go:embed templates/*.html templates/partials/*.html
@@ -130,11 +162,25 @@ func New(svc *billing.Service, cfg *Config) (*Console, error) {
 	if c.cfg.MaxAge <= 0 {
 		c.cfg.MaxAge = 7 * 24 * time.Hour
 	}
+	if c.cfg.Guard == nil {
+		c.cfg.Guard = openGuard{}
+	}
+	if c.cfg.MaxSessionsPerKey <= 0 {
+		c.cfg.MaxSessionsPerKey = 10
+	}
+	if c.cfg.Renders == nil {
+		c.cfg.Renders = render.NewPool(render.PoolConfig{})
+	}
 	if c.cfg.Now == nil {
 		c.cfg.Now = time.Now
 	}
 	c.log = c.cfg.Logger
-	c.sessions = &sessions{store: c.cfg.Store, idle: c.cfg.IdleTimeout, maxAge: c.cfg.MaxAge, now: c.cfg.Now}
+	c.sessions = &sessions{store: c.cfg.Store, idle: c.cfg.IdleTimeout, maxAge: c.cfg.MaxAge, perKey: c.cfg.MaxSessionsPerKey, now: c.cfg.Now}
+	key, err := signingKey(context.Background(), c.cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("console: the signing key: %w", err)
+	}
+	c.key = key
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -153,7 +199,18 @@ func New(svc *billing.Service, cfg *Config) (*Console, error) {
 // ServeHTTP serves the console's pages.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
+	if c.secure(r) {
+		w.Header().Set("Strict-Transport-Security", hsts)
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// Sweep deletes the sessions that have expired and returns how many;
+// billingd serve's housekeeping loop calls it every hour. (A sign-in only
+// ends the oldest sessions of its own key, so that it costs the same
+// however many sessions exist.)
+func (c *Console) Sweep(ctx context.Context) (int, error) {
+	return c.sessions.sweep(ctx)
 }
 
 // contentSecurityPolicy allows the console's own stylesheet, images, forms
@@ -206,6 +263,9 @@ func randomToken() string {
 
 // Mount returns a handler that serves the console's paths (Prefix, and
 // /console without the slash) with con and everything else with api.
+// The console's requests then bypass the API's middleware: billingd serve
+// mounts it inside the API's server instead (httpserver.Server.Mount), so
+// that they are logged, counted and limited like the API's.
 func Mount(api http.Handler, con *Console) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(Prefix, con)

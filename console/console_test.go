@@ -203,10 +203,20 @@ func TestSessionCookieIsSecureOverTLS(t *testing.T) {
 	b.client.Transport = tls.Client().Transport
 	f.srv.URL = tls.URL // the browser's requests go to the TLS server
 	resp, _ := b.signIn(f.key.ID, f.key.Secret)
+	found := false
 	for _, c := range resp.Cookies() {
-		if c.Name == cookieName && !c.Secure {
-			t.Errorf("the session cookie over TLS is not Secure: %+v", c)
+		if c.Name == hostPrefix+cookieName {
+			found = true
+			if !c.Secure || c.Path != "/" || !c.HttpOnly {
+				t.Errorf("the session cookie over TLS is not Secure, HttpOnly and at /: %+v", c)
+			}
 		}
+	}
+	if !found {
+		t.Errorf("no %s%s cookie over TLS: %v", hostPrefix, cookieName, resp.Cookies())
+	}
+	if resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Error("no Strict-Transport-Security over TLS")
 	}
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("sign-in over TLS: %d", resp.StatusCode)

@@ -25,6 +25,7 @@ type fixture struct {
 	svc      *billing.Service
 	clock    *billingtest.Clock
 	con      *Console
+	api      *httpserver.Server // the API the console is mounted in
 	srv      *httptest.Server
 	account  string
 	key      *billing.NewAPIKey
@@ -37,14 +38,31 @@ type fixture struct {
 // newFixture starts a fixture.
 func newFixture(tb testing.TB, opts ...billingtest.Option) *fixture {
 	tb.Helper()
+	return newFixtureWith(tb, nil, nil, opts...)
+}
+
+// newFixtureWith starts a fixture whose API has the configuration api (nil:
+// no rate limit) and whose console's configuration is changed by con (nil:
+// as billingd serve's defaults on loopback).
+func newFixtureWith(tb testing.TB, api *httpserver.Config, con func(*Config), opts ...billingtest.Option) *fixture {
+	tb.Helper()
 	st := billingtest.DurableStore(tb) // bbolt, as billingd serve; PostgreSQL when BILLINGD_TEST_POSTGRES is set
 	svc, clock := billingtest.NewService(tb, append(opts, billingtest.WithStore(st))...)
-	con, err := New(svc, &Config{Store: st, Now: clock.Now})
+	if api == nil {
+		api = &httpserver.Config{RateLimit: -1}
+	}
+	srv := httpserver.NewServer(svc, api)
+	cfg := &Config{Store: st, Now: clock.Now, Guard: srv}
+	if con != nil {
+		con(cfg)
+	}
+	c, err := New(svc, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &fixture{tb: tb, svc: svc, clock: clock, con: con}
-	f.srv = httptest.NewServer(Mount(httpserver.New(svc, &httpserver.Config{RateLimit: -1}), con))
+	f := &fixture{tb: tb, svc: svc, clock: clock, con: c, api: srv}
+	srv.Mount(Prefix, c) // as billingd serve mounts it
+	f.srv = httptest.NewServer(srv.Handler())
 	tb.Cleanup(f.srv.Close)
 	f.account, f.key = f.newAccount("Acme")
 	f.other, f.otherKey = f.newAccount("Other")

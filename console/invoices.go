@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,16 +101,21 @@ func (rq *request) document(read func(ctx context.Context, account, id string) (
 		return err
 	}
 	h := rq.w.Header()
-	draw, contentType := render.HTML, "text/html; charset=utf-8"
+	pool := rq.c.cfg.Renders
+	draw, contentType := pool.HTML, "text/html; charset=utf-8"
 	if pdf {
-		draw, contentType = render.PDF, "application/pdf"
+		draw, contentType = pool.PDF, "application/pdf"
 		h.Set("Content-Disposition", `attachment; filename="`+strings.NewReplacer(`"`, "", `\`, "").Replace(render.Filename(d))+`"`)
 	} else {
 		h.Set("Content-Security-Policy", documentPolicy)
 		h.Set("X-Frame-Options", "SAMEORIGIN")
 	}
-	b, err := draw(d)
+	b, err := draw(rq.ctx, d)
+	if secs, busy := render.RetryAfter(err); busy {
+		h.Set("Retry-After", strconv.Itoa(secs))
+	}
 	if err != nil {
+		h.Del("Content-Disposition")
 		return err
 	}
 	h.Set("Content-Type", contentType)

@@ -5,13 +5,16 @@ import (
 	"context"
 	"errors"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/httpserver"
+	"github.com/billingd/billing/render"
 )
 
 // pageSize is the length of every list page, as design asks (the API's
@@ -100,6 +103,11 @@ func (c *Console) handle(pattern string, h func(*request) error) {
 			return
 		}
 		rq.sess, rq.account = s, s.Account
+		if wait, ok := c.cfg.Guard.AllowKey(s.KeyID, requestCost(r)); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+			rq.fail(billing.Errorf(billing.CodeRateLimited, "Too many requests for this API key. Wait a moment and reload the page."))
+			return
+		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			if r.ParseForm() != nil || !sameToken(r.PostForm.Get("csrf"), s.CSRF) {
@@ -113,23 +121,29 @@ func (c *Console) handle(pattern string, h func(*request) error) {
 	})
 }
 
+// requestCost is how many requests r counts as in its key's rate limit:
+// a document's rendering (the framed page or the PDF) as many as the
+// API's download, anything else one.
+func requestCost(r *http.Request) int {
+	if strings.HasSuffix(r.URL.Path, "/document") || strings.HasSuffix(r.URL.Path, "/pdf") {
+		return httpserver.RenderCost
+	}
+	return 1
+}
+
 // csrfRefused is the code of a POST without the session's CSRF token.
 const csrfRefused billing.Code = "csrf_refused"
 
 // currentSession returns the request's live session, or nil.
 func (c *Console) currentSession(r *http.Request) (*session, error) {
-	ck, err := r.Cookie(cookieName)
-	if err != nil {
-		return nil, nil
-	}
-	s, err := c.sessions.get(r.Context(), ck.Value)
+	s, err := c.sessions.get(r.Context(), c.cookie(r, cookieName))
 	if err != nil || s == nil {
 		return nil, err
 	}
 	live, err := c.liveKey(r.Context(), s)
 	if err != nil || !live {
 		if err == nil {
-			err = c.sessions.delete(r.Context(), s.id)
+			err = c.sessions.delete(r.Context(), s)
 		}
 		return nil, err
 	}
@@ -180,6 +194,8 @@ func (rq *request) fail(err error) {
 	switch {
 	case code == billing.CodeNotFound:
 		p = problem{"Not found", "There is nothing here, or it belongs to another account."}
+	case errors.Is(err, render.ErrBusy):
+		p = problem{"Busy", "The server is busy rendering documents. Try again in a moment."}
 	case code == csrfRefused:
 		status, p = http.StatusForbidden, problem{"Form refused", err.(*billing.Error).Message}
 	case status < 500 && errors.As(err, &be):

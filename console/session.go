@@ -1,12 +1,14 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -18,11 +20,19 @@ import (
 // of the store gives no usable session.
 const sessionTable billing.Table = "console_sessions"
 
+// sessionKeyTable indexes the sessions by API key: key id, 0, creation
+// time (20 decimal digits of Unix nanoseconds), 0, the session's store key
+// → nothing. Sign-in reads only its key's sessions there, so it costs the
+// same however many sessions other keys have.
+const sessionKeyTable billing.Table = "console_session_keys"
+
 // cookieName is the session cookie; preCookieName holds the CSRF token of
-// the sign-in form, before there is a session.
+// the sign-in form, before there is a session. Over TLS both carry the
+// __Host- prefix (hostPrefix).
 const (
 	cookieName    = "billingd_console"
 	preCookieName = "billingd_console_signin"
+	hostPrefix    = "__Host-"
 )
 
 // seenResolution is how stale a session's last-use time may get before a
@@ -45,7 +55,18 @@ type session struct {
 type sessions struct {
 	store        billing.Store
 	idle, maxAge time.Duration
+	perKey       int // the most live sessions one API key may have
 	now          func() time.Time
+}
+
+// indexKey is the sessionKeyTable key of s.
+func (s *session) indexKey() []byte {
+	return fmt.Appendf(nil, "%s\x00%020d\x00%s", s.KeyID, s.CreatedAt.UnixNano(), storeKey(s.id))
+}
+
+// indexKeyOf is the sessionKeyTable key of the stored session k.
+func indexKeyOf(s *session, k []byte) []byte {
+	return fmt.Appendf(nil, "%s\x00%020d\x00%s", s.KeyID, s.CreatedAt.UnixNano(), k)
 }
 
 // storeKey is the key of a session id.
@@ -59,7 +80,10 @@ func (ss *sessions) expired(s *session, now time.Time) bool {
 	return now.Sub(s.SeenAt) >= ss.idle || now.Sub(s.CreatedAt) >= ss.maxAge
 }
 
-// create starts a session for key and deletes the expired ones.
+// create starts a session for key. When the key already has perKey
+// sessions, its oldest ones end: a key's sessions are bounded, and
+// creating one reads only that key's (the housekeeping Sweep deletes the
+// expired sessions of every key).
 func (ss *sessions) create(ctx context.Context, key *billing.APIKey) (*session, error) {
 	now := ss.now()
 	s := &session{Account: key.ServiceAccountID, KeyID: key.ID, CSRF: randomToken(), CreatedAt: now, SeenAt: now, id: randomToken()}
@@ -68,25 +92,71 @@ func (ss *sessions) create(ctx context.Context, key *billing.APIKey) (*session, 
 		return nil, err
 	}
 	err = ss.store.Update(ctx, func(tx billing.Tx) error {
-		var stale [][]byte
+		var keys [][]byte // the key's sessions, oldest first
+		err := tx.Scan(ctx, sessionKeyTable, billing.Range{Prefix: []byte(key.ID + "\x00")}, func(k, _ []byte) error {
+			keys = append(keys, append([]byte(nil), k...))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys[:max(0, len(keys)-ss.perKey+1)] {
+			stored := k[bytes.LastIndexByte(k, 0)+1:]
+			if err := deleteIfPresent(ctx, tx, sessionTable, stored); err != nil {
+				return err
+			}
+			if err := tx.Delete(ctx, sessionKeyTable, k); err != nil {
+				return err
+			}
+		}
+		if err := tx.Put(ctx, sessionKeyTable, s.indexKey(), nil); err != nil {
+			return err
+		}
+		return tx.Put(ctx, sessionTable, storeKey(s.id), b)
+	})
+	return s, err
+}
+
+// Sweep deletes the expired sessions of every key; billingd serve's
+// housekeeping loop calls it every hour. It returns how many it deleted.
+func (ss *sessions) sweep(ctx context.Context) (int, error) {
+	now := ss.now()
+	n := 0
+	err := ss.store.Update(ctx, func(tx billing.Tx) error {
+		n = 0
+		type stale struct{ k, index []byte }
+		var gone []stale
 		err := tx.Scan(ctx, sessionTable, billing.Range{}, func(k, v []byte) error {
 			var old session
 			if json.Unmarshal(v, &old) != nil || ss.expired(&old, now) {
-				stale = append(stale, append([]byte(nil), k...))
+				k = append([]byte(nil), k...)
+				gone = append(gone, stale{k, indexKeyOf(&old, k)})
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, k := range stale {
-			if err := tx.Delete(ctx, sessionTable, k); err != nil {
+		for _, g := range gone {
+			if err := tx.Delete(ctx, sessionTable, g.k); err != nil {
+				return err
+			}
+			if err := deleteIfPresent(ctx, tx, sessionKeyTable, g.index); err != nil {
 				return err
 			}
 		}
-		return tx.Put(ctx, sessionTable, storeKey(s.id), b)
+		n = len(gone)
+		return nil
 	})
-	return s, err
+	return n, err
+}
+
+// deleteIfPresent deletes k from table; a missing key is no error.
+func deleteIfPresent(ctx context.Context, tx billing.Tx, table billing.Table, k []byte) error {
+	if err := tx.Delete(ctx, table, k); err != nil && !errors.Is(err, billing.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // get returns the live session of id, or nil when there is none (unknown,
@@ -115,7 +185,7 @@ func (ss *sessions) get(ctx context.Context, id string) (*session, error) {
 	now := ss.now()
 	switch {
 	case ss.expired(s, now):
-		return nil, ss.delete(ctx, id)
+		return nil, ss.delete(ctx, s)
 	case now.Sub(s.SeenAt) >= seenResolution:
 		s.SeenAt = now
 		b, err := json.Marshal(s)
@@ -129,14 +199,13 @@ func (ss *sessions) get(ctx context.Context, id string) (*session, error) {
 	return s, nil
 }
 
-// delete ends the session of id.
-func (ss *sessions) delete(ctx context.Context, id string) error {
+// delete ends the session s.
+func (ss *sessions) delete(ctx context.Context, s *session) error {
 	return ss.store.Update(ctx, func(tx billing.Tx) error {
-		err := tx.Delete(ctx, sessionTable, storeKey(id))
-		if errors.Is(err, billing.ErrNotFound) {
-			return nil
+		if err := deleteIfPresent(ctx, tx, sessionTable, storeKey(s.id)); err != nil {
+			return err
 		}
-		return err
+		return deleteIfPresent(ctx, tx, sessionKeyTable, s.indexKey())
 	})
 }
 
@@ -147,11 +216,28 @@ func sameToken(got, want string) bool {
 }
 
 // setCookie sets (maxAge > 0) or clears (maxAge < 0) a console cookie.
+// Over TLS (secure) the cookie is Secure, carries the __Host- prefix (so
+// no other host or path can set or shadow it) and its path is /, as the
+// prefix requires.
 func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{
-		Name: name, Value: value, Path: Prefix, MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.SecureCookies || r.TLS != nil,
-	})
+	ck := &http.Cookie{Name: name, Value: value, Path: Prefix, MaxAge: maxAge, HttpOnly: true, SameSite: http.SameSiteStrictMode}
+	if c.secure(r) {
+		ck.Name, ck.Path, ck.Secure = hostPrefix+name, "/", true
+	}
+	http.SetCookie(w, ck)
+}
+
+// cookie returns the value of the console cookie name, under the name it
+// has on r's connection, or "".
+func (c *Console) cookie(r *http.Request, name string) string {
+	if c.secure(r) {
+		name = hostPrefix + name
+	}
+	ck, err := r.Cookie(name)
+	if err != nil {
+		return ""
+	}
+	return ck.Value
 }
 
 // liveKey reports whether the session's API key still exists for its

@@ -1,6 +1,7 @@
 package einvoice
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -22,19 +23,34 @@ func ParseFormat(s string) (f Format, ok bool) {
 // with. It returns an invalid_state *billing.Error when d cannot be an
 // e-invoice (see Build).
 func Write(d *billing.PrintableDocument, f Format) (data []byte, contentType string, err error) {
+	return WriteIn(context.Background(), nil, d, f)
+}
+
+// WriteIn is Write within pool's limits (render.Pool): the XML and the
+// Factur-X file's PDF are made in its render slots and an issued
+// document's files come from its cache; a nil pool writes at once. A full
+// pool refuses with render.ErrBusy.
+func WriteIn(ctx context.Context, pool *render.Pool, d *billing.PrintableDocument, f Format) (data []byte, contentType string, err error) {
 	inv, err := Build(d)
 	if err != nil {
 		return nil, "", err
 	}
+	xml := func(write func(*Invoice) ([]byte, error)) ([]byte, error) {
+		return pool.Render(ctx, d, "einvoice-"+string(f), func(*billing.PrintableDocument) ([]byte, error) { return write(inv) })
+	}
 	switch f {
 	case UBL:
-		data, err = WriteUBL(inv)
+		data, err = xml(WriteUBL)
 		return data, "application/xml", err
 	case CII:
-		data, err = WriteCII(inv)
+		data, err = xml(WriteCII)
 		return data, "application/xml", err
 	case FacturX:
-		data, err = WriteFacturX(d, inv)
+		pdf, err := pool.PDF(ctx, d)
+		if err != nil {
+			return nil, "", err
+		}
+		data, err = facturX(d, inv, pdf)
 		return data, "application/pdf", err
 	}
 	return nil, "", fmt.Errorf("einvoice: unknown format %q", f)
@@ -61,20 +77,26 @@ func Filename(d *billing.PrintableDocument, f Format) string {
 // e-mails are render.Email's. A document that cannot be an e-invoice while
 // one is asked for fails the e-mail with the reason (the delivery records
 // it), rather than silently sending less.
-type Renderer struct{}
+type Renderer struct {
+	// Pool, when set, renders the attachments within its limits (shared
+	// with the server's downloads); a render it refuses fails the
+	// delivery's attempt, which is retried later. Nil renders at once.
+	Pool *render.Pool
+}
 
 var _ billing.DocumentRenderer = Renderer{}
 
 // DocumentEmail renders d's e-mail with its attachments.
-func (Renderer) DocumentEmail(d *billing.PrintableDocument) (*billing.Email, error) {
+func (r Renderer) DocumentEmail(d *billing.PrintableDocument) (*billing.Email, error) {
+	ctx := context.Background()
 	formats := d.EmailAttachments
 	if len(formats) == 0 || len(formats) == 1 && formats[0] == billing.AttachmentPDF {
-		return render.Email(d)
+		return r.Pool.Email(ctx, d)
 	}
 	var atts []billing.Attachment
 	for _, f := range formats {
 		if f == billing.AttachmentPDF {
-			pdf, err := render.PDF(d)
+			pdf, err := r.Pool.PDF(ctx, d)
 			if err != nil {
 				return nil, err
 			}
@@ -82,7 +104,7 @@ func (Renderer) DocumentEmail(d *billing.PrintableDocument) (*billing.Email, err
 			continue
 		}
 		format := map[billing.AttachmentFormat]Format{billing.AttachmentFacturX: FacturX, billing.AttachmentUBL: UBL, billing.AttachmentCII: CII}[f]
-		data, ct, err := Write(d, format)
+		data, ct, err := WriteIn(ctx, r.Pool, d, format)
 		if err != nil {
 			return nil, fmt.Errorf("attaching the %s e-invoice: %w", f, err)
 		}

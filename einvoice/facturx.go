@@ -47,11 +47,16 @@ const FacturXFilename = "factur-x.xml"
 // with inv written as CII (always under EN 16931, the Factur-X profile
 // EN 16931, never as XRechnung) embedded as factur-x.xml.
 func WriteFacturX(d *billing.PrintableDocument, inv *Invoice) ([]byte, error) {
-	xmlData, err := writeCII(inv, specEN16931, false)
+	pdf, err := render.PDF(d)
 	if err != nil {
 		return nil, err
 	}
-	pdf, err := render.PDF(d)
+	return facturX(d, inv, pdf)
+}
+
+// facturX is WriteFacturX with d's PDF rendered.
+func facturX(d *billing.PrintableDocument, inv *Invoice, pdf []byte) ([]byte, error) {
+	xmlData, err := writeCII(inv, specEN16931, false)
 	if err != nil {
 		return nil, err
 	}

@@ -17,11 +17,11 @@ import (
 // print.
 func (a api) renderedRoutes() {
 	a.get("/invoices/:id/download", 200, func(c *call) (any, error) {
-		return download(c, a.svc.PrintableInvoice)
-	}, accepts("format"))
+		return download(c, a.svc.PrintableInvoice, a.renders)
+	}, accepts("format"), renderCost)
 	a.get("/credit-notes/:id/download", 200, func(c *call) (any, error) {
-		return download(c, a.svc.PrintableCreditNote)
-	}, accepts("format"))
+		return download(c, a.svc.PrintableCreditNote, a.renders)
+	}, accepts("format"), renderCost)
 	a.put("/merchant-details/logo", 200, func(c *call) (any, error) {
 		mt, _, err := mime.ParseMediaType(c.contentType)
 		if err != nil || mt != "image/png" && mt != "image/jpeg" {
@@ -45,10 +45,15 @@ func (a api) renderedRoutes() {
 // whatever the JSON body limit is.
 func logoBody(_ *Server, r *route) { r.maxBody = 1 << 20 }
 
-// download renders the printable document that read returns: the PDF as
-// an attachment named after its number, the HTML page with ?format=html,
-// or the e-invoice with ?format=ubl, cii or facturx.
-func download(c *call, read func(ctx context.Context, account, id string) (*billing.PrintableDocument, error)) (any, error) {
+// renderCost makes a route that renders a document count as RenderCost
+// requests in the rate limiter.
+func renderCost(_ *Server, r *route) { r.cost = RenderCost }
+
+// download renders the printable document that read returns, in the
+// server's render pool: the PDF as an attachment named after its number,
+// the HTML page with ?format=html, or the e-invoice with ?format=ubl, cii
+// or facturx.
+func download(c *call, read func(ctx context.Context, account, id string) (*billing.PrintableDocument, error), pool *render.Pool) (any, error) {
 	format := c.query.Get("format")
 	einv, isEInvoice := einvoice.ParseFormat(format)
 	if format != "" && format != "pdf" && format != "html" && !isEInvoice {
@@ -60,17 +65,17 @@ func download(c *call, read func(ctx context.Context, account, id string) (*bill
 	}
 	if isEInvoice {
 		// An e-invoice (docs/e-invoicing.md): a FINAL or SENT document only.
-		data, contentType, err := einvoice.Write(d, einv)
+		data, contentType, err := einvoice.WriteIn(c.ctx, pool, d, einv)
 		if err != nil {
 			return nil, err
 		}
 		return &fileAnswer{contentType: contentType, filename: einvoice.Filename(d, einv), data: data}, nil
 	}
 	if format == "html" {
-		page, err := render.HTML(d)
+		page, err := pool.HTML(c.ctx, d)
 		return &fileAnswer{contentType: "text/html; charset=utf-8", data: page}, err
 	}
-	pdf, err := render.PDF(d)
+	pdf, err := pool.PDF(c.ctx, d)
 	return &fileAnswer{contentType: "application/pdf", filename: render.Filename(d), data: pdf}, err
 }
 

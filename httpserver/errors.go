@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/render"
 )
 
 // statusOf is the one table from error code to HTTP status (docs/api-guide.md,
@@ -95,6 +97,9 @@ func errorAnswer(ctx context.Context, log *slog.Logger, err error) (int, []byte)
 // headers some codes require: WWW-Authenticate on 401, and Connection: close
 // on 413 so the rest of an oversized body is never read.
 func (s *Server) writeError(g *gin.Context, err error) {
+	if secs, ok := render.RetryAfter(err); ok {
+		g.Header("Retry-After", strconv.Itoa(secs))
+	}
 	status, body := s.renderError(g.Request.Context(), err)
 	s.sendError(g, status, body)
 }

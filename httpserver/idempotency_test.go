@@ -240,3 +240,22 @@ func TestIdempotencyWithoutServiceRecord(t *testing.T) {
 		t.Errorf("first %s, again %s, %d calls", first.body, again.body, calls)
 	}
 }
+
+// TestConflictIsReplayedAfterItIsGone: a 409 answer is stored with its
+// Idempotency-Key like any answer of an operation that ran: once the
+// conflicting record is gone, the same request with the same key still
+// gets the 409 (and creates nothing), while a new key creates the metric.
+func TestConflictIsReplayedAfterItIsGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	first := e.createMetric("taken")
+	dup := withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("taken")}, "taken-1")
+	wantError(t, e.do(dup), http.StatusConflict, billing.CodeConflict, "name")
+	wantStatus(t, e.del("/usage-metrics/"+first.ID), http.StatusOK)
+	again := e.do(dup)
+	wantError(t, again, http.StatusConflict, billing.CodeConflict, "name")
+	if again.header.Get("Idempotent-Replayed") != "true" {
+		t.Error("the stored 409 was not replayed")
+	}
+	wantStatus(t, e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("taken")}, "taken-2")), http.StatusCreated)
+}

@@ -60,11 +60,11 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.duration = register(reg, m.duration)
 	m.authFailures = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "billingd_auth_failures_total",
-		Help: "API requests refused for missing, malformed, unknown or revoked credentials (401).",
+		Help: "Credentials refused: API requests answered 401 and wrong console sign-ins.",
 	}))
 	m.rateLimited = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "billingd_rate_limited_requests_total",
-		Help: "API requests refused by the per-key rate limit (429).",
+		Help: "API and console requests refused by the per-key rate limit (429).",
 	}))
 	return m
 }

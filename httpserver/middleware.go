@@ -210,28 +210,53 @@ func (s *Server) authenticate(g *gin.Context) {
 // exist only for authenticated key ids, so the map is bounded by the number
 // of API keys.
 func (s *Server) rateLimit(g *gin.Context) {
-	if s.cfg.RateLimit <= 0 {
+	if s.charge(g, identityOf(g).keyID, 1) {
 		g.Next()
-		return
 	}
-	id := identityOf(g)
-	v, ok := s.limiters.Load(id.keyID)
+}
+
+// charge takes n requests from the bucket of keyID, or answers 429
+// rate_limited with Retry-After and reports false.
+func (s *Server) charge(g *gin.Context, keyID string, n int) bool {
+	delay, ok := s.AllowKey(keyID, n)
+	if ok {
+		return true
+	}
+	g.Header("Retry-After", strconv.Itoa(retryAfterSeconds(delay)))
+	s.refuse(g, billing.Errorf(billing.CodeRateLimited, "too many requests for this API key; retry after the time in the Retry-After header"))
+	return false
+}
+
+// AllowKey takes n requests (at most the burst) from the rate limit of
+// API key keyID and reports true, or reports false with the time after
+// which they would be allowed, counting the refusal in
+// billingd_rate_limited_requests_total. It always allows when rate
+// limiting is off. The console charges its signed-in requests here, so a
+// key's pages and its API calls share one limit.
+func (s *Server) AllowKey(keyID string, n int) (time.Duration, bool) {
+	if s.cfg.RateLimit <= 0 {
+		return 0, true
+	}
+	v, ok := s.limiters.Load(keyID)
 	if !ok {
-		v, _ = s.limiters.LoadOrStore(id.keyID, rate.NewLimiter(rate.Limit(s.cfg.RateLimit), s.cfg.RateBurst))
+		v, _ = s.limiters.LoadOrStore(keyID, rate.NewLimiter(rate.Limit(s.cfg.RateLimit), s.cfg.RateBurst))
 	}
 	lim := v.(*rate.Limiter)
 	now := time.Now()
-	r := lim.ReserveN(now, 1)
+	r := lim.ReserveN(now, min(max(n, 1), s.cfg.RateBurst))
 	delay := r.DelayFrom(now)
 	if r.OK() && delay == 0 {
-		g.Next()
-		return
+		return 0, true
 	}
 	r.CancelAt(now)
 	s.metrics.rateLimited.Inc()
-	g.Header("Retry-After", strconv.Itoa(retryAfterSeconds(delay)))
-	s.refuse(g, billing.Errorf(billing.CodeRateLimited, "too many requests for this API key; retry after the time in the Retry-After header"))
+	return delay, false
 }
+
+// CountAuthFailure counts a refused credential in
+// billingd_auth_failures_total: the console's wrong sign-ins count where
+// the API's 401s do.
+func (s *Server) CountAuthFailure() { s.metrics.authFailures.Inc() }
 
 // retryAfterSeconds rounds a delay up to whole seconds, at least 1.
 func retryAfterSeconds(d time.Duration) int {

@@ -52,6 +52,9 @@ type route struct {
 	// reuseBody: the body is read into the buffer of an earlier request
 	// (bodyBuffers), given back once the answer is written (reusedBody).
 	reuseBody bool
+	// cost is how many requests the route counts as in the rate limiter
+	// (0 or 1: one); see RenderCost.
+	cost int
 }
 
 // routeOption changes a route; see batchBody.
@@ -171,6 +174,11 @@ func body[P any](fn func(c *call, p *P) (any, error)) op {
 func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 	return func(g *gin.Context) {
 		id := identityOf(g)
+		// The middleware took one request; a costlier route takes the rest
+		// of its cost, at most the burst in all.
+		if extra := min(rt.cost, s.cfg.RateBurst) - 1; s.cfg.RateLimit > 0 && extra > 0 && !s.charge(g, id.keyID, extra) {
+			return
+		}
 		var into []byte
 		if rt.reuseBody {
 			into = takeBodyBuffer()

@@ -17,6 +17,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -24,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/render"
 )
 
 // Config holds the options of a Server. A nil *Config, and every zero field,
@@ -75,6 +77,13 @@ type Config struct {
 	// served.
 	DisableMetrics bool
 
+	// Renders bounds the document renders of the download routes (how
+	// many at once, how many wait) and keeps the renderings of issued
+	// documents. Share one Pool with the console and the Dispatcher so
+	// that their renders together stay within it. Defaults to a Pool with
+	// render.PoolConfig's defaults.
+	Renders *render.Pool
+
 	// Registry is where the request metrics are registered and what GET
 	// /metrics serves. Defaults to a new registry with the Go and process
 	// collectors.
@@ -95,6 +104,11 @@ const DefaultRateLimit = 1000
 // once by default: the bucket holds RateBurstFactor × RateLimit requests.
 const RateBurstFactor = 2
 
+// RenderCost is how many requests a document download (a render) counts
+// as in the rate limit of its API key: a render costs far more than a
+// read. At most the key's burst is taken.
+const RenderCost = 10
+
 // withDefaults returns a copy of cfg (nil allowed) with defaults applied.
 func (cfg *Config) withDefaults() Config {
 	c := Config{RateLimit: DefaultRateLimit}
@@ -108,6 +122,9 @@ func (cfg *Config) withDefaults() Config {
 	c.MaxBatchBodyBytes = positiveOr(c.MaxBatchBodyBytes, defaultMaxBatchBodyBytes)
 	c.MaxHeaderBytes = positiveOr(c.MaxHeaderBytes, defaultMaxHeaderBytes)
 	c.RateBurst = positiveOr(c.RateBurst, max(int(min(math.Ceil(RateBurstFactor*c.RateLimit), 1<<30)), 1))
+	if c.Renders == nil {
+		c.Renders = render.NewPool(render.PoolConfig{})
+	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 		c.Registry.MustRegister(
@@ -131,6 +148,7 @@ func positiveOr[T int | int64](v, def T) T {
 // concurrent use.
 type Server struct {
 	svc     *billing.Service
+	renders *render.Pool
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
@@ -154,7 +172,7 @@ func New(svc *billing.Service, cfg *Config) http.Handler {
 // NewServer returns a Server for svc. cfg may be nil for all defaults.
 func NewServer(svc *billing.Service, cfg *Config) *Server {
 	c := cfg.withDefaults()
-	s := &Server{svc: svc, cfg: c, log: c.Logger, metrics: newMetrics(c.Registry)}
+	s := &Server{svc: svc, renders: c.Renders, cfg: c, log: c.Logger, metrics: newMetrics(c.Registry)}
 	s.engine = s.newEngine()
 	return s
 }
@@ -168,6 +186,19 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // /metrics or 404/405 handling, which belong to the caller's engine.
 func (s *Server) Register(r gin.IRouter) {
 	s.register(r, true)
+}
+
+// Mount serves h (another handler, such as billingd's web console) at
+// prefix (ending in "/") and every path under it, and redirects prefix
+// without its slash to it, behind the same per-request middleware as the
+// API: request id, header limit, panic recovery, the request log and the
+// request metrics. Authentication and rate limiting are h's to do (the
+// console charges its signed-in requests through AllowKey). Call it
+// before serving.
+func (s *Server) Mount(prefix string, h http.Handler) {
+	base := strings.TrimSuffix(prefix, "/")
+	s.engine.Any(base+"/*path", gin.WrapH(h))
+	s.engine.Any(base, func(g *gin.Context) { g.Redirect(http.StatusMovedPermanently, prefix) })
 }
 
 // quietGin keeps gin from printing its debug lines (a route dump and a

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html/template"
 	"strings"
@@ -11,23 +12,35 @@ import (
 
 // Renderer renders the e-mails of sent documents for the Dispatcher
 // (billing.DispatcherConfig.Documents).
-type Renderer struct{}
+type Renderer struct {
+	// Pool, when set, renders the attached PDFs within its limits (shared
+	// with the server's downloads); a render it refuses fails the
+	// delivery's attempt, which is retried later. Nil renders at once.
+	Pool *Pool
+}
 
 var _ billing.DocumentRenderer = Renderer{}
 
-// DocumentEmail is Email.
-func (Renderer) DocumentEmail(d *billing.PrintableDocument) (*billing.Email, error) { return Email(d) }
+// DocumentEmail is Email, rendered in the Renderer's Pool.
+func (r Renderer) DocumentEmail(d *billing.PrintableDocument) (*billing.Email, error) {
+	return r.Pool.Email(context.Background(), d)
+}
 
 // Email renders the e-mail that carries a document to its customer: a
 // subject, a short plain-text and HTML message (who sends it, the number,
 // the amount due and the due date, or the amount credited) and the PDF
 // attached under Filename. To is left for the caller.
 func Email(d *billing.PrintableDocument) (*billing.Email, error) {
-	v, err := build(d)
+	pdf, err := PDF(d)
 	if err != nil {
 		return nil, err
 	}
-	pdf, err := writePDF(v)
+	return email(d, pdf)
+}
+
+// email is the e-mail of d with pdf, its rendering, attached.
+func email(d *billing.PrintableDocument, pdf []byte) (*billing.Email, error) {
+	v, err := build(d)
 	if err != nil {
 		return nil, err
 	}

@@ -71,11 +71,15 @@ func height(lines []textLine) float64 {
 }
 
 // block is a piece of the page flow: its height, and how to draw it at a
-// given top. Table rows repeat the table header on a new page.
+// given top. Table rows repeat the table header on a new page. A block
+// that can be split (a line item's row) says how: split returns the part
+// that fits in room and the rest, or nil when not even its first line fits.
 type block struct {
 	h        float64
 	tableRow bool
 	draw     func(y float64)
+	split    func(room float64) (head, rest *block)
+	cells    [5][]textLine // a table row's cells (the tests read them)
 }
 
 // pdfWriter lays a view out on pages.
@@ -86,20 +90,14 @@ type pdfWriter struct {
 	err    error
 	font   string
 	size   float64
+
+	hasFallback bool // the fallback font is added to the PDF
 }
 
 // writePDF renders v as a PDF.
 func writePDF(v *view) ([]byte, error) {
-	w := &pdfWriter{pdf: &gopdf.GoPdf{}, v: v, accent: style{bold, 7.5, 11, v.Colour}}
-	w.pdf.Start(gopdf.Config{PageSize: gopdf.Rect{W: pageW, H: pageH}, Unit: gopdf.UnitPT})
-	w.pdf.SetInfo(gopdf.PdfInfo{
-		Title: strings.TrimSpace(v.Title + " " + v.Number), Author: v.Merchant.Name, Creator: "billingd",
-		Producer: "billingd", CreationDate: v.Date,
-	})
-	if err := w.pdf.AddTTFFontData(regular, goregular.TTF); err != nil {
-		return nil, err
-	}
-	if err := w.pdf.AddTTFFontData(bold, gobold.TTF); err != nil {
+	w := newPDFWriter(v)
+	if err := w.start(); err != nil {
 		return nil, err
 	}
 	blocks := w.blocks()
@@ -117,6 +115,25 @@ func writePDF(v *view) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// newPDFWriter returns the writer of v's PDF.
+func newPDFWriter(v *view) *pdfWriter {
+	return &pdfWriter{pdf: &gopdf.GoPdf{}, v: v, accent: style{bold, 7.5, 11, v.Colour}}
+}
+
+// start begins the document: page size, metadata and fonts.
+func (w *pdfWriter) start() error {
+	v := w.v
+	w.pdf.Start(gopdf.Config{PageSize: gopdf.Rect{W: pageW, H: pageH}, Unit: gopdf.UnitPT})
+	w.pdf.SetInfo(gopdf.PdfInfo{
+		Title: strings.TrimSpace(v.Title + " " + v.Number), Author: v.Merchant.Name, Creator: "billingd",
+		Producer: "billingd", CreationDate: v.Date,
+	})
+	if err := w.pdf.AddTTFFontData(regular, goregular.TTF); err != nil {
+		return err
+	}
+	return w.pdf.AddTTFFontData(bold, gobold.TTF)
+}
+
 // placed is a block on its page.
 type placed struct {
 	b    *block
@@ -126,21 +143,48 @@ type placed struct {
 
 // paginate places the blocks on pages (repeating the table header before
 // table rows that start a page), then draws every page with its mark and
-// its footer, now that the page count is known.
+// its footer, now that the page count is known. A block taller than a
+// whole page is split line by line across pages, so that no text is ever
+// drawn past a page's bottom edge.
 func (w *pdfWriter) paginate(blocks []*block) {
 	header := w.tableHeader()
 	var out []placed
 	page, y := 1, marginTop
-	for _, b := range blocks {
-		if y+b.h > contentEnd && y > marginTop {
-			page, y = page+1, marginTop
-			if b.tableRow {
-				out = append(out, placed{header, page, y})
-				y += header.h
-			}
+	top := y // where the current page's content starts
+	newPage := func(tableRow bool) {
+		page, y = page+1, marginTop
+		if tableRow {
+			out = append(out, placed{header, page, y})
+			y += header.h
 		}
-		out = append(out, placed{b, page, y})
-		y += b.h
+		top = y
+	}
+	for _, b := range blocks {
+		for b != nil {
+			if y+b.h <= contentEnd {
+				out = append(out, placed{b, page, y})
+				y += b.h
+				break
+			}
+			// A block taller than a fresh page is split where it stands
+			// (or on a fresh page when not a line of it fits here).
+			if b.split != nil && b.h > contentEnd-marginTop-header.h {
+				if head, rest := b.split(contentEnd - y); head != nil {
+					out = append(out, placed{head, page, y})
+					b = rest
+					newPage(b.tableRow)
+					continue
+				}
+			}
+			if y == top {
+				// Nothing fits and it cannot be split further: it stays
+				// (and is cut at the page's edge) rather than looping.
+				out = append(out, placed{b, page, y})
+				y += b.h
+				break
+			}
+			newPage(b.tableRow)
+		}
 	}
 	next := 0
 	for p := 1; p <= page; p++ {
@@ -327,11 +371,21 @@ func (w *pdfWriter) lineBlock(l *line) *block {
 	for i, t := range [4]string{l.Quantity, l.UnitPrice, l.TaxRate, l.Amount} {
 		cells[i+1] = w.wrap(colW[i+1]-2*pad(i+1), textLine{stBody, t})
 	}
+	return w.rowBlock(cells)
+}
+
+// rowPad is the space a table row adds to its cells: 5 points above and 5
+// below.
+const rowPad = 10
+
+// rowBlock is a table row of cells: split, it continues on the next page
+// with the lines of each cell that did not fit.
+func (w *pdfWriter) rowBlock(cells [5][]textLine) *block {
 	h := 0.0
 	for _, c := range cells {
 		h = max(h, height(c))
 	}
-	return &block{h: h + 10, tableRow: true, draw: func(y float64) {
+	b := &block{h: h + rowPad, tableRow: true, cells: cells, draw: func(y float64) {
 		x := marginX
 		for i, c := range cells {
 			align := gopdf.Right
@@ -341,8 +395,26 @@ func (w *pdfWriter) lineBlock(l *line) *block {
 			w.lines(x+pad(i), y+5, colW[i]-2*pad(i), align, c)
 			x += colW[i]
 		}
-		w.rule(marginX, y+h+10, contentW, ruleGrey, 0.5)
+		w.rule(marginX, y+h+rowPad, contentW, ruleGrey, 0.5)
 	}}
+	b.split = func(room float64) (*block, *block) {
+		var head, rest [5][]textLine
+		fits := false
+		for i, c := range cells {
+			n, used := 0, 0.0
+			for n < len(c) && used+c[n].st.lead <= room-rowPad {
+				used += c[n].st.lead
+				n++
+			}
+			head[i], rest[i] = c[:n], c[n:]
+			fits = fits || n > 0
+		}
+		if !fits {
+			return nil, nil
+		}
+		return w.rowBlock(head), w.rowBlock(rest)
+	}
+	return b
 }
 
 // totalsBlock: the tax summary at the left, the totals at the right.
@@ -529,11 +601,58 @@ func (w *pdfWriter) lines(x, y, width float64, align int, lines []textLine) {
 		w.setFont(l.st)
 		w.pdf.SetTextColor(l.st.rgb[0], l.st.rgb[1], l.st.rgb[2])
 		w.pdf.SetXY(x, y)
-		if l.text != "" {
-			w.check(w.pdf.CellWithOption(&gopdf.Rect{W: width, H: l.st.lead}, l.text, gopdf.CellOption{Align: align | gopdf.Top}))
+		text := visual(clean(l.text))
+		switch rs := runs(text); {
+		case text == "":
+		case len(rs) == 1 && !rs[0].fallback:
+			w.check(w.pdf.CellWithOption(&gopdf.Rect{W: width, H: l.st.lead}, text, gopdf.CellOption{Align: align | gopdf.Top}))
+		default:
+			w.drawRuns(x, y, width, align, l.st, rs)
 		}
 		y += l.st.lead
 	}
+}
+
+// drawRuns draws a line of runs in the Go fonts and the fallback font one
+// after the other, aligned within width as a whole.
+func (w *pdfWriter) drawRuns(x, y, width float64, align int, st style, rs []run) {
+	widths := make([]float64, len(rs))
+	total := 0.0
+	for i, r := range rs {
+		widths[i] = w.measureRun(st, r)
+		total += widths[i]
+	}
+	if align&gopdf.Right != 0 {
+		x += width - total
+	}
+	for i, r := range rs {
+		w.setRunFont(st, r)
+		w.pdf.SetXY(x, y)
+		w.check(w.pdf.CellWithOption(&gopdf.Rect{W: widths[i], H: st.lead}, r.text, gopdf.CellOption{Align: gopdf.Left | gopdf.Top}))
+		x += widths[i]
+	}
+	w.setFont(st)
+}
+
+// setRunFont selects the font of a run set in style st.
+func (w *pdfWriter) setRunFont(st style, r run) {
+	if !r.fallback {
+		w.setFont(st)
+		return
+	}
+	if !w.hasFallback {
+		w.hasFallback = true
+		w.check(w.pdf.AddTTFFontData(fallback, dejaVuSans))
+	}
+	w.setFont(style{font: fallback, size: st.size})
+}
+
+// measureRun is the width of a run set in style st.
+func (w *pdfWriter) measureRun(st style, r run) float64 {
+	w.setRunFont(st, r)
+	width, err := w.pdf.MeasureTextWidth(r.text)
+	w.check(err)
+	return width
 }
 
 // wrap breaks each run into lines that fit width: at spaces, inside words
@@ -543,7 +662,7 @@ func (w *pdfWriter) wrap(width float64, runs ...textLine) []textLine {
 	for _, r := range runs {
 		w.setFont(r.st)
 		space := w.measure(" ")
-		for _, para := range strings.Split(r.text, "\n") {
+		for _, para := range strings.Split(clean(r.text), "\n") {
 			cur, curW := "", 0.0
 			for _, word := range strings.Fields(para) {
 				ww := w.measure(word)
@@ -599,11 +718,22 @@ func (w *pdfWriter) setFont(st style) {
 	w.check(w.pdf.SetFont(st.font, "", st.size))
 }
 
-// measure is the width of s in the current font.
+// measure is the width of s in the current font (and the fallback font
+// for the characters the Go fonts lack).
 func (w *pdfWriter) measure(s string) float64 {
-	width, err := w.pdf.MeasureTextWidth(s)
-	w.check(err)
-	return width
+	rs := runs(s)
+	if len(rs) <= 1 && (len(rs) == 0 || !rs[0].fallback) {
+		width, err := w.pdf.MeasureTextWidth(s)
+		w.check(err)
+		return width
+	}
+	st := style{font: w.font, size: w.size}
+	total := 0.0
+	for _, r := range rs {
+		total += w.measureRun(st, r)
+	}
+	w.setFont(st)
+	return total
 }
 
 // check keeps the first error.

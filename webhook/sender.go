@@ -16,38 +16,13 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/internal/iprange"
 )
 
-// refusedPrefixes are the address ranges a webhook may not connect to
-// unless private targets are allowed, besides what the netip predicates
-// cover (loopback, private, link-local, multicast, unspecified).
-var refusedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),          // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),      // CGNAT
-	netip.MustParsePrefix("192.0.0.0/24"),       // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),      // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),        // reserved, broadcast
-	netip.MustParsePrefix("169.254.169.254/32"), // cloud metadata (also link-local)
-	netip.MustParsePrefix("fd00:ec2::254/128"),  // AWS metadata over IPv6 (also private)
-	netip.MustParsePrefix("64:ff9b::/96"),       // NAT64: checked through the embedded IPv4 too
-	netip.MustParsePrefix("100::/64"),           // discard-only
-}
-
-// checkTarget returns an error when a webhook must not connect to addr.
-func checkTarget(addr netip.Addr) error {
-	addr = addr.Unmap()
-	switch {
-	case addr.IsLoopback(), addr.IsPrivate(), addr.IsLinkLocalUnicast(), addr.IsLinkLocalMulticast(),
-		addr.IsInterfaceLocalMulticast(), addr.IsMulticast(), addr.IsUnspecified():
-		return fmt.Errorf("webhook target %s is a loopback, private, link-local, multicast or unspecified address, which is refused unless private targets are allowed", addr)
-	}
-	for _, p := range refusedPrefixes {
-		if p.Contains(addr) {
-			return fmt.Errorf("webhook target %s is in the refused range %s (CGNAT, reserved or cloud metadata) unless private targets are allowed", addr, p)
-		}
-	}
-	return nil
-}
+// checkTarget returns an error when a webhook must not connect to addr
+// (internal/iprange: the list the Service also checks IP literals of
+// webhook URLs against when a policy is created).
+func checkTarget(addr netip.Addr) error { return iprange.Check(addr) }
 
 // dialControl is a net.Dialer Control function that refuses connections to
 // addresses checkTarget refuses. It runs after name resolution, on the

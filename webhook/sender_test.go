@@ -16,6 +16,7 @@ func TestCheckWebhookTarget(t *testing.T) {
 		{"100.64.0.1", true}, {"100.127.255.254", true}, {"0.0.0.0", true}, {"::", true},
 		{"224.0.0.1", true}, {"ff02::1", true}, {"fe80::1", true}, {"fd00:ec2::254", true},
 		{"::ffff:127.0.0.1", true}, {"::ffff:10.0.0.1", true}, {"255.255.255.255", true},
+		{"::127.0.0.1", true}, {"::8.8.8.8", true}, {"::a00:1", true}, // IPv4-compatible (::/96)
 		{"8.8.8.8", false}, {"100.128.0.1", false}, {"2001:4860:4860::8888", false}, {"93.184.215.14", false},
 	} {
 		err := checkTarget(netip.MustParseAddr(tc.addr))

@@ -23,6 +23,14 @@ func TestSmoke(t *testing.T) {
 	if !strings.Contains(out, "measure") || !strings.Contains(out, "ceiling") || !strings.Contains(out, "cores") {
 		t.Errorf("no table header:\n%s", out)
 	}
+	// The status is whatever the table says: 1 exactly when a row FAILs.
+	failed := false
+	for _, id := range []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7"} {
+		failed = failed || strings.Contains(lineOf(out, id+" "), "FAIL")
+	}
+	if want := map[bool]int{false: 0, true: 1}[failed]; status != want {
+		t.Errorf("exit status %d, but the table has a failed row: %v; want %d\n%s", status, failed, want, out)
+	}
 	for _, id := range []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7"} {
 		line := lineOf(out, id+" ")
 		switch {
@@ -32,6 +40,28 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s could not be measured:\n%s", id, out)
 		case !strings.Contains(line, "PASS") && !strings.Contains(line, "FAIL"):
 			t.Errorf("%s has no result: %q", id, line)
+		}
+	}
+}
+
+// TestExitStatus: 0 when every row passes (or is not available), 1 when a
+// target is missed, 2 when a measure could not run, whatever the order.
+func TestExitStatus(t *testing.T) {
+	t.Parallel()
+	pass := row{id: "P1", value: 1, target: 2}
+	fail := row{id: "P2", value: 3, target: 2}
+	floor := row{id: "P3", value: 0.9, ceiling: 1, target: 0.8, atLeast: true}
+	broken := row{id: "P4", err: context.Canceled}
+	na := row{id: "P5", value: 3, target: 2, notAvailable: true}
+	for _, c := range []struct {
+		rows []row
+		want int
+	}{
+		{[]row{pass, floor, na}, 0}, {[]row{pass, fail}, 1}, {[]row{fail, pass}, 1},
+		{[]row{fail, broken}, 2}, {[]row{broken, fail}, 2}, {nil, 0},
+	} {
+		if got := exitStatus(c.rows); got != c.want {
+			t.Errorf("exitStatus(%+v) = %d, want %d", c.rows, got, c.want)
 		}
 	}
 }

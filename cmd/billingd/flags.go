@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -162,4 +165,74 @@ func socketPath(db, flagValue string) string {
 		return ""
 	}
 	return db + ".sock"
+}
+
+// optionalBool is a boolean flag that knows whether it was given (on the
+// command line or in its environment variable).
+type optionalBool struct {
+	set, value bool
+}
+
+func (b *optionalBool) String() string {
+	if b == nil || !b.set {
+		return ""
+	}
+	return strconv.FormatBool(b.value)
+}
+
+// Set parses a boolean as the flag package does.
+func (b *optionalBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	b.set, b.value = true, v
+	return nil
+}
+
+// IsBoolFlag lets the flag be given without a value.
+func (b *optionalBool) IsBoolFlag() bool { return true }
+
+// or is the flag's value, or def when it was not given.
+func (b optionalBool) or(def bool) bool {
+	if b.set {
+		return b.value
+	}
+	return def
+}
+
+// isLoopback reports whether the listen address addr is on a loopback
+// interface (127.0.0.0/8, ::1, localhost) only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// parseProxies parses --trusted-proxies: addresses or CIDR prefixes,
+// separated by commas.
+func parseProxies(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, usagef("--trusted-proxies: %q is not an address or a CIDR prefix", f)
+		}
+		out = append(out, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
+	}
+	return out, nil
 }

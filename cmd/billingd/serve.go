@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/billingd/billing/einvoice"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/prommetrics"
+	"github.com/billingd/billing/render"
 	"github.com/billingd/billing/smtp"
 	"github.com/billingd/billing/webhook"
 )
@@ -62,6 +64,12 @@ type serveConfig struct {
 	rounding        billing.Rounding
 	lateUsageWindow time.Duration
 
+	// Rendering and the console behind proxies (docs/operations.md).
+	renderConcurrency int
+	renderQueue       int
+	secureCookies     optionalBool   // --console-secure-cookies; unset: on unless addr is loopback
+	trustedProxies    []netip.Prefix // --trusted-proxies
+
 	// Notifications (docs/concepts.md).
 	webhookAllowPrivate bool
 	smtpAddr            string
@@ -93,6 +101,11 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
 	fs.DurationVar(&cfg.lateUsageWindow, "late-usage-window", 31*24*time.Hour, "how long after a billing date usage that changes after the invoice was finalized is still corrected (an adjustment invoice or a credit note in the next run)")
 	fs.StringVar(&rounding, "rounding", "half-up", "rounding `mode` of money amounts: half-up (ties away from zero) or half-even (ties to the even digit); a document keeps the mode it was created with")
+	fs.IntVar(&cfg.renderConcurrency, "render-concurrency", 0, "how many documents (PDF, HTML, e-mail attachments) are rendered at once; 0: the number of CPUs")
+	fs.IntVar(&cfg.renderQueue, "render-queue", 0, "how many renders may wait for a free slot before downloads are answered 503 with Retry-After; 0: 4 × --render-concurrency")
+	fs.Var(&cfg.secureCookies, "console-secure-cookies", "treat console requests as HTTPS (behind a TLS-terminating proxy): Secure __Host- cookies and HSTS; default on unless --addr is a loopback address")
+	var proxies string
+	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated `addresses or CIDRs` of reverse proxies whose X-Forwarded-Proto and X-Forwarded-For the console believes")
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "allow http:// webhook URLs and webhooks to loopback, private, link-local and CGNAT addresses (self-hosted setups, tests)")
 	fs.StringVar(&cfg.smtpAddr, "smtp-addr", "", "SMTP server `host:port` for e-mail notifications (STARTTLS when offered); empty: e-mail deliveries fail with \"email delivery is not configured\"")
 	fs.StringVar(&cfg.smtpFrom, "smtp-from", "", "sender `address` of e-mails (required with --smtp-addr)")
@@ -109,6 +122,9 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 		return nil, usagef("--rounding must be half-up or half-even, got %q", rounding)
 	}
 	cfg.rounding = mode
+	if cfg.trustedProxies, err = parseProxies(proxies); err != nil {
+		return nil, err
+	}
 	return &cfg, cfg.validate(level)
 }
 
@@ -133,6 +149,8 @@ func (cfg *serveConfig) validate(level string) error {
 		return usagef("--billing-interval must be 0 (off) or more, got %v", cfg.billingInterval)
 	case cfg.addr == "" || cfg.db == "":
 		return usagef("--addr and --db must not be empty")
+	case cfg.renderConcurrency < 0 || cfg.renderQueue < 0:
+		return usagef("--render-concurrency and --render-queue must be 0 (the default) or more")
 	case cfg.deliveryRetention <= 0:
 		return usagef("--delivery-retention must be more than 0, got %v", cfg.deliveryRetention)
 	case cfg.deliveryLease <= billing.WebhookTimeout:
@@ -198,7 +216,9 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	r := &runner{cfg: cfg, log: log, store: st, svc: svc, mailer: mailer, registry: reg}
+	r := &runner{cfg: cfg, log: log, store: st, svc: svc, mailer: mailer, registry: reg,
+		renders: render.NewPool(render.PoolConfig{Concurrency: cfg.renderConcurrency, Queue: cfg.renderQueue})}
+	registerRenderMetrics(reg, r.renders)
 	if cfg.metrics && cfg.metricsAddr != "" {
 		if r.metricsLn, err = net.Listen("tcp", cfg.metricsAddr); err != nil {
 			return fmt.Errorf("listening on %s (--metrics-addr): %w", cfg.metricsAddr, err)
@@ -206,6 +226,26 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		defer r.metricsLn.Close()
 	}
 	return r.run(ctx, ln, adminLn)
+}
+
+// registerRenderMetrics exposes the render pool's counts on reg.
+func registerRenderMetrics(reg *prometheus.Registry, pool *render.Pool) {
+	for name, help := range map[string]string{
+		"billingd_renders_total":           "Documents rendered (PDF or HTML, downloads, console and e-mails).",
+		"billingd_render_cache_hits_total": "Renderings of issued documents served from the cache or shared with a render in progress.",
+		"billingd_renders_refused_total":   "Renders refused because the render queue was full or too slow (answered 503 with Retry-After).",
+	} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+			st := pool.Stats()
+			switch name {
+			case "billingd_renders_total":
+				return float64(st.Renders)
+			case "billingd_render_cache_hits_total":
+				return float64(st.CacheHits)
+			}
+			return float64(st.Refused)
+		}))
+	}
 }
 
 // runner is a started server: the API, the admin socket and the background
@@ -220,6 +260,8 @@ type runner struct {
 
 	registry  *prometheus.Registry // every metric: HTTP, the Service's, Go runtime
 	metricsLn net.Listener         // --metrics-addr; nil: /metrics is on the API
+	renders   *render.Pool         // every render: the API's, the console's, the e-mails'
+	console   *console.Console     // nil with --console=false
 }
 
 // run serves on ln and adminLn until ctx is done or a server fails, then
@@ -236,12 +278,12 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	}
 	loops, stopLoops := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { sweepLoop(loops, r.svc, r.log, sweepInterval) })
+	wg.Go(func() { sweepLoop(loops, r.svc, r.console, r.log, sweepInterval) })
 	if r.cfg.billingInterval > 0 {
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
 	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
-		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: einvoice.Renderer{}, Retention: r.cfg.deliveryRetention, Lease: r.cfg.deliveryLease, Logger: r.log,
+		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: einvoice.Renderer{Pool: r.renders}, Retention: r.cfg.deliveryRetention, Lease: r.cfg.deliveryLease, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })
 	failed := make(chan error, 3)
@@ -293,27 +335,33 @@ func serveUntilClosed(srv *http.Server, ln net.Listener) error {
 }
 
 // apiServer returns the http.Server of the REST API, and of the console
-// under /console/ unless it is turned off, with every timeout set.
+// under /console/ unless it is turned off, with every timeout set. The
+// console is mounted inside the API's server, behind its request log,
+// metrics, header limit and recovery, and charges its signed-in requests
+// to the API keys' rate limits.
 func (r *runner) apiServer() (*http.Server, error) {
-	var handler http.Handler = httpserver.New(r.svc, &httpserver.Config{
+	api := httpserver.NewServer(r.svc, &httpserver.Config{
 		Logger:         r.log,
 		MaxBodyBytes:   r.cfg.maxBody,
 		RateLimit:      r.cfg.rateLimit, // 0 is off, in httpserver too
 		MaxHeaderBytes: maxHeaderBytes,
 		DisableMetrics: !r.cfg.metrics || r.metricsLn != nil,
 		Registry:       r.registry,
+		Renders:        r.renders,
 
 		UpstreamFieldNames: r.cfg.upstreamNames,
 	})
 	if r.cfg.console {
-		con, err := console.New(r.svc, &console.Config{Store: r.store, Logger: r.log})
+		con, err := console.New(r.svc, &console.Config{Store: r.store, Logger: r.log, Renders: r.renders, Guard: api,
+			SecureCookies: r.cfg.secureCookies.or(!isLoopback(r.cfg.addr)), TrustedProxies: r.cfg.trustedProxies})
 		if err != nil {
 			return nil, err
 		}
-		handler = console.Mount(handler, con)
+		api.Mount(console.Prefix, con)
+		r.console = con
 	}
 	return &http.Server{
-		Handler:           handler,
+		Handler:           api.Handler(),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -342,9 +390,9 @@ func (r *runner) shutdown(servers ...*http.Server) error {
 	return errors.Join(errs...)
 }
 
-// sweepLoop deletes expired idempotency records every interval until ctx is
-// done.
-func sweepLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, interval time.Duration) {
+// sweepLoop deletes expired idempotency records, and the console's
+// expired sessions (con may be nil), every interval until ctx is done.
+func sweepLoop(ctx context.Context, svc *billing.Service, con *console.Console, log *slog.Logger, interval time.Duration) {
 	every(ctx, interval, func() {
 		n, err := svc.SweepIdempotency(ctx)
 		switch {
@@ -352,6 +400,16 @@ func sweepLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, inte
 			log.Error("sweeping idempotency records", "err", err)
 		case n > 0:
 			log.Info("swept expired idempotency records", "deleted", n)
+		}
+		if con == nil {
+			return
+		}
+		n, err = con.Sweep(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("sweeping console sessions", "err", err)
+		case n > 0:
+			log.Info("swept expired console sessions", "deleted", n)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -209,8 +210,11 @@ func TestCompactReclaimsSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := boltstore.Compact(src, dst); err == nil {
-		t.Error("Compact of a file held open for writing succeeded")
+	if err := boltstore.Compact(src, dst); !errors.Is(err, boltstore.ErrLocked) {
+		t.Errorf("Compact of a file held open for writing: %v, want ErrLocked", err)
+	}
+	if _, err := os.Stat(dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused Compact left %s behind: %v", dst, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -218,8 +222,15 @@ func TestCompactReclaimsSpace(t *testing.T) {
 	if err := boltstore.Compact(src, dst); err != nil {
 		t.Fatalf("Compact: %v", err)
 	}
-	if err := boltstore.Compact(src, dst); err == nil {
-		t.Error("Compact into an existing file succeeded")
+	before, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := boltstore.Compact(src, dst); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("Compact into an existing file: %v, want already exists", err)
+	}
+	if after, err := os.ReadFile(dst); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("a refused Compact changed the existing file (%v)", err)
 	}
 	srcInfo, err := os.Stat(src)
 	if err != nil {

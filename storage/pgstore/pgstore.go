@@ -44,7 +44,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -404,24 +403,15 @@ func isRetryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
-// Redact returns connString without its password, for logs and messages.
+// Redact returns what logs and messages may show of connString: its host,
+// port, database and user, as pgx parses them (URL or key=value form,
+// quoted values, spaces around "=", several hosts), and nothing else, so
+// neither a password nor any other parameter can leak. A string pgx cannot
+// parse shows as "(unparsable connection string)".
 func Redact(connString string) string {
-	if u, err := url.Parse(connString); err == nil && u.Scheme != "" && strings.HasPrefix(u.Scheme, "postgres") {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", "xxxxx")
-			u.RawQuery = q.Encode()
-		}
-		return u.String()
+	cfg, err := pgconn.ParseConfig(connString)
+	if err != nil {
+		return "(unparsable connection string)"
 	}
-	fields := strings.Fields(connString)
-	for i, f := range fields {
-		if strings.HasPrefix(f, "password=") {
-			fields[i] = "password=xxxxx"
-		}
-	}
-	return strings.Join(fields, " ")
+	return fmt.Sprintf("host=%s port=%d database=%s user=%s", cfg.Host, cfg.Port, cfg.Database, cfg.User)
 }
