@@ -36,10 +36,15 @@ func (e APIVersion) Valid() bool {
 
 // Defines values for AggregationType.
 const (
-	COUNT  AggregationType = "COUNT"
-	CUSTOM AggregationType = "CUSTOM"
-	SUM    AggregationType = "SUM"
-	UNIQUE AggregationType = "UNIQUE"
+	COUNT           AggregationType = "COUNT"
+	CUSTOM          AggregationType = "CUSTOM"
+	LATEST          AggregationType = "LATEST"
+	MAX             AggregationType = "MAX"
+	MIN             AggregationType = "MIN"
+	PERCENTILE      AggregationType = "PERCENTILE"
+	SUM             AggregationType = "SUM"
+	TIMEWEIGHTEDSUM AggregationType = "TIME_WEIGHTED_SUM"
+	UNIQUE          AggregationType = "UNIQUE"
 )
 
 // Valid indicates whether the value is a known member of the AggregationType enum.
@@ -49,7 +54,17 @@ func (e AggregationType) Valid() bool {
 		return true
 	case CUSTOM:
 		return true
+	case LATEST:
+		return true
+	case MAX:
+		return true
+	case MIN:
+		return true
+	case PERCENTILE:
+		return true
 	case SUM:
+		return true
+	case TIMEWEIGHTEDSUM:
 		return true
 	case UNIQUE:
 		return true
@@ -946,6 +961,30 @@ func (e TaxStatus) Valid() bool {
 	}
 }
 
+// Defines values for TimeUnit.
+const (
+	DAY    TimeUnit = "DAY"
+	HOUR   TimeUnit = "HOUR"
+	MINUTE TimeUnit = "MINUTE"
+	SECOND TimeUnit = "SECOND"
+)
+
+// Valid indicates whether the value is a known member of the TimeUnit enum.
+func (e TimeUnit) Valid() bool {
+	switch e {
+	case DAY:
+		return true
+	case HOUR:
+		return true
+	case MINUTE:
+		return true
+	case SECOND:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UsageCalculationMode.
 const (
 	BILLINGPERIOD UsageCalculationMode = "BILLING_PERIOD"
@@ -1761,9 +1800,15 @@ type CreateUsageMetricRequest struct {
 	MetricType          MetricType                     `json:"metricType"`
 	Name                string                         `json:"name"`
 	Parameters          *[]UsageMetricParameterRequest `json:"parameters,omitempty"`
-	PropertiesToNegate  *[]string                      `json:"propertiesToNegate,omitempty"`
-	PropertyFilters     *map[string][]string           `json:"propertyFilters,omitempty"`
-	Unit                *string                        `json:"unit,omitempty"`
+
+	// Percentile Required for PERCENTILE metrics (above 0, below 100), refused for the others.
+	Percentile         *Decimal             `json:"percentile,omitempty"`
+	PropertiesToNegate *[]string            `json:"propertiesToNegate,omitempty"`
+	PropertyFilters    *map[string][]string `json:"propertyFilters,omitempty"`
+
+	// TimeUnit The unit of a TIME_WEIGHTED_SUM metric's value (HOUR when absent); refused for the others.
+	TimeUnit *TimeUnit `json:"timeUnit,omitempty"`
+	Unit     *string   `json:"unit,omitempty"`
 }
 
 // CreditBalance defines model for CreditBalance.
@@ -3474,6 +3519,9 @@ type TierInput struct {
 	UpperBound        *Decimal `json:"upperBound,omitempty"`
 }
 
+// TimeUnit The unit of time of a TIME_WEIGHTED_SUM metric's value (value × unit).
+type TimeUnit string
+
 // Timestamp A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 //
 // Examples: 2024-07-30T12:00:00Z
@@ -3746,21 +3794,29 @@ type UsageMetric struct {
 	// DeletedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
-	DeletedAt          *Timestamp             `json:"deletedAt,omitempty"`
-	Description        *string                `json:"description,omitempty"`
-	EventType          string                 `json:"eventType"`
-	GroupingProperty   *string                `json:"groupingProperty,omitempty"`
-	Id                 string                 `json:"id"`
-	MetricType         MetricType             `json:"metricType"`
-	Name               string                 `json:"name"`
-	Parameters         []UsageMetricParameter `json:"parameters"`
-	PropertiesToNegate *[]string              `json:"propertiesToNegate,omitempty"`
-	PropertyFilters    map[string][]string    `json:"propertyFilters"`
+	DeletedAt        *Timestamp             `json:"deletedAt,omitempty"`
+	Description      *string                `json:"description,omitempty"`
+	EventType        string                 `json:"eventType"`
+	GroupingProperty *string                `json:"groupingProperty,omitempty"`
+	Id               string                 `json:"id"`
+	MetricType       MetricType             `json:"metricType"`
+	Name             string                 `json:"name"`
+	Parameters       []UsageMetricParameter `json:"parameters"`
+
+	// Percentile The percentile of a PERCENTILE metric, above 0 and below 100 (exact nearest-rank; docs/metering.md).
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Percentile         *Decimal            `json:"percentile,omitempty"`
+	PropertiesToNegate *[]string           `json:"propertiesToNegate,omitempty"`
+	PropertyFilters    map[string][]string `json:"propertyFilters"`
 
 	// SequenceAccountId The same as serviceAccountId; sent only by a server started with --upstream-field-names (Config.UpstreamFieldNames).
 	SequenceAccountId *string `json:"sequenceAccountId,omitempty"`
 	ServiceAccountId  string  `json:"serviceAccountId"`
-	Unit              *string `json:"unit,omitempty"`
+
+	// TimeUnit The unit of time of a TIME_WEIGHTED_SUM metric's value (value × unit).
+	TimeUnit *TimeUnit `json:"timeUnit,omitempty"`
+	Unit     *string   `json:"unit,omitempty"`
 }
 
 // UsageMetricPage defines model for UsageMetricPage.
@@ -3798,9 +3854,15 @@ type UsageMetricRequest struct {
 	MetricType          MetricType                     `json:"metricType"`
 	Name                string                         `json:"name"`
 	Parameters          *[]UsageMetricParameterRequest `json:"parameters,omitempty"`
-	PropertiesToNegate  *[]string                      `json:"propertiesToNegate,omitempty"`
-	PropertyFilters     *map[string][]string           `json:"propertyFilters,omitempty"`
-	Unit                *string                        `json:"unit,omitempty"`
+
+	// Percentile Required for PERCENTILE metrics (above 0, below 100), refused for the others.
+	Percentile         *Decimal             `json:"percentile,omitempty"`
+	PropertiesToNegate *[]string            `json:"propertiesToNegate,omitempty"`
+	PropertyFilters    *map[string][]string `json:"propertyFilters,omitempty"`
+
+	// TimeUnit The unit of a TIME_WEIGHTED_SUM metric's value (HOUR when absent); refused for the others.
+	TimeUnit *TimeUnit `json:"timeUnit,omitempty"`
+	Unit     *string   `json:"unit,omitempty"`
 }
 
 // IdempotencyKey defines model for IdempotencyKey.
@@ -5491,7 +5553,7 @@ type ListUsageMetricsParams struct {
 	// EventType Only metrics of these event types (comma-separated).
 	EventType *string `form:"eventType,omitempty" json:"eventType,omitempty"`
 
-	// AggregationType Only metrics with these aggregation types (comma-separated COUNT, UNIQUE, SUM, CUSTOM).
+	// AggregationType Only metrics with these aggregation types (comma-separated COUNT, UNIQUE, SUM, CUSTOM, MAX, MIN, LATEST, TIME_WEIGHTED_SUM, PERCENTILE).
 	AggregationType *string `form:"aggregationType,omitempty" json:"aggregationType,omitempty"`
 
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
