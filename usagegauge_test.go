@@ -242,7 +242,12 @@ func ingestGaugeEvents(t *testing.T, svc *billing.Service, acct string, r *rand.
 			t.Fatalf("CreateUsageEventBatch: %v", err)
 		}
 	}
-	// Supersede: the last event of a customerEventId replaces the others.
+	return liveAfterSupersede(all)
+}
+
+// liveAfterSupersede returns the events of all (in creation order) that
+// count: the last event of a customerEventId replaces the others.
+func liveAfterSupersede(all []gaugeEvent) []gaugeEvent {
 	last := map[string]int{}
 	for i, e := range all {
 		if e.customerEvent != "" {
@@ -425,4 +430,117 @@ func (w *gaugeWorld) reference(m *billing.UsageMetric, customers []string, start
 		out.groups[g] = gaugeGroup{b.count, v}
 	}
 	return out
+}
+
+// TestGaugeAggregationsThroughTheBillingEngine: a usage price on each new
+// aggregation bills, on the upcoming invoice and on the invoice the run
+// creates, exactly the reference value of the billing period (random
+// events with 12 decimal places, ties, supersede, events before and after
+// the period), as the line's quantity.
+func TestGaugeAggregationsThroughTheBillingEngine(t *testing.T) {
+	t.Parallel()
+	seed := billingtest.Seed(t, "BILLING_GAUGE_SEED")
+	for i, agg := range gaugeTypes {
+		t.Run(string(agg), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(seed, uint64(100+i)))
+			opts := []billingtest.Option{}
+			if i%2 == 0 {
+				opts = append(opts, billingtest.WithBolt())
+			}
+			f := newSched(t, opts...)
+			start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+			end := start.AddDate(0, 1, 0)
+			f.clock.Set(end.Add(time.Hour))
+			p := billing.UsageMetricParams{Name: "gauge", MetricType: billing.MetricTypeSimple, EventType: "gauge", AggregationType: agg, AggregationProperty: "v"}
+			if agg == billing.AggregationPercentile {
+				p.Percentile = dp("95")
+			}
+			m := createMetric(t, f.svc, f.account, p)
+			pr := f.price("Gauge", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
+				billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("1"), UsageMetricID: m.ID})
+			w := gaugeWorld{owners: map[string]string{f.customer: f.customer}}
+			w.live = ingestGaugeEventsOver(t, f.svc, f.account, r, start, end, f.customer)
+			want := w.reference(m, []string{f.customer}, start, end)
+			sc := f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", pr))
+
+			t.Logf("%s: reference %s over %d events", agg, want.value, want.count)
+			up := f.upcoming(sc.ID, "2024-01-31T23:00:00Z")
+			if len(up.LineItems) != 1 || up.LineItems[0].Quantity.Cmp(want.value) != 0 {
+				t.Fatalf("upcoming invoice lines %+v, want one of quantity %s", up.LineItems, want.value)
+			}
+			f.run("2024-02-01T02:00:00Z")
+			invs, lines := f.invoices(sc.ID)
+			if len(invs) != 1 || len(lines[0]) != 1 || lines[0][0].Quantity.Cmp(want.value) != 0 || lines[0][0].PriceID != pr {
+				t.Fatalf("invoices %d, lines %+v; want one line of quantity %s", len(invs), lines, want.value)
+			}
+			if want.value.Sign() > 0 && want.value.Cmp(invs[0].NetTotal) != 0 && billing.CurrencyUSD.Round(want.value, billing.RoundHalfUp).Cmp(invs[0].NetTotal) != 0 {
+				t.Errorf("net total %s for quantity %s at 1.00", invs[0].NetTotal, want.value)
+			}
+		})
+	}
+}
+
+// ingestGaugeEventsOver sends random events of alias over [start - 5 days,
+// end + 1 day) in hour steps (so many share a timestamp), some superseding
+// others, and returns the live ones.
+func ingestGaugeEventsOver(t *testing.T, svc *billing.Service, acct string, r *rand.Rand, start, end time.Time, alias string) []gaugeEvent {
+	t.Helper()
+	hours := int(end.Sub(start)/time.Hour) + 6*24
+	var all []gaugeEvent
+	var batch billing.UsageEventBatchParams
+	for i := range 150 {
+		s := fmt.Sprintf("%d.%012d", r.IntN(100), r.Int64N(1_000_000_000_000))
+		e := gaugeEvent{seq: i, alias: alias, evType: "gauge", at: start.Add(time.Duration(r.IntN(hours/4)*4-5*24) * time.Hour), value: &s, valueIsNumeric: true}
+		if r.IntN(3) == 0 {
+			e.customerEvent = fmt.Sprintf("k%d", r.IntN(40))
+		}
+		at := e.at
+		batch.Events = append(batch.Events, billing.UsageEventParams{CustomerAlias: alias, EventType: "gauge", CustomerEventID: e.customerEvent,
+			EventTimestamp: &at, EventProperties: billing.EventProperties{"v": billing.NumberProperty(billing.MustDecimal(s))}})
+		all = append(all, e)
+		if len(batch.Events) == 10 {
+			if _, err := svc.CreateUsageEventBatch(context.Background(), acct, batch); err != nil {
+				t.Fatal(err)
+			}
+			batch.Events = nil
+		}
+	}
+	return liveAfterSupersede(all)
+}
+
+// TestCorrectedLatestCorrectsTheInvoice: a LATEST value superseded after
+// its invoice was sent is late usage: the next run issues an adjustment
+// invoice for the difference, as for SUM.
+func TestCorrectedLatestCorrectsTheInvoice(t *testing.T) {
+	t.Parallel()
+	f := newSched(t, billingtest.WithBolt())
+	m := createMetric(t, f.svc, f.account, billing.UsageMetricParams{Name: "instances", MetricType: billing.MetricTypeSimple,
+		EventType: "instances", AggregationType: billing.AggregationLatest, AggregationProperty: "n"})
+	pr := f.price("Instances", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
+		billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("2.00"), UsageMetricID: m.ID})
+	send := func(id, at, n string) {
+		t.Helper()
+		tm := ts(at)
+		_, err := f.svc.CreateUsageEvent(f.ctx, f.account, billing.UsageEventParams{CustomerAlias: f.customer, EventType: "instances",
+			CustomerEventID: id, EventTimestamp: &tm, EventProperties: billing.EventProperties{"n": billing.NumberProperty(billing.MustDecimal(n))}})
+		f.must(err)
+	}
+	send("a", "2024-01-05T00:00:00Z", "10")
+	send("b", "2024-01-20T00:00:00Z", "7")
+	send("c", "2024-01-20T00:00:00Z", "3") // same second, created later: the latest
+	sc := f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", pr))
+	f.run("2024-02-01T02:00:00Z")
+	invs, _ := f.invoices(sc.ID)
+	if len(invs) != 1 || invs[0].NetTotal.String() != "6.00" {
+		t.Fatalf("January invoices %+v, want one of 6.00 (3 instances)", invs)
+	}
+	_, err := f.svc.SendInvoice(f.ctx, f.account, invs[0].ID)
+	f.must(err)
+	send("c", "2024-01-20T00:00:00Z", "5") // corrected: 5 instances
+	f.run("2024-02-03T00:00:00Z")
+	invs, lines := f.invoices(sc.ID)
+	if len(invs) != 2 || invs[1].NetTotal.String() != "4.00" || len(lines[1]) != 1 || !strings.Contains(lines[1][0].Description, "changed from 3 to 5") {
+		t.Fatalf("after the correction: %d invoices, lines %+v; want an adjustment of 4.00 for 3 → 5", len(invs), lines)
+	}
 }
