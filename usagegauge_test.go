@@ -544,3 +544,56 @@ func TestCorrectedLatestCorrectsTheInvoice(t *testing.T) {
 		t.Fatalf("after the correction: %d invoices, lines %+v; want an adjustment of 4.00 for 3 → 5", len(invs), lines)
 	}
 }
+
+// TestMeteringGuideExamples computes the worked examples of
+// docs/metering.md.
+func TestMeteringGuideExamples(t *testing.T) {
+	t.Parallel()
+	f := newSched(t)
+	f.clock.Set(ts("2024-07-02T00:00:00Z"))
+	c := must(f.svc.CreateCustomer(f.ctx, f.account, billing.CustomerParams{LegalName: "Guide", CustomerAliases: []string{"guide"}})).of(t, "CreateCustomer")
+	send := func(typ, at string, props billing.EventProperties) {
+		t.Helper()
+		tm := ts(at)
+		_, err := f.svc.CreateUsageEvent(f.ctx, f.account, billing.UsageEventParams{CustomerAlias: "guide", EventType: typ, EventTimestamp: &tm, EventProperties: props})
+		f.must(err)
+	}
+	num := func(s string) billing.PropertyValue { return billing.NumberProperty(billing.MustDecimal(s)) }
+	check := func(p billing.UsageMetricParams, rate, wantValue, wantCharge string) {
+		t.Helper()
+		m := createMetric(t, f.svc, f.account, p)
+		calc := must(f.svc.CalculateUsage(f.ctx, f.account, billing.CalculateUsageParams{UsageMetricID: m.ID, CustomerAliases: []string{c.ID},
+			PeriodStart: "2024-06-01", PeriodEnd: "2024-06-30"})).of(t, "CalculateUsage")
+		st := billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp(rate), UsageMetricID: m.ID}
+		charge := st.Charge(billing.ChargeInput{Quantity: calc.Value}, billing.CurrencyUSD, billing.RoundHalfUp)
+		if calc.Value.Canonical() != wantValue || charge.Total.String() != wantCharge {
+			t.Errorf("%s: value %s, charge %s; the guide says %s, %s", p.Name, calc.Value, charge.Total, wantValue, wantCharge)
+		}
+	}
+
+	send("storage", "2024-05-28T00:00:00Z", billing.EventProperties{"gb": num("100")})
+	send("storage", "2024-06-11T00:00:00Z", billing.EventProperties{"gb": num("250")})
+	send("storage", "2024-06-21T00:00:00Z", billing.EventProperties{"gb": num("40")})
+	check(billing.UsageMetricParams{Name: "Storage", MetricType: billing.MetricTypeSimple, EventType: "storage",
+		AggregationType: billing.AggregationTimeWeightedSum, AggregationProperty: "gb", TimeUnit: billing.TimeUnitHour}, "0.0002", "93600", "18.72")
+
+	for i := range 20 {
+		send("bandwidth", fmt.Sprintf("2024-06-10T00:%02d:00Z", i), billing.EventProperties{"mbps": num(fmt.Sprint((i + 1) * 10))})
+	}
+	check(billing.UsageMetricParams{Name: "Bandwidth p95", MetricType: billing.MetricTypeSimple, EventType: "bandwidth",
+		AggregationType: billing.AggregationPercentile, AggregationProperty: "mbps", Percentile: dp("95")}, "0.50", "190", "95.00")
+
+	for _, e := range [][2]string{{"eu", "3"}, {"eu", "8"}, {"eu", "5"}, {"us", "4"}} {
+		send("instances", "2024-06-05T00:00:00Z", billing.EventProperties{"region": billing.StringProperty(e[0]), "count": num(e[1])})
+	}
+	check(billing.UsageMetricParams{Name: "Peak instances", MetricType: billing.MetricTypeGrouped, EventType: "instances", GroupingProperty: "region",
+		AggregationType: billing.AggregationMax, AggregationProperty: "count"}, "12.00", "12", "144.00")
+
+	send("seats", "2024-06-03T00:00:00Z", billing.EventProperties{"seats": num("10")})
+	send("seats", "2024-06-18T09:00:00Z", billing.EventProperties{"seats": num("14")})
+	send("seats", "2024-06-18T09:00:00Z", billing.EventProperties{"seats": num("12")})
+	for agg, want := range map[billing.AggregationType]string{billing.AggregationLatest: "12", billing.AggregationMin: "10", billing.AggregationMax: "14"} {
+		check(billing.UsageMetricParams{Name: "Seats " + string(agg), MetricType: billing.MetricTypeSimple, EventType: "seats",
+			AggregationType: agg, AggregationProperty: "seats"}, "1.00", want, want+".00")
+	}
+}
