@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,6 +165,30 @@ func BenchmarkCalculateUsage(b *testing.B) {
 			})
 			if others == 0 {
 				b.Run("raw-scan", func(b *testing.B) { benchRawScan(b, store, n) })
+				benchGaugeCalculations(b, svc, acct, p, n)
+			}
+		})
+	}
+}
+
+// benchGaugeCalculations calculates the gauge aggregations over the events
+// of p's customer and period, as calculate-sum does SUM.
+func benchGaugeCalculations(b *testing.B, svc *billing.Service, acct string, p billing.CalculateUsageParams, n int) {
+	for _, agg := range []billing.AggregationType{billing.AggregationMax, billing.AggregationLatest,
+		billing.AggregationTimeWeightedSum, billing.AggregationPercentile} {
+		mp := billing.UsageMetricParams{Name: "gauge " + string(agg), MetricType: billing.MetricTypeSimple,
+			EventType: "api_calls0", AggregationType: agg, AggregationProperty: "amount"}
+		if agg == billing.AggregationPercentile {
+			pct := billing.MustDecimal("95")
+			mp.Percentile = &pct
+		}
+		p.UsageMetricID = createMetric(b, svc, acct, mp).ID
+		b.Run("calculate-"+strings.ToLower(string(agg)), func(b *testing.B) {
+			for b.Loop() {
+				c, err := svc.CalculateUsage(context.Background(), acct, p)
+				if err != nil || c.EventCount != int64(n) {
+					b.Fatalf("calculation: %+v, %v", c, err)
+				}
 			}
 		})
 	}

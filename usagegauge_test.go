@@ -182,60 +182,13 @@ func sortedStrings[V any](m map[string]V) []string {
 // live ones (after supersede) in creation order.
 func ingestGaugeEvents(t *testing.T, svc *billing.Service, acct string, r *rand.Rand, start time.Time, aliases []string) []gaugeEvent {
 	t.Helper()
-	pick := func(vals ...string) *string {
-		if i := r.IntN(len(vals) + 1); i < len(vals) {
-			return &vals[i]
-		}
-		return nil
-	}
 	var all []gaugeEvent
 	n := 60 + r.IntN(120)
 	for len(all) < n {
 		var batch billing.UsageEventBatchParams
 		for range 1 + r.IntN(15) {
-			e := gaugeEvent{
-				seq: len(all), alias: aliases[r.IntN(len(aliases))], evType: "gauge",
-				// ties: 45-minute steps from 6 hours before to 2 hours after the day
-				at:     start.Add(time.Duration(r.IntN(44))*45*time.Minute - 6*time.Hour),
-				region: pick("eu", "EU", "us", "US"), zone: pick("a", "A", "b"),
-			}
-			if r.IntN(12) == 0 {
-				e.evType = "other"
-			}
-			if r.IntN(2) == 0 {
-				e.customerEvent = fmt.Sprintf("k%d", r.IntN(30))
-			}
-			props := billing.EventProperties{}
-			switch k := r.IntN(20); {
-			case k < 15:
-				s := fmt.Sprintf("%d.%012d", r.IntN(1000), r.Int64N(1_000_000_000_000))
-				if r.IntN(8) == 0 {
-					s = "-" + s
-				}
-				if r.IntN(6) == 0 {
-					s = fmt.Sprint(r.IntN(50)) // some whole numbers, stored small
-				}
-				e.value, e.valueIsNumeric = &s, true
-				props["v"] = billing.NumberProperty(billing.MustDecimal(s))
-			case k < 17:
-				s := fmt.Sprintf("%d.5", r.IntN(100))
-				e.value, e.valueIsNumeric = &s, true
-				props["v"] = billing.StringProperty(s)
-			case k < 18:
-				s := "n/a"
-				e.value = &s
-				props["v"] = billing.StringProperty(s)
-			}
-			if e.region != nil {
-				props["region"] = billing.StringProperty(*e.region)
-			}
-			if e.zone != nil {
-				props["zone"] = billing.StringProperty(*e.zone)
-			}
-			at := e.at
-			batch.Events = append(batch.Events, billing.UsageEventParams{
-				CustomerAlias: e.alias, EventType: e.evType, CustomerEventID: e.customerEvent, EventTimestamp: &at, EventProperties: props,
-			})
+			e, p := randomGaugeEvent(r, len(all), start, aliases)
+			batch.Events = append(batch.Events, p)
 			all = append(all, e)
 		}
 		if _, err := svc.CreateUsageEventBatch(context.Background(), acct, batch); err != nil {
@@ -243,6 +196,62 @@ func ingestGaugeEvents(t *testing.T, svc *billing.Service, acct string, r *rand.
 		}
 	}
 	return liveAfterSupersede(all)
+}
+
+// randomGaugeEvent returns a random event, number seq, of one of aliases:
+// timestamps in 45-minute steps from 6 hours before start to 26 hours
+// after it (many ties), a value with 12 decimal places (or negative, a
+// whole number, a decimal string, not a number, or missing), optional
+// region and zone, and a customerEventId of a small pool half the time.
+func randomGaugeEvent(r *rand.Rand, seq int, start time.Time, aliases []string) (gaugeEvent, billing.UsageEventParams) {
+	pick := func(vals ...string) *string {
+		if i := r.IntN(len(vals) + 1); i < len(vals) {
+			return &vals[i]
+		}
+		return nil
+	}
+	e := gaugeEvent{
+		seq: seq, alias: aliases[r.IntN(len(aliases))], evType: "gauge",
+		at:     start.Add(time.Duration(r.IntN(44))*45*time.Minute - 6*time.Hour),
+		region: pick("eu", "EU", "us", "US"), zone: pick("a", "A", "b"),
+	}
+	if r.IntN(12) == 0 {
+		e.evType = "other"
+	}
+	if r.IntN(2) == 0 {
+		e.customerEvent = fmt.Sprintf("k%d", r.IntN(30))
+	}
+	props := billing.EventProperties{}
+	switch k := r.IntN(20); {
+	case k < 15:
+		s := fmt.Sprintf("%d.%012d", r.IntN(1000), r.Int64N(1_000_000_000_000))
+		if r.IntN(8) == 0 {
+			s = "-" + s
+		}
+		if r.IntN(6) == 0 {
+			s = fmt.Sprint(r.IntN(50)) // some whole numbers, stored small
+		}
+		e.value, e.valueIsNumeric = &s, true
+		props["v"] = billing.NumberProperty(billing.MustDecimal(s))
+	case k < 17:
+		s := fmt.Sprintf("%d.5", r.IntN(100))
+		e.value, e.valueIsNumeric = &s, true
+		props["v"] = billing.StringProperty(s)
+	case k < 18:
+		s := "n/a"
+		e.value = &s
+		props["v"] = billing.StringProperty(s)
+	}
+	if e.region != nil {
+		props["region"] = billing.StringProperty(*e.region)
+	}
+	if e.zone != nil {
+		props["zone"] = billing.StringProperty(*e.zone)
+	}
+	at := e.at
+	return e, billing.UsageEventParams{
+		CustomerAlias: e.alias, EventType: e.evType, CustomerEventID: e.customerEvent, EventTimestamp: &at, EventProperties: props,
+	}
 }
 
 // liveAfterSupersede returns the events of all (in creation order) that
