@@ -606,3 +606,37 @@ func TestMeteringGuideExamples(t *testing.T) {
 			AggregationType: agg, AggregationProperty: "seats"}, "1.00", want, want+".00")
 	}
 }
+
+// TestTimeWeightedSumInTheCustomersTimeZone: a period given as dates runs
+// from midnight to midnight in the customer's zone (UTC+14 here), for the
+// value carried over from before it and for the time each value is held,
+// on a calculation and on the invoice line alike.
+func TestTimeWeightedSumInTheCustomersTimeZone(t *testing.T) {
+	t.Parallel()
+	f := newSched(t)
+	f.clock.Set(ts("2024-07-02T00:00:00Z"))
+	customer := f.zonedCustomer("Pacific/Kiritimati")
+	m := createMetric(t, f.svc, f.account, billing.UsageMetricParams{Name: "Storage", MetricType: billing.MetricTypeSimple, EventType: "storage",
+		AggregationType: billing.AggregationTimeWeightedSum, AggregationProperty: "gb"})
+	for at, gb := range map[string]string{"2024-05-31T09:00:00Z": "10", "2024-06-15T10:00:00Z": "20"} {
+		tm := ts(at)
+		_, err := f.svc.CreateUsageEvent(f.ctx, f.account, billing.UsageEventParams{CustomerAlias: customer, EventType: "storage",
+			EventTimestamp: &tm, EventProperties: billing.EventProperties{"gb": billing.NumberProperty(billing.MustDecimal(gb))}})
+		f.must(err)
+	}
+	// June in Kiritimati is 2024-05-31T10:00Z to 2024-06-30T10:00Z: 10 GB
+	// (carried over from 09:00Z) for 360 hours, then 20 GB for 360 hours.
+	calc := must(f.svc.CalculateUsage(f.ctx, f.account, billing.CalculateUsageParams{UsageMetricID: m.ID, CustomerAliases: []string{customer},
+		PeriodStart: "2024-06-01", PeriodEnd: "2024-06-30"})).of(t, "CalculateUsage")
+	if calc.Value.Canonical() != "10800" || calc.EventCount != 1 {
+		t.Errorf("June in the customer's zone: %s GB-hours over %d events, want 10800 over 1", calc.Value, calc.EventCount)
+	}
+	pr := f.price("Storage", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
+		billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: dp("0.01"), UsageMetricID: m.ID})
+	sc := f.schedule(customer, "2024-06-01", nil, phase("2024-06-01", pr))
+	f.run("2024-07-01T00:00:00Z")
+	invs, lines := f.invoices(sc.ID)
+	if len(invs) != 1 || len(lines[0]) != 1 || lines[0][0].Quantity.Canonical() != "10800" || invs[0].NetTotal.String() != "108.00" {
+		t.Fatalf("June invoice: %+v", lines)
+	}
+}
