@@ -212,6 +212,9 @@ type Price struct {
 	// Status is ACTIVE (the default) or DRAFT; a DRAFT price cannot be on a
 	// schedule that is activated.
 	Status PriceStatus `json:"status"`
+	// Features are the features the price grants to the customers billed
+	// for it (docs/entitlements.md); omitted when none.
+	Features []Feature `json:"features,omitempty"`
 }
 
 // CreatePriceParams are the fields of a new price. Status defaults to
@@ -242,6 +245,9 @@ type CreatePriceParams struct {
 	IntegrationIDs []IntegrationID `json:"integrationIds"`
 	// Status is ACTIVE (the default when empty) or DRAFT.
 	Status PriceStatus `json:"status"`
+	// Features the price grants: boolean, or metered with a limit per
+	// billing period (docs/entitlements.md).
+	Features []Feature `json:"features"`
 }
 
 // UpdatePriceParams are the fields of a price that can change.
@@ -288,6 +294,7 @@ func checkPriceStatus(v *validator, st PriceStatus, required bool) {
 // validatePrice checks the fields of p that need no store.
 func (s *Service) validatePrice(p *CreatePriceParams) error {
 	var v validator
+	validateFeatures(&v, p.Features)
 	checkKey(&v, "productId", p.ProductID, true)
 	s.checkString(&v, "name", p.Name, true)
 	if !p.Currency.Valid() {
@@ -360,6 +367,9 @@ func (s *Service) checkPriceReferences(ctx context.Context, tx Tx, account strin
 			checkCustomParameters(&v, m, p.CustomMetricParameters)
 		}
 	}
+	if err := checkFeatureMetrics(ctx, tx, &v, account, p.Features); err != nil {
+		return err
+	}
 	return v.err()
 }
 
@@ -400,6 +410,7 @@ func (s *Service) CreatePrice(ctx context.Context, account string, p CreatePrice
 		IntegrationIDs:         append([]IntegrationID{}, p.IntegrationIDs...),
 		CustomMetricParameters: append([]CustomMetricParameter{}, p.CustomMetricParameters...),
 		ListPriceID:            p.ListPriceID, Status: p.Status,
+		Features: slices.Clone(p.Features),
 	}
 	if pr.Status == "" {
 		pr.Status = PriceStatusActive

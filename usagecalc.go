@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -270,6 +271,7 @@ type usageSource struct {
 type usageSeries struct {
 	no         []byte
 	alias      string
+	owner      string // the customer the alias stands for (or the alias)
 	start, end time.Time
 }
 
@@ -288,7 +290,7 @@ func (s *Service) seriesOf(src *usageSource, owners map[string]string, period Us
 		if err != nil {
 			return nil, err
 		}
-		sr := usageSeries{no: no, alias: a, start: period.Start, end: period.End}
+		sr := usageSeries{no: no, alias: a, owner: owners[a], start: period.Start, end: period.End}
 		if !period.first.IsZero() {
 			cal, ok := cals[owners[a]]
 			if !ok {
@@ -336,7 +338,59 @@ func (src *usageSource) each(c *usageCalc) error {
 				}
 				return nil
 			}
+			c.key, c.series = k, &s
 			c.add(eventcodec.View(v))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if c.m.AggregationType == AggregationTimeWeightedSum {
+		return src.carryOver(c)
+	}
+	return nil
+}
+
+// carryOver gives each customer (and group) of a TIME_WEIGHTED_SUM its
+// value at the period's start: that of its latest counted event with a
+// valid value before the start. It reads each series backwards from the
+// period's start: up to that event for a SIMPLE metric, and over all the
+// earlier events for a GROUPED one (any group may have one).
+func (src *usageSource) carryOver(c *usageCalc) error {
+	for i := range src.series {
+		s := &src.series[i]
+		seen := map[string]bool{}
+		r := Range{Prefix: s.no, End: src.rangeOf(*s).Start, Reverse: true}
+		err := src.tx.Scan(src.ctx, tableUsageEvents, r, func(k, v []byte) error {
+			ev := eventcodec.View(v)
+			if !c.passes(ev) {
+				return nil
+			}
+			p, ok := ev.Find(c.m.AggregationProperty)
+			if !ok {
+				return nil
+			}
+			d, ok := propertyDecimal(p)
+			if !ok {
+				return nil
+			}
+			a := &c.total
+			if c.m.MetricType == MetricTypeGrouped {
+				label := c.groupOf(ev)
+				if seen[label] {
+					return nil
+				}
+				seen[label] = true
+				a = c.group(label)
+			}
+			l := a.line(s)
+			if l.carry == nil || string(k[4:]) > string(l.carry.tie) {
+				l.carry = &twPoint{at: s.start.Unix(), tie: slices.Clone(k[4:]), v: d}
+			}
+			if c.m.MetricType != MetricTypeGrouped {
+				return ErrStopScan
+			}
 			return nil
 		})
 		if err != nil {
@@ -451,6 +505,10 @@ type usageCalc struct {
 	text   []byte // scratch: a rendered value
 	folded []byte // scratch: a folded value
 	hash   hash.Hash
+	// key and series are those of the event being added (valid during
+	// add only), for LATEST and TIME_WEIGHTED_SUM.
+	key    []byte
+	series *usageSeries
 }
 
 // usageAgg is the aggregate of all counted events or of one group.
@@ -459,6 +517,68 @@ type usageAgg struct {
 	sum            decimalSum
 	uniq           map[[16]byte]struct{}
 	custom         Decimal
+	gauge          *gaugeAgg
+}
+
+// gaugeAgg is the state of the aggregations over the values of the events
+// (MAX, MIN, LATEST, TIME_WEIGHTED_SUM, PERCENTILE).
+type gaugeAgg struct {
+	has     bool
+	best    Decimal // MAX, MIN, LATEST: the value so far
+	bestKey []byte  // LATEST: timestamp and id of best's event
+	values  []Decimal
+	lines   map[string]*twLine // TIME_WEIGHTED_SUM: by customer
+}
+
+// twLine is the values one customer's gauge took in the period, for
+// TIME_WEIGHTED_SUM.
+type twLine struct {
+	start, end int64 // the period in Unix seconds
+	points     []twPoint
+	carry      *twPoint // the value at the start, from before the period
+}
+
+// twPoint is a value set at Unix second at; tie (the event's timestamp
+// and id) orders points of one second by creation.
+type twPoint struct {
+	at  int64
+	tie []byte
+	v   Decimal
+}
+
+// line returns a's line of the customer of series s.
+func (a *usageAgg) line(s *usageSeries) *twLine {
+	if a.gauge == nil {
+		a.gauge = &gaugeAgg{}
+	}
+	if a.gauge.lines == nil {
+		a.gauge.lines = map[string]*twLine{}
+	}
+	l := a.gauge.lines[s.owner]
+	if l == nil {
+		l = &twLine{start: s.start.Unix(), end: s.end.Unix()}
+		a.gauge.lines[s.owner] = l
+	}
+	return l
+}
+
+// propertyDecimal returns p's value when it is a number (a JSON number, or
+// a string in the decimal grammar).
+func propertyDecimal(p eventcodec.Raw) (Decimal, bool) {
+	var d Decimal
+	var err error
+	switch p.Tag {
+	case eventcodec.TagSmall:
+		c, e := eventcodec.SmallNumber(p.Payload)
+		d.d.SetFinite(c, int32(e))
+	case eventcodec.TagBig:
+		d, err = ParseDecimalNumber(string(p.Payload))
+	case eventcodec.TagString:
+		d, err = ParseDecimal(string(p.Payload))
+	default:
+		return d, false
+	}
+	return d, err == nil
 }
 
 func newUsageCalc(m *UsageMetric) *usageCalc {
@@ -526,14 +646,18 @@ func (c *usageCalc) add(ev eventcodec.View) {
 	}
 	c.addTo(&c.total, ev)
 	if c.m.MetricType == MetricTypeGrouped {
-		label := c.groupOf(ev)
-		g := c.groups[label]
-		if g == nil {
-			g = &usageAgg{}
-			c.groups[label] = g
-		}
-		c.addTo(g, ev)
+		c.addTo(c.group(c.groupOf(ev)), ev)
 	}
+}
+
+// group returns the aggregate of group label, made on first use.
+func (c *usageCalc) group(label string) *usageAgg {
+	g := c.groups[label]
+	if g == nil {
+		g = &usageAgg{}
+		c.groups[label] = g
+	}
+	return g
 }
 
 func (c *usageCalc) addTo(a *usageAgg, ev eventcodec.View) {
@@ -558,12 +682,72 @@ func (c *usageCalc) addTo(a *usageAgg, ev eventcodec.View) {
 			a.uniq = map[[16]byte]struct{}{}
 		}
 		a.uniq[k] = struct{}{}
+	case AggregationMax, AggregationMin, AggregationLatest, AggregationTimeWeightedSum, AggregationPercentile:
+		p, ok := ev.Find(c.m.AggregationProperty)
+		var d Decimal
+		if ok {
+			d, ok = propertyDecimal(p)
+		}
+		if !ok {
+			a.invalid++
+			return
+		}
+		// A GROUPED metric's total is the sum of its groups' values
+		// (fill): the total keeps counts only.
+		if a != &c.total || c.m.MetricType != MetricTypeGrouped {
+			c.addGauge(a, d)
+		}
 	}
 }
 
-// value returns the aggregate's value for the metric's aggregation.
-func (a *usageAgg) value(t AggregationType) Decimal {
-	switch t {
+// addGauge adds value d of the event being added (c.key, c.series) to a.
+func (c *usageCalc) addGauge(a *usageAgg, d Decimal) {
+	if a.gauge == nil {
+		a.gauge = &gaugeAgg{}
+	}
+	g := a.gauge
+	switch c.m.AggregationType {
+	case AggregationMax:
+		if !g.has || d.Cmp(g.best) > 0 {
+			g.best = d
+		}
+	case AggregationMin:
+		if !g.has || d.Cmp(g.best) < 0 {
+			g.best = d
+		}
+	case AggregationLatest:
+		// Keys order events by timestamp, then id (creation); across the
+		// series of several aliases, their suffixes compare the same way.
+		if !g.has || string(c.key[4:]) > string(g.bestKey) {
+			g.best, g.bestKey = d, append(g.bestKey[:0], c.key[4:]...)
+		}
+	case AggregationPercentile:
+		g.values = append(g.values, d)
+	case AggregationTimeWeightedSum:
+		l := a.line(c.series)
+		l.points = append(l.points, twPoint{at: eventcodec.ReadTime(c.key[4:12]).Unix(), tie: slices.Clone(c.key[4:]), v: d})
+	}
+	g.has = true
+}
+
+// value returns the aggregate's value for metric m's aggregation.
+func (a *usageAgg) value(m *UsageMetric) Decimal {
+	switch m.AggregationType {
+	case AggregationMax, AggregationMin, AggregationLatest:
+		if a.gauge == nil {
+			return DecimalFromInt(0)
+		}
+		return a.gauge.best
+	case AggregationPercentile:
+		if a.gauge == nil || len(a.gauge.values) == 0 {
+			return DecimalFromInt(0)
+		}
+		return nearestRank(a.gauge.values, *m.Percentile)
+	case AggregationTimeWeightedSum:
+		if a.gauge == nil {
+			return DecimalFromInt(0)
+		}
+		return timeWeightedSum(a.gauge.lines, m.TimeUnit)
 	case AggregationSum:
 		return a.sum.total()
 	case AggregationUnique:
@@ -574,17 +758,73 @@ func (a *usageAgg) value(t AggregationType) Decimal {
 	return DecimalFromInt(a.count)
 }
 
+// nearestRank returns the pct percentile of values by the nearest-rank
+// method: in ascending order, the value at rank ceil(pct / 100 × n)
+// (1-based), for 0 < pct < 100 and n > 0. It sorts values.
+func nearestRank(values []Decimal, pct Decimal) Decimal {
+	slices.SortStableFunc(values, Decimal.Cmp)
+	n := int64(len(values))
+	rank, err := pct.Mul(DecimalFromInt(n)).ceilQuo(DecimalFromInt(100))
+	r, ok := rank.Int64()
+	if err != nil || !ok {
+		r = n // unreachable: pct is validated to lie in (0, 100)
+	}
+	return values[min(max(r, 1), n)-1]
+}
+
+// timeWeightedSum returns the sum over the lines of each value times the
+// seconds it was held, divided by the seconds of unit: exact when the
+// quotient is, else to 34 significant digits. A line's value holds from
+// its point's second until the next point's (points of one second in
+// creation order, so the last created holds) or the period's end; the
+// carried-over value holds from the start until the first point.
+func timeWeightedSum(lines map[string]*twLine, unit TimeUnit) Decimal {
+	total := DecimalFromInt(0)
+	for _, owner := range sortedKeys(lines) {
+		l := lines[owner]
+		pts := l.points
+		slices.SortStableFunc(pts, func(a, b twPoint) int { return bytes.Compare(a.tie, b.tie) })
+		if l.carry != nil {
+			pts = append([]twPoint{*l.carry}, pts...)
+		}
+		for i, p := range pts {
+			until := l.end
+			if i+1 < len(pts) {
+				until = pts[i+1].at
+			}
+			if d := until - p.at; d > 0 {
+				total = total.Add(p.v.Mul(DecimalFromInt(d)))
+			}
+		}
+	}
+	q, err := total.Quo(DecimalFromInt(unit.seconds()))
+	if err != nil {
+		return total // unreachable: a unit is never zero seconds
+	}
+	return q
+}
+
 // fill writes the results into out.
 func (c *usageCalc) fill(out *UsageCalculation) {
 	out.EventCount, out.InvalidEventCount = c.total.count, c.total.invalid
-	out.Value = c.total.value(c.m.AggregationType)
+	out.Value = c.total.value(c.m)
 	if c.m.MetricType != MetricTypeGrouped {
 		return
+	}
+	// COUNT and SUM totals equal the sum of their groups already; the
+	// gauges' total is the sum of their groups' values.
+	sumGroups := c.m.AggregationType.needsProperty() && c.m.AggregationType != AggregationUnique && c.m.AggregationType != AggregationSum
+	if sumGroups {
+		out.Value = DecimalFromInt(0)
 	}
 	out.Groups = make([]UsageGroup, 0, len(c.groups))
 	for _, label := range sortedKeys(c.groups) {
 		g := c.groups[label]
-		out.Groups = append(out.Groups, UsageGroup{Group: label, EventCount: g.count, Value: g.value(c.m.AggregationType)})
+		v := g.value(c.m)
+		out.Groups = append(out.Groups, UsageGroup{Group: label, EventCount: g.count, Value: v})
+		if sumGroups {
+			out.Value = out.Value.Add(v)
+		}
 	}
 }
 

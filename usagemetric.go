@@ -28,7 +28,81 @@ const (
 	AggregationUnique AggregationType = "UNIQUE"
 	AggregationSum    AggregationType = "SUM"
 	AggregationCustom AggregationType = "CUSTOM"
+	// AggregationMax is the largest value of aggregationProperty among the
+	// counted events (a gauge's peak: peak instances).
+	AggregationMax AggregationType = "MAX"
+	// AggregationMin is the smallest value of aggregationProperty among the
+	// counted events.
+	AggregationMin AggregationType = "MIN"
+	// AggregationLatest is the value of aggregationProperty of the counted
+	// event with the latest eventTimestamp in the period; of events with
+	// the same timestamp, the one created last.
+	AggregationLatest AggregationType = "LATEST"
+	// AggregationTimeWeightedSum is the sum, over the period, of each value
+	// of aggregationProperty times the time it was held: from its event's
+	// timestamp until the next event of the same customer (and group), or
+	// the period's end; the customer's last value before the period counts
+	// from the period's start. In value × TimeUnit (HOUR unless the metric
+	// says otherwise): GB-hours.
+	AggregationTimeWeightedSum AggregationType = "TIME_WEIGHTED_SUM"
+	// AggregationPercentile is the exact nearest-rank percentile
+	// (UsageMetric.Percentile) of the values of aggregationProperty of the
+	// counted events: of the n values in ascending order, the one at rank
+	// ceil(percentile / 100 × n).
+	AggregationPercentile AggregationType = "PERCENTILE"
 )
+
+// aggregationTypes are the aggregation types, in the order messages list
+// them.
+var aggregationTypes = []AggregationType{
+	AggregationCount, AggregationUnique, AggregationSum, AggregationCustom,
+	AggregationMax, AggregationMin, AggregationLatest, AggregationTimeWeightedSum, AggregationPercentile,
+}
+
+// aggregationTypeList is aggregationTypes for messages: "COUNT, UNIQUE, ...".
+func aggregationTypeList() string {
+	names := make([]string, len(aggregationTypes))
+	for i, a := range aggregationTypes {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
+}
+
+// needsProperty reports whether aggregation a aggregates the values of
+// aggregationProperty (which is then required).
+func (a AggregationType) needsProperty() bool {
+	switch a {
+	case AggregationSum, AggregationUnique, AggregationMax, AggregationMin, AggregationLatest,
+		AggregationTimeWeightedSum, AggregationPercentile:
+		return true
+	}
+	return false
+}
+
+// TimeUnit is the unit of time of a TIME_WEIGHTED_SUM metric: its value is
+// in value × TimeUnit.
+type TimeUnit string
+
+// The time units.
+const (
+	TimeUnitSecond TimeUnit = "SECOND"
+	TimeUnitMinute TimeUnit = "MINUTE"
+	TimeUnitHour   TimeUnit = "HOUR"
+	TimeUnitDay    TimeUnit = "DAY"
+)
+
+// seconds returns the length of the unit in seconds (HOUR when empty).
+func (u TimeUnit) seconds() int64 {
+	switch u {
+	case TimeUnitSecond:
+		return 1
+	case TimeUnitMinute:
+		return 60
+	case TimeUnitDay:
+		return 86400
+	}
+	return 3600
+}
 
 // ParameterType is the type of a usage metric parameter's values.
 type ParameterType string
@@ -57,8 +131,8 @@ type UsageMetric struct {
 	// AggregationType is how the selected events become one number (COUNT, SUM,
 	// MAX, UNIQUE, ...).
 	AggregationType AggregationType `json:"aggregationType"`
-	// AggregationProperty is the event property summed or counted distinct (SUM,
-	// UNIQUE); empty for COUNT.
+	// AggregationProperty is the event property aggregated (summed, counted
+	// distinct, its maximum, ...); empty for COUNT.
 	AggregationProperty string `json:"aggregationProperty,omitempty"`
 	// GroupingProperty is the event property a GROUPED metric groups by; empty for
 	// the other types.
@@ -80,6 +154,12 @@ type UsageMetric struct {
 	// Parameters are the named inputs of a CUSTOM metric's function; always
 	// present.
 	Parameters []UsageMetricParameter `json:"parameters"`
+	// Percentile is the percentile of a PERCENTILE metric, above 0 and
+	// below 100 (95 for p95); nil for the other aggregations.
+	Percentile *Decimal `json:"percentile,omitempty"`
+	// TimeUnit is the unit of time of a TIME_WEIGHTED_SUM metric (HOUR:
+	// the value is in value × hours); empty for the other aggregations.
+	TimeUnit TimeUnit `json:"timeUnit,omitempty"`
 }
 
 // UsageMetricParameter is a named parameter of a usage metric, passed to a
@@ -109,8 +189,8 @@ type UsageMetricParams struct {
 	EventType string `json:"eventType"`
 	// AggregationType is required.
 	AggregationType AggregationType `json:"aggregationType"`
-	// AggregationProperty is required for SUM and UNIQUE and refused for COUNT; a
-	// CUSTOM metric may name one.
+	// AggregationProperty is required for every aggregation but COUNT (which
+	// refuses it) and CUSTOM (which may name one).
 	AggregationProperty string `json:"aggregationProperty"`
 	// GroupingProperty is required for GROUPED metrics.
 	GroupingProperty string `json:"groupingProperty"`
@@ -124,6 +204,12 @@ type UsageMetricParams struct {
 	PropertiesToNegate []string `json:"propertiesToNegate"`
 	// Parameters of a CUSTOM metric.
 	Parameters []UsageMetricParameterParam `json:"parameters"`
+	// Percentile is required for PERCENTILE metrics (above 0, below 100)
+	// and refused for the others.
+	Percentile *Decimal `json:"percentile"`
+	// TimeUnit is the unit of a TIME_WEIGHTED_SUM metric's value (SECOND,
+	// MINUTE, HOUR or DAY; HOUR when empty); refused for the others.
+	TimeUnit TimeUnit `json:"timeUnit"`
 }
 
 // CreateUsageMetricParams are the fields of a new usage metric. DeletedAt
@@ -178,17 +264,42 @@ func (s *Service) validateUsageMetric(p *UsageMetricParams) error {
 	switch p.AggregationType {
 	case "":
 		v.add("aggregationType", "aggregationType is required")
-	case AggregationSum, AggregationUnique:
-		v.check(p.AggregationProperty != "", "aggregationProperty", "aggregationProperty is required for %s metrics", p.AggregationType)
 	case AggregationCount:
 		v.check(p.AggregationProperty == "", "aggregationProperty", "aggregationProperty is not allowed for COUNT metrics")
 	case AggregationCustom:
 	default:
-		v.add("aggregationType", "aggregationType must be COUNT, UNIQUE, SUM or CUSTOM")
+		if !slices.Contains(aggregationTypes, p.AggregationType) {
+			v.add("aggregationType", "aggregationType must be one of %s", aggregationTypeList())
+		} else if p.AggregationType.needsProperty() {
+			v.check(p.AggregationProperty != "", "aggregationProperty", "aggregationProperty is required for %s metrics", p.AggregationType)
+		}
 	}
+	validateGaugeSettings(&v, p)
 	s.validatePropertyFilters(&v, p)
 	s.validateParameters(&v, p.Parameters)
 	return v.err()
+}
+
+// validateGaugeSettings checks percentile (PERCENTILE only, above 0 and
+// below 100) and timeUnit (TIME_WEIGHTED_SUM only).
+func validateGaugeSettings(v *validator, p *UsageMetricParams) {
+	if p.AggregationType == AggregationPercentile {
+		switch {
+		case p.Percentile == nil:
+			v.add("percentile", "percentile is required for PERCENTILE metrics")
+		case p.Percentile.Sign() <= 0 || p.Percentile.Cmp(DecimalFromInt(100)) >= 0:
+			v.add("percentile", "percentile must be greater than 0 and less than 100")
+		}
+	} else if p.Percentile != nil {
+		v.add("percentile", "percentile is only allowed on PERCENTILE metrics")
+	}
+	switch p.TimeUnit {
+	case "":
+	case TimeUnitSecond, TimeUnitMinute, TimeUnitHour, TimeUnitDay:
+		v.check(p.AggregationType == AggregationTimeWeightedSum, "timeUnit", "timeUnit is only allowed on TIME_WEIGHTED_SUM metrics")
+	default:
+		v.add("timeUnit", "timeUnit must be SECOND, MINUTE, HOUR or DAY")
+	}
 }
 
 func (s *Service) validatePropertyFilters(v *validator, p *UsageMetricParams) {
@@ -294,6 +405,14 @@ func (s *Service) applyUsageMetric(m *UsageMetric, p *UsageMetricParams) {
 	m.MetricType, m.EventType, m.AggregationType = p.MetricType, p.EventType, p.AggregationType
 	m.AggregationProperty, m.GroupingProperty = p.AggregationProperty, p.GroupingProperty
 	m.CaseSensitive = p.CaseSensitive
+	m.Percentile, m.TimeUnit = nil, p.TimeUnit
+	if p.Percentile != nil {
+		pct := *p.Percentile
+		m.Percentile = &pct
+	}
+	if m.AggregationType == AggregationTimeWeightedSum && m.TimeUnit == "" {
+		m.TimeUnit = TimeUnitHour
+	}
 	m.PropertyFilters = map[string][]string{}
 	for k, vals := range p.PropertyFilters {
 		m.PropertyFilters[k] = slices.Clone(vals)
@@ -371,7 +490,8 @@ func (s *Service) UpdateUsageMetric(ctx context.Context, account, id string, p U
 func sameDefinition(a, b *UsageMetric) bool {
 	if a.MetricType != b.MetricType || a.EventType != b.EventType || a.AggregationType != b.AggregationType ||
 		a.AggregationProperty != b.AggregationProperty || a.GroupingProperty != b.GroupingProperty ||
-		a.CaseSensitive != b.CaseSensitive || a.Name != b.Name ||
+		a.CaseSensitive != b.CaseSensitive || a.Name != b.Name || a.TimeUnit != b.TimeUnit ||
+		(a.Percentile == nil) != (b.Percentile == nil) || a.Percentile != nil && a.Percentile.Cmp(*b.Percentile) != 0 ||
 		!slices.Equal(a.PropertiesToNegate, b.PropertiesToNegate) || len(a.PropertyFilters) != len(b.PropertyFilters) ||
 		len(a.Parameters) != len(b.Parameters) {
 		return false
@@ -442,10 +562,8 @@ func ListUsageMetricsRendered[R any](ctx context.Context, s *Service, account st
 func (s *Service) usageMetricsQuery(account string, f UsageMetricFilter) (listQuery[UsageMetric], func(*UsageMetric) bool, error) {
 	var v validator
 	for i, a := range f.AggregationTypes {
-		switch a {
-		case AggregationCount, AggregationUnique, AggregationSum, AggregationCustom:
-		default:
-			v.add("aggregationType", "aggregationType value %d must be COUNT, UNIQUE, SUM or CUSTOM", i+1)
+		if !slices.Contains(aggregationTypes, a) {
+			v.add("aggregationType", "aggregationType value %d must be one of %s", i+1, aggregationTypeList())
 		}
 	}
 	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
@@ -494,5 +612,9 @@ func (m UsageMetric) clone() UsageMetric {
 	}
 	m.PropertiesToNegate = slices.Clone(m.PropertiesToNegate)
 	m.Parameters = slices.Clone(m.Parameters)
+	if m.Percentile != nil {
+		p := *m.Percentile
+		m.Percentile = &p
+	}
 	return m
 }

@@ -49,6 +49,24 @@ func TestCreateUsageMetricValidation(t *testing.T) {
 				{Name: "n", Type: "BIG"},
 			}
 		}, []string{"parameters[0].defaultValue", "parameters[1].defaultValue", "parameters[2].defaultValue", "parameters[3].name", "parameters[3].type"}},
+		{"ErrMaxWithoutProperty", func(p *billing.UsageMetricParams) {
+			p.AggregationType, p.AggregationProperty = billing.AggregationMax, ""
+		}, []string{"aggregationProperty"}},
+		{"ErrPercentileMissing", func(p *billing.UsageMetricParams) { p.AggregationType = billing.AggregationPercentile }, []string{"percentile"}},
+		{"ErrPercentileZero", func(p *billing.UsageMetricParams) {
+			p.AggregationType, p.Percentile = billing.AggregationPercentile, dp("0")
+		}, []string{"percentile"}},
+		{"ErrPercentileHundred", func(p *billing.UsageMetricParams) {
+			p.AggregationType, p.Percentile = billing.AggregationPercentile, dp("100")
+		}, []string{"percentile"}},
+		{"ErrPercentileNegative", func(p *billing.UsageMetricParams) {
+			p.AggregationType, p.Percentile = billing.AggregationPercentile, dp("-5")
+		}, []string{"percentile"}},
+		{"ErrPercentileOnSum", func(p *billing.UsageMetricParams) { p.Percentile = dp("95") }, []string{"percentile"}},
+		{"ErrTimeUnitOnSum", func(p *billing.UsageMetricParams) { p.TimeUnit = billing.TimeUnitHour }, []string{"timeUnit"}},
+		{"ErrUnknownTimeUnit", func(p *billing.UsageMetricParams) {
+			p.AggregationType, p.TimeUnit = billing.AggregationTimeWeightedSum, "WEEK"
+		}, []string{"timeUnit"}},
 		{"ErrLongName", func(p *billing.UsageMetricParams) { p.Name = strings.Repeat("n", 1001) }, []string{"name"}},
 		{"ErrControlCharacters", func(p *billing.UsageMetricParams) { p.Name = "a\x00b" }, []string{"name"}},
 		{"ErrLongEventType", func(p *billing.UsageMetricParams) { p.EventType = strings.Repeat("e", 256) }, []string{"eventType"}},

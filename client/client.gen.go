@@ -36,10 +36,15 @@ func (e APIVersion) Valid() bool {
 
 // Defines values for AggregationType.
 const (
-	COUNT  AggregationType = "COUNT"
-	CUSTOM AggregationType = "CUSTOM"
-	SUM    AggregationType = "SUM"
-	UNIQUE AggregationType = "UNIQUE"
+	COUNT           AggregationType = "COUNT"
+	CUSTOM          AggregationType = "CUSTOM"
+	LATEST          AggregationType = "LATEST"
+	MAX             AggregationType = "MAX"
+	MIN             AggregationType = "MIN"
+	PERCENTILE      AggregationType = "PERCENTILE"
+	SUM             AggregationType = "SUM"
+	TIMEWEIGHTEDSUM AggregationType = "TIME_WEIGHTED_SUM"
+	UNIQUE          AggregationType = "UNIQUE"
 )
 
 // Valid indicates whether the value is a known member of the AggregationType enum.
@@ -49,7 +54,17 @@ func (e AggregationType) Valid() bool {
 		return true
 	case CUSTOM:
 		return true
+	case LATEST:
+		return true
+	case MAX:
+		return true
+	case MIN:
+		return true
+	case PERCENTILE:
+		return true
 	case SUM:
+		return true
+	case TIMEWEIGHTEDSUM:
 		return true
 	case UNIQUE:
 		return true
@@ -946,6 +961,30 @@ func (e TaxStatus) Valid() bool {
 	}
 }
 
+// Defines values for TimeUnit.
+const (
+	DAY    TimeUnit = "DAY"
+	HOUR   TimeUnit = "HOUR"
+	MINUTE TimeUnit = "MINUTE"
+	SECOND TimeUnit = "SECOND"
+)
+
+// Valid indicates whether the value is a known member of the TimeUnit enum.
+func (e TimeUnit) Valid() bool {
+	switch e {
+	case DAY:
+		return true
+	case HOUR:
+		return true
+	case MINUTE:
+		return true
+	case SECOND:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UsageCalculationMode.
 const (
 	BILLINGPERIOD UsageCalculationMode = "BILLING_PERIOD"
@@ -1708,6 +1747,7 @@ type CreatePriceRequest struct {
 	BillingType            *BillingType                  `json:"billingType"`
 	Currency               Currency                      `json:"currency"`
 	CustomMetricParameters *[]CustomMetricParameterInput `json:"customMetricParameters,omitempty"`
+	Features               *[]Feature                    `json:"features,omitempty"`
 	IntegrationIds         *[]IntegrationIDInput         `json:"integrationIds,omitempty"`
 	ListPriceId            *string                       `json:"listPriceId,omitempty"`
 	Name                   string                        `json:"name"`
@@ -1761,9 +1801,15 @@ type CreateUsageMetricRequest struct {
 	MetricType          MetricType                     `json:"metricType"`
 	Name                string                         `json:"name"`
 	Parameters          *[]UsageMetricParameterRequest `json:"parameters,omitempty"`
-	PropertiesToNegate  *[]string                      `json:"propertiesToNegate,omitempty"`
-	PropertyFilters     *map[string][]string           `json:"propertyFilters,omitempty"`
-	Unit                *string                        `json:"unit,omitempty"`
+
+	// Percentile Required for PERCENTILE metrics (above 0, below 100), refused for the others.
+	Percentile         *Decimal             `json:"percentile,omitempty"`
+	PropertiesToNegate *[]string            `json:"propertiesToNegate,omitempty"`
+	PropertyFilters    *map[string][]string `json:"propertyFilters,omitempty"`
+
+	// TimeUnit The unit of a TIME_WEIGHTED_SUM metric's value (HOUR when absent); refused for the others.
+	TimeUnit *TimeUnit `json:"timeUnit,omitempty"`
+	Unit     *string   `json:"unit,omitempty"`
 }
 
 // CreditApplication defines model for CreditApplication.
@@ -2420,6 +2466,31 @@ type ElectronicAddress struct {
 	Scheme string `json:"scheme"`
 }
 
+// Entitlement defines model for Entitlement.
+type Entitlement struct {
+	FeatureKey string `json:"featureKey"`
+
+	// HasAccess A price of a phase in effect grants the feature and, for a metered feature with a limit, usage is below it.
+	HasAccess bool `json:"hasAccess"`
+
+	// Limit The usage allowed per billing period; null for a boolean or unlimited feature.
+	Limit *Decimal `json:"limit"`
+
+	// Remaining limit - usage, never below 0; null without a limit.
+	Remaining *Decimal `json:"remaining"`
+
+	// ResetsAt When the billing period ends and usage starts again from 0; null for a boolean feature.
+	ResetsAt *Timestamp `json:"resetsAt"`
+
+	// Usage The usage of the current billing period; null for a boolean feature.
+	Usage *Decimal `json:"usage"`
+}
+
+// EntitlementList defines model for EntitlementList.
+type EntitlementList struct {
+	Items []Entitlement `json:"items"`
+}
+
 // Error Every error answer has this body and nothing else.
 //
 // Examples: {"errors":[{"code":"validation_failed","field":"limit","message":"limit must be between 1 and 100"}]}
@@ -2438,6 +2509,17 @@ type Error struct {
 
 // ErrorErrorsCode A stable code; the HTTP status follows from it.
 type ErrorErrorsCode string
+
+// Feature A feature a price grants. Boolean without usageMetricId; metered with one, limited per billing period by limit (absent: unlimited).
+type Feature struct {
+	FeatureKey string `json:"featureKey"`
+
+	// Limit A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Limit         *Decimal `json:"limit,omitempty"`
+	UsageMetricId *string  `json:"usageMetricId,omitempty"`
+}
 
 // Health defines model for Health.
 type Health struct {
@@ -3147,11 +3229,14 @@ type Price struct {
 	CreatedAt              Timestamp               `json:"createdAt"`
 	Currency               Currency                `json:"currency"`
 	CustomMetricParameters []CustomMetricParameter `json:"customMetricParameters"`
-	Id                     string                  `json:"id"`
-	IntegrationIds         []IntegrationID         `json:"integrationIds"`
-	ListPriceId            *string                 `json:"listPriceId,omitempty"`
-	Name                   string                  `json:"name"`
-	ProductId              string                  `json:"productId"`
+
+	// Features The features the price grants (docs/entitlements.md).
+	Features       *[]Feature      `json:"features,omitempty"`
+	Id             string          `json:"id"`
+	IntegrationIds []IntegrationID `json:"integrationIds"`
+	ListPriceId    *string         `json:"listPriceId,omitempty"`
+	Name           string          `json:"name"`
+	ProductId      string          `json:"productId"`
 
 	// SequenceAccountId The same as serviceAccountId; sent only by a server started with --upstream-field-names (Config.UpstreamFieldNames).
 	SequenceAccountId *string        `json:"sequenceAccountId,omitempty"`
@@ -3497,6 +3582,9 @@ type TierInput struct {
 	UpperBound        *Decimal `json:"upperBound,omitempty"`
 }
 
+// TimeUnit The unit of time of a TIME_WEIGHTED_SUM metric's value (value × unit).
+type TimeUnit string
+
 // Timestamp A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 //
 // Examples: 2024-07-30T12:00:00Z
@@ -3777,21 +3865,29 @@ type UsageMetric struct {
 	// DeletedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
-	DeletedAt          *Timestamp             `json:"deletedAt,omitempty"`
-	Description        *string                `json:"description,omitempty"`
-	EventType          string                 `json:"eventType"`
-	GroupingProperty   *string                `json:"groupingProperty,omitempty"`
-	Id                 string                 `json:"id"`
-	MetricType         MetricType             `json:"metricType"`
-	Name               string                 `json:"name"`
-	Parameters         []UsageMetricParameter `json:"parameters"`
-	PropertiesToNegate *[]string              `json:"propertiesToNegate,omitempty"`
-	PropertyFilters    map[string][]string    `json:"propertyFilters"`
+	DeletedAt        *Timestamp             `json:"deletedAt,omitempty"`
+	Description      *string                `json:"description,omitempty"`
+	EventType        string                 `json:"eventType"`
+	GroupingProperty *string                `json:"groupingProperty,omitempty"`
+	Id               string                 `json:"id"`
+	MetricType       MetricType             `json:"metricType"`
+	Name             string                 `json:"name"`
+	Parameters       []UsageMetricParameter `json:"parameters"`
+
+	// Percentile The percentile of a PERCENTILE metric, above 0 and below 100 (exact nearest-rank; docs/metering.md).
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Percentile         *Decimal            `json:"percentile,omitempty"`
+	PropertiesToNegate *[]string           `json:"propertiesToNegate,omitempty"`
+	PropertyFilters    map[string][]string `json:"propertyFilters"`
 
 	// SequenceAccountId The same as serviceAccountId; sent only by a server started with --upstream-field-names (Config.UpstreamFieldNames).
 	SequenceAccountId *string `json:"sequenceAccountId,omitempty"`
 	ServiceAccountId  string  `json:"serviceAccountId"`
-	Unit              *string `json:"unit,omitempty"`
+
+	// TimeUnit The unit of time of a TIME_WEIGHTED_SUM metric's value (value × unit).
+	TimeUnit *TimeUnit `json:"timeUnit,omitempty"`
+	Unit     *string   `json:"unit,omitempty"`
 }
 
 // UsageMetricPage defines model for UsageMetricPage.
@@ -3829,9 +3925,15 @@ type UsageMetricRequest struct {
 	MetricType          MetricType                     `json:"metricType"`
 	Name                string                         `json:"name"`
 	Parameters          *[]UsageMetricParameterRequest `json:"parameters,omitempty"`
-	PropertiesToNegate  *[]string                      `json:"propertiesToNegate,omitempty"`
-	PropertyFilters     *map[string][]string           `json:"propertyFilters,omitempty"`
-	Unit                *string                        `json:"unit,omitempty"`
+
+	// Percentile Required for PERCENTILE metrics (above 0, below 100), refused for the others.
+	Percentile         *Decimal             `json:"percentile,omitempty"`
+	PropertiesToNegate *[]string            `json:"propertiesToNegate,omitempty"`
+	PropertyFilters    *map[string][]string `json:"propertyFilters,omitempty"`
+
+	// TimeUnit The unit of a TIME_WEIGHTED_SUM metric's value (HOUR when absent); refused for the others.
+	TimeUnit *TimeUnit `json:"timeUnit,omitempty"`
+	Unit     *string   `json:"unit,omitempty"`
 }
 
 // IdempotencyKey defines model for IdempotencyKey.
@@ -4557,6 +4659,30 @@ type ArchiveCustomerParams struct {
 
 	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListCustomerEntitlementsParams defines parameters for ListCustomerEntitlements.
+type ListCustomerEntitlementsParams struct {
+	// At The moment to answer for (default now).
+	At *Timestamp `form:"at,omitempty" json:"at,omitempty"`
+
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// GetCustomerEntitlementParams defines parameters for GetCustomerEntitlement.
+type GetCustomerEntitlementParams struct {
+	// At The moment to answer for (default now).
+	At *Timestamp `form:"at,omitempty" json:"at,omitempty"`
+
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
 }
 
 // ListInvoicesParams defines parameters for ListInvoices.
@@ -5530,7 +5656,7 @@ type ListUsageMetricsParams struct {
 	// EventType Only metrics of these event types (comma-separated).
 	EventType *string `form:"eventType,omitempty" json:"eventType,omitempty"`
 
-	// AggregationType Only metrics with these aggregation types (comma-separated COUNT, UNIQUE, SUM, CUSTOM).
+	// AggregationType Only metrics with these aggregation types (comma-separated COUNT, UNIQUE, SUM, CUSTOM, MAX, MIN, LATEST, TIME_WEIGHTED_SUM, PERCENTILE).
 	AggregationType *string `form:"aggregationType,omitempty" json:"aggregationType,omitempty"`
 
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
@@ -6319,6 +6445,18 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /customers/{id}/archive (the `ArchiveCustomer` operationId).
 	ArchiveCustomer(ctx context.Context, id string, params *ArchiveCustomerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListCustomerEntitlements The customer's entitlements
+	//
+	// The features the prices of the customer's billing schedules grant at a moment (docs/entitlements.md).
+	//
+	// Corresponds with GET /customers/{id}/entitlements (the `ListCustomerEntitlements` operationId).
+	ListCustomerEntitlements(ctx context.Context, id string, params *ListCustomerEntitlementsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCustomerEntitlement The customer's entitlement to one feature
+	//
+	// Corresponds with GET /customers/{id}/entitlements/{featureKey} (the `GetCustomerEntitlement` operationId).
+	GetCustomerEntitlement(ctx context.Context, id string, featureKey string, params *GetCustomerEntitlementParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Process up
 	//
@@ -7906,6 +8044,38 @@ func (c *Client) UpdateCustomer(ctx context.Context, id string, params *UpdateCu
 // Corresponds with POST /customers/{id}/archive (the `ArchiveCustomer` operationId).
 func (c *Client) ArchiveCustomer(ctx context.Context, id string, params *ArchiveCustomerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewArchiveCustomerRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListCustomerEntitlements The customer's entitlements
+//
+// The features the prices of the customer's billing schedules grant at a moment (docs/entitlements.md).
+//
+// Corresponds with GET /customers/{id}/entitlements (the `ListCustomerEntitlements` operationId).
+func (c *Client) ListCustomerEntitlements(ctx context.Context, id string, params *ListCustomerEntitlementsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCustomerEntitlementsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCustomerEntitlement The customer's entitlement to one feature
+//
+// Corresponds with GET /customers/{id}/entitlements/{featureKey} (the `GetCustomerEntitlement` operationId).
+func (c *Client) GetCustomerEntitlement(ctx context.Context, id string, featureKey string, params *GetCustomerEntitlementParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCustomerEntitlementRequest(c.Server, id, featureKey, params)
 	if err != nil {
 		return nil, err
 	}
@@ -13323,6 +13493,187 @@ func NewArchiveCustomerRequest(server string, id string, params *ArchiveCustomer
 			}
 
 			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListCustomerEntitlementsRequest constructs an http.Request for the ListCustomerEntitlements method
+func NewListCustomerEntitlementsRequest(server string, id string, params *ListCustomerEntitlementsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers/%s/entitlements", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.At != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "at", *params.At, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetCustomerEntitlementRequest constructs an http.Request for the GetCustomerEntitlement method
+func NewGetCustomerEntitlementRequest(server string, id string, featureKey string, params *GetCustomerEntitlementParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "featureKey", featureKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers/%s/entitlements/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.At != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "at", *params.At, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
 		}
 
 	}
@@ -20011,6 +20362,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /customers/{id}/archive (the `ArchiveCustomer` operationId).
 	ArchiveCustomerWithResponse(ctx context.Context, id string, params *ArchiveCustomerParams, reqEditors ...RequestEditorFn) (*ArchiveCustomerResponse, error)
+
+	// ListCustomerEntitlementsWithResponse The customer's entitlements
+	//
+	// The features the prices of the customer's billing schedules grant at a moment (docs/entitlements.md).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /customers/{id}/entitlements (the `ListCustomerEntitlements` operationId).
+	ListCustomerEntitlementsWithResponse(ctx context.Context, id string, params *ListCustomerEntitlementsParams, reqEditors ...RequestEditorFn) (*ListCustomerEntitlementsResponse, error)
+
+	// GetCustomerEntitlementWithResponse The customer's entitlement to one feature
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /customers/{id}/entitlements/{featureKey} (the `GetCustomerEntitlement` operationId).
+	GetCustomerEntitlementWithResponse(ctx context.Context, id string, featureKey string, params *GetCustomerEntitlementParams, reqEditors ...RequestEditorFn) (*GetCustomerEntitlementResponse, error)
 
 	// GetHealthWithResponse Process up
 	//
@@ -27024,6 +27391,250 @@ func (r ArchiveCustomerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ArchiveCustomerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCustomerEntitlementsResponse200Headers the declared response headers of an HTTP 200 response for ListCustomerEntitlements
+type ListCustomerEntitlementsResponse200Headers struct {
+	ServiceVersion string
+}
+
+// ListCustomerEntitlementsResponse400Headers the declared response headers of an HTTP 400 response for ListCustomerEntitlements
+type ListCustomerEntitlementsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// ListCustomerEntitlementsResponse401Headers the declared response headers of an HTTP 401 response for ListCustomerEntitlements
+type ListCustomerEntitlementsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// ListCustomerEntitlementsResponse404Headers the declared response headers of an HTTP 404 response for ListCustomerEntitlements
+type ListCustomerEntitlementsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// ListCustomerEntitlementsResponse429Headers the declared response headers of an HTTP 429 response for ListCustomerEntitlements
+type ListCustomerEntitlementsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// ListCustomerEntitlementsResponseDefaultHeaders the declared response headers of an HTTP default response for ListCustomerEntitlements
+type ListCustomerEntitlementsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type ListCustomerEntitlementsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EntitlementList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListCustomerEntitlementsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListCustomerEntitlementsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCustomerEntitlementsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListCustomerEntitlementsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCustomerEntitlementsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListCustomerEntitlementsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCustomerEntitlementsResponse) GetJSON200() *EntitlementList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListCustomerEntitlementsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListCustomerEntitlementsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListCustomerEntitlementsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListCustomerEntitlementsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListCustomerEntitlementsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCustomerEntitlementsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCustomerEntitlementsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCustomerEntitlementsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCustomerEntitlementsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCustomerEntitlementResponse200Headers the declared response headers of an HTTP 200 response for GetCustomerEntitlement
+type GetCustomerEntitlementResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetCustomerEntitlementResponse400Headers the declared response headers of an HTTP 400 response for GetCustomerEntitlement
+type GetCustomerEntitlementResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetCustomerEntitlementResponse401Headers the declared response headers of an HTTP 401 response for GetCustomerEntitlement
+type GetCustomerEntitlementResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetCustomerEntitlementResponse404Headers the declared response headers of an HTTP 404 response for GetCustomerEntitlement
+type GetCustomerEntitlementResponse404Headers struct {
+	ServiceVersion string
+}
+
+// GetCustomerEntitlementResponse429Headers the declared response headers of an HTTP 429 response for GetCustomerEntitlement
+type GetCustomerEntitlementResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetCustomerEntitlementResponseDefaultHeaders the declared response headers of an HTTP default response for GetCustomerEntitlement
+type GetCustomerEntitlementResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetCustomerEntitlementResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Entitlement
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetCustomerEntitlementResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetCustomerEntitlementResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCustomerEntitlementResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetCustomerEntitlementResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetCustomerEntitlementResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetCustomerEntitlementResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCustomerEntitlementResponse) GetJSON200() *Entitlement {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetCustomerEntitlementResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetCustomerEntitlementResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetCustomerEntitlementResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetCustomerEntitlementResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetCustomerEntitlementResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCustomerEntitlementResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCustomerEntitlementResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCustomerEntitlementResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCustomerEntitlementResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -37997,6 +38608,34 @@ func (c *ClientWithResponses) ArchiveCustomerWithResponse(ctx context.Context, i
 	return ParseArchiveCustomerResponse(rsp)
 }
 
+// ListCustomerEntitlementsWithResponse The customer's entitlements
+//
+// The features the prices of the customer's billing schedules grant at a moment (docs/entitlements.md).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /customers/{id}/entitlements (the `ListCustomerEntitlements` operationId).
+func (c *ClientWithResponses) ListCustomerEntitlementsWithResponse(ctx context.Context, id string, params *ListCustomerEntitlementsParams, reqEditors ...RequestEditorFn) (*ListCustomerEntitlementsResponse, error) {
+	rsp, err := c.ListCustomerEntitlements(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCustomerEntitlementsResponse(rsp)
+}
+
+// GetCustomerEntitlementWithResponse The customer's entitlement to one feature
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /customers/{id}/entitlements/{featureKey} (the `GetCustomerEntitlement` operationId).
+func (c *ClientWithResponses) GetCustomerEntitlementWithResponse(ctx context.Context, id string, featureKey string, params *GetCustomerEntitlementParams, reqEditors ...RequestEditorFn) (*GetCustomerEntitlementResponse, error) {
+	rsp, err := c.GetCustomerEntitlement(ctx, id, featureKey, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCustomerEntitlementResponse(rsp)
+}
+
 // GetHealthWithResponse Process up
 //
 // Answers 200 while the process runs. No credentials.
@@ -47243,6 +47882,310 @@ func ParseArchiveCustomerResponse(rsp *http.Response) (*ArchiveCustomerResponse,
 		response.Headers429 = &headers
 	case true:
 		var headers ArchiveCustomerResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListCustomerEntitlementsResponse parses an HTTP response from a ListCustomerEntitlementsWithResponse call
+func ParseListCustomerEntitlementsResponse(rsp *http.Response) (*ListCustomerEntitlementsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCustomerEntitlementsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EntitlementList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListCustomerEntitlementsResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListCustomerEntitlementsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListCustomerEntitlementsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListCustomerEntitlementsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCustomerEntitlementsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListCustomerEntitlementsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCustomerEntitlementResponse parses an HTTP response from a GetCustomerEntitlementWithResponse call
+func ParseGetCustomerEntitlementResponse(rsp *http.Response) (*GetCustomerEntitlementResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCustomerEntitlementResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Entitlement
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetCustomerEntitlementResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetCustomerEntitlementResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetCustomerEntitlementResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetCustomerEntitlementResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetCustomerEntitlementResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetCustomerEntitlementResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -39,6 +39,34 @@ func (a api) customerRoutes() {
 		}
 		return a.svc.ArchiveCustomerWith(c.ctx, c.account, c.param("id"), p)
 	}, accepts("cancelSchedules"))
+	a.get("/customers/:id/entitlements", 200, func(c *call) (any, error) {
+		at, err := atParam(c)
+		if err != nil {
+			return nil, err
+		}
+		es, err := a.svc.Entitlements(c.ctx, c.account, c.param("id"), at)
+		return billing.Items[billing.Entitlement]{Items: es}, err
+	}, accepts("at"))
+	a.get("/customers/:id/entitlements/:featureKey", 200, func(c *call) (any, error) {
+		at, err := atParam(c)
+		if err != nil {
+			return nil, err
+		}
+		return a.svc.Entitlement(c.ctx, c.account, c.param("id"), c.param("featureKey"), at)
+	}, accepts("at"))
+}
+
+// atParam is the optional "at" timestamp of the entitlement routes; zero
+// (the Service's now) when absent.
+func atParam(c *call) (time.Time, error) {
+	if v, ok := c.query["at"]; ok {
+		t, err := parseTimestampParam("at", v[0])
+		if err != nil { // a nil *billing.Error must not become a non-nil error
+			return time.Time{}, err
+		}
+		return t, nil
+	}
+	return time.Time{}, nil
 }
 
 func (a api) productRoutes() {

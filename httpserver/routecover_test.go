@@ -176,6 +176,7 @@ func buildFixtures(tb testing.TB, e *env, auth, tag string) fixtures {
 		policy := create("notifications/policies", "/notifications/policies", `{"name":"ops `+n+`","channel":"WEBHOOK","recipients":["`+hook+`"]}`)
 		f.values["notifications/policies/recipients"] = url.PathEscape(hook)
 		f.values["notifications/policies/notification-types"] = string(billing.NotificationInvoiceCreated)
+		f.values["customers/entitlements"] = "sso"
 		customer := f.ids["customers"]
 		sent := create("invoices/sent", "/invoices", `{"currency":"GBP","customerId":"`+customer+`","memo":"sent `+n+`"}`)
 		create("", "/invoices/"+sent+"/line-items", lineBody("Plan "+n, "1", "10", "0.2", ""))

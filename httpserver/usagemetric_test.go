@@ -124,6 +124,46 @@ func TestUsageMetricValidationFromService(t *testing.T) {
 		"name", "eventType", "metricType", "aggregationProperty")
 }
 
+// TestGaugeMetricsOverHTTP: the new aggregations are created, read back,
+// listed by aggregationType and calculated over HTTP, and bad settings
+// answer 400 naming the field.
+func TestGaugeMetricsOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	r := e.post("/usage-metrics", `{"name":"p95","metricType":"SIMPLE","eventType":"bw","aggregationType":"PERCENTILE","aggregationProperty":"mbps","percentile":"95"}`)
+	if r.status != http.StatusCreated || !strings.Contains(string(r.body), `"percentile":"95"`) {
+		t.Fatalf("create PERCENTILE: %d %s", r.status, r.body)
+	}
+	p95 := decode[billing.UsageMetric](t, r)
+	r = e.post("/usage-metrics", `{"name":"gbh","metricType":"SIMPLE","eventType":"storage","aggregationType":"TIME_WEIGHTED_SUM","aggregationProperty":"gb"}`)
+	if r.status != http.StatusCreated || !strings.Contains(string(r.body), `"timeUnit":"HOUR"`) {
+		t.Fatalf("create TIME_WEIGHTED_SUM: %d %s", r.status, r.body)
+	}
+	if r := e.get("/usage-metrics?aggregationType=PERCENTILE,MAX"); !strings.Contains(string(r.body), `"percentile":"95"`) || strings.Contains(string(r.body), "gbh") {
+		t.Errorf("list by aggregationType: %d %s", r.status, r.body)
+	}
+	for i, v := range []string{"10", "20", "30", "40", "50", "60", "70", "80", "90", "100"} {
+		body := fmt.Sprintf(`{"customerAlias":"cus","eventType":"bw","eventTimestamp":"2024-01-0%dT00:00:00Z","eventProperties":{"mbps":%s}}`, i%9+1, v)
+		if r := e.post("/usage-events", body); r.status != http.StatusCreated {
+			t.Fatalf("event: %d %s", r.status, r.body)
+		}
+	}
+	r = e.get("/usage-metrics/" + p95.ID + "/calculate?customerAliases=cus&periodStart=2024-01-01&periodEnd=2024-01-31")
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"value":"100"`) || !strings.Contains(string(r.body), `"aggregationType":"PERCENTILE"`) {
+		t.Errorf("calculate p95: %d %s", r.status, r.body)
+	}
+	for body, field := range map[string]string{
+		`{"name":"x","metricType":"SIMPLE","eventType":"bw","aggregationType":"PERCENTILE","aggregationProperty":"mbps"}`:                     "percentile",
+		`{"name":"x","metricType":"SIMPLE","eventType":"bw","aggregationType":"PERCENTILE","aggregationProperty":"mbps","percentile":"100"}`:  "percentile",
+		`{"name":"x","metricType":"SIMPLE","eventType":"bw","aggregationType":"PERCENTILE","aggregationProperty":"mbps","percentile":95}`:     "percentile",
+		`{"name":"x","metricType":"SIMPLE","eventType":"bw","aggregationType":"MAX"}`:                                                         "aggregationProperty",
+		`{"name":"x","metricType":"SIMPLE","eventType":"bw","aggregationType":"TIME_WEIGHTED_SUM","aggregationProperty":"gb","timeUnit":"X"}`: "timeUnit",
+		`{"name":"x","metricType":"SIMPLE","eventType":"bw","aggregationType":"AVG","aggregationProperty":"gb"}`:                              "aggregationType",
+	} {
+		wantError(t, e.post("/usage-metrics", body), http.StatusBadRequest, billing.CodeValidationFailed, field)
+	}
+}
+
 func TestUsageMetricPutRejectsDeletedAt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)

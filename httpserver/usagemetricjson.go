@@ -126,5 +126,9 @@ func appendUsageMetric(b []byte, m *billing.UsageMetric) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if m.Percentile != nil {
+		b = appendjson.Member(b, `,"percentile":`, m.Percentile.String())
+	}
+	b = appendjson.Field(b, `,"timeUnit":`, string(m.TimeUnit))
 	return append(b, '}'), nil
 }

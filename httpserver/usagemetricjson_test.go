@@ -19,6 +19,7 @@ import (
 func TestUsageMetricAppendJSON(t *testing.T) {
 	t.Parallel()
 	deleted := time.Date(2026, 3, 1, 12, 30, 0, 123456000, time.FixedZone("X", 5*3600+1800))
+	p95 := billing.MustDecimal("95.50")
 	weird := "a<b>&c\"d\\e\n\t\x01\x7f é \u2028\u2029 \xff end"
 	metrics := []billing.UsageMetric{
 		{},
@@ -42,6 +43,8 @@ func TestUsageMetricAppendJSON(t *testing.T) {
 			},
 		},
 		{ID: "x", PropertiesToNegate: []string{}, CreatedAt: time.Date(1, 1, 1, 0, 0, 0, 0, time.Local)},
+		{ID: "p95", AggregationType: billing.AggregationPercentile, AggregationProperty: "mbps", Percentile: &p95},
+		{ID: "gbh", AggregationType: billing.AggregationTimeWeightedSum, AggregationProperty: "gb", TimeUnit: billing.TimeUnitHour},
 	}
 	for i := range metrics {
 		want, err := json.Marshal(metrics[i])

@@ -1,0 +1,205 @@
+package billing
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Feature is a feature a price grants to the customers whose billing
+// schedule includes the price in the phase in effect: a boolean feature
+// (no UsageMetricID: access or not), or a metered one, tied to a usage
+// metric, with a Limit per billing period of the price (nil: unlimited).
+type Feature struct {
+	// FeatureKey names the feature ("sso", "api_calls"); unique in a price.
+	FeatureKey string `json:"featureKey"`
+	// UsageMetricID makes the feature metered: its usage is the metric's
+	// value over the price's current billing period.
+	UsageMetricID string `json:"usageMetricId,omitempty"`
+	// Limit is the usage allowed per billing period of a metered feature;
+	// nil means unlimited. Not allowed on boolean features.
+	Limit *Decimal `json:"limit,omitempty"`
+}
+
+// Entitlement answers "may this customer use feature X now, and how much
+// is left?" at one moment.
+type Entitlement struct {
+	// FeatureKey is the feature.
+	FeatureKey string `json:"featureKey"`
+	// HasAccess is true when a price of a phase in effect grants the
+	// feature and, for a metered feature with a limit, usage is below it.
+	HasAccess bool `json:"hasAccess"`
+	// Limit is the usage allowed in the period (the sum of the limits of the
+	// prices granting it); nil for a boolean or an unlimited feature.
+	Limit *Decimal `json:"limit"`
+	// Usage is the usage of the current billing period; nil for a boolean
+	// feature.
+	Usage *Decimal `json:"usage"`
+	// Remaining is Limit - Usage, never below 0; nil without a Limit.
+	Remaining *Decimal `json:"remaining"`
+	// ResetsAt is when the current billing period ends and usage starts
+	// again from 0; nil for a boolean feature.
+	ResetsAt *time.Time `json:"resetsAt"`
+}
+
+// MaxFeatures bounds the features of one price.
+const MaxFeatures = 100
+
+// validateFeatures checks the features of a price: keys required and
+// unique, a limit only on a metered feature and not negative.
+func validateFeatures(v *validator, features []Feature) {
+	v.check(len(features) <= MaxFeatures, "features", "a price grants at most %d features", MaxFeatures)
+	seen := map[string]bool{}
+	for i, f := range features {
+		field := fmt.Sprintf("features[%d]", i)
+		checkKey(v, field+".featureKey", f.FeatureKey, true)
+		v.check(!seen[f.FeatureKey], field+".featureKey", "featureKey %q appears twice", f.FeatureKey)
+		seen[f.FeatureKey] = true
+		checkKey(v, field+".usageMetricId", f.UsageMetricID, false)
+		if f.Limit != nil {
+			v.check(f.UsageMetricID != "", field+".limit", "limit is only allowed on metered features (with a usageMetricId)")
+			v.check(f.Limit.Sign() >= 0, field+".limit", "limit must not be negative")
+		}
+	}
+}
+
+// checkFeatureMetrics adds an error for each feature whose usage metric is
+// not a live metric of the account.
+func checkFeatureMetrics(ctx context.Context, tx Tx, v *validator, account string, features []Feature) error {
+	for i, f := range features {
+		if f.UsageMetricID == "" {
+			continue
+		}
+		m, err := findRecord[UsageMetric](ctx, tx, tableUsageMetrics, key(account, f.UsageMetricID))
+		if err != nil {
+			return err
+		}
+		v.check(m != nil && m.DeletedAt == nil, fmt.Sprintf("features[%d].usageMetricId", i), "no usage metric %q in this account", f.UsageMetricID)
+	}
+	return nil
+}
+
+// grant is one price's grant of a feature in one billing period.
+type grant struct {
+	feature Feature
+	period  billingPeriod
+}
+
+// Entitlements returns the features the customer is entitled to at
+// instant at (zero: now), sorted by key: those granted by the prices of the
+// phases in effect on that day (in the customer's time zone) of its billing
+// schedules that the engine bills, with the usage of metered features over
+// each price's billing period containing that day. Returns not_found for an
+// unknown customer.
+func (s *Service) Entitlements(ctx context.Context, account, customerID string, at time.Time) ([]Entitlement, error) {
+	if at.IsZero() {
+		at = s.clock()
+	}
+	return read(ctx, s, func(tx Tx) ([]Entitlement, error) {
+		if _, err := s.getCustomer(ctx, tx, account, customerID); err != nil {
+			return nil, err
+		}
+		cal, err := s.calendarFor(ctx, tx, account, customerID)
+		if err != nil {
+			return nil, err
+		}
+		grants, err := s.grantsOn(ctx, tx, account, customerID, cal.DateOf(at))
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Entitlement, 0, len(grants))
+		for _, k := range sortedKeys(grants) {
+			e, err := s.entitlement(ctx, tx, account, customerID, cal, k, grants[k])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	})
+}
+
+// Entitlement returns the customer's entitlement to one feature at instant
+// at (zero: now), as Entitlements; a feature no price grants answers
+// HasAccess false. Returns not_found for an unknown customer.
+func (s *Service) Entitlement(ctx context.Context, account, customerID, featureKey string, at time.Time) (*Entitlement, error) {
+	all, err := s.Entitlements(ctx, account, customerID, at)
+	if err != nil {
+		return nil, err
+	}
+	for i := range all {
+		if all[i].FeatureKey == featureKey {
+			return &all[i], nil
+		}
+	}
+	return &Entitlement{FeatureKey: featureKey}, nil
+}
+
+// grantsOn returns, by feature key, the grants of the prices billed for
+// day d by the customer's schedules (the engine's charges: phases, ends and
+// suspensions as it bills them).
+func (s *Service) grantsOn(ctx context.Context, tx Tx, account, customerID string, d Date) (map[string][]grant, error) {
+	out := map[string][]grant{}
+	err := eachRecord(ctx, tx, tableBillingSchedules, Range{Prefix: prefix(account)}, func(sc *BillingSchedule) error {
+		if sc.CustomerID != customerID || !sc.runnable() {
+			return nil
+		}
+		prices, err := s.schedulePrices(ctx, tx, sc)
+		if err != nil {
+			return err
+		}
+		for _, ch := range scheduleCharges(sc, prices, d.AddDays(1)) {
+			if d.Before(ch.Period.Start) || !d.Before(ch.Period.End) {
+				continue
+			}
+			for _, f := range ch.Price.Features {
+				out[f.FeatureKey] = append(out[f.FeatureKey], grant{feature: f, period: ch.Period})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// entitlement combines the grants of one feature: access when any grants
+// it; limits add up (unlimited when any is); usage is the metric's value
+// over the billing period of the first metered grant.
+func (s *Service) entitlement(ctx context.Context, tx Tx, account, customerID string, cal Calendar, k string, gs []grant) (Entitlement, error) {
+	e := Entitlement{FeatureKey: k, HasAccess: true}
+	i := slices.IndexFunc(gs, func(g grant) bool { return g.feature.UsageMetricID != "" })
+	if i < 0 {
+		return e, nil
+	}
+	g := gs[i]
+	m, err := s.getUsageMetric(ctx, tx, account, g.feature.UsageMetricID)
+	if err != nil {
+		return e, err
+	}
+	calc, err := s.calculateUsage(ctx, tx, account, m, []string{customerID}, cal.Period(g.period.Start, g.period.End), nil)
+	if err != nil {
+		return e, err
+	}
+	resets := cal.Start(g.period.End)
+	e.Usage, e.ResetsAt = &calc.Value, &resets
+	limit, unlimited := DecimalFromInt(0), false
+	for _, g := range gs {
+		if g.feature.UsageMetricID == "" {
+			continue
+		}
+		if g.feature.Limit == nil {
+			unlimited = true
+			break
+		}
+		limit = limit.Add(*g.feature.Limit)
+	}
+	if unlimited {
+		return e, nil
+	}
+	remaining := limit.Sub(calc.Value)
+	if remaining.Sign() < 0 {
+		remaining = DecimalFromInt(0)
+	}
+	e.Limit, e.Remaining, e.HasAccess = &limit, &remaining, calc.Value.Cmp(limit) < 0
+	return e, nil
+}
