@@ -82,8 +82,8 @@ func TestMinimumCountsOnlyItsPrices(t *testing.T) {
 }
 
 // TestSeatsInArrearsBillThePeriod: an in-arrears seat price bills the
-// seats held during the period (their time-weighted count), not the count
-// that starts at the period's end instant.
+// seats held during the period (the peak in the period, docs/money.md),
+// not the count that starts at the period's end instant.
 func TestSeatsInArrearsBillThePeriod(t *testing.T) {
 	t.Parallel()
 	f := newSched(t)
