@@ -195,6 +195,15 @@ func TestUsageGrantSharedByTwoPrices(t *testing.T) {
 	}
 }
 
+// drawdownStep is an invoice of one line (net at tax) finalized against a
+// grant: what it applied (the BURNDOWN lines' gross for free credit,
+// creditsApplied for paid credit; "" for nothing), what is then due, and
+// what the grant has left.
+type drawdownStep struct {
+	net, tax           string
+	applied, due, left string
+}
+
 // TestCashDrawdownFixedExamples is a second, fixed example for rules the
 // randomized TestCreditProperty also checks, for both kinds of CASH credit:
 // each invoice decrements the grant by exactly what it used; free credit
@@ -205,79 +214,73 @@ func TestUsageGrantSharedByTwoPrices(t *testing.T) {
 // needs pays it in full and is depleted at zero.
 func TestCashDrawdownFixedExamples(t *testing.T) {
 	t.Parallel()
-	type step struct {
-		net, tax           string
-		applied, due, left string // applied: the burndown lines' gross, or creditsApplied
-	}
-	for _, kind := range []struct {
-		name  string
-		paid  bool
-		steps []step
-		exact string // the grant that pays 3 × 10.00 at 20% in full
-	}{
-		{"free", false, []step{
+	t.Run("free", func(t *testing.T) {
+		t.Parallel()
+		checkCashDrawdown(t, false, []drawdownStep{
 			{"25.00", "0.2", "30.00", "0.00", "75.00"}, // net 25.00 and its 5.00 tax off; the grant falls by the net
 			{"50.00", "0", "50.00", "0.00", "25.00"},   // decremented again
 			{"40.00", "0.1", "27.50", "16.50", "0.00"}, // 25.00 of the 40.00 net, with its tax: the rest of the grant
 			{"10.00", "0", "", "10.00", "0.00"},        // nothing left
-		}, "30.00"},
-		{"paid", true, []step{
+		}, "30.00")
+	})
+	t.Run("paid", func(t *testing.T) {
+		t.Parallel()
+		checkCashDrawdown(t, true, []drawdownStep{
 			{"25.00", "0.2", "30.00", "0.00", "70.00"}, // gross 30.00: all of it
 			{"50.00", "0", "50.00", "0.00", "20.00"},   // decremented again
 			{"40.00", "0.1", "20.00", "24.00", "0.00"}, // gross 44.00: the rest of the grant
 			{"10.00", "0", "", "10.00", "0.00"},        // nothing left
-		}, "36.00"},
-	} {
-		t.Run(kind.name, func(t *testing.T) {
-			t.Parallel()
-			grant := func(name, amount string) billing.CreditGrantParams {
-				p := cashGrant(name, amount)
-				if kind.paid {
-					p.CostOfCredit = dec(amount)
-				}
-				return p
-			}
-			e := newDocEnv(t)
-			g := e.grant(grant("Prepaid", "100.00"))
-			for i, s := range kind.steps {
-				inv := e.finalize(e.engineInvoice(billing.CurrencyUSD, [3]string{"1", s.net, s.tax}).ID)
-				lines, applied := e.burndown(inv.ID)
-				got := ""
-				switch {
-				case kind.paid && len(lines) > 0:
-					t.Errorf("invoice %d: paid credit made BURNDOWN lines %v", i+1, lines)
-				case kind.paid && !inv.CreditsApplied.IsZero():
-					got = inv.CreditsApplied.String()
-				case !kind.paid && !inv.CreditsApplied.IsZero():
-					t.Errorf("invoice %d: free credit applied %s after tax", i+1, inv.CreditsApplied)
-				case !kind.paid && len(lines) > 0:
-					got = applied.String()
-				}
-				if got != s.applied || inv.AmountDue.String() != s.due {
-					t.Errorf("invoice %d: applied %q, due %s; want %q and %s", i+1, got, inv.AmountDue, s.applied, s.due)
-				}
-				if left := e.getGrant(g.ID).CurrentBalance.String(); left != s.left {
-					t.Errorf("after invoice %d the grant has %s, want %s", i+1, left, s.left)
-				}
-			}
-			if st := e.getGrant(g.ID).Status; st != billing.CreditGrantDepleted {
-				t.Errorf("the used-up grant is %s", st)
-			}
-			// Exactly what the invoice needs: paid in full, the grant
-			// depleted at zero.
-			e2 := newDocEnv(t)
-			exact := e2.grant(grant("Exact", kind.exact))
-			inv := e2.finalize(e2.engineInvoice(billing.CurrencyUSD, [3]string{"3", "10.00", "0.2"}).ID)
-			if inv.AmountDue.String() != "0.00" || inv.PaymentStatus != billing.PaymentStatusPaid {
-				t.Errorf("an invoice credited in full: due %s, %s", inv.AmountDue, inv.PaymentStatus)
-			}
-			if got := e2.getGrant(exact.ID); got.Status != billing.CreditGrantDepleted || got.CurrentBalance.String() != "0.00" {
-				t.Errorf("a grant of exactly what the invoice needs: %s with %s", got.Status, got.CurrentBalance)
-			}
-			e.checkCreditInvariants(t)
-			e2.checkCreditInvariants(t)
-		})
+		}, "36.00")
+	})
+}
+
+// checkCashDrawdown finalizes the steps' invoices against a grant of
+// 100.00 (paid or free), then one invoice of 3 × 10.00 at 20% against a
+// grant of exact, which must pay it in full.
+func checkCashDrawdown(t *testing.T, paid bool, steps []drawdownStep, exact string) {
+	grant := func(name, amount string) billing.CreditGrantParams {
+		p := cashGrant(name, amount)
+		if paid {
+			p.CostOfCredit = dec(amount)
+		}
+		return p
 	}
+	e := newDocEnv(t)
+	g := e.grant(grant("Prepaid", "100.00"))
+	for i, s := range steps {
+		inv := e.finalize(e.engineInvoice(billing.CurrencyUSD, [3]string{"1", s.net, s.tax}).ID)
+		lines, applied := e.burndown(inv.ID)
+		if paid && len(lines) > 0 || !paid && !inv.CreditsApplied.IsZero() {
+			t.Errorf("invoice %d: paid %v credit made BURNDOWN lines %v and applied %s after tax", i+1, paid, lines, inv.CreditsApplied)
+		}
+		got := ""
+		switch {
+		case paid && !inv.CreditsApplied.IsZero():
+			got = inv.CreditsApplied.String()
+		case !paid && len(lines) > 0:
+			got = applied.String()
+		}
+		if got != s.applied || inv.AmountDue.String() != s.due {
+			t.Errorf("invoice %d: applied %q, due %s; want %q and %s", i+1, got, inv.AmountDue, s.applied, s.due)
+		}
+		if left := e.getGrant(g.ID).CurrentBalance.String(); left != s.left {
+			t.Errorf("after invoice %d the grant has %s, want %s", i+1, left, s.left)
+		}
+	}
+	if st := e.getGrant(g.ID).Status; st != billing.CreditGrantDepleted {
+		t.Errorf("the used-up grant is %s", st)
+	}
+	e2 := newDocEnv(t)
+	ex := e2.grant(grant("Exact", exact))
+	inv := e2.finalize(e2.engineInvoice(billing.CurrencyUSD, [3]string{"3", "10.00", "0.2"}).ID)
+	if inv.AmountDue.String() != "0.00" || inv.PaymentStatus != billing.PaymentStatusPaid {
+		t.Errorf("an invoice credited in full: due %s, %s", inv.AmountDue, inv.PaymentStatus)
+	}
+	if got := e2.getGrant(ex.ID); got.Status != billing.CreditGrantDepleted || got.CurrentBalance.String() != "0.00" {
+		t.Errorf("a grant of exactly what the invoice needs: %s with %s", got.Status, got.CurrentBalance)
+	}
+	e.checkCreditInvariants(t)
+	e2.checkCreditInvariants(t)
 }
 
 // TestFinalizedCreditNotePrintsItsFrozenTaxStatus: a finalized credit
