@@ -25,6 +25,9 @@ type load struct {
 	// status is the expected answer; any other fails the load.
 	status int
 	auth   string
+	// completed, when set, counts the requests answered so far, for a
+	// caller that stops the load by its context.
+	completed *atomic.Int64
 }
 
 // loadResult is what a load measured.
@@ -82,6 +85,9 @@ func (l load) run(ctx context.Context, baseURL string) (loadResult, error) {
 					return
 				}
 				latencies[w] = append(latencies[w], time.Since(t0))
+				if l.completed != nil {
+					l.completed.Add(1)
+				}
 			}
 		})
 	}
