@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -15,27 +14,10 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/render"
 )
-
-// syncBuffer is a log destination safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // metric returns the value of the sample line of /metrics that starts with
 // name (a metric name with its labels), or -1.
@@ -55,7 +37,7 @@ func (f *fixture) metric(name string) float64 {
 // a request id, counted in the request metrics and refused with 431 when
 // their headers are too large, as the API's are.
 func TestConsoleIsBehindTheAPIMiddleware(t *testing.T) {
-	var logs syncBuffer
+	var logs billingtest.LogBuffer
 	f := newFixtureWith(t, &httpserver.Config{RateLimit: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
 	b := f.newBrowser()
 	resp, _ := b.get("/console/sign-in")
@@ -114,7 +96,7 @@ func TestConsoleSharesTheKeysRateLimit(t *testing.T) {
 // address waits, twice as long each time, even with the right secret;
 // once the wait is over the right secret signs in.
 func TestWrongSignInsBackOff(t *testing.T) {
-	var logs syncBuffer
+	var logs billingtest.LogBuffer
 	f := newFixtureWith(t, nil, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	b := f.newBrowser()
 	unauthorized, limited := 0, 0

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
 )
 
 // Tests of the sharp edges a new user hit: unknown query parameters,
@@ -156,7 +157,7 @@ func TestRefusedWithIncompleteBodyAnswersAtOnce(t *testing.T) {
 // the error code of a failed request.
 func TestRequestID(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs billingtest.LogBuffer
 	e := newEnv(t, &Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	r := e.do(req{method: "GET", path: "/usage-metrics/nope", header: map[string]string{"X-Request-Id": "req-42"}})
 	if got := r.header.Get("X-Request-Id"); got != "req-42" {

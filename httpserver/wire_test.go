@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -338,7 +337,7 @@ func TestRetryAfterSeconds(t *testing.T) {
 
 func TestInternalErrorFromPanic(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs billingtest.LogBuffer
 	e := newEnv(t, &Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	e.srv.engine.GET("/boom", func(*gin.Context) { panic("secret: /etc/passwd at db.go:42") })
 	e.srv.group(e.srv.engine, false).post("/boom-op", 201, func(c *call) (any, error) {
@@ -372,27 +371,9 @@ func TestInternalErrorFromPanic(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRequestLog(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs billingtest.LogBuffer
 	e := newEnv(t, &Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	keyID, secret, _ := billing.ParseBasicAuthorization(e.auth)
 	r := e.post("/usage-metrics", metricBody("very-private-name"))
