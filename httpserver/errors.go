@@ -83,6 +83,10 @@ func errorAnswer(ctx context.Context, log *slog.Logger, err error) (int, []byte)
 		if _, known := statusOf[e.Code]; !known || e.Code == billing.CodeInternal {
 			log.ErrorContext(ctx, "internal error", "code", string(e.Code), "err", e)
 			w = wireError{Code: billing.CodeInternal, Message: internalMessage}
+		} else if e.Code == billing.CodeUnavailable && e.Err != nil {
+			// The client is told to retry; the operator needs the cause
+			// (a store that gave up retrying, a lost connection).
+			log.WarnContext(ctx, "unavailable", "err", e.Err)
 		}
 		out.Errors = append(out.Errors, w)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -275,7 +276,10 @@ func runChild(db, receiverURL string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: httpserver.New(svc, &httpserver.Config{RateLimit: -1}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpserver.New(svc, &httpserver.Config{RateLimit: -1,
+		// Warnings and errors (the cause of a 503 or 500) reach the
+		// parent through stderr, which it prints when the child fails.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	c := &client{base: "http://" + ln.Addr().String(), auth: key.Authorization(), customer: customer.ID, http: &http.Client{Timeout: 30 * time.Second}}
 	fmt.Fprintf(out, "account %s\n", account)

@@ -58,8 +58,9 @@ func (s *Store) Batch(ctx context.Context, fn func(billing.Tx) error) error {
 	s.batch.add(call)
 	err := <-call.done
 	if err == errRunAlone {
+		var lane counterLane
 		return s.retry(ctx, func() (error, bool) {
-			return s.runOnce(ctx, readWrite, func(t *tx) error { return fn(t) })
+			return s.runOnce(ctx, readWrite, &lane, func(t *tx) error { return fn(t) })
 		})
 	}
 	return err
@@ -101,9 +102,10 @@ func (g *batchGroup) run() {
 	calls := g.calls
 	for len(calls) > 0 {
 		failed := -1
+		var lane counterLane
 		err := s.retry(context.Background(), func() (error, bool) {
 			failed = -1
-			err, again := s.runOnce(context.Background(), readWrite, func(t *tx) error {
+			err, again := s.runOnce(context.Background(), readWrite, &lane, func(t *tx) error {
 				for i, c := range calls {
 					if err := runCall(c, t); err != nil {
 						failed = i

@@ -254,7 +254,7 @@ func (s *Store) View(ctx context.Context, fn func(billing.Tx) error) error {
 		return err
 	}
 	defer s.running.Done()
-	err, _ := s.runOnce(ctx, readOnly, func(t *tx) error { return fn(t) })
+	err, _ := s.runOnce(ctx, readOnly, nil, func(t *tx) error { return fn(t) })
 	return err
 }
 
@@ -265,8 +265,9 @@ func (s *Store) Update(ctx context.Context, fn func(billing.Tx) error) error {
 		return err
 	}
 	defer s.running.Done()
+	var lane counterLane
 	return s.retry(ctx, func() (error, bool) {
-		return s.runOnce(ctx, readWrite, func(t *tx) error { return fn(t) })
+		return s.runOnce(ctx, readWrite, &lane, func(t *tx) error { return fn(t) })
 	})
 }
 
@@ -310,28 +311,46 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // runOnce runs fn in one transaction. again reports a serialization
 // failure or deadlock, after which the whole transaction may run again. A
-// panic in fn rolls the transaction back and continues.
-func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, fn func(*tx) error) (err error, again bool) {
-	err, again = s.attempt(ctx, opts, false, fn)
+// panic in fn rolls the transaction back and continues. lane (nil for a
+// read-only transaction) carries the counters of a failed run to the next
+// run of the same function (see counterLane).
+func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, lane *counterLane, fn func(*tx) error) (err error, again bool) {
+	err, again = s.attempt(ctx, opts, false, lane, fn)
 	if errors.Is(err, errCopyConflict) {
 		// Sent with COPY, a Put met an existing key, which aborted the
 		// transaction: run it again with upserts only, at once (no
 		// other transaction is involved).
-		err, again = s.attempt(ctx, opts, true, fn)
+		err, again = s.attempt(ctx, opts, true, lane, fn)
 	}
 	return err, again
 }
 
 // attempt is one run of runOnce; noCopy sends every Put as an upsert.
-func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, fn func(*tx) error) (err error, again bool) {
-	ptx, err := s.pool.BeginTx(ctx, opts)
+func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, lane *counterLane, fn func(*tx) error) (err error, again bool) {
+	var ptx pgx.Tx
+	if lane != nil && len(lane.keys) > 0 {
+		var release func()
+		ptx, release, err = s.beginInLane(ctx, opts, lane.keys)
+		if err == nil {
+			defer release() // after the rollback deferred below
+		}
+	} else {
+		ptx, err = s.pool.BeginTx(ctx, opts)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err(), false
 		}
 		return classify(err), false
 	}
-	t := &tx{ptx: ptx, writable: opts.AccessMode == pgx.ReadWrite, noCopy: noCopy}
+	t := &tx{ptx: ptx, writable: opts.AccessMode == pgx.ReadWrite, noCopy: noCopy, schema: s.opts.Schema}
+	if lane != nil {
+		defer func() {
+			if again {
+				lane.add(t.counters)
+			}
+		}()
+	}
 	defer func() {
 		t.done = true
 		if ptx != nil {

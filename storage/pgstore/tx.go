@@ -45,6 +45,11 @@ type tx struct {
 	// SERIALIZABLE transaction reads the same value twice unless it wrote
 	// it itself, so a known key costs no round trip. By table, then key.
 	seen map[billing.Table]map[string][]byte
+	// schema is the store's schema, part of a counter's lock name.
+	schema string
+	// counters are the advisory lock keys of the counters incremented
+	// (see counterLane).
+	counters []int64
 	// arena holds the copies of the keys and values put, a chunk at a
 	// time rather than two allocations per Put.
 	arena []byte
@@ -337,12 +342,22 @@ func (t *tx) Delete(ctx context.Context, table billing.Table, key []byte) error 
 }
 
 // Increment adds one to the counter under key (storage/internal/counter).
-// The row is read "for update", so concurrent increments of one counter
-// queue on its lock rather than all running to a serialization failure; the
-// loser of a race to create a counter fails to serialize and runs again.
+// It waits for the counter's lane (lane.go), then reads the row "for
+// update". A transaction whose snapshot predates another's committed
+// increment fails to serialize here once; its next run takes the lane
+// before its snapshot and cannot fail on this counter again. The loser of
+// a race to create a counter fails to serialize and runs again the same
+// way.
 func (t *tx) Increment(ctx context.Context, table billing.Table, key []byte) (uint64, error) {
 	if err := t.read(ctx, true); err != nil {
 		return 0, err
+	}
+	lk := lockKey(t.schema, table, key)
+	if !slices.Contains(t.counters, lk) {
+		t.counters = append(t.counters, lk)
+		if _, err := t.ptx.Exec(ctx, `select pg_advisory_xact_lock($1)`, lk); err != nil {
+			return 0, t.fail(err)
+		}
 	}
 	var v []byte
 	err := t.ptx.QueryRow(ctx, stmts(table).lock, string(table), key).Scan(&v)
