@@ -54,6 +54,17 @@ func lockKey(schema string, table billing.Table, key []byte) int64 {
 	return int64(h.Sum64())
 }
 
+// begin begins a transaction: in the lane of the counters lane names, if
+// any. release ends what begin took besides the transaction (nothing
+// outside a lane); it runs after the transaction ended.
+func (s *Store) begin(ctx context.Context, opts pgx.TxOptions, lane *counterLane) (ptx pgx.Tx, release func(), err error) {
+	if lane != nil && len(lane.keys) > 0 {
+		return s.beginInLane(ctx, opts, lane.keys)
+	}
+	ptx, err = s.pool.BeginTx(ctx, opts)
+	return ptx, func() {}, err
+}
+
 // beginInLane takes the session advisory locks keys on a connection of its
 // own, then begins the transaction on it. release gives the locks back and
 // the connection to the pool; a connection whose locks could not be given

@@ -327,22 +327,14 @@ func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, lane *counterLa
 
 // attempt is one run of runOnce; noCopy sends every Put as an upsert.
 func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, lane *counterLane, fn func(*tx) error) (err error, again bool) {
-	var ptx pgx.Tx
-	if lane != nil && len(lane.keys) > 0 {
-		var release func()
-		ptx, release, err = s.beginInLane(ctx, opts, lane.keys)
-		if err == nil {
-			defer release() // after the rollback deferred below
-		}
-	} else {
-		ptx, err = s.pool.BeginTx(ctx, opts)
-	}
+	ptx, release, err := s.begin(ctx, opts, lane)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err(), false
 		}
 		return classify(err), false
 	}
+	defer release() // after the rollback deferred below
 	t := &tx{ptx: ptx, writable: opts.AccessMode == pgx.ReadWrite, noCopy: noCopy, schema: s.opts.Schema}
 	if lane != nil {
 		defer func() {
