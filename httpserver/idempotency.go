@@ -14,6 +14,14 @@ import (
 	"github.com/billingd/billing"
 )
 
+// idempotencyStore keeps the answers of requests sent with an
+// Idempotency-Key (*billing.Service implements it).
+type idempotencyStore interface {
+	BeginIdempotent(ctx context.Context, account string, req *billing.IdempotencyRequest) (*billing.IdempotencyRecord, error)
+	EndIdempotent(ctx context.Context, account string, req *billing.IdempotencyRequest)
+	StoreIdempotentResponse(ctx context.Context, account string, req *billing.IdempotencyRequest, status int, body []byte) error
+}
+
 // idempotencyKey returns the Idempotency-Key header and whether it was sent
 // at all (an empty value is sent, and invalid).
 func idempotencyKey(r *http.Request) (string, bool) {
@@ -97,7 +105,7 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 		},
 	}
 	if !s.answerFromRecord(g, c, req) {
-		defer s.svc.EndIdempotent(c.ctx, c.account, req)
+		defer s.idem.EndIdempotent(c.ctx, c.account, req)
 		s.runAndStore(g, c, rt, req)
 	}
 }
@@ -107,7 +115,7 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 // idempotency_key_in_use while another instance runs a request with the key.
 // It reports whether it answered.
 func (s *Server) answerFromRecord(g *gin.Context, c *call, req *billing.IdempotencyRequest) bool {
-	rec, err := s.svc.BeginIdempotent(c.ctx, c.account, req)
+	rec, err := s.idem.BeginIdempotent(c.ctx, c.account, req)
 	switch {
 	case err != nil:
 		s.writeError(g, err)
@@ -181,7 +189,7 @@ func storable(err error) bool {
 // failure is logged and returned.
 func (s *Server) store(ctx context.Context, account string, req *billing.IdempotencyRequest, status int, body []byte) error {
 	ctx = context.WithoutCancel(ctx)
-	err := s.svc.StoreIdempotentResponse(ctx, account, req, status, body)
+	err := s.idem.StoreIdempotentResponse(ctx, account, req, status, body)
 	if err != nil {
 		s.log.WarnContext(ctx, "storing an idempotent response failed", "err", err)
 	}

@@ -13,6 +13,7 @@
 package httpserver
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"net/http"
@@ -147,12 +148,19 @@ func positiveOr[T int | int64](v, def T) T {
 // Server is the HTTP adapter of one billing.Service. It is safe for
 // concurrent use.
 type Server struct {
-	svc     *billing.Service
-	renders *render.Pool
-	cfg     Config
-	log     *slog.Logger
-	metrics *metrics
-	engine  *gin.Engine
+	// svc is every operation of the API, by aggregate (billing.Services);
+	// each route file hands its part to its handlers.
+	svc billing.Services
+	// idem keeps the answers of requests sent with an Idempotency-Key.
+	idem idempotencyStore
+	// usageMetricsJSON is the encoded list of usage metrics (see
+	// appendUsageMetricsPage).
+	usageMetricsJSON func(ctx context.Context, account string, f billing.UsageMetricFilter, p billing.ListParams) (billing.Page[[]byte], error)
+	renders          *render.Pool
+	cfg              Config
+	log              *slog.Logger
+	metrics          *metrics
+	engine           *gin.Engine
 
 	limiters sync.Map // API key id → *rate.Limiter
 	inflight inflightSet
@@ -172,7 +180,10 @@ func New(svc *billing.Service, cfg *Config) http.Handler {
 // NewServer returns a Server for svc. cfg may be nil for all defaults.
 func NewServer(svc *billing.Service, cfg *Config) *Server {
 	c := cfg.withDefaults()
-	s := &Server{svc: svc, renders: c.Renders, cfg: c, log: c.Logger, metrics: newMetrics(c.Registry)}
+	s := &Server{svc: svc, idem: svc, renders: c.Renders, cfg: c, log: c.Logger, metrics: newMetrics(c.Registry)}
+	s.usageMetricsJSON = func(ctx context.Context, account string, f billing.UsageMetricFilter, p billing.ListParams) (billing.Page[[]byte], error) {
+		return billing.ListUsageMetricsRendered(ctx, svc, account, f, p, usageMetricJSON)
+	}
 	s.engine = s.newEngine()
 	return s
 }
