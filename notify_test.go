@@ -100,17 +100,15 @@ func TestWebhookEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rolled back: a validation failure, an alias conflict, and a change
-	// whose transaction fails after emit ran (the idempotency record
-	// cannot be rendered).
+	// whose transaction fails after emit ran (its commit hook fails).
 	if _, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{}); billing.CodeOf(err) != billing.CodeValidationFailed {
 		t.Fatalf("invalid customer: %v", err)
 	}
 	if _, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{LegalName: "Dup", CustomerAliases: []string{"ini"}}); billing.CodeOf(err) != billing.CodeConflict {
 		t.Fatalf("alias conflict: %v", err)
 	}
-	boom := errors.New("render failed")
-	failing := billing.WithIdempotency(ctx, &billing.IdempotencyRequest{Key: "k", Fingerprint: "f",
-		Render: func(any) (int, []byte, error) { return 0, nil, boom }})
+	boom := errors.New("hook failed")
+	failing := billing.WithCommitHook(ctx, func(context.Context, billing.Tx, any) error { return boom })
 	if _, err := e.svc.CreateCustomer(failing, e.account, billing.CustomerParams{LegalName: "Ghost"}); !errors.Is(err, boom) {
 		t.Fatalf("failing transaction: %v", err)
 	}

@@ -216,13 +216,13 @@ func PrefixEnd(prefix []byte) []byte {
 // here. Backends do not need this list (a table exists once written). Keys
 // are composite (key(), prefix()): parts joined by keySep.
 
-// Accounts, keys, idempotency, the catalog, customers, seats and usage.
+// Accounts, keys, the catalog, customers, seats and usage. (httpserver
+// keeps its Idempotency-Key answers in a table of its own, "idempotency".)
 const (
 	tableMeta             Table = "meta"                // key → value: store-wide settings
 	tableAccounts         Table = "accounts"            // account id → Account
 	tableAPIKeys          Table = "api_keys"            // key id → apiKeyRecord
 	tableCounters         Table = "counters"            // account id / name → uint64
-	tableIdempotency      Table = "idempotency"         // account id / key → IdempotencyRecord
 	tableUsageMetrics     Table = "usage_metrics"       // account id / metric id → UsageMetric
 	tableUsageMetricNames Table = "usage_metric_names"  // account id / lower(name) → metric id (live metrics only)
 	tableCustomers        Table = "customers"           // account id / customer id → Customer

@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,20 @@ type Config struct {
 	// require it. Defaults to false: the answers carry serviceAccountId
 	// only.
 	UpstreamFieldNames bool
+
+	// IdempotencyTTL is how long the answer of a request sent with an
+	// Idempotency-Key answers its retries. Defaults to 24 hours; shorter
+	// values are raised to 24 hours.
+	IdempotencyTTL time.Duration
+
+	// MarkIdempotencyKeysInFlight marks an Idempotency-Key in flight in
+	// the store before its request runs, so that the same key sent to
+	// another instance on the same store meanwhile answers
+	// idempotency_key_in_use instead of waiting for the first answer's
+	// commit to refuse it. Set it when several processes serve one store
+	// (billingd on PostgreSQL does). Defaults to false: one process owns
+	// the store, and it refuses concurrent duplicates in memory.
+	MarkIdempotencyKeysInFlight bool
 
 	// DisableMetrics turns off GET /metrics. Defaults to false: metrics are
 	// served.
@@ -152,7 +167,7 @@ type Server struct {
 	// each route file hands its part to its handlers.
 	svc billing.Services
 	// idem keeps the answers of requests sent with an Idempotency-Key.
-	idem idempotencyStore
+	idem *idempotencyStore
 	// usageMetricsJSON is the encoded list of usage metrics (see
 	// appendUsageMetricsPage).
 	usageMetricsJSON func(ctx context.Context, account string, f billing.UsageMetricFilter, p billing.ListParams) (billing.Page[[]byte], error)
@@ -180,7 +195,9 @@ func New(svc *billing.Service, cfg *Config) http.Handler {
 // NewServer returns a Server for svc. cfg may be nil for all defaults.
 func NewServer(svc *billing.Service, cfg *Config) *Server {
 	c := cfg.withDefaults()
-	s := &Server{svc: svc, idem: svc, renders: c.Renders, cfg: c, log: c.Logger, metrics: newMetrics(c.Registry)}
+	s := &Server{svc: svc, renders: c.Renders, cfg: c, log: c.Logger, metrics: newMetrics(c.Registry)}
+	s.idem = &idempotencyStore{store: svc.Store(), now: svc.Now, ttl: max(c.IdempotencyTTL, minIdempotencyTTL),
+		mark: c.MarkIdempotencyKeysInFlight, log: c.Logger}
 	s.usageMetricsJSON = func(ctx context.Context, account string, f billing.UsageMetricFilter, p billing.ListParams) (billing.Page[[]byte], error) {
 		return billing.ListUsageMetricsRendered(ctx, svc, account, f, p, usageMetricJSON)
 	}

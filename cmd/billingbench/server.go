@@ -103,7 +103,7 @@ func startServerWith(ctx context.Context, path string, opts *boltstore.Options, 
 		st.Close()
 		return nil, err
 	}
-	handler := httpserver.New(svc, &httpserver.Config{Logger: log, RateLimit: -1})
+	handler := httpserver.New(svc, &httpserver.Config{Logger: log, RateLimit: -1, MarkIdempotencyKeysInFlight: cfg.SharedStore})
 	if s.url, s.http, s.done, err = listen(handler); err != nil {
 		st.Close()
 		return nil, err

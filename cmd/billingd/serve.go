@@ -262,6 +262,7 @@ type runner struct {
 	metricsLn net.Listener         // --metrics-addr; nil: /metrics is on the API
 	renders   *render.Pool         // every render: the API's, the console's, the e-mails'
 	console   *console.Console     // nil with --console=false
+	api       *httpserver.Server   // set by apiServer
 }
 
 // run serves on ln and adminLn until ctx is done or a server fails, then
@@ -278,7 +279,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	}
 	loops, stopLoops := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { sweepLoop(loops, r.svc, r.console, r.log, sweepInterval) })
+	wg.Go(func() { sweepLoop(loops, r.api, r.console, r.log, sweepInterval) })
 	if r.cfg.billingInterval > 0 {
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
@@ -350,7 +351,10 @@ func (r *runner) apiServer() (*http.Server, error) {
 		Renders:        r.renders,
 
 		UpstreamFieldNames: r.cfg.upstreamNames,
+		// Several billingd may serve one PostgreSQL database.
+		MarkIdempotencyKeysInFlight: isPostgres(r.cfg.db),
 	})
+	r.api = api
 	if r.cfg.console {
 		con, err := console.New(r.svc, &console.Config{Store: r.store, Logger: r.log, Renders: r.renders, Guard: api,
 			SecureCookies: r.cfg.secureCookies.or(!isLoopback(r.cfg.addr)), TrustedProxies: r.cfg.trustedProxies})
@@ -392,9 +396,9 @@ func (r *runner) shutdown(servers ...*http.Server) error {
 
 // sweepLoop deletes expired idempotency records, and the console's
 // expired sessions (con may be nil), every interval until ctx is done.
-func sweepLoop(ctx context.Context, svc *billing.Service, con *console.Console, log *slog.Logger, interval time.Duration) {
+func sweepLoop(ctx context.Context, api *httpserver.Server, con *console.Console, log *slog.Logger, interval time.Duration) {
 	every(ctx, interval, func() {
-		n, err := svc.SweepIdempotency(ctx)
+		n, err := api.SweepIdempotency(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Error("sweeping idempotency records", "err", err)
