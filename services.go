@@ -54,11 +54,11 @@ type UsageService interface {
 	CalculateUsage(ctx context.Context, account string, p CalculateUsageParams) (*UsageCalculation, error)
 
 	// Seats.
+	ListSeatMetrics(ctx context.Context, account string, order SortOrder, p ListParams) (Page[SeatMetric], error)
 	CreateSeatMetric(ctx context.Context, account string, p CreateSeatMetricParams) (*SeatMetric, error)
 	GetSeatMetric(ctx context.Context, account, id string) (*SeatMetric, error)
 	UpdateSeatMetric(ctx context.Context, account, id string, p UpdateSeatMetricParams) (*SeatMetric, error)
 	DeleteSeatMetric(ctx context.Context, account, id string) (*SeatMetric, error)
-	ListSeatMetrics(ctx context.Context, account string, order SortOrder, p ListParams) (Page[SeatMetric], error)
 	CreateSeatEvent(ctx context.Context, account string, p CreateSeatEventParams) (*SeatEvent, error)
 	GetSeatEvent(ctx context.Context, account, id string) (*SeatEvent, error)
 	ListSeatEvents(ctx context.Context, account string, f SeatEventFilter, p ListParams) (Page[SeatEvent], error)
@@ -139,15 +139,15 @@ type CreditNoteService interface {
 	VoidCreditNote(ctx context.Context, account, id string) (*CreditNote, error)
 	PrintableCreditNote(ctx context.Context, account, id string) (*PrintableDocument, error)
 
-	// Lines and groups.
-	CreateCreditNoteLineItem(ctx context.Context, account, creditNoteID string, p CreateCreditNoteLineItemParams) (*CreditNoteLineItem, error)
-	ListCreditNoteLineItems(ctx context.Context, account, creditNoteID string, f LineItemFilter, p ListParams) (Page[CreditNoteLineItem], error)
-	UpdateCreditNoteLineItem(ctx context.Context, account, creditNoteID, lineID string, p CreditNoteLineItemParams) (*CreditNoteLineItem, error)
-	DeleteCreditNoteLineItem(ctx context.Context, account, creditNoteID, lineID string) error
+	// Groups and lines.
 	CreateCreditNoteLineItemGroup(ctx context.Context, account, creditNoteID string, p CreditNoteLineItemGroupParams) (*CreditNoteLineItemGroup, error)
-	ListCreditNoteLineItemGroups(ctx context.Context, account, creditNoteID string, f LineItemFilter, p ListParams) (Page[CreditNoteLineItemGroup], error)
 	UpdateCreditNoteLineItemGroup(ctx context.Context, account, creditNoteID, groupID string, p CreditNoteLineItemGroupParams) (*CreditNoteLineItemGroup, error)
 	DeleteCreditNoteLineItemGroup(ctx context.Context, account, creditNoteID, groupID string) error
+	ListCreditNoteLineItemGroups(ctx context.Context, account, creditNoteID string, f LineItemFilter, p ListParams) (Page[CreditNoteLineItemGroup], error)
+	CreateCreditNoteLineItem(ctx context.Context, account, creditNoteID string, p CreateCreditNoteLineItemParams) (*CreditNoteLineItem, error)
+	UpdateCreditNoteLineItem(ctx context.Context, account, creditNoteID, lineID string, p CreditNoteLineItemParams) (*CreditNoteLineItem, error)
+	DeleteCreditNoteLineItem(ctx context.Context, account, creditNoteID, lineID string) error
+	ListCreditNoteLineItems(ctx context.Context, account, creditNoteID string, f LineItemFilter, p ListParams) (Page[CreditNoteLineItem], error)
 }
 
 // ScheduleService is the operations on billing schedules and the billing
