@@ -78,7 +78,7 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 		return
 	}
 	if !s.inflight.acquire(c.account, key) {
-		s.writeError(g, billing.Errorf(billing.CodeIdempotencyKeyInUse,
+		s.writeError(g, billing.Errorf(CodeIdempotencyKeyInUse,
 			"a request with this Idempotency-Key is being processed; retry later"))
 		return
 	}
@@ -114,7 +114,7 @@ func (s *Server) answerFromRecord(g *gin.Context, c *call, req *idempotencyReque
 	case rec == nil:
 		return false
 	case rec.Fingerprint != req.fingerprint:
-		s.writeError(g, billing.Errorf(billing.CodeIdempotencyKeyReused,
+		s.writeError(g, billing.Errorf(CodeIdempotencyKeyReused,
 			"this Idempotency-Key was used with a different request (method, path or body)"))
 	default:
 		g.Header("Idempotent-Replayed", "true")

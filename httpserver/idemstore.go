@@ -143,7 +143,7 @@ func (st *idempotencyStore) begin(ctx context.Context, account string, req *idem
 			rec = old
 			return nil
 		case old != nil && now.Before(old.ExpiresAt):
-			return billing.Errorf(billing.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is being processed; retry later")
+			return billing.Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is being processed; retry later")
 		}
 		return st.put(ctx, tx, k, &idempotencyRecord{
 			Key: req.key, AccountID: account, Fingerprint: req.fingerprint, Holder: hold,
@@ -227,7 +227,7 @@ func (st *idempotencyStore) putAnswer(ctx context.Context, tx billing.Tx, accoun
 	if old != nil && now.Before(old.ExpiresAt) && (req.hold == "" || old.Holder != req.hold) {
 		// Another request, here or on another instance, answered or
 		// holds this key first.
-		return billing.Errorf(billing.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key was processed concurrently")
+		return billing.Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key was processed concurrently")
 	}
 	return st.put(ctx, tx, k, &idempotencyRecord{
 		Key: req.key, AccountID: account, Fingerprint: req.fingerprint,

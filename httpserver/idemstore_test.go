@@ -41,13 +41,13 @@ func TestIdempotencyKeyHeldAcrossInstances(t *testing.T) {
 		t.Fatalf("first begin: %v %v", rec, err)
 	}
 	// While the first request runs, the key is busy on the other instance.
-	if _, err := second.begin(ctx, account, customerAnswer("k1")); billing.CodeOf(err) != billing.CodeIdempotencyKeyInUse {
+	if _, err := second.begin(ctx, account, customerAnswer("k1")); billing.CodeOf(err) != CodeIdempotencyKeyInUse {
 		t.Fatalf("second instance while the first runs: %v, want idempotency_key_in_use", err)
 	}
 	// A request that skipped begin (it raced ahead of the mark) cannot
 	// store an answer over it: its change rolls back.
 	racer := billing.WithCommitHook(ctx, second.hook(account, customerAnswer("k1")))
-	if _, err := svc.CreateCustomer(racer, account, billing.CustomerParams{LegalName: "Racer"}); billing.CodeOf(err) != billing.CodeIdempotencyKeyInUse {
+	if _, err := svc.CreateCustomer(racer, account, billing.CustomerParams{LegalName: "Racer"}); billing.CodeOf(err) != CodeIdempotencyKeyInUse {
 		t.Fatalf("an operation racing the mark: %v, want idempotency_key_in_use", err)
 	}
 	// The first request's operation replaces its mark by its answer.

@@ -252,7 +252,7 @@ func (s *Server) newEngine() *gin.Engine {
 		s.writeError(g, billing.Errorf(billing.CodeNotFound, "no such route: check the method and path"))
 	})
 	e.NoMethod(func(g *gin.Context) {
-		s.writeError(g, billing.Errorf(billing.CodeMethodNotAllowed,
+		s.writeError(g, billing.Errorf(CodeMethodNotAllowed,
 			"the method %s is not allowed here; see the Allow header", g.Request.Method))
 	})
 	s.healthRoutes(e)
