@@ -282,6 +282,10 @@ func New(store Store, cfg *Config) (*Service, error) {
 // (httpserver's idempotency records), so that one clock rules them all.
 func (s *Service) Now() time.Time { return s.clock() }
 
+// Logger returns the Service's logger (Config.Logger), for the workers
+// that run beside it (package dispatch) and log where it does.
+func (s *Service) Logger() *slog.Logger { return s.log }
+
 // Store returns the Store the Service runs on.
 func (s *Service) Store() Store { return s.store }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/internal/pdftext"
 	docrender "github.com/billingd/billing/render"
 	"github.com/billingd/billing/smtp"
@@ -27,8 +28,8 @@ func TestDocumentEmailOverSMTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv, cust := sendInvoiceTo(t, e, "Ωmega ΑΕ", "ap@omega.test", invLine("Platform fee", "3", "0.335", "0.2"))
-	documents := billing.DispatcherConfig{Mailer: mailer, Documents: docrender.Renderer{}}
-	e.runOnce(billing.NewDispatcher(e.svc, documents))
+	documents := dispatch.Config{Mailer: mailer, Documents: docrender.Renderer{}}
+	e.runOnce(dispatch.New(e.svc, documents))
 
 	msgs := srv.messages()
 	if len(msgs) != 1 || strings.Join(msgs[0].to, ",") != "ap@omega.test" {
@@ -68,7 +69,7 @@ func TestDocumentEmailOverSMTP(t *testing.T) {
 	if _, err := e.svc.SendCreditNote(ctx, e.account, cn.ID); err != nil {
 		t.Fatal(err)
 	}
-	e.runOnce(billing.NewDispatcher(e.svc, documents))
+	e.runOnce(dispatch.New(e.svc, documents))
 	if msgs = srv.messages(); len(msgs) != 2 {
 		t.Fatalf("%d messages, want 2", len(msgs))
 	}
@@ -91,7 +92,7 @@ func TestDocumentEmailWithoutRenderer(t *testing.T) {
 	t.Parallel()
 	e, srv, mailer := newMailEnv(t)
 	sendInvoiceTo(t, e, "Globex", "ap@globex.test", invLine("Fee", "1", "10", "0"))
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer}))
 	msgs := srv.messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages, want 1", len(msgs))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/einvoice"
 )
 
@@ -56,7 +57,7 @@ func TestEmailAttachmentsFollowTheSettings(t *testing.T) {
 	}
 	send("Northwind Traders Ltd", "ap@northwind.test", nil)
 	send("Bezirksamt Mitte", "rechnung@berlin.test", []billing.AttachmentFormat{billing.AttachmentFacturX, billing.AttachmentCII})
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer, Documents: einvoice.Renderer{}}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer, Documents: einvoice.Renderer{}}))
 
 	msgs := srv.messages()
 	if len(msgs) != 2 {

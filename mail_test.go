@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/smtp"
 )
 
@@ -226,7 +227,7 @@ func TestEmailPolicyOverSMTP(t *testing.T) {
 	}
 	e.policy(billing.ChannelEmail, []string{"ops@example.com", "cfo@example.com"})
 	c := e.customer("Initech Ünited")
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer}))
 	msgs := srv.messages()
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages, want 2 (one per recipient)", len(msgs))
@@ -277,7 +278,7 @@ func TestQueuedEmail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer}))
 	msgs := srv.messages()
 	if len(msgs) != 1 || strings.Join(msgs[0].to, ",") != "a@example.com,b@example.com" {
 		t.Fatalf("messages %+v", msgs)
@@ -299,7 +300,7 @@ func TestEmailNotConfigured(t *testing.T) {
 	e := newNotifyEnv(t, false)
 	e.policy(billing.ChannelEmail, []string{"ops@example.com"})
 	e.customer("Initech")
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks}))
 	dl := e.onlyDelivery()
 	if dl.Status != billing.DeliveryFailed || len(dl.Attempts) != 1 || dl.Attempts[0].Error != "email delivery is not configured" {
 		t.Fatalf("delivery %+v", dl)
@@ -312,7 +313,7 @@ func TestEmailNotConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer}))
 	if dl := e.onlyDelivery(); dl.Status != billing.DeliverySucceeded || len(srv.messages()) != 1 {
 		t.Errorf("after retry: %+v, %d messages", dl, len(srv.messages()))
 	}
@@ -331,7 +332,7 @@ func TestSMTPServerDown(t *testing.T) {
 	}
 	e.policy(billing.ChannelEmail, []string{"ops@example.com"})
 	e.customer("Initech")
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer}))
 	if dl := e.onlyDelivery(); dl.Status != billing.DeliveryPending || len(dl.Attempts) != 1 || dl.Attempts[0].Error == "" {
 		t.Errorf("delivery %+v, want PENDING after one failed attempt", dl)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/console"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/einvoice"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/prommetrics"
@@ -283,7 +284,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	if r.cfg.billingInterval > 0 {
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
-	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
+	dispatcher := dispatch.New(r.svc, dispatch.Config{
 		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: einvoice.Renderer{Pool: r.renders}, Retention: r.cfg.deliveryRetention, Lease: r.cfg.deliveryLease, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })

@@ -60,10 +60,12 @@ var importRules = []importRule{
 		why:     "internal/ packages never import the root or an edge package: the root decides, they only do",
 	},
 	{
-		name:    "the edge never reaches storage",
-		applies: func(dir string) bool { return under(dir, "httpserver") || under(dir, "console") },
+		name: "the edge never reaches storage",
+		applies: func(dir string) bool {
+			return under(dir, "httpserver") || under(dir, "console") || under(dir, "dispatch")
+		},
 		allowed: func(p string) bool { return !ours(p, "storage") },
-		why:     "httpserver and console serve the Service's interfaces; which store runs below is billingd's choice",
+		why:     "httpserver, console and dispatch work through the Service; which store runs below is billingd's choice",
 	},
 	{
 		name:    "storage backends are dumb",
