@@ -297,7 +297,7 @@ const (
 	// tableBillingLateUsage records usage that changed after its invoice was finalized.
 	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
 	// tableBillingLeases shares the engine's work out between the
-	// instances on a shared store (Config.SharedStore; engine.go).
+	// instances on a shared store (Config.SharedStore; enginelease.go).
 	tableBillingLeases Table = "billing_leases" // account id / schedule id → engineLease
 	// tableBillingRuns keeps the newest billing run records of each account.
 	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord
@@ -324,7 +324,7 @@ const (
 	tableAccountPreferences Table = "account_preferences" // account id → accountPreferences
 )
 
-// The tables of rendering (document.go).
+// The tables of rendering (printable.go).
 const (
 	// tableDocumentRenders holds what a finalized document was frozen with.
 	tableDocumentRenders Table = "document_renders" // account id / document id → renderSnapshot
