@@ -72,21 +72,40 @@ type Config struct {
 	// this Service revokes it: right when no other process writes the store
 	// (bbolt). A store shared with other processes (PostgreSQL) needs a
 	// bound, since a key revoked elsewhere stays usable here that long;
-	// billingd uses 1s there. Negative turns the cache off. Defaults to 0,
-	// or to 1s with SharedStore.
+	// billingd uses 1s there. Negative turns the cache off. Defaults to 0.
 	KeyCacheTTL time.Duration
 
-	// SharedStore says that other processes use the store at the same
-	// time: several billingd instances on one PostgreSQL database. Then
-	// KeyCacheTTL defaults to one second. Every other cache of the Service
-	// is correct across processes by construction (docs/ARCHITECTURE.md,
-	// "Several instances"). It also keeps the usage events' id index in
-	// the layout releases before its compact one read, so that their
-	// instances can share the store during a rolling upgrade
-	// (docs/ARCHITECTURE.md, "Records"). (The HTTP layer's own setting for
-	// several instances is httpserver.Config.MarkIdempotencyKeysInFlight.)
-	// Defaults to false: one process owns the store (bbolt).
-	SharedStore bool
+	// What several processes on one store (billingd instances on one
+	// PostgreSQL database) need is three settings, each of one job;
+	// billingd sets all three on PostgreSQL, with KeyCacheTTL 1s. Every
+	// other cache of the Service is correct across processes by
+	// construction (docs/ARCHITECTURE.md, "Several instances"). The HTTP
+	// layer's own is httpserver.Config.MarkIdempotencyKeysInFlight.
+
+	// ConcurrentBillingRuns says that other processes run the billing
+	// engine on the store at the same time: a run then leases the
+	// schedules of each batch before billing them, so each schedule is
+	// billed once, and RunScheduledBilling bills in rounds shared by the
+	// processes (a tick within an interval of the last round joins it).
+	// Defaults to false: one process bills (bbolt).
+	ConcurrentBillingRuns bool
+
+	// SeriesInOwnTransaction commits the usage series (account and
+	// (event type, alias) numbers) that a batch of usage events creates in
+	// a short transaction of its own before the batch's. On a store whose
+	// concurrent writers conflict and retry (PostgreSQL at SERIALIZABLE),
+	// concurrent batches creating series all increment one counter row:
+	// then only that small transaction retries, not the whole batch.
+	// Defaults to false: one writer at a time (bbolt), where it would only
+	// cost a second commit.
+	SeriesInOwnTransaction bool
+
+	// LegacyUsageIDRecords writes the usage events' creation-order index
+	// in the fixed layout that releases before its compact one read, so
+	// that instances of such a release can share the store during a
+	// rolling upgrade (docs/ARCHITECTURE.md, "Records"). Both layouts are
+	// always read. Defaults to false: the compact layout.
+	LegacyUsageIDRecords bool
 
 	// Limits bounds the size of requests. Zero fields take their defaults.
 	Limits Limits
@@ -175,7 +194,9 @@ type Service struct {
 	rounding Rounding
 	log      *slog.Logger
 	keyTTL   time.Duration
-	shared   bool // Config.SharedStore
+	billRuns bool // Config.ConcurrentBillingRuns
+	seriesTx bool // Config.SeriesInOwnTransaction
+	legacyID bool // Config.LegacyUsageIDRecords
 	limits   Limits
 	cursors  cursor.Codec
 	custom   map[string]CustomAggregation
@@ -222,7 +243,9 @@ func New(store Store, cfg *Config) (*Service, error) {
 		rounding: c.Rounding,
 		log:      c.Logger,
 		keyTTL:   c.KeyCacheTTL,
-		shared:   c.SharedStore,
+		billRuns: c.ConcurrentBillingRuns,
+		seriesTx: c.SeriesInOwnTransaction,
+		legacyID: c.LegacyUsageIDRecords,
 		limits:   c.Limits.withDefaults(),
 
 		webhookAllowPrivate: c.WebhookAllowPrivate,
@@ -265,9 +288,6 @@ func New(store Store, cfg *Config) (*Service, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.keyTTL == 0 && s.shared {
-		s.keyTTL = time.Second
 	}
 	key, err := s.loadCursorKey(context.Background())
 	if err != nil {

@@ -195,7 +195,7 @@ func (s *Service) RunBilling(ctx context.Context, asOf time.Time) (*BillingRun, 
 
 // RunScheduledBilling is what a program's periodic billing loop calls every
 // interval (billingd's --billing-interval). With one process it is
-// RunBilling(now). On a shared store (Config.SharedStore) the instances
+// RunBilling(now). With Config.ConcurrentBillingRuns the instances
 // bill in rounds: the first instance whose tick comes after the last round
 // is an interval old starts a round as of now; the others' ticks within
 // that interval join it (as of the round's time) and skip what it billed,
@@ -204,7 +204,7 @@ func (s *Service) RunBilling(ctx context.Context, asOf time.Time) (*BillingRun, 
 // once its leases expire.
 func (s *Service) RunScheduledBilling(ctx context.Context, now time.Time, interval time.Duration) (*BillingRun, error) {
 	asOf, since := NormalizeTime(now), s.now()
-	if s.shared {
+	if s.billRuns {
 		var err error
 		if asOf, since, err = s.billingRound(ctx, asOf, since, interval); err != nil {
 			return nil, err
@@ -285,7 +285,7 @@ func (s *Service) runBilling(ctx context.Context, account string, asOf, since ti
 		pre = prefix(account)
 	}
 	var l *runLeases
-	if s.shared {
+	if s.billRuns {
 		l = &runLeases{hold: s.newID(), asOf: asOf, since: since}
 	}
 	var after []byte

@@ -10,20 +10,22 @@ import (
 	"github.com/billingd/billing/billingtest"
 )
 
-// Several Services over one store with Config.SharedStore stand for several
+// Several Services over one store with what billingd sets on PostgreSQL
+// (Config.ConcurrentBillingRuns, SeriesInOwnTransaction, LegacyUsageIDRecords,
+// KeyCacheTTL) stand for several
 // billingd instances on one PostgreSQL database (memstore without
 // BILLINGD_TEST_POSTGRES: the rules are the Service's, not the store's).
 // The multi-process tests in internal/crashtest drive real processes.
 
 // sharedPair returns a fixture and a second Service (another instance) on
-// the fixture's store, both with SharedStore, sharing the stub clock and
+// the fixture's store, both configured as billingd on PostgreSQL, sharing the stub clock and
 // one id sequence.
 func sharedPair(t *testing.T) (*sched, *billing.Service) {
 	t.Helper()
 	store := billingtest.Store(t)
 	ids := billingtest.IDs()
-	f := newSched(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{SharedStore: true, NewID: ids}))
-	other, err := billing.New(store, &billing.Config{SharedStore: true, NewID: ids, Now: f.clock.Now})
+	f := newSched(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{ConcurrentBillingRuns: true, SeriesInOwnTransaction: true, LegacyUsageIDRecords: true, KeyCacheTTL: time.Second, NewID: ids}))
+	other, err := billing.New(store, &billing.Config{ConcurrentBillingRuns: true, SeriesInOwnTransaction: true, LegacyUsageIDRecords: true, KeyCacheTTL: time.Second, NewID: ids, Now: f.clock.Now})
 	f.must(err)
 	return f, other
 }

@@ -297,7 +297,7 @@ const (
 	// tableBillingLateUsage records usage that changed after its invoice was finalized.
 	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
 	// tableBillingLeases shares the engine's work out between the
-	// instances on a shared store (Config.SharedStore; enginelease.go).
+	// instances on one store (Config.ConcurrentBillingRuns; enginelease.go).
 	tableBillingLeases Table = "billing_leases" // account id / schedule id → engineLease
 	// tableBillingRuns keeps the newest billing run records of each account.
 	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord

@@ -270,9 +270,9 @@ const (
 // entries (sorted by id; UUIDs when more than one) to b: the first entry's
 // location, then the others compactly, or in the fixed layout unless
 // compact. Releases before the compact layout cannot read it: on a store
-// that several billingd instances share (Config.SharedStore), where one of
-// an earlier release may run beside during a rolling upgrade, records are
-// still written in the fixed layout.
+// that several billingd instances share, where one of an earlier release
+// may run beside during a rolling upgrade, records are still written in the
+// fixed layout (Config.LegacyUsageIDRecords).
 func appendIDRecord(b []byte, entries []idEntry, compact bool) []byte {
 	start := len(b)
 	b = append(b, entries[0].loc...)

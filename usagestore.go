@@ -93,7 +93,7 @@ func seriesNo(ctx context.Context, tx Tx, account, eventType, alias string, crea
 // createSeries commits, in a short transaction of its own, the account's
 // number and the series of events that the number cache does not know yet,
 // so that the batch's own transaction finds them all cached and increments
-// no counter. On a shared store (Config.SharedStore: PostgreSQL) concurrent
+// no counter. With Config.SeriesInOwnTransaction (PostgreSQL) concurrent
 // batches that create series all increment one counter row, and at the
 // serializable level all but one of them fail and run again: inside the
 // batch's transaction that re-runs the whole batch, here only this small
@@ -318,7 +318,7 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 			return err
 		}
 	}
-	ew.ids = idIndex{acct: acct, added: w.added[:0], buf: w.indexBuf[:0], compact: !s.shared}
+	ew.ids = idIndex{acct: acct, added: w.added[:0], buf: w.indexBuf[:0], compact: !s.legacyID}
 	if cap(ew.ids.added) < len(w.events) {
 		ew.ids.added = make([]idEntry, 0, len(w.events))
 	}

@@ -16,8 +16,8 @@ func idemPair(t *testing.T) (*idempotencyStore, *idempotencyStore, *billing.Serv
 	t.Helper()
 	store := billingtest.Store(t)
 	ids := billingtest.IDs()
-	svc, clock := billingtest.NewService(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{SharedStore: true, NewID: ids}))
-	other, err := billing.New(store, &billing.Config{SharedStore: true, NewID: ids, Now: clock.Now})
+	svc, clock := billingtest.NewService(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{ConcurrentBillingRuns: true, NewID: ids}))
+	other, err := billing.New(store, &billing.Config{ConcurrentBillingRuns: true, NewID: ids, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,8 +193,13 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := prommetrics.New(reg)
+	shared := isPostgres(cfg.db)
 	svc, err := billing.New(m.Store(st), &billing.Config{
-		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, SharedStore: isPostgres(cfg.db),
+		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding,
+		// Several billingd may serve one PostgreSQL database (and an
+		// instance of an earlier release beside them, while upgrading).
+		ConcurrentBillingRuns: shared, SeriesInOwnTransaction: shared, LegacyUsageIDRecords: shared,
+		KeyCacheTTL:     sharedKeyCacheTTL(shared),
 		LateUsageWindow: cfg.lateUsageWindow, Observer: m.Observer(),
 	})
 	if err != nil {
@@ -449,4 +454,14 @@ func (cfg *serveConfig) mailer() (billing.Mailer, error) {
 	return smtp.NewMailer(smtp.Config{
 		Addr: cfg.smtpAddr, From: cfg.smtpFrom, Username: cfg.smtpUsername, Password: cfg.smtpPassword,
 	})
+}
+
+// sharedKeyCacheTTL is the key cache's bound: a second on a store other
+// processes share (a key revoked elsewhere is refused here within it),
+// none otherwise (billing.Config.KeyCacheTTL).
+func sharedKeyCacheTTL(shared bool) time.Duration {
+	if shared {
+		return time.Second
+	}
+	return 0
 }

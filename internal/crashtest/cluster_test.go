@@ -67,7 +67,7 @@ func startCluster(t *testing.T, db string, n int, args ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	if c.svc, err = billing.New(store, &billing.Config{SharedStore: true, WebhookAllowPrivate: true}); err != nil {
+	if c.svc, err = billing.New(store, &billing.Config{ConcurrentBillingRuns: true, SeriesInOwnTransaction: true, LegacyUsageIDRecords: true, KeyCacheTTL: time.Second, WebhookAllowPrivate: true}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
