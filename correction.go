@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -305,13 +304,13 @@ func (s *Service) createCorrectionCreditNote(ctx context.Context, tx Tx, lc *lin
 // that corrected it (none when the amount did not change).
 func (s *Service) recordLateUsage(ctx context.Context, tx Tx, sc *BillingSchedule, invoiceID string, ch charge, billed, current Decimal, doc correctionDoc, now time.Time) error {
 	lk := markerKey(sc, ch)
-	lu, err := getRecord[LateUsage](ctx, tx, tableBillingLateUsage, lk)
+	lu, err := findRecord[LateUsage](ctx, tx, tableBillingLateUsage, lk)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		lu = &LateUsage{BillingScheduleID: sc.ID, PriceID: ch.Price.ID, InvoiceID: invoiceID, BilledUsage: billed,
-			ServicePeriod: ServicePeriod{StartDate: ch.Period.Start, EndDate: ch.Period.EndInclusive()}}
 	case err != nil:
 		return err
+	case lu == nil:
+		lu = &LateUsage{BillingScheduleID: sc.ID, PriceID: ch.Price.ID, InvoiceID: invoiceID, BilledUsage: billed,
+			ServicePeriod: ServicePeriod{StartDate: ch.Period.Start, EndDate: ch.Period.EndInclusive()}}
 	}
 	lu.CurrentUsage, lu.Difference, lu.DetectedAt = current, current.Sub(lu.BilledUsage), now
 	if doc.invoiceID != "" {
