@@ -205,8 +205,8 @@ var dummySecretHash = sha256.Sum256([]byte("billingd: no such key"))
 //
 // A store shared with other processes (PostgreSQL, where admin commands
 // and other billingd instances revoke keys directly in the database)
-// breaks that premise, so Config.KeyCacheTTL (1 s by default with
-// Config.SharedStore) bounds how long a cached key is trusted there: the
+// breaks that premise, so Config.KeyCacheTTL (1 s in billingd on
+// PostgreSQL) bounds how long a cached key is trusted there: the
 // time is taken before the read, so a key revoked anywhere is refused
 // everywhere at most KeyCacheTTL after the revocation committed, and at
 // once by the Service that revoked it.

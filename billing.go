@@ -72,26 +72,40 @@ type Config struct {
 	// this Service revokes it: right when no other process writes the store
 	// (bbolt). A store shared with other processes (PostgreSQL) needs a
 	// bound, since a key revoked elsewhere stays usable here that long;
-	// billingd uses 1s there. Negative turns the cache off. Defaults to 0,
-	// or to 1s with SharedStore.
+	// billingd uses 1s there. Negative turns the cache off. Defaults to 0.
 	KeyCacheTTL time.Duration
 
-	// SharedStore says that other processes use the store at the same
-	// time: several billingd instances on one PostgreSQL database. Then
-	// an Idempotency-Key is marked in flight in the store before its
-	// request runs (BeginIdempotent), so a request racing it on another
-	// instance answers idempotency_key_in_use, and KeyCacheTTL defaults
-	// to one second. Every other cache of the Service is correct across
-	// processes by construction (docs/ARCHITECTURE.md, "Several
-	// instances"). It also keeps the usage events' id index in the layout
-	// releases before its compact one read, so that their instances can
-	// share the store during a rolling upgrade (docs/ARCHITECTURE.md,
-	// "Records"). Defaults to false: one process owns the store (bbolt).
-	SharedStore bool
+	// What several processes on one store (billingd instances on one
+	// PostgreSQL database) need is three settings, each of one job;
+	// billingd sets all three on PostgreSQL, with KeyCacheTTL 1s. Every
+	// other cache of the Service is correct across processes by
+	// construction (docs/ARCHITECTURE.md, "Several instances"). The HTTP
+	// layer's own is httpserver.Config.MarkIdempotencyKeysInFlight.
 
-	// IdempotencyTTL is how long an idempotency record answers retries.
-	// Defaults to 24 hours; shorter values are raised to 24 hours.
-	IdempotencyTTL time.Duration
+	// ConcurrentBillingRuns says that other processes run the billing
+	// engine on the store at the same time: a run then leases the
+	// schedules of each batch before billing them, so each schedule is
+	// billed once, and RunScheduledBilling bills in rounds shared by the
+	// processes (a tick within an interval of the last round joins it).
+	// Defaults to false: one process bills (bbolt).
+	ConcurrentBillingRuns bool
+
+	// SeriesInOwnTransaction commits the usage series (account and
+	// (event type, alias) numbers) that a batch of usage events creates in
+	// a short transaction of its own before the batch's. On a store whose
+	// concurrent writers conflict and retry (PostgreSQL at SERIALIZABLE),
+	// concurrent batches creating series all increment one counter row:
+	// then only that small transaction retries, not the whole batch.
+	// Defaults to false: one writer at a time (bbolt), where it would only
+	// cost a second commit.
+	SeriesInOwnTransaction bool
+
+	// LegacyUsageIDRecords writes the usage events' creation-order index
+	// in the fixed layout that releases before its compact one read, so
+	// that instances of such a release can share the store during a
+	// rolling upgrade (docs/ARCHITECTURE.md, "Records"). Both layouts are
+	// always read. Defaults to false: the compact layout.
+	LegacyUsageIDRecords bool
 
 	// Limits bounds the size of requests. Zero fields take their defaults.
 	Limits Limits
@@ -179,9 +193,10 @@ type Service struct {
 	rand     io.Reader
 	rounding Rounding
 	log      *slog.Logger
-	idemTTL  time.Duration
 	keyTTL   time.Duration
-	shared   bool // Config.SharedStore
+	billRuns bool // Config.ConcurrentBillingRuns
+	seriesTx bool // Config.SeriesInOwnTransaction
+	legacyID bool // Config.LegacyUsageIDRecords
 	limits   Limits
 	cursors  cursor.Codec
 	custom   map[string]CustomAggregation
@@ -227,9 +242,10 @@ func New(store Store, cfg *Config) (*Service, error) {
 		rand:     c.Rand,
 		rounding: c.Rounding,
 		log:      c.Logger,
-		idemTTL:  c.IdempotencyTTL,
 		keyTTL:   c.KeyCacheTTL,
-		shared:   c.SharedStore,
+		billRuns: c.ConcurrentBillingRuns,
+		seriesTx: c.SeriesInOwnTransaction,
+		legacyID: c.LegacyUsageIDRecords,
 		limits:   c.Limits.withDefaults(),
 
 		webhookAllowPrivate: c.WebhookAllowPrivate,
@@ -273,12 +289,6 @@ func New(store Store, cfg *Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.keyTTL == 0 && s.shared {
-		s.keyTTL = time.Second
-	}
-	if s.idemTTL < 24*time.Hour {
-		s.idemTTL = 24 * time.Hour
-	}
 	key, err := s.loadCursorKey(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("billing: preparing the store: %w", err)
@@ -286,6 +296,15 @@ func New(store Store, cfg *Config) (*Service, error) {
 	s.cursors = cursor.NewCodec(key)
 	return s, nil
 }
+
+// Now returns the Service's clock (Config.Now) for one operation: UTC,
+// truncated to the second. Adapters stamp their own records with it
+// (httpserver's idempotency records), so that one clock rules them all.
+func (s *Service) Now() time.Time { return s.clock() }
+
+// Logger returns the Service's logger (Config.Logger), for the workers
+// that run beside it (package dispatch) and log where it does.
+func (s *Service) Logger() *slog.Logger { return s.log }
 
 // Store returns the Store the Service runs on.
 func (s *Service) Store() Store { return s.store }
@@ -355,10 +374,10 @@ func (s *Service) view(ctx context.Context, fn func(Tx) error) error {
 	return internal(s.store.View(ctx, fn))
 }
 
-// mutate runs fn in one Update for account. When ctx carries an idempotency
-// request (WithIdempotency), the response for fn's result is rendered and
-// stored in the same transaction, so a change and its idempotency record
-// commit together or not at all.
+// mutate runs fn in one Update for account. When ctx carries a CommitHook
+// (WithCommitHook), it runs in the same transaction, so a change and what
+// the hook writes (an Idempotency-Key's answer) commit together or not at
+// all.
 func mutate[T any](ctx context.Context, s *Service, account string, fn func(Tx) (T, error)) (T, error) {
 	return mutateWith(ctx, s, s.store.Update, account, fn)
 }
@@ -372,31 +391,23 @@ func mutateBatch[T any](ctx context.Context, s *Service, account string, fn func
 	return mutateWith(ctx, s, s.store.Batch, account, fn)
 }
 
-// mutateWith is the one write path behind mutate and mutateBatch. Every run
-// of the transaction function starts the idempotency record afresh, so a
-// re-run (Batch) never reports a response of an earlier, rolled-back run.
+// mutateWith is the one write path behind mutate and mutateBatch. The
+// CommitHook of ctx (WithCommitHook), if any, runs after fn in every run of
+// the transaction function, so that what it writes commits with the change.
 func mutateWith[T any](ctx context.Context, s *Service, run func(context.Context, func(Tx) error) error, account string, fn func(Tx) (T, error)) (T, error) {
+	hook, _ := ctx.Value(commitHookKey{}).(CommitHook)
 	var out T
 	err := run(ctx, func(tx Tx) error {
 		var zero T
 		out = zero
-		if req, _ := ctx.Value(idempotencyKey{}).(*IdempotencyRequest); req != nil {
-			req.Status, req.Body, req.Stored = 0, nil, false
-			// A request that lost a race for its key (another process
-			// stored an answer under it since) must not run again: it
-			// answers idempotency_key_in_use, never an answer of its own.
-			if req.Render != nil {
-				if err := s.idempotencyFree(ctx, tx, account, req, s.clock()); err != nil {
-					return err
-				}
-			}
-		}
 		v, err := fn(tx)
 		if err != nil {
 			return err
 		}
-		if err := s.recordIdempotent(ctx, tx, account, v); err != nil {
-			return err
+		if hook != nil {
+			if err := hook(ctx, tx, v); err != nil {
+				return err
+			}
 		}
 		out = v
 		return nil
@@ -404,9 +415,6 @@ func mutateWith[T any](ctx context.Context, s *Service, run func(context.Context
 	if err != nil {
 		var zero T
 		return zero, internal(err)
-	}
-	if req, _ := ctx.Value(idempotencyKey{}).(*IdempotencyRequest); req != nil && req.Stored {
-		req.hold = "" // the answer replaced the in-flight mark
 	}
 	return out, nil
 }
@@ -430,225 +438,31 @@ func (s *Service) Ping(ctx context.Context) error {
 	}))
 }
 
-// IdempotencyRecord is the stored outcome of a request sent with an
-// Idempotency-Key: a retry with the same key and the same request is
-// answered with Status and Body and changes nothing.
-type IdempotencyRecord struct {
-	// Key is the client's Idempotency-Key.
-	Key string `json:"key"`
-	// AccountID is the account that sent the key; keys are per account.
-	AccountID string `json:"serviceAccountId"`
-	// Fingerprint identifies the first request sent with the key; a later request
-	// with the key and another fingerprint is refused.
-	Fingerprint string `json:"fingerprint"`
-	// Status is the HTTP status of the stored answer.
-	Status int `json:"status"`
-	// Body is the stored answer, byte for byte as first sent.
-	Body []byte `json:"body"`
-	// Holder is set while the record is only an in-flight mark
-	// (BeginIdempotent on a shared store): the request holding the key has
-	// not answered yet, and Status and Body are empty.
-	Holder    string    `json:"holder,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	// ExpiresAt is when the record may be swept: CreatedAt plus
-	// Config.IdempotencyTTL (at least 24 hours).
-	ExpiresAt time.Time `json:"expiresAt"`
+// CommitHook is run by a write of the Service inside its transaction,
+// once the operation succeeded, with the operation's result: what it writes
+// commits with the change or not at all, and its error rolls the change
+// back (the operation returns it). The store may run a transaction function
+// more than once (Batch, or Update on a store with concurrent writers), so
+// a hook may run more than once; only its run in the committed transaction
+// counts. httpserver stores the answers of requests sent with an
+// Idempotency-Key through one.
+type CommitHook func(ctx context.Context, tx Tx, result any) error
+
+type commitHookKey struct{}
+
+// WithCommitHook returns a context that makes the mutating operation run
+// with it call hook inside its transaction (see CommitHook). An operation
+// that commits several transactions (a billing run) calls no hook.
+func WithCommitHook(ctx context.Context, hook CommitHook) context.Context {
+	return context.WithValue(ctx, commitHookKey{}, hook)
 }
 
-// IdempotencyRequest asks a Service operation to store its response under
-// an idempotency key in the same transaction as its change. The caller (the
-// HTTP layer) sets Key, Fingerprint and Render; the operation sets Status and
-// Body to the stored response, which the caller then sends as it is.
-type IdempotencyRequest struct {
-	// Key is the request's Idempotency-Key.
-	Key string
-	// Fingerprint identifies the request (httpserver: a hash of its method,
-	// path and body), stored with the response so the caller can refuse the
-	// key when it comes back with another request.
-	Fingerprint string
-	// Render turns the operation's result into the response to store.
-	Render func(result any) (status int, body []byte, err error)
-
-	// Status and Body are the stored response, set when Stored is true.
-	Status int
-	// Body is the stored response body (see Status).
-	Body []byte
-	// Stored says the operation ran and Status and Body hold its response.
-	Stored bool
-
-	hold string // the in-flight mark BeginIdempotent put on the key, if any
-}
-
-type idempotencyKey struct{}
-
-// WithIdempotency returns a context that makes the next mutating operation
-// run with it store its response under req.Key (see IdempotencyRequest).
-func WithIdempotency(ctx context.Context, req *IdempotencyRequest) context.Context {
-	return context.WithValue(ctx, idempotencyKey{}, req)
-}
-
-// recordIdempotent stores the response for result when ctx carries an
-// idempotency request. It runs inside the operation's transaction.
-func (s *Service) recordIdempotent(ctx context.Context, tx Tx, account string, result any) error {
-	req, _ := ctx.Value(idempotencyKey{}).(*IdempotencyRequest)
-	if req == nil || req.Render == nil {
-		return nil
-	}
-	status, body, err := req.Render(result)
-	if err != nil {
-		return err
-	}
-	if err := s.putIdempotency(ctx, tx, account, req, status, body); err != nil {
-		return err
-	}
-	req.Status, req.Body, req.Stored = status, body, true
-	return nil
-}
-
-// idempotencyHold is how long a request's in-flight mark on its
-// Idempotency-Key (Config.SharedStore) keeps requests with that key on other
-// instances out. It outlives any request (billingd's write timeout is a
-// minute); after it a key whose instance died is free again.
-const idempotencyHold = 2 * time.Minute
-
-// putIdempotency stores the answer of req under its key. The key must be
-// free, or held by req itself (its in-flight mark): a record stored by
-// another request, or a mark of another request, answers
-// idempotency_key_in_use.
-func (s *Service) putIdempotency(ctx context.Context, tx Tx, account string, req *IdempotencyRequest, status int, body []byte) error {
-	now := s.clock()
-	if err := s.idempotencyFree(ctx, tx, account, req, now); err != nil {
-		return err
-	}
-	return putRecord(ctx, tx, tableIdempotency, key(account, req.Key), IdempotencyRecord{
-		Key: req.Key, AccountID: account, Fingerprint: req.Fingerprint,
-		Status: status, Body: body, CreatedAt: now, ExpiresAt: now.Add(s.idemTTL),
-	})
-}
-
-// idempotencyFree returns nil when req may use its key: no unexpired record
-// is stored under it, or the record is req's own in-flight mark.
-func (s *Service) idempotencyFree(ctx context.Context, tx Tx, account string, req *IdempotencyRequest, now time.Time) error {
-	old, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, key(account, req.Key))
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	case !now.Before(old.ExpiresAt) || req.hold != "" && old.Holder == req.hold:
-		return nil
-	}
-	// Another request, here or on another instance, answered or holds
-	// this key first.
-	return Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key was processed concurrently")
-}
-
-// IdempotentResponse returns the unexpired answer stored under key for an
-// account, or nil when there is none (an in-flight mark is no answer).
-func (s *Service) IdempotentResponse(ctx context.Context, account, idemKey string) (*IdempotencyRecord, error) {
-	now := s.clock()
-	var rec *IdempotencyRecord
-	err := s.view(ctx, func(tx Tx) error {
-		r, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, key(account, idemKey))
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		if err == nil && now.Before(r.ExpiresAt) && r.Holder == "" {
-			rec = r
-		}
-		return err
-	})
-	return rec, err
-}
-
-// BeginIdempotent starts a request sent with an Idempotency-Key, before it
-// runs: it returns the answer stored under the key, if any (the caller
-// replays it, or refuses another request with the key). Otherwise, on a
-// shared store (Config.SharedStore), it marks the key in flight in a
-// transaction of its own, so that the same key sent to another instance
-// meanwhile answers idempotency_key_in_use; it returns that error itself
-// when another request holds the key. A nil record and nil error mean the
-// request may run: with req passed to WithIdempotency, its operation
-// replaces the mark by its answer; EndIdempotent releases a mark that no
-// answer replaced. (In one process the HTTP layer refuses concurrent
-// duplicates itself; without SharedStore this is only the lookup.)
-func (s *Service) BeginIdempotent(ctx context.Context, account string, req *IdempotencyRequest) (*IdempotencyRecord, error) {
-	if !s.shared {
-		return s.IdempotentResponse(ctx, account, req.Key)
-	}
-	now := s.clock()
-	hold := s.newID()
-	var rec *IdempotencyRecord
-	err := s.store.Update(ctx, func(tx Tx) error {
-		rec = nil
-		k := key(account, req.Key)
-		old, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, k)
-		switch {
-		case err != nil && !errors.Is(err, ErrNotFound):
-			return err
-		case err == nil && now.Before(old.ExpiresAt) && old.Holder == "":
-			rec = old
-			return nil
-		case err == nil && now.Before(old.ExpiresAt):
-			return Errorf(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is being processed; retry later")
-		}
-		return putRecord(ctx, tx, tableIdempotency, k, IdempotencyRecord{
-			Key: req.Key, AccountID: account, Fingerprint: req.Fingerprint, Holder: hold,
-			CreatedAt: now, ExpiresAt: now.Add(idempotencyHold),
-		})
-	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	if rec == nil {
-		req.hold = hold
-	}
-	return rec, nil
-}
-
-// EndIdempotent releases the in-flight mark BeginIdempotent put on req's
-// key when the request stored no answer (it failed before its operation
-// ran, or with an answer that is not stored), so a retry may run. It runs
-// even when ctx is done; a failure leaves the mark to expire.
-func (s *Service) EndIdempotent(ctx context.Context, account string, req *IdempotencyRequest) {
-	if req.hold == "" {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	err := s.store.Update(ctx, func(tx Tx) error {
-		k := key(account, req.Key)
-		old, err := getRecord[IdempotencyRecord](ctx, tx, tableIdempotency, k)
-		if err != nil || old.Holder != req.hold {
-			return nil // answered, gone, or taken over after it expired
-		}
-		return tx.Delete(ctx, tableIdempotency, k)
-	})
-	if err != nil {
-		s.log.Warn("releasing an Idempotency-Key", "err", err)
-	}
-}
-
-// StoreIdempotentResponse stores a response that no operation stored
-// itself: an error answer, which changed nothing and so needs no shared
-// transaction.
-func (s *Service) StoreIdempotentResponse(ctx context.Context, account string, req *IdempotencyRequest, status int, body []byte) error {
-	err := internal(s.store.Update(ctx, func(tx Tx) error {
-		return s.putIdempotency(ctx, tx, account, req, status, body)
-	}))
-	if err == nil {
-		req.hold = "" // the answer replaced the in-flight mark
-	}
-	return err
-}
-
-// SweepIdempotency deletes expired idempotency records and returns how many
-// it deleted. billingd runs it periodically.
-func (s *Service) SweepIdempotency(ctx context.Context) (int, error) {
-	now := s.clock()
-	type expiry struct {
-		ExpiresAt time.Time `json:"expiresAt"`
-	}
-	return sweep(ctx, s, tableIdempotency, func(r *expiry) bool { return !now.Before(r.ExpiresAt) })
+// Sweep deletes every record of table t of st for which due says true, and
+// returns how many it deleted; see sweep. It is the sweep of the Service's
+// own records, for the tables of adapters (httpserver's idempotency
+// records).
+func Sweep(ctx context.Context, st Store, t Table, due func(value []byte) (bool, error)) (int, error) {
+	return sweepTable(ctx, st, t, due)
 }
 
 // sweep deletes every record of table t that is due, and returns how many
@@ -658,33 +472,44 @@ func (s *Service) SweepIdempotency(ctx context.Context) (int, error) {
 // checking again that a record is still due (it may have changed since the
 // scan), so a sweep never holds the writer for long.
 func sweep[R any](ctx context.Context, s *Service, t Table, due func(*R) bool) (int, error) {
+	return sweepTable(ctx, s.store, t, func(v []byte) (bool, error) {
+		var r R
+		if err := json.Unmarshal(v, &r); err != nil {
+			return false, err
+		}
+		return due(&r), nil
+	})
+}
+
+// sweepTable is sweep over the stored bytes of the records.
+func sweepTable(ctx context.Context, st Store, t Table, due func(value []byte) (bool, error)) (int, error) {
 	var keys [][]byte
-	err := s.view(ctx, func(tx Tx) error {
+	err := internal(st.View(ctx, func(tx Tx) error {
 		return tx.Scan(ctx, t, Range{}, func(k, v []byte) error {
-			var r R
-			if err := json.Unmarshal(v, &r); err != nil {
-				return err
-			}
-			if due(&r) {
+			ok, err := due(v)
+			if ok {
 				keys = append(keys, bytes.Clone(k))
 			}
-			return nil
+			return err
 		})
-	})
+	}))
 	if err != nil {
 		return 0, err
 	}
 	deleted := 0
 	for chunk := range slices.Chunk(keys, 1000) {
 		n := 0
-		err := s.store.Update(ctx, func(tx Tx) error {
+		err := st.Update(ctx, func(tx Tx) error {
 			n = 0
 			for _, k := range chunk {
-				r, err := getRecord[R](ctx, tx, t, k)
-				if errors.Is(err, ErrNotFound) || err == nil && !due(r) {
+				v, err := tx.Get(ctx, t, k)
+				if errors.Is(err, ErrNotFound) {
 					continue
 				}
 				if err != nil {
+					return err
+				}
+				if ok, err := due(v); err != nil || !ok {
 					return err
 				}
 				if err := tx.Delete(ctx, t, k); err != nil {

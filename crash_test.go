@@ -11,6 +11,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/storage/boltstore"
 	"github.com/billingd/billing/webhook"
 )
@@ -73,7 +74,7 @@ func TestCrashBetweenSendAndRecord(t *testing.T) {
 
 	svc, st = openCrashService(t, path, clock)
 	defer st.Close()
-	d := billing.NewDispatcher(svc, billing.DispatcherConfig{Webhooks: webhook.NewSender(true)})
+	d := dispatch.New(svc, dispatch.Config{Webhooks: webhook.NewSender(true)})
 	ds, err := svc.ListDeliveries(context.Background(), account, billing.DeliveryFilter{}, billing.ListParams{})
 	if err != nil || len(ds.Items) != 1 || ds.Items[0].Status != billing.DeliveryPending || len(ds.Items[0].Attempts) != 0 {
 		t.Fatalf("after the crash: %+v, %v; want one PENDING delivery without a recorded attempt", ds.Items, err)
@@ -113,12 +114,11 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc, _ := openCrashService(t, path, billingtest.NewClock(time.Unix(now, 0)))
-	cfg := billing.DispatcherConfig{Webhooks: webhook.NewSender(true)}
-	billing.SetAfterSend(&cfg, func() {
+	cfg := dispatch.Config{Webhooks: billingtest.AfterSending(webhook.NewSender(true), func() {
 		p, _ := os.FindProcess(os.Getpid())
 		_ = p.Kill()
 		select {}
-	})
-	_, _ = billing.NewDispatcher(svc, cfg).RunOnce(context.Background())
+	})}
+	_, _ = dispatch.New(svc, cfg).RunOnce(context.Background())
 	t.Fatal("the dispatcher returned without sending")
 }

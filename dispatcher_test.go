@@ -13,6 +13,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/webhook"
 )
 
@@ -41,7 +42,7 @@ func TestRetrySchedule(t *testing.T) {
 	})
 	e.policy(billing.ChannelWebhook, []string{rc.URL})
 	e.customer("Initech")
-	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
+	d := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks})
 	for i, wait := range billing.RetrySchedule {
 		if n := e.runOnce(d); n != 1 {
 			t.Fatalf("attempt %d: RunOnce made %d attempts", i+1, n)
@@ -119,7 +120,7 @@ func TestReceiverAnswers(t *testing.T) {
 			rc := billingtest.NewWebhookReceiver(t, tc.answer)
 			e.policy(billing.ChannelWebhook, []string{rc.URL + "/hook"})
 			e.customer("Initech")
-			e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
+			e.runOnce(dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks}))
 			dl := e.onlyDelivery()
 			if dl.Status != tc.status || len(dl.Attempts) != 1 || dl.Attempts[0].StatusCode != tc.wantCode || dl.Attempts[0].Error == "" {
 				t.Fatalf("delivery %+v", dl)
@@ -148,7 +149,7 @@ func TestTwoDispatchersSendOnce(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 2 {
-		d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks, BatchSize: 3, Concurrency: 2})
+		d := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks, BatchSize: 3, Concurrency: 2})
 		wg.Go(func() {
 			if _, err := d.RunOnce(context.Background()); err != nil {
 				t.Error(err)
@@ -175,7 +176,7 @@ func TestRotateSecret(t *testing.T) {
 	if err != nil || rotated.WebhookSecret == p.WebhookSecret || !strings.HasPrefix(rotated.WebhookSecret, "whsec_") {
 		t.Fatalf("rotate: %+v, %v", rotated, err)
 	}
-	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
+	d := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks})
 	e.customer("during the overlap")
 	e.runOnce(d)
 	e.clock.Advance(24*time.Hour + time.Second)
@@ -221,7 +222,7 @@ func TestPolicyDeletedStopsDeliveries(t *testing.T) {
 	if _, err := e.svc.DeleteNotificationPolicy(context.Background(), e.account, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks}))
 	if dl := e.onlyDelivery(); dl.Status != billing.DeliveryFailed || len(rc.Received()) != 0 {
 		t.Errorf("delivery %+v, %d requests; want FAILED and none sent", dl, len(rc.Received()))
 	}
@@ -235,7 +236,7 @@ func TestPruneDeliveries(t *testing.T) {
 	rc := billingtest.NewWebhookReceiver(t, nil)
 	e.policy(billing.ChannelWebhook, []string{rc.URL})
 	e.customer("old")
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks}))
 	e.clock.Advance(31 * 24 * time.Hour)
 	e.customer("pending")
 	n, err := e.svc.PruneDeliveries(context.Background(), 30*24*time.Hour)
@@ -287,7 +288,7 @@ func TestSSRFRefusedAtConnect(t *testing.T) {
 	}
 	e.policy(billing.ChannelWebhook, targets)
 	e.customer("Initech")
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks}))
 	ds := e.deliveries(billing.DeliveryFilter{})
 	if len(ds) != len(targets) {
 		t.Fatalf("%d deliveries, want %d", len(ds), len(targets))
@@ -312,16 +313,15 @@ func TestExpiredLeaseCannotRecord(t *testing.T) {
 	rc := billingtest.NewWebhookReceiver(t, func(int, http.ResponseWriter) int { return 500 })
 	e.policy(billing.ChannelWebhook, []string{rc.URL})
 	e.customer("Initech")
-	other := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
-	cfg := billing.DispatcherConfig{Webhooks: e.webhooks}
+	other := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks})
 	took := 0
-	billing.SetAfterSend(&cfg, func() {
+	cfg := dispatch.Config{Webhooks: billingtest.AfterSending(e.webhooks, func() {
 		// While this dispatcher's result is on its way, its lease runs
 		// out and the other dispatcher takes the delivery over.
 		e.clock.Advance(2 * time.Minute)
 		took = e.runOnce(other)
-	})
-	if n := e.runOnce(billing.NewDispatcher(e.svc, cfg)); n != 1 || took != 1 {
+	})}
+	if n := e.runOnce(dispatch.New(e.svc, cfg)); n != 1 || took != 1 {
 		t.Fatalf("attempts: %d by the first dispatcher, %d by the second", n, took)
 	}
 	dl := e.onlyDelivery()
@@ -344,7 +344,7 @@ func TestManualRetryRestartsTheRetryCounter(t *testing.T) {
 	rc := billingtest.NewWebhookReceiver(t, func(int, http.ResponseWriter) int { return 500 })
 	e.policy(billing.ChannelWebhook, []string{rc.URL})
 	e.customer("Initech")
-	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
+	d := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks})
 	wantWait := func(step string, want time.Duration) {
 		t.Helper()
 		dl := e.onlyDelivery()

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/internal/pdftext"
 	docrender "github.com/billingd/billing/render"
 	"github.com/billingd/billing/smtp"
@@ -27,31 +29,31 @@ func TestDocumentEmailOverSMTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv, cust := sendInvoiceTo(t, e, "Ωmega ΑΕ", "ap@omega.test", invLine("Platform fee", "3", "0.335", "0.2"))
-	documents := billing.DispatcherConfig{Mailer: mailer, Documents: docrender.Renderer{}}
-	e.runOnce(billing.NewDispatcher(e.svc, documents))
+	documents := dispatch.Config{Mailer: mailer, Documents: docrender.Renderer{}}
+	e.runOnce(dispatch.New(e.svc, documents))
 
-	msgs := srv.messages()
-	if len(msgs) != 1 || strings.Join(msgs[0].to, ",") != "ap@omega.test" {
+	msgs := srv.Messages()
+	if len(msgs) != 1 || strings.Join(msgs[0].To, ",") != "ap@omega.test" {
 		t.Fatalf("messages %+v, want one to ap@omega.test", msgs)
 	}
-	pm := parseMail(t, msgs[0].data)
-	subject, _ := new(mime.WordDecoder).DecodeHeader(pm.header.Get("Subject"))
+	pm := billingtest.ParseMail(t, msgs[0].Data)
+	subject, _ := new(mime.WordDecoder).DecodeHeader(pm.Header.Get("Subject"))
 	due := "Due date: " + inv.DueDate.Time().Format("2 Jan 2006")
 	if !strings.Contains(subject, "INV00001") || !strings.Contains(subject, "£1.21") {
 		t.Errorf("Subject %q lacks the number or the amount due", subject)
 	}
 	for _, want := range []string{"Hello Ωmega ΑΕ", "INV00001", "Amount due: £1.21", due, "INV00001.pdf"} {
-		if !strings.Contains(pm.text, want) {
-			t.Errorf("the text lacks %q:\n%s", want, pm.text)
+		if !strings.Contains(pm.Text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, pm.Text)
 		}
 	}
-	if !strings.Contains(pm.html, "INV00001") || !strings.Contains(pm.html, "£1.21") {
-		t.Errorf("the HTML body lacks the number or the amount due:\n%s", pm.html)
+	if !strings.Contains(pm.HTML, "INV00001") || !strings.Contains(pm.HTML, "£1.21") {
+		t.Errorf("the HTML body lacks the number or the amount due:\n%s", pm.HTML)
 	}
-	if len(pm.files) != 1 || pm.files["INV00001.pdf"] == nil {
-		t.Fatalf("attachments %v, want exactly INV00001.pdf", keys(pm.files))
+	if len(pm.Files) != 1 || pm.Files["INV00001.pdf"] == nil {
+		t.Fatalf("attachments %v, want exactly INV00001.pdf", keys(pm.Files))
 	}
-	text := pdftext.Text(t, pm.files["INV00001.pdf"])
+	text := pdftext.Text(t, pm.Files["INV00001.pdf"])
 	pdftext.Contains(t, text, "INV00001", "Ωmega ΑΕ", "Platform fee")
 	if !pdftext.Row(text, "Amount due", "£1.21") {
 		t.Errorf("the attached PDF does not read Amount due £1.21:\n%s", text)
@@ -68,16 +70,16 @@ func TestDocumentEmailOverSMTP(t *testing.T) {
 	if _, err := e.svc.SendCreditNote(ctx, e.account, cn.ID); err != nil {
 		t.Fatal(err)
 	}
-	e.runOnce(billing.NewDispatcher(e.svc, documents))
-	if msgs = srv.messages(); len(msgs) != 2 {
+	e.runOnce(dispatch.New(e.svc, documents))
+	if msgs = srv.Messages(); len(msgs) != 2 {
 		t.Fatalf("%d messages, want 2", len(msgs))
 	}
-	pm = parseMail(t, msgs[1].data)
-	if len(pm.files) != 1 || pm.files["CN00001.pdf"] == nil || !strings.Contains(pm.text, "Total credited: £0.60") ||
-		!strings.Contains(pm.text, "Credits invoice: INV00001") {
-		t.Fatalf("credit note e-mail: attachments %v, text:\n%s", keys(pm.files), pm.text)
+	pm = billingtest.ParseMail(t, msgs[1].Data)
+	if len(pm.Files) != 1 || pm.Files["CN00001.pdf"] == nil || !strings.Contains(pm.Text, "Total credited: £0.60") ||
+		!strings.Contains(pm.Text, "Credits invoice: INV00001") {
+		t.Fatalf("credit note e-mail: attachments %v, text:\n%s", keys(pm.Files), pm.Text)
 	}
-	pdftext.Contains(t, pdftext.Text(t, pm.files["CN00001.pdf"]), "CN00001", "INV00001", "Refund", "£0.60")
+	pdftext.Contains(t, pdftext.Text(t, pm.Files["CN00001.pdf"]), "CN00001", "INV00001", "Refund", "£0.60")
 	for _, dl := range e.deliveries(billing.DeliveryFilter{}) {
 		if dl.Status != billing.DeliverySucceeded {
 			t.Errorf("delivery %+v", dl)
@@ -91,23 +93,23 @@ func TestDocumentEmailWithoutRenderer(t *testing.T) {
 	t.Parallel()
 	e, srv, mailer := newMailEnv(t)
 	sendInvoiceTo(t, e, "Globex", "ap@globex.test", invLine("Fee", "1", "10", "0"))
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer}))
-	msgs := srv.messages()
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer}))
+	msgs := srv.Messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages, want 1", len(msgs))
 	}
-	pm := parseMail(t, msgs[0].data)
-	if len(pm.files) != 0 || !strings.Contains(pm.text, "INV00001") {
-		t.Errorf("attachments %v, text %q; want the summary alone", keys(pm.files), pm.text)
+	pm := billingtest.ParseMail(t, msgs[0].Data)
+	if len(pm.Files) != 0 || !strings.Contains(pm.Text, "INV00001") {
+		t.Errorf("attachments %v, text %q; want the summary alone", keys(pm.Files), pm.Text)
 	}
 }
 
 // newMailEnv is a notification env with a real SMTP server on loopback
 // and a mailer to it.
-func newMailEnv(t *testing.T) (*notifyEnv, *smtpServer, *smtp.Mailer) {
+func newMailEnv(t *testing.T) (*notifyEnv, *billingtest.SMTPServer, *smtp.Mailer) {
 	t.Helper()
-	srv := newSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.addr(), From: "billing@acme.test"})
+	srv := billingtest.NewSMTPServer(t)
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/einvoice"
 )
 
@@ -56,9 +58,9 @@ func TestEmailAttachmentsFollowTheSettings(t *testing.T) {
 	}
 	send("Northwind Traders Ltd", "ap@northwind.test", nil)
 	send("Bezirksamt Mitte", "rechnung@berlin.test", []billing.AttachmentFormat{billing.AttachmentFacturX, billing.AttachmentCII})
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Mailer: mailer, Documents: einvoice.Renderer{}}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer, Documents: einvoice.Renderer{}}))
 
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages, want 2", len(msgs))
 	}
@@ -67,9 +69,9 @@ func TestEmailAttachmentsFollowTheSettings(t *testing.T) {
 		"rechnung@berlin.test": {"INV00002-facturx.pdf", "INV00002-cii.xml"},
 	}
 	for _, m := range msgs {
-		to := strings.Join(m.to, ",")
-		pm := parseMail(t, m.data)
-		files := keys(pm.files)
+		to := strings.Join(m.To, ",")
+		pm := billingtest.ParseMail(t, m.Data)
+		files := keys(pm.Files)
 		slices.Sort(files)
 		names := slices.Clone(want[to])
 		slices.Sort(names)
@@ -77,17 +79,17 @@ func TestEmailAttachmentsFollowTheSettings(t *testing.T) {
 			t.Fatalf("%s got attachments %v, want %v", to, files, names)
 		}
 		for _, name := range want[to] {
-			if !strings.Contains(pm.text, name) {
-				t.Errorf("the message to %s does not name %s:\n%s", to, name, pm.text)
+			if !strings.Contains(pm.Text, name) {
+				t.Errorf("the message to %s does not name %s:\n%s", to, name, pm.Text)
 			}
 		}
 	}
 	for _, m := range msgs {
-		pm := parseMail(t, m.data)
-		if x := pm.files["INV00001-ubl.xml"]; x != nil && !bytes.Contains(x, []byte("<cbc:ID>INV00001</cbc:ID>")) {
+		pm := billingtest.ParseMail(t, m.Data)
+		if x := pm.Files["INV00001-ubl.xml"]; x != nil && !bytes.Contains(x, []byte("<cbc:ID>INV00001</cbc:ID>")) {
 			t.Errorf("the UBL attachment is not invoice INV00001")
 		}
-		if x := pm.files["INV00002-facturx.pdf"]; x != nil && !bytes.Contains(x, []byte("factur-x.xml")) {
+		if x := pm.Files["INV00002-facturx.pdf"]; x != nil && !bytes.Contains(x, []byte("factur-x.xml")) {
 			t.Errorf("the Factur-X attachment embeds no factur-x.xml")
 		}
 	}

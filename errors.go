@@ -13,24 +13,17 @@ import (
 // status of a response from it (see docs/api-guide.md).
 type Code string
 
-// The stable error codes.
+// The stable error codes of the Service's operations. The HTTP layer adds
+// its own for what only a transport can get wrong (httpserver.CodeInvalidJSON,
+// CodeRateLimited, ...).
 const (
-	CodeInvalidJSON          Code = "invalid_json"
-	CodeValidationFailed     Code = "validation_failed"
-	CodeUnsupportedVersion   Code = "unsupported_version"
-	CodeUnauthorized         Code = "unauthorized"
-	CodeNotFound             Code = "not_found"
-	CodeMethodNotAllowed     Code = "method_not_allowed"
-	CodeInvalidState         Code = "invalid_state"
-	CodeConflict             Code = "conflict"
-	CodeIdempotencyKeyInUse  Code = "idempotency_key_in_use"
-	CodePayloadTooLarge      Code = "payload_too_large"
-	CodeHeadersTooLarge      Code = "headers_too_large"
-	CodeUnsupportedMediaType Code = "unsupported_media_type"
-	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
-	CodeRateLimited          Code = "rate_limited"
-	CodeInternal             Code = "internal"
-	CodeUnavailable          Code = "unavailable"
+	CodeValidationFailed Code = "validation_failed"
+	CodeUnauthorized     Code = "unauthorized"
+	CodeNotFound         Code = "not_found"
+	CodeInvalidState     Code = "invalid_state"
+	CodeConflict         Code = "conflict"
+	CodeInternal         Code = "internal"
+	CodeUnavailable      Code = "unavailable"
 )
 
 // Error is the error type of every Service operation. Message is written for

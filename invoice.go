@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -293,22 +291,6 @@ type InvoiceLineItemGroupParams struct {
 	// Title is required.
 	Title       string `json:"title"`
 	Description string `json:"description"`
-}
-
-// PatchSentInvoiceParams are the fields op 17 may change on a SENT invoice;
-// absent fields are kept. PurchaseOrderNumber, Memo and Reference are
-// cleared by null; CustomerBillingAddress and DueDate cannot be null.
-type PatchSentInvoiceParams struct {
-	// PurchaseOrderNumber: absent keeps it, null clears it.
-	PurchaseOrderNumber Optional[string] `json:"purchaseOrderNumber,omitzero"`
-	// CustomerBillingAddress: absent keeps it; null is refused.
-	CustomerBillingAddress Optional[Address] `json:"customerBillingAddress,omitzero"`
-	// Memo: absent keeps it, null clears it.
-	Memo Optional[string] `json:"memo,omitzero"`
-	// Reference: absent keeps it, null clears it.
-	Reference Optional[string] `json:"reference,omitzero"`
-	// DueDate: absent keeps it; null is refused.
-	DueDate Optional[Date] `json:"dueDate,omitzero"`
 }
 
 // InvoiceFilter selects invoices in ListInvoices. Empty fields match all.
@@ -801,50 +783,6 @@ func invoiceEmail(inv *Invoice) Email {
 	}
 }
 
-// PatchSentInvoice is op 17: it changes the fields present in p on a SENT
-// invoice (status stays SENT) and emits INVOICE_UPDATED. Returns not_found,
-// validation_failed (a null dueDate or billing address included), and
-// invalid_state when the invoice is not SENT.
-func (s *Service) PatchSentInvoice(ctx context.Context, account, id string, p PatchSentInvoiceParams) (*Invoice, error) {
-	var v validator
-	for field, o := range map[string]Optional[string]{"purchaseOrderNumber": p.PurchaseOrderNumber, "memo": p.Memo, "reference": p.Reference} {
-		s.checkString(&v, field, o.Value, false)
-	}
-	v.check(!p.DueDate.Null, "dueDate", "dueDate cannot be null")
-	v.check(!p.DueDate.Set || p.DueDate.Null || !p.DueDate.Value.IsZero(), "dueDate", "dueDate must be a date")
-	v.check(!p.CustomerBillingAddress.Null, "customerBillingAddress", "customerBillingAddress cannot be null")
-	if a := p.CustomerBillingAddress; a.Set && !a.Null {
-		s.checkAddress(&v, "customerBillingAddress", &a.Value)
-	}
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	return s.invoiceOp(ctx, account, id, NotificationInvoiceUpdated, func(_ Tx, r *invoiceRecord, _ time.Time) error {
-		if r.Status != StatusSent {
-			return stateError("invoice", "patch", r.Status)
-		}
-		setOptional(&r.PurchaseOrderNumber, p.PurchaseOrderNumber)
-		setOptional(&r.Memo, p.Memo)
-		setOptional(&r.Reference, p.Reference)
-		setOptional(&r.CustomerBillingAddress, p.CustomerBillingAddress)
-		setOptional(&r.DueDate, p.DueDate)
-		return nil
-	})
-}
-
-// setOptional applies a presence-aware field: absent keeps *dst, null
-// clears it, a value replaces it.
-func setOptional[T any](dst *T, o Optional[T]) {
-	switch {
-	case !o.Set:
-	case o.Null:
-		var zero T
-		*dst = zero
-	default:
-		*dst = o.Value
-	}
-}
-
 // VoidInvoice voids an invoice in any status but VOIDED, reverses its
 // journal entries, gives back the credit it consumed (REVERSAL
 // transactions) and emits INVOICE_UPDATED. Returns not_found, and
@@ -908,106 +846,6 @@ func (s *Service) markInvoicesCustomerArchived(ctx context.Context, tx Tx, accou
 		}
 	}
 	return nil
-}
-
-// InvoiceSummary is what an account's issued invoices add up to, per
-// currency: what was invoiced in each of the last months, what is due and
-// what is overdue (SummarizeInvoices).
-type InvoiceSummary struct {
-	// Today is the date the summary was made on: its last month is Today's,
-	// and an invoice is overdue when its due date is before Today.
-	Today Date `json:"today"`
-	// Months are the first days of the months summarized, oldest first; the
-	// last is Today's month.
-	Months []Date `json:"months"`
-	// Currencies are the currencies of the account's issued invoices, by
-	// code; [] when it has none.
-	Currencies []CurrencySummary `json:"currencies"`
-}
-
-// CurrencySummary is the part of an InvoiceSummary in one currency. Every
-// amount is a sum of stored invoice amounts, exact.
-type CurrencySummary struct {
-	// Currency of every amount of the summary.
-	Currency Currency `json:"currency"`
-	// Invoiced[i] is the gross total of the FINAL and SENT invoices issued in
-	// Months[i] (voided invoices are not counted, nor are credit notes
-	// deducted).
-	Invoiced []Decimal `json:"invoiced"`
-	// AmountDue is the amount due on the FINAL and SENT invoices, except the
-	// UNCOLLECTIBLE ones.
-	AmountDue Decimal `json:"amountDue"`
-	// UnpaidInvoices counts the invoices of AmountDue (those with an amount due).
-	UnpaidInvoices int `json:"unpaidInvoices"`
-	// AmountOverdue is the part of AmountDue whose due date is before Today.
-	AmountOverdue Decimal `json:"amountOverdue"`
-	// OverdueInvoices counts the invoices of AmountOverdue.
-	OverdueInvoices int `json:"overdueInvoices"`
-}
-
-// maxSummaryMonths bounds SummarizeInvoices' months (ten years).
-const maxSummaryMonths = 120
-
-// SummarizeInvoices adds up the account's issued invoices (FINAL and SENT)
-// per currency: the gross total invoiced in each of the last months months
-// (by issue date, the current month last), the amount due and the amount
-// overdue. It reads every invoice of the account in one transaction, through
-// the record memo, so its cost grows with the number of invoices; the
-// console's overview uses it. Today is the date of the Service's clock in
-// the account's time zone.
-// Returns validation_failed when months is not between 1 and 120.
-func (s *Service) SummarizeInvoices(ctx context.Context, account string, months int) (*InvoiceSummary, error) {
-	if months < 1 || months > maxSummaryMonths {
-		return nil, FieldError("months", "months must be between 1 and %d", maxSummaryMonths)
-	}
-	sum := &InvoiceSummary{Currencies: []CurrencySummary{}}
-	byCurrency := map[Currency]*CurrencySummary{}
-	err := s.view(ctx, func(tx Tx) error {
-		today, err := s.dateOf(ctx, tx, account, "", s.clock())
-		if err != nil {
-			return err
-		}
-		sum.Today, sum.Months = today, nil
-		for i := months - 1; i >= 0; i-- {
-			sum.Months = append(sum.Months, DateOf(time.Date(today.Year, today.Month-time.Month(i), 1, 0, 0, 0, 0, time.UTC)))
-		}
-		return tx.Scan(ctx, tableInvoices, Range{Prefix: prefix(account)}, func(k, v []byte) error {
-			_, inv, err := memoDecode[invoiceRecord](s, tableInvoices, k, v)
-			if err != nil || !inv.Status.finalized() {
-				return err
-			}
-			c := byCurrency[inv.Currency]
-			if c == nil {
-				c = &CurrencySummary{Currency: inv.Currency, Invoiced: make([]Decimal, months)}
-				byCurrency[inv.Currency] = c
-			}
-			c.add(&inv.Invoice, sum.Today, months)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	for _, c := range byCurrency {
-		sum.Currencies = append(sum.Currencies, *c)
-	}
-	slices.SortFunc(sum.Currencies, func(a, b CurrencySummary) int { return strings.Compare(string(a.Currency), string(b.Currency)) })
-	return sum, nil
-}
-
-// add counts one issued invoice into c.
-func (c *CurrencySummary) add(inv *Invoice, today Date, months int) {
-	back := (today.Year-inv.IssueDate.Year)*12 + int(today.Month-inv.IssueDate.Month)
-	if back >= 0 && back < months {
-		c.Invoiced[months-1-back] = c.Invoiced[months-1-back].Add(inv.GrossTotal)
-	}
-	if inv.PaymentStatus == PaymentStatusUncollectible || inv.AmountDue.Sign() <= 0 {
-		return
-	}
-	c.AmountDue, c.UnpaidInvoices = c.AmountDue.Add(inv.AmountDue), c.UnpaidInvoices+1
-	if !inv.DueDate.IsZero() && inv.DueDate.Before(today) {
-		c.AmountOverdue, c.OverdueInvoices = c.AmountOverdue.Add(inv.AmountDue), c.OverdueInvoices+1
-	}
 }
 
 // checkUntaxedInvoice takes the customer's tax status as it is at

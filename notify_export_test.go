@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// SetAfterSend makes a dispatcher built from cfg call f after each send and
-// before recording its result (the crash test kills the process there).
-func SetAfterSend(cfg *DispatcherConfig, f func()) { cfg.afterSend = f }
-
 // VerifyWebhookAt is VerifyWebhook against the clock reading now.
 func VerifyWebhookAt(secret string, h map[string][]string, body []byte, tolerance time.Duration, now time.Time) error {
 	return verifyWebhookAt(secret, h, body, tolerance, now)

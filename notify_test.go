@@ -13,6 +13,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/webhook"
 	"github.com/google/go-cmp/cmp"
 )
@@ -56,7 +57,7 @@ func (e *notifyEnv) customer(name string) *billing.Customer {
 }
 
 // runOnce runs d once and returns the number of attempts.
-func (e *notifyEnv) runOnce(d *billing.Dispatcher) int {
+func (e *notifyEnv) runOnce(d *dispatch.Dispatcher) int {
 	e.t.Helper()
 	return must(d.RunOnce(context.Background())).of(e.t, "RunOnce")
 }
@@ -100,22 +101,20 @@ func TestWebhookEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rolled back: a validation failure, an alias conflict, and a change
-	// whose transaction fails after emit ran (the idempotency record
-	// cannot be rendered).
+	// whose transaction fails after emit ran (its commit hook fails).
 	if _, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{}); billing.CodeOf(err) != billing.CodeValidationFailed {
 		t.Fatalf("invalid customer: %v", err)
 	}
 	if _, err := e.svc.CreateCustomer(ctx, e.account, billing.CustomerParams{LegalName: "Dup", CustomerAliases: []string{"ini"}}); billing.CodeOf(err) != billing.CodeConflict {
 		t.Fatalf("alias conflict: %v", err)
 	}
-	boom := errors.New("render failed")
-	failing := billing.WithIdempotency(ctx, &billing.IdempotencyRequest{Key: "k", Fingerprint: "f",
-		Render: func(any) (int, []byte, error) { return 0, nil, boom }})
+	boom := errors.New("hook failed")
+	failing := billing.WithCommitHook(ctx, func(context.Context, billing.Tx, any) error { return boom })
 	if _, err := e.svc.CreateCustomer(failing, e.account, billing.CustomerParams{LegalName: "Ghost"}); !errors.Is(err, boom) {
 		t.Fatalf("failing transaction: %v", err)
 	}
 
-	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
+	d := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks})
 	for round := 0; round < 3; round++ {
 		if n := e.runOnce(d); n != 3 {
 			t.Fatalf("round %d: %d attempts, want 3", round, n)
@@ -184,7 +183,7 @@ func (e *notifyEnv) onlyWebhookOf(t *testing.T, typ billing.NotificationType, cu
 	if _, err := e.svc.PutMerchantDetails(context.Background(), e.account, billing.MerchantDetails{LegalCompanyName: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
-	e.runOnce(billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks}))
+	e.runOnce(dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks}))
 	hits := rc.Received()
 	if len(hits) != 1 {
 		t.Fatalf("%d requests, want 1 (the policy lists %s only)", len(hits), typ)
@@ -276,7 +275,7 @@ func TestWebhookDocumentsEndToEnd(t *testing.T) {
 	_, err = e.svc.MarkCreditNoteSent(ctx, e.account, cn.ID) // already SENT: unchanged, nothing emitted
 	must(err)
 
-	dsp := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: e.webhooks})
+	dsp := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks})
 	for e.runOnce(dsp) > 0 {
 	}
 	var got []billing.NotificationType

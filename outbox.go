@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -246,23 +244,45 @@ func (s *Service) PruneDeliveries(ctx context.Context, olderThan time.Duration) 
 	})
 }
 
-// claim is one delivery a dispatcher claimed, with what sending it needs.
-type claim struct {
-	account, id, lease string
-	channel            Channel
-	notificationID     string
-	recipients         []string
-	payload            []byte
-	email              *Email
-	secrets            []string // WEBHOOK: the secrets signing it now
+// DeliveryClaim is one delivery a dispatcher claimed (ClaimDeliveries),
+// with what sending it needs. It is the dispatcher's until its lease
+// expires: it records the attempt (RecordDeliveryAttempt) or gives the
+// delivery back (ReleaseDelivery).
+type DeliveryClaim struct {
+	// Account and ID name the delivery.
+	Account, ID string
+	// Channel is how it is sent: EMAIL or WEBHOOK.
+	Channel Channel
+	// NotificationID is the notification's id: the webhook-id of a webhook.
+	NotificationID string
+	// Recipients are the e-mail addresses, or the one webhook URL.
+	Recipients []string
+	// Payload is the notification's JSON body.
+	Payload []byte
+	// Email is the e-mail to send (EMAIL), as queued: a document's names
+	// the document to render (Email.Document).
+	Email *Email
+
+	lease   string
+	secrets []string // WEBHOOK: the secrets signing it now
 }
 
-// claimDue claims at most limit deliveries due at now for the duration of
-// lease: their queue entries move to now+lease, so another dispatcher does
-// not take them unless this one dies before recording a result, in which
-// case they are sent again (at least once).
-func (s *Service) claimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]claim, error) {
-	var out []claim
+// Signature returns the Standard Webhooks signature header value of the
+// claimed webhook's payload sent at ts (Unix seconds), by every secret of
+// its policy that signs now (two while a rotation's old secret lasts).
+func (c *DeliveryClaim) Signature(ts int64) (string, error) {
+	return signWebhook(c.secrets, c.NotificationID, ts, c.Payload)
+}
+
+// ClaimDeliveries claims at most limit deliveries due now (by the
+// Service's clock) for the duration of lease: their queue entries move to
+// now+lease, so another dispatcher does not take them unless this one dies
+// before recording a result, in which case they are sent again (at least
+// once). A webhook delivery whose policy was deleted is recorded FAILED
+// instead. The dispatcher (package dispatch) calls it.
+func (s *Service) ClaimDeliveries(ctx context.Context, lease time.Duration, limit int) ([]DeliveryClaim, error) {
+	now := s.clock()
+	var out []DeliveryClaim
 	err := s.store.Update(ctx, func(tx Tx) error {
 		out = nil
 		var due [][]byte
@@ -292,7 +312,7 @@ func (s *Service) claimDue(ctx context.Context, now time.Time, lease time.Durati
 }
 
 // claimOne claims the delivery of queue key k, or drops a stale queue entry.
-func (s *Service) claimOne(ctx context.Context, tx Tx, k []byte, now time.Time, lease time.Duration) (*claim, error) {
+func (s *Service) claimOne(ctx context.Context, tx Tx, k []byte, now time.Time, lease time.Duration) (*DeliveryClaim, error) {
 	parts := bytes.Split(k, []byte{keySep})
 	if len(parts) != 3 {
 		return nil, tx.Delete(ctx, tableDeliveryQueue, k)
@@ -305,8 +325,8 @@ func (s *Service) claimOne(ctx context.Context, tx Tx, k []byte, now time.Time, 
 	if err != nil {
 		return nil, err
 	}
-	c := &claim{account: account, id: id, lease: s.newID(), channel: d.Channel, notificationID: d.NotificationID,
-		recipients: d.Recipients, payload: d.Payload, email: d.Email}
+	c := &DeliveryClaim{Account: account, ID: id, lease: s.newID(), Channel: d.Channel, NotificationID: d.NotificationID,
+		Recipients: d.Recipients, Payload: d.Payload, Email: d.Email}
 	if d.Channel == ChannelWebhook {
 		p, err := s.getPolicy(ctx, tx, account, d.PolicyID)
 		if CodeOf(err) == CodeNotFound {
@@ -325,13 +345,13 @@ func (s *Service) claimOne(ctx context.Context, tx Tx, k []byte, now time.Time, 
 	return c, putRecord(ctx, tx, tableDeliveries, key(account, id), d)
 }
 
-// releaseClaim gives back a claimed delivery that was not sent (the
+// ReleaseDelivery gives back a claimed delivery that was not sent (the
 // dispatcher is stopping): due again now, for any dispatcher, without an
-// attempt recorded. A failure leaves the lease to expire.
-func (s *Service) releaseClaim(ctx context.Context, c *claim) {
+// attempt recorded. A failure is logged and leaves the lease to expire.
+func (s *Service) ReleaseDelivery(ctx context.Context, c *DeliveryClaim) {
 	now := s.clock()
 	err := s.store.Update(ctx, func(tx Tx) error {
-		d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, key(c.account, c.id))
+		d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, key(c.Account, c.ID))
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -342,10 +362,10 @@ func (s *Service) releaseClaim(ctx context.Context, c *claim) {
 		if err := reschedule(ctx, tx, d, &now); err != nil {
 			return err
 		}
-		return putRecord(ctx, tx, tableDeliveries, key(c.account, c.id), d)
+		return putRecord(ctx, tx, tableDeliveries, key(c.Account, c.ID), d)
 	})
 	if err != nil {
-		s.log.Warn("releasing a claimed delivery", "delivery", c.id, "err", err)
+		s.log.Warn("releasing a claimed delivery", "delivery", c.ID, "err", err)
 	}
 }
 
@@ -359,45 +379,52 @@ func (s *Service) finish(ctx context.Context, tx Tx, d *deliveryRecord, now time
 	return putRecord(ctx, tx, tableDeliveries, key(d.ServiceAccountID, d.ID), d)
 }
 
-// attemptResult is the outcome of sending one claimed delivery.
-type attemptResult struct {
-	at         time.Time
-	statusCode int
-	err        string
-	// final stops retries (410 Gone, e-mail not configured).
-	final bool
-	// retryAfter is the receiver's Retry-After (429, 503); 0 if none.
-	retryAfter time.Duration
+// DeliveryResult is the outcome of one attempt of a claimed delivery.
+type DeliveryResult struct {
+	// At is when the attempt was made.
+	At time.Time
+	// StatusCode is the webhook receiver's HTTP status; 0 for e-mail or
+	// when no answer came.
+	StatusCode int
+	// Err says why the attempt failed; empty when it succeeded.
+	Err string
+	// Final stops retries (410 Gone, e-mail not configured).
+	Final bool
+	// RetryAfter is the receiver's Retry-After (429, 503); 0 if none.
+	RetryAfter time.Duration
 }
 
-// recordAttempt records the result of a claimed delivery and schedules the
-// next attempt: success → SUCCEEDED; failure → the next wait of
-// RetrySchedule (with jitter, or the receiver's longer Retry-After), or
-// FAILED after the last one or when r.final. A result whose lease is no
+// RecordDeliveryAttempt records the result of a claimed delivery and
+// schedules the next attempt: success → SUCCEEDED; failure → the next wait
+// of RetrySchedule (with jitter, or the receiver's longer Retry-After), or
+// FAILED after the last one or when r.Final. A result whose lease is no
 // longer the delivery's (it expired and another dispatcher took over) is
-// dropped.
-func (s *Service) recordAttempt(ctx context.Context, c *claim, r attemptResult) error {
+// dropped. It reports the attempt to Config.Observer first.
+func (s *Service) RecordDeliveryAttempt(ctx context.Context, c *DeliveryClaim, r DeliveryResult) error {
+	if f := s.observer.DeliveryAttempted; f != nil {
+		f(c.Channel, r.Err == "")
+	}
 	now := s.clock()
 	return internal(s.store.Update(ctx, func(tx Tx) error {
-		d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, key(c.account, c.id))
+		d, err := getRecord[deliveryRecord](ctx, tx, tableDeliveries, key(c.Account, c.ID))
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
 		if err != nil || d.Lease != c.lease || d.Status != DeliveryPending {
 			return err
 		}
-		a := DeliveryAttempt{At: r.at, StatusCode: r.statusCode, Error: r.err, Succeeded: r.err == ""}
+		a := DeliveryAttempt{At: r.At, StatusCode: r.StatusCode, Error: r.Err, Succeeded: r.Err == ""}
 		switch {
 		case a.Succeeded:
 			return s.finish(ctx, tx, d, now, a, DeliverySucceeded)
-		case r.final || d.Failures >= len(RetrySchedule):
+		case r.Final || d.Failures >= len(RetrySchedule):
 			return s.finish(ctx, tx, d, now, a, DeliveryFailed)
 		}
 		wait, err := s.jitter(RetrySchedule[d.Failures])
 		if err != nil {
 			return err
 		}
-		wait = max(wait, min(r.retryAfter, maxRetryAfter))
+		wait = max(wait, min(r.RetryAfter, maxRetryAfter))
 		next := now.Add(wait)
 		d.Failures++
 		d.Attempts = append(d.Attempts, a)
@@ -405,7 +432,7 @@ func (s *Service) recordAttempt(ctx context.Context, c *claim, r attemptResult) 
 		if err := reschedule(ctx, tx, d, &next); err != nil {
 			return err
 		}
-		return putRecord(ctx, tx, tableDeliveries, key(c.account, c.id), d)
+		return putRecord(ctx, tx, tableDeliveries, key(c.Account, c.ID), d)
 	}))
 }
 
@@ -422,278 +449,6 @@ func (s *Service) jitter(d time.Duration) (time.Duration, error) {
 	}
 	extra := time.Duration(n % uint64(d/10+1))
 	return (d + extra + time.Second - 1).Truncate(time.Second), nil
-}
-
-// DispatcherConfig holds the options of a Dispatcher. Every zero field takes
-// its documented default.
-type DispatcherConfig struct {
-	// Webhooks sends webhook deliveries: webhook.NewSender, with the
-	// Service's Config.WebhookAllowPrivate. Defaults to none: webhook
-	// deliveries are then recorded FAILED with WebhookNotConfiguredReason.
-	Webhooks WebhookSender
-
-	// Mailer sends e-mail deliveries. Defaults to none: e-mail deliveries
-	// are then recorded FAILED with the reason "email delivery is not
-	// configured", and can be retried once a Mailer is configured.
-	Mailer Mailer
-
-	// Documents renders the e-mails of sent invoices and credit notes when
-	// they are sent: the message and the PDF attached (render.Renderer).
-	// Defaults to none: those e-mails then go as queued, a plain-text
-	// summary without the document.
-	Documents DocumentRenderer
-
-	// PollInterval is how often Run looks for due deliveries. Defaults to
-	// one second.
-	PollInterval time.Duration
-
-	// Concurrency is how many deliveries are sent at once. Defaults to 8.
-	Concurrency int
-
-	// BatchSize is how many due deliveries one claim takes. Defaults to 64.
-	BatchSize int
-
-	// Lease is how long a claimed delivery is reserved for this dispatcher;
-	// if its result is not recorded by then (the process died), another
-	// run sends it again. It must exceed the 15 s webhook timeout.
-	// Defaults to one minute.
-	Lease time.Duration
-
-	// Retention is how long Run keeps SUCCEEDED and FAILED deliveries
-	// (PruneDeliveries, once an hour). Defaults to 30 days; negative keeps
-	// them for ever.
-	Retention time.Duration
-
-	// Logger receives a line per failed attempt. Defaults to the Service's
-	// logger.
-	Logger *slog.Logger
-
-	// afterSend, when set (tests), runs after a delivery was sent and
-	// before its result is recorded.
-	afterSend func()
-}
-
-// Dispatcher sends the outbox's due deliveries, outside any transaction,
-// and records every attempt. The library never starts it: billingd (or the
-// embedding program) calls Run in a goroutine of its own, or RunOnce.
-// Several dispatchers, in one process or several, may run over one store:
-// each delivery is claimed in a transaction before it is sent.
-type Dispatcher struct {
-	svc       *Service
-	cfg       DispatcherConfig
-	log       *slog.Logger
-	lastPrune time.Time
-}
-
-// NewDispatcher returns a Dispatcher over svc's outbox.
-func NewDispatcher(svc *Service, cfg DispatcherConfig) *Dispatcher {
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = time.Second
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 8
-	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 64
-	}
-	if cfg.Lease <= WebhookTimeout {
-		cfg.Lease = time.Minute
-	}
-	if cfg.Retention == 0 {
-		cfg.Retention = 30 * 24 * time.Hour
-	}
-	d := &Dispatcher{svc: svc, cfg: cfg, log: cfg.Logger}
-	if d.log == nil {
-		d.log = svc.log
-	}
-	return d
-}
-
-// Run sends due deliveries every PollInterval, and prunes old ones hourly,
-// until ctx is done. It returns nil when ctx ends it; store errors are
-// logged and retried at the next poll.
-func (d *Dispatcher) Run(ctx context.Context) error {
-	t := time.NewTicker(d.cfg.PollInterval)
-	defer t.Stop()
-	for {
-		if _, err := d.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			d.log.Error("dispatching notifications", "err", err)
-		}
-		d.prune(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-func (d *Dispatcher) prune(ctx context.Context) {
-	if d.cfg.Retention < 0 || time.Since(d.lastPrune) < time.Hour {
-		return
-	}
-	d.lastPrune = time.Now()
-	n, err := d.svc.PruneDeliveries(ctx, d.cfg.Retention)
-	switch {
-	case err != nil && ctx.Err() == nil:
-		d.log.Error("pruning deliveries", "err", err)
-	case n > 0:
-		d.log.Info("pruned old deliveries", "deleted", n)
-	}
-}
-
-// RunOnce sends every delivery due now (by the Service's clock) and records
-// each attempt, then returns the number of attempts made. Deliveries that
-// fail are rescheduled and are not retried by the same call.
-func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
-	attempts := 0
-	for {
-		claims, err := d.svc.claimDue(ctx, d.svc.clock(), d.cfg.Lease, d.cfg.BatchSize)
-		if err != nil {
-			return attempts, err
-		}
-		if err := d.sendAll(ctx, claims); err != nil {
-			return attempts, err
-		}
-		attempts += len(claims)
-		if len(claims) < d.cfg.BatchSize {
-			return attempts, nil
-		}
-	}
-}
-
-// sendAll sends claims with at most Concurrency at once and records each
-// result; it returns the first recording error.
-func (d *Dispatcher) sendAll(ctx context.Context, claims []claim) error {
-	sem := make(chan struct{}, d.cfg.Concurrency)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	for i := range claims {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			c := &claims[i]
-			if ctx.Err() != nil {
-				// Shutting down: hand the delivery back at once rather than
-				// hold it until its lease expires.
-				d.svc.releaseClaim(context.WithoutCancel(ctx), c)
-				return
-			}
-			r := d.send(ctx, c)
-			if d.cfg.afterSend != nil {
-				d.cfg.afterSend()
-			}
-			if r.err != "" && ctx.Err() != nil {
-				// Cut off by the shutdown, not refused by the receiver: no
-				// failure to count, and another dispatcher may send it
-				// now (at least once: the receiver may have had it).
-				d.svc.releaseClaim(context.WithoutCancel(ctx), c)
-				return
-			}
-			if r.err != "" {
-				d.log.Warn("notification delivery attempt failed", "delivery", c.id, "status", r.statusCode, "err", r.err)
-			}
-			if f := d.svc.observer.DeliveryAttempted; f != nil {
-				f(c.channel, r.err == "")
-			}
-			// A send that completed is recorded even when ctx ends meanwhile
-			// (shutdown), so it is not sent again.
-			if err := d.svc.recordAttempt(context.WithoutCancel(ctx), c, r); err != nil {
-				mu.Lock()
-				first = cmpOr(first, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return first
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}
-
-// send makes one attempt of a claimed delivery.
-func (d *Dispatcher) send(ctx context.Context, c *claim) attemptResult {
-	now := d.svc.clock()
-	r := attemptResult{at: now}
-	if c.channel == ChannelEmail {
-		switch {
-		case d.cfg.Mailer == nil:
-			r.err, r.final = EmailNotConfiguredReason, true
-		case c.email == nil:
-			r.err, r.final = "the delivery has no e-mail", true
-		default:
-			e, err := d.email(ctx, c)
-			if err == nil {
-				err = d.cfg.Mailer.Send(ctx, *e)
-			}
-			if err != nil {
-				r.err, r.final = err.Error(), CodeOf(err) == CodeNotFound
-			}
-		}
-		return r
-	}
-	return d.sendWebhook(ctx, c, now)
-}
-
-// email is the e-mail of a claimed delivery as it is sent: a notification
-// e-mail with its payload attached, a document's e-mail rendered by the
-// DocumentRenderer from the document as stored now. A document that is
-// gone is a not_found error (the delivery then fails for good).
-func (d *Dispatcher) email(ctx context.Context, c *claim) (*Email, error) {
-	e := *c.email
-	if e.JSON == nil && e.Document == nil {
-		e.JSON = c.payload
-	}
-	if e.Document == nil || d.cfg.Documents == nil {
-		return &e, nil
-	}
-	var doc *PrintableDocument
-	var err error
-	switch e.Document.Kind {
-	case DocumentCreditNote:
-		doc, err = d.svc.PrintableCreditNote(ctx, c.account, e.Document.ID)
-	default:
-		doc, err = d.svc.PrintableInvoice(ctx, c.account, e.Document.ID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	rendered, err := d.cfg.Documents.DocumentEmail(doc)
-	if err != nil {
-		return nil, fmt.Errorf("rendering the document: %w", err)
-	}
-	rendered.To = e.To
-	return rendered, nil
-}
-
-// sendWebhook signs the payload and hands it to the WebhookSender.
-func (d *Dispatcher) sendWebhook(ctx context.Context, c *claim, now time.Time) attemptResult {
-	r := attemptResult{at: now}
-	switch {
-	case d.cfg.Webhooks == nil:
-		r.err, r.final = WebhookNotConfiguredReason, true
-		return r
-	case len(c.recipients) != 1:
-		r.err, r.final = "a webhook delivery has exactly one recipient", true
-		return r
-	}
-	sig, err := signWebhook(c.secrets, c.notificationID, now.Unix(), c.payload)
-	if err != nil {
-		r.err, r.final = "the policy's webhook secret is malformed", true
-		return r
-	}
-	w := d.cfg.Webhooks.SendWebhook(ctx, Webhook{URL: c.recipients[0], ID: c.notificationID,
-		Timestamp: now.Unix(), Signature: sig, Body: c.payload})
-	r.statusCode, r.err, r.final, r.retryAfter = w.StatusCode, w.Err, w.Final, w.RetryAfter
-	return r
 }
 
 // OutboxBacklog is the state of the notification outbox across accounts.

@@ -10,20 +10,22 @@ import (
 	"github.com/billingd/billing/billingtest"
 )
 
-// Several Services over one store with Config.SharedStore stand for several
+// Several Services over one store with what billingd sets on PostgreSQL
+// (Config.ConcurrentBillingRuns, SeriesInOwnTransaction, LegacyUsageIDRecords,
+// KeyCacheTTL) stand for several
 // billingd instances on one PostgreSQL database (memstore without
 // BILLINGD_TEST_POSTGRES: the rules are the Service's, not the store's).
 // The multi-process tests in internal/crashtest drive real processes.
 
 // sharedPair returns a fixture and a second Service (another instance) on
-// the fixture's store, both with SharedStore, sharing the stub clock and
+// the fixture's store, both configured as billingd on PostgreSQL, sharing the stub clock and
 // one id sequence.
 func sharedPair(t *testing.T) (*sched, *billing.Service) {
 	t.Helper()
 	store := billingtest.Store(t)
 	ids := billingtest.IDs()
-	f := newSched(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{SharedStore: true, NewID: ids}))
-	other, err := billing.New(store, &billing.Config{SharedStore: true, NewID: ids, Now: f.clock.Now})
+	f := newSched(t, billingtest.WithStore(store), billingtest.WithConfig(billing.Config{ConcurrentBillingRuns: true, SeriesInOwnTransaction: true, LegacyUsageIDRecords: true, KeyCacheTTL: time.Second, NewID: ids}))
+	other, err := billing.New(store, &billing.Config{ConcurrentBillingRuns: true, SeriesInOwnTransaction: true, LegacyUsageIDRecords: true, KeyCacheTTL: time.Second, NewID: ids, Now: f.clock.Now})
 	f.must(err)
 	return f, other
 }
@@ -119,57 +121,5 @@ func TestSharedStoreScheduledBillingRunsOnceAnInterval(t *testing.T) {
 	f.must(err)
 	if next.SchedulesVisited != 3 {
 		t.Errorf("a tick an interval later visited %d schedules, want 3", next.SchedulesVisited)
-	}
-}
-
-func TestSharedStoreIdempotencyKeyHeldAcrossInstances(t *testing.T) {
-	t.Parallel()
-	f, other := sharedPair(t)
-	req := func() *billing.IdempotencyRequest {
-		return &billing.IdempotencyRequest{Key: "k1", Fingerprint: "fp",
-			Render: func(any) (int, []byte, error) { return 201, []byte(`{"ok":true}`), nil }}
-	}
-	first := req()
-	rec, err := f.svc.BeginIdempotent(f.ctx, f.account, first)
-	if err != nil || rec != nil {
-		t.Fatalf("first BeginIdempotent: %v %v", rec, err)
-	}
-	// While the first request runs, the key is busy on the other instance.
-	if _, err := other.BeginIdempotent(f.ctx, f.account, req()); billing.CodeOf(err) != billing.CodeIdempotencyKeyInUse {
-		t.Fatalf("second instance while the first runs: %v, want idempotency_key_in_use", err)
-	}
-	// A request that skipped BeginIdempotent (it raced ahead of the mark)
-	// cannot store an answer over it.
-	ctx := billing.WithIdempotency(f.ctx, req())
-	if _, err := other.CreateCustomer(ctx, f.account, billing.CustomerParams{LegalName: "Racer"}); billing.CodeOf(err) != billing.CodeIdempotencyKeyInUse {
-		t.Fatalf("an operation racing the mark: %v, want idempotency_key_in_use", err)
-	}
-	// The first request's operation replaces its mark by its answer.
-	if _, err := f.svc.CreateCustomer(billing.WithIdempotency(f.ctx, first), f.account, billing.CustomerParams{LegalName: "Winner"}); err != nil {
-		t.Fatal(err)
-	}
-	f.svc.EndIdempotent(f.ctx, f.account, first) // nothing left to release
-	rec, err = other.BeginIdempotent(f.ctx, f.account, req())
-	if err != nil || rec == nil || string(rec.Body) != `{"ok":true}` || rec.Holder != "" {
-		t.Fatalf("after the answer: %+v %v, want the stored answer", rec, err)
-	}
-	page, err := f.svc.ListCustomers(f.ctx, f.account, billing.CustomerFilter{}, billing.ListParams{Limit: 100})
-	f.must(err)
-	names := map[string]int{}
-	for _, c := range page.Items {
-		names[c.LegalName]++
-	}
-	if names["Winner"] != 1 || names["Racer"] != 0 {
-		t.Errorf("customers %v: want Winner once and no Racer", names)
-	}
-
-	// A request that stores nothing releases its mark at once.
-	lost := &billing.IdempotencyRequest{Key: "k2", Fingerprint: "fp"}
-	if rec, err := f.svc.BeginIdempotent(f.ctx, f.account, lost); err != nil || rec != nil {
-		t.Fatalf("BeginIdempotent k2: %v %v", rec, err)
-	}
-	f.svc.EndIdempotent(f.ctx, f.account, lost)
-	if rec, err := other.BeginIdempotent(f.ctx, f.account, &billing.IdempotencyRequest{Key: "k2", Fingerprint: "fp"}); err != nil || rec != nil {
-		t.Errorf("k2 after release: %v %v, want free", rec, err)
 	}
 }

@@ -216,13 +216,13 @@ func PrefixEnd(prefix []byte) []byte {
 // here. Backends do not need this list (a table exists once written). Keys
 // are composite (key(), prefix()): parts joined by keySep.
 
-// Accounts, keys, idempotency, the catalog, customers, seats and usage.
+// Accounts, keys, the catalog, customers, seats and usage. (httpserver
+// keeps its Idempotency-Key answers in a table of its own, "idempotency".)
 const (
 	tableMeta             Table = "meta"                // key → value: store-wide settings
 	tableAccounts         Table = "accounts"            // account id → Account
 	tableAPIKeys          Table = "api_keys"            // key id → apiKeyRecord
 	tableCounters         Table = "counters"            // account id / name → uint64
-	tableIdempotency      Table = "idempotency"         // account id / key → IdempotencyRecord
 	tableUsageMetrics     Table = "usage_metrics"       // account id / metric id → UsageMetric
 	tableUsageMetricNames Table = "usage_metric_names"  // account id / lower(name) → metric id (live metrics only)
 	tableCustomers        Table = "customers"           // account id / customer id → Customer
@@ -297,7 +297,7 @@ const (
 	// tableBillingLateUsage records usage that changed after its invoice was finalized.
 	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
 	// tableBillingLeases shares the engine's work out between the
-	// instances on a shared store (Config.SharedStore; engine.go).
+	// instances on one store (Config.ConcurrentBillingRuns; enginelease.go).
 	tableBillingLeases Table = "billing_leases" // account id / schedule id → engineLease
 	// tableBillingRuns keeps the newest billing run records of each account.
 	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord
@@ -324,7 +324,7 @@ const (
 	tableAccountPreferences Table = "account_preferences" // account id → accountPreferences
 )
 
-// The tables of rendering (document.go).
+// The tables of rendering (printable.go).
 const (
 	// tableDocumentRenders holds what a finalized document was frozen with.
 	tableDocumentRenders Table = "document_renders" // account id / document id → renderSnapshot

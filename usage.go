@@ -530,7 +530,7 @@ func (s *Service) CreateUsageEventBatchFunc(ctx context.Context, account string,
 	if accepted != nil {
 		accepted(events)
 	}
-	if s.shared {
+	if s.seriesTx {
 		if err := s.createSeries(ctx, account, events); err != nil {
 			return Items[UsageEvent]{}, err
 		}

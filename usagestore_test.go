@@ -237,7 +237,7 @@ func TestUsageEventLargeBatches(t *testing.T) {
 }
 
 // TestSharedStoreSeriesCreatedBeforeTheBatch checks a batch on a shared
-// store (Config.SharedStore): its new series are committed by a transaction
+// store (Config.SeriesInOwnTransaction): its new series are committed by a transaction
 // of their own before the batch's, so that concurrent batches do not re-run
 // over one counter. Whichever of the two commits fails, the batch stores
 // nothing, and a series left without events holds nothing: the events sent
@@ -245,7 +245,7 @@ func TestUsageEventLargeBatches(t *testing.T) {
 func TestSharedStoreSeriesCreatedBeforeTheBatch(t *testing.T) {
 	t.Parallel()
 	fs := faultstore.New(billingtest.DurableStore(t))
-	svc, _ := billingtest.NewService(t, billingtest.WithStore(fs), billingtest.WithConfig(billing.Config{SharedStore: true}))
+	svc, _ := billingtest.NewService(t, billingtest.WithStore(fs), billingtest.WithConfig(billing.Config{SeriesInOwnTransaction: true}))
 	ctx := context.Background()
 	acct := billingtest.Account(t, svc, "a")
 	m := sumOfN(t, svc, acct)
@@ -618,7 +618,7 @@ func TestUsageIDRecordLayoutByStore(t *testing.T) {
 	t.Parallel()
 	for _, shared := range []bool{false, true} {
 		store := billingtest.DurableStore(t)
-		svc, _ := billingtest.NewService(t, billingtest.WithStore(store), billingtest.WithUUIDs(), billingtest.WithConfig(billing.Config{SharedStore: shared}))
+		svc, _ := billingtest.NewService(t, billingtest.WithStore(store), billingtest.WithUUIDs(), billingtest.WithConfig(billing.Config{LegacyUsageIDRecords: shared}))
 		acct := billingtest.Account(t, svc, "a")
 		events := make([]billing.UsageEventParams, 100)
 		for j := range events {

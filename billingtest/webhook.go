@@ -1,6 +1,7 @@
 package billingtest
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -79,4 +80,22 @@ func (r *WebhookReceiver) Received() []Webhook {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.got)
+}
+
+// AfterSending returns a WebhookSender that sends through s, then runs f
+// before handing back the result: a dispatcher's moment between a sent
+// webhook and its recorded attempt, where the crash and lease tests act.
+func AfterSending(s billing.WebhookSender, f func()) billing.WebhookSender {
+	return afterSending{s, f}
+}
+
+type afterSending struct {
+	billing.WebhookSender
+	after func()
+}
+
+func (a afterSending) SendWebhook(ctx context.Context, w billing.Webhook) billing.WebhookResult {
+	r := a.WebhookSender.SendWebhook(ctx, w)
+	a.after()
+	return r
 }

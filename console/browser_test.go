@@ -17,6 +17,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/webhook"
 )
 
@@ -197,7 +198,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		Name: "ERP", Channel: billing.ChannelWebhook, Recipients: []string{rcv.URL},
 		NotificationTypes: []billing.NotificationType{billing.NotificationInvoiceIssued},
 	}))
-	dispatcher := billing.NewDispatcher(f.svc, billing.DispatcherConfig{Webhooks: webhook.NewSender(true)})
+	dispatcher := dispatch.New(f.svc, dispatch.Config{Webhooks: webhook.NewSender(true)})
 	f.sampleData()
 	b := newTab(t, f.srv.URL)
 

@@ -62,7 +62,6 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/render"
-	"github.com/billingd/billing/storage/memstore"
 )
 
 // Prefix is the path the console is served under; billingd serve routes
@@ -72,9 +71,9 @@ const Prefix = "/console/"
 // Config holds the options of a Console. A nil *Config, and every zero
 // field, take the documented defaults.
 type Config struct {
-	// Store keeps the sessions (table console_sessions), normally the
-	// Service's own store. Defaults to an in-memory store: sessions then
-	// end when the process does.
+	// Store keeps the sessions (tables console_sessions,
+	// console_session_keys, console_keys). Defaults to the Service's own
+	// store.
 	Store billing.Store
 
 	// Logger receives the causes of internal errors. Defaults to a logger
@@ -126,7 +125,7 @@ type Config struct {
 
 // Console is the web console: an http.Handler for the paths under Prefix.
 type Console struct {
-	svc      *billing.Service
+	svc      billing.Services // the operations the pages call, by aggregate
 	cfg      Config
 	log      *slog.Logger
 	sessions *sessions
@@ -151,7 +150,7 @@ func New(svc *billing.Service, cfg *Config) (*Console, error) {
 		c.cfg = *cfg
 	}
 	if c.cfg.Store == nil {
-		c.cfg.Store = memstore.New()
+		c.cfg.Store = svc.Store()
 	}
 	if c.cfg.Logger == nil {
 		c.cfg.Logger = slog.New(slog.DiscardHandler)

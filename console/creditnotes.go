@@ -59,7 +59,7 @@ type creditNoteAction struct {
 	heading, question, button, done string
 	Danger                          bool
 	allowed                         func(billing.DocumentStatus) bool
-	call                            func(*billing.Service, context.Context, string, string) (*billing.CreditNote, error)
+	call                            func(billing.CreditNoteService, context.Context, string, string) (*billing.CreditNote, error)
 }
 
 // editable reports whether a document status is DRAFT or IN_PROGRESS.
@@ -71,15 +71,15 @@ func editable(st billing.DocumentStatus) bool {
 var creditNoteActions = []creditNoteAction{
 	{Name: "finalize", Label: "Finalize…", heading: "Finalize credit note", button: "Finalize", done: "cn-finalized",
 		question: "Finalizing gives the credit note its number, books it against its invoice and freezes it.",
-		allowed:  editable, call: (*billing.Service).FinalizeCreditNote},
+		allowed:  editable, call: billing.CreditNoteService.FinalizeCreditNote},
 	{Name: "send", Label: "Send…", heading: "Send credit note", button: "Send", done: "cn-sent",
 		question: "The credit note is e-mailed to the customer's billing contacts, with its PDF (finalized first if needed).",
 		allowed:  func(st billing.DocumentStatus) bool { return editable(st) || st == billing.StatusFinal },
-		call:     (*billing.Service).SendCreditNote},
+		call:     billing.CreditNoteService.SendCreditNote},
 	{Name: "void", Label: "Void…", heading: "Void credit note", button: "Void credit note", done: "cn-voided", Danger: true,
 		question: "Voiding cancels the credit note for good and gives its amount back to the invoice. This cannot be undone.",
 		allowed:  func(st billing.DocumentStatus) bool { return st != billing.StatusVoided },
-		call:     (*billing.Service).VoidCreditNote},
+		call:     billing.CreditNoteService.VoidCreditNote},
 }
 
 // creditNoteAction shows an action's confirmation (GET) or does it (POST);

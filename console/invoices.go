@@ -130,7 +130,7 @@ type invoiceAction struct {
 	danger                          bool
 	allowed                         func(*billing.Invoice) bool
 	// run calls the Service; form is the confirmation's submitted form.
-	run func(ctx context.Context, svc *billing.Service, account, id string, form map[string][]string) error
+	run func(ctx context.Context, svc billing.InvoiceService, account, id string, form map[string][]string) error
 }
 
 // actionOrder is the order of the invoice page's action buttons.
@@ -149,18 +149,18 @@ var invoiceActions = map[string]invoiceAction{
 		allowed: func(inv *billing.Invoice) bool {
 			return inv.Status == billing.StatusDraft || inv.Status == billing.StatusInProgress
 		},
-		run: statusChange((*billing.Service).FinalizeInvoice),
+		run: statusChange(billing.InvoiceService.FinalizeInvoice),
 	},
 	"send": {
 		heading: "Send invoice", question: "The invoice is e-mailed to the customer's billing contacts, with its PDF.",
 		button: "Send", done: "sent", allowed: finalized,
-		run: statusChange((*billing.Service).SendInvoice),
+		run: statusChange(billing.InvoiceService.SendInvoice),
 	},
 	"void": {
 		heading: "Void invoice", question: "Voiding cancels the invoice for good. This cannot be undone.",
 		button: "Void invoice", done: "voided", danger: true,
 		allowed: func(inv *billing.Invoice) bool { return inv.Status != billing.StatusVoided },
-		run:     statusChange((*billing.Service).VoidInvoice),
+		run:     statusChange(billing.InvoiceService.VoidInvoice),
 	},
 	"pay": {
 		heading: "Record a payment", question: "Record a payment received for this invoice.",
@@ -172,15 +172,15 @@ var invoiceActions = map[string]invoiceAction{
 
 // statusChange is the run of an action that is one Service call on the
 // invoice.
-func statusChange(call func(*billing.Service, context.Context, string, string) (*billing.Invoice, error)) func(context.Context, *billing.Service, string, string, map[string][]string) error {
-	return func(ctx context.Context, svc *billing.Service, account, id string, _ map[string][]string) error {
+func statusChange(call func(billing.InvoiceService, context.Context, string, string) (*billing.Invoice, error)) func(context.Context, billing.InvoiceService, string, string, map[string][]string) error {
+	return func(ctx context.Context, svc billing.InvoiceService, account, id string, _ map[string][]string) error {
 		_, err := call(svc, ctx, account, id)
 		return err
 	}
 }
 
 // recordPayment records the payment of the pay form.
-func recordPayment(ctx context.Context, svc *billing.Service, account, id string, form map[string][]string) error {
+func recordPayment(ctx context.Context, svc billing.InvoiceService, account, id string, form map[string][]string) error {
 	get := func(name string) string {
 		if v := form[name]; len(v) > 0 {
 			return strings.TrimSpace(v[0])

@@ -105,7 +105,7 @@ func (c *Console) handle(pattern string, h func(*request) error) {
 		rq.sess, rq.account = s, s.Account
 		if wait, ok := c.cfg.Guard.AllowKey(s.KeyID, requestCost(r)); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-			rq.fail(billing.Errorf(billing.CodeRateLimited, "Too many requests for this API key. Wait a moment and reload the page."))
+			rq.fail(billing.Errorf(httpserver.CodeRateLimited, "Too many requests for this API key. Wait a moment and reload the page."))
 			return
 		}
 		if r.Method == http.MethodPost {

@@ -71,7 +71,7 @@ func Filename(d *billing.PrintableDocument, f Format) string {
 }
 
 // Renderer renders the e-mails of sent documents for the Dispatcher
-// (billing.DispatcherConfig.Documents) with the attachments the document's
+// (dispatch.Config.Documents) with the attachments the document's
 // EmailAttachments name: the PDF, the Factur-X PDF, UBL, CII. It replaces
 // render.Renderer where e-invoices are wanted; with only the PDF chosen its
 // e-mails are render.Email's. A document that cannot be an e-invoice while

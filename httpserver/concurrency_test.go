@@ -81,8 +81,8 @@ func oneExecution(tb testing.TB, what string, answers []response) *response {
 	fresh := 0
 	var first *response
 	for i, a := range answers {
-		if a.status == http.StatusConflict && strings.Contains(string(a.body), string(billing.CodeIdempotencyKeyInUse)) {
-			wantError(tb, a, http.StatusConflict, billing.CodeIdempotencyKeyInUse)
+		if a.status == http.StatusConflict && strings.Contains(string(a.body), string(CodeIdempotencyKeyInUse)) {
+			wantError(tb, a, http.StatusConflict, CodeIdempotencyKeyInUse)
 			continue
 		}
 		checkAnswer(tb, what, a)

@@ -54,10 +54,10 @@ func decodeJSON(body []byte, dst any) error {
 func checkJSONSyntax(body []byte) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
-		return billing.Errorf(billing.CodeInvalidJSON, "the request body is empty; send a JSON object")
+		return billing.Errorf(CodeInvalidJSON, "the request body is empty; send a JSON object")
 	}
 	if !utf8.Valid(body) {
-		return billing.Errorf(billing.CodeInvalidJSON, "the request body is not valid UTF-8")
+		return billing.Errorf(CodeInvalidJSON, "the request body is not valid UTF-8")
 	}
 	var raw json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
@@ -66,10 +66,10 @@ func checkJSONSyntax(body []byte) error {
 		if errors.As(err, &se) {
 			msg = fmt.Sprintf("%s: %s (at byte %d)", msg, se.Error(), se.Offset)
 		}
-		return billing.Errorf(billing.CodeInvalidJSON, "%s", msg)
+		return billing.Errorf(CodeInvalidJSON, "%s", msg)
 	}
 	if trimmed[0] != '{' {
-		return billing.Errorf(billing.CodeInvalidJSON, "the request body must be a JSON object")
+		return billing.Errorf(CodeInvalidJSON, "the request body must be a JSON object")
 	}
 	return nil
 }

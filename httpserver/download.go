@@ -25,7 +25,7 @@ func (a api) renderedRoutes() {
 	a.put("/merchant-details/logo", 200, func(c *call) (any, error) {
 		mt, _, err := mime.ParseMediaType(c.contentType)
 		if err != nil || mt != "image/png" && mt != "image/jpeg" {
-			return nil, billing.Errorf(billing.CodeUnsupportedMediaType, "the logo must be sent with Content-Type: image/png or image/jpeg")
+			return nil, billing.Errorf(CodeUnsupportedMediaType, "the logo must be sent with Content-Type: image/png or image/jpeg")
 		}
 		return a.svc.PutMerchantLogo(c.ctx, c.account, c.body)
 	}, logoBody)

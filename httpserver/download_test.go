@@ -93,11 +93,11 @@ func TestMerchantLogoOverHTTP(t *testing.T) {
 	}
 	wantError(t, e.get("/merchant-details/logo"), http.StatusNotFound, billing.CodeNotFound)
 	wantError(t, e.do(req{method: "PUT", path: "/merchant-details/logo", body: img.String(), contentType: "text/plain"}),
-		http.StatusUnsupportedMediaType, billing.CodeUnsupportedMediaType)
+		http.StatusUnsupportedMediaType, CodeUnsupportedMediaType)
 	wantError(t, e.do(req{method: "PUT", path: "/merchant-details/logo", body: "not an image", contentType: "image/png"}),
 		http.StatusBadRequest, billing.CodeValidationFailed)
 	wantError(t, e.do(req{method: "PUT", path: "/merchant-details/logo", body: strings.Repeat("x", 1<<20+1), contentType: "image/jpeg"}),
-		http.StatusRequestEntityTooLarge, billing.CodePayloadTooLarge)
+		http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
 
 	r := e.do(req{method: "PUT", path: "/merchant-details/logo", body: img.String(), contentType: "image/png"})
 	wantStatus(t, r, http.StatusOK)

@@ -92,7 +92,7 @@ func TestHeadersTooLarge(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &Config{MaxHeaderBytes: 4096})
 	r := e.do(req{method: "GET", path: "/usage-metrics", header: map[string]string{"X-Big": strings.Repeat("b", 5000)}})
-	wantError(t, r, http.StatusRequestHeaderFieldsTooLarge, billing.CodeHeadersTooLarge)
+	wantError(t, r, http.StatusRequestHeaderFieldsTooLarge, CodeHeadersTooLarge)
 	wantStatus(t, e.get("/usage-metrics"), http.StatusOK)
 }
 
@@ -126,7 +126,7 @@ func TestRefusedWithIncompleteBodyAnswersAtOnce(t *testing.T) {
 		code   billing.Code
 	}{
 		"ErrUnauthorized":       {"Authorization: Basic eDp5\r\n", http.StatusUnauthorized, billing.CodeUnauthorized},
-		"ErrUnsupportedVersion": {"Authorization: " + e.auth + "\r\nService-Version: 1999-01-01\r\n", http.StatusBadRequest, billing.CodeUnsupportedVersion},
+		"ErrUnsupportedVersion": {"Authorization: " + e.auth + "\r\nService-Version: 1999-01-01\r\n", http.StatusBadRequest, CodeUnsupportedVersion},
 	} {
 		extra := tc.extra
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())

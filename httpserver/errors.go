@@ -15,25 +15,54 @@ import (
 	"github.com/billingd/billing/render"
 )
 
+// The error codes of what only the HTTP layer can get wrong, beside the
+// Service's own (billing.CodeValidationFailed, ...): they share the one
+// error shape and the one status table.
+const (
+	// CodeInvalidJSON: the body is not JSON, or not of the documented shape.
+	CodeInvalidJSON billing.Code = "invalid_json"
+	// CodeUnsupportedVersion: the Service-Version header names no version
+	// this server speaks.
+	CodeUnsupportedVersion billing.Code = "unsupported_version"
+	// CodeMethodNotAllowed: the path exists, the method does not.
+	CodeMethodNotAllowed billing.Code = "method_not_allowed"
+	// CodeIdempotencyKeyInUse: a request with the same Idempotency-Key is
+	// being processed, here or on another instance.
+	CodeIdempotencyKeyInUse billing.Code = "idempotency_key_in_use"
+	// CodePayloadTooLarge: the body is over the route's limit.
+	CodePayloadTooLarge billing.Code = "payload_too_large"
+	// CodeHeadersTooLarge: the request line and headers are over
+	// Config.MaxHeaderBytes.
+	CodeHeadersTooLarge billing.Code = "headers_too_large"
+	// CodeUnsupportedMediaType: the body's Content-Type is not one the
+	// route takes.
+	CodeUnsupportedMediaType billing.Code = "unsupported_media_type"
+	// CodeIdempotencyKeyReused: the Idempotency-Key was used with another
+	// request (method, path or body).
+	CodeIdempotencyKeyReused billing.Code = "idempotency_key_reused"
+	// CodeRateLimited: the API key is over its rate limit.
+	CodeRateLimited billing.Code = "rate_limited"
+)
+
 // statusOf is the one table from error code to HTTP status (docs/api-guide.md,
 // "Errors"). Handlers never choose an error status themselves.
 var statusOf = map[billing.Code]int{
-	billing.CodeInvalidJSON:          http.StatusBadRequest,
-	billing.CodeValidationFailed:     http.StatusBadRequest,
-	billing.CodeUnsupportedVersion:   http.StatusBadRequest,
-	billing.CodeUnauthorized:         http.StatusUnauthorized,
-	billing.CodeNotFound:             http.StatusNotFound,
-	billing.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
-	billing.CodeInvalidState:         http.StatusConflict,
-	billing.CodeConflict:             http.StatusConflict,
-	billing.CodeIdempotencyKeyInUse:  http.StatusConflict,
-	billing.CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
-	billing.CodeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
-	billing.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	billing.CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
-	billing.CodeRateLimited:          http.StatusTooManyRequests,
-	billing.CodeInternal:             http.StatusInternalServerError,
-	billing.CodeUnavailable:          http.StatusServiceUnavailable,
+	CodeInvalidJSON:              http.StatusBadRequest,
+	billing.CodeValidationFailed: http.StatusBadRequest,
+	CodeUnsupportedVersion:       http.StatusBadRequest,
+	billing.CodeUnauthorized:     http.StatusUnauthorized,
+	billing.CodeNotFound:         http.StatusNotFound,
+	CodeMethodNotAllowed:         http.StatusMethodNotAllowed,
+	billing.CodeInvalidState:     http.StatusConflict,
+	billing.CodeConflict:         http.StatusConflict,
+	CodeIdempotencyKeyInUse:      http.StatusConflict,
+	CodePayloadTooLarge:          http.StatusRequestEntityTooLarge,
+	CodeHeadersTooLarge:          http.StatusRequestHeaderFieldsTooLarge,
+	CodeUnsupportedMediaType:     http.StatusUnsupportedMediaType,
+	CodeIdempotencyKeyReused:     http.StatusUnprocessableEntity,
+	CodeRateLimited:              http.StatusTooManyRequests,
+	billing.CodeInternal:         http.StatusInternalServerError,
+	billing.CodeUnavailable:      http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status of an error code: the status every API

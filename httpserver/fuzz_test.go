@@ -91,7 +91,7 @@ func checkDecode[P any](t *testing.T, body []byte) billing.ValidationErrors {
 		}
 		return verrs
 	}
-	if billing.CodeOf(err) != billing.CodeInvalidJSON {
+	if billing.CodeOf(err) != CodeInvalidJSON {
 		t.Fatalf("decodeJSON(%q) = %v (code %s)", body, err, billing.CodeOf(err))
 	}
 	if json.Valid(body) && utf8.Valid(body) && strings.HasPrefix(strings.TrimLeft(string(body), " \t\r\n"), "{") {

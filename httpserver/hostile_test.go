@@ -119,7 +119,7 @@ func TestHostileInputEveryRoute(t *testing.T) {
 				}
 				// The valid body under wrong media types.
 				for _, ct := range []string{"text/plain", "application/xml", "application/json-patch+json", "application/json; charset", ";;;", "multipart/form-data; boundary=x"} {
-					wantError(t, send("Content-Type "+ct, req{body: valid, contentType: ct}), http.StatusUnsupportedMediaType, billing.CodeUnsupportedMediaType)
+					wantError(t, send("Content-Type "+ct, req{body: valid, contentType: ct}), http.StatusUnsupportedMediaType, CodeUnsupportedMediaType)
 				}
 				// Oversized: over the route's limit (5 MiB on batch routes).
 				size := defaultMaxBodyBytes + 1
@@ -127,7 +127,7 @@ func TestHostileInputEveryRoute(t *testing.T) {
 					size = defaultMaxBatchBodyBytes + 1
 				}
 				big := `{"x":"` + strings.Repeat("x", size) + `"}`
-				wantError(t, send("oversized body", req{body: big}), http.StatusRequestEntityTooLarge, billing.CodePayloadTooLarge)
+				wantError(t, send("oversized body", req{body: big}), http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
 			}
 
 			// Headers.
@@ -143,7 +143,7 @@ func TestHostileInputEveryRoute(t *testing.T) {
 			}
 			for _, v := range []string{versions[ri%len(versions)]} {
 				wantError(t, send("Service-Version "+v, req{body: valid, header: map[string]string{"Service-Version": v}}),
-					http.StatusBadRequest, billing.CodeUnsupportedVersion, "Service-Version")
+					http.StatusBadRequest, CodeUnsupportedVersion, "Service-Version")
 			}
 			if mutating(rt.method) {
 				for _, k := range []string{strings.Repeat("k", 256), "a\x01b", "\x7f"} {

@@ -39,9 +39,9 @@ func validIdempotencyKey(key string) bool {
 
 // inflightSet holds the (account, key) pairs being processed by this
 // process, so a concurrent duplicate is refused instead of racing the first.
-// (Across processes, billing.Service.BeginIdempotent marks the key in flight
-// in the store when the store is shared, and the Service refuses a second
-// answer in its transaction in any case.)
+// (Across processes, idempotencyStore.begin marks the key in flight in the
+// store with Config.MarkIdempotencyKeysInFlight, and the commit hook
+// refuses a second answer in its transaction in any case.)
 type inflightSet struct {
 	mu  sync.Mutex
 	set map[string]struct{}
@@ -78,7 +78,7 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 		return
 	}
 	if !s.inflight.acquire(c.account, key) {
-		s.writeError(g, billing.Errorf(billing.CodeIdempotencyKeyInUse,
+		s.writeError(g, billing.Errorf(CodeIdempotencyKeyInUse,
 			"a request with this Idempotency-Key is being processed; retry later"))
 		return
 	}
@@ -88,16 +88,16 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 	if q := g.Request.URL.RawQuery; q != "" {
 		path += "?" + q
 	}
-	req := &billing.IdempotencyRequest{
-		Key:         key,
-		Fingerprint: requestFingerprint(rt.method, path, c.body),
-		Render: func(result any) (int, []byte, error) {
+	req := &idempotencyRequest{
+		key:         key,
+		fingerprint: requestFingerprint(rt.method, path, c.body),
+		render: func(result any) (int, []byte, error) {
 			b, err := s.encodeResult(result)
 			return rt.status, b, err
 		},
 	}
 	if !s.answerFromRecord(g, c, req) {
-		defer s.svc.EndIdempotent(c.ctx, c.account, req)
+		defer s.idem.end(c.ctx, c.account, req)
 		s.runAndStore(g, c, rt, req)
 	}
 }
@@ -106,15 +106,15 @@ func (s *Server) idempotent(g *gin.Context, c *call, rt *route, key string) {
 // the stored answer for the same request, idempotency_key_reused for another,
 // idempotency_key_in_use while another instance runs a request with the key.
 // It reports whether it answered.
-func (s *Server) answerFromRecord(g *gin.Context, c *call, req *billing.IdempotencyRequest) bool {
-	rec, err := s.svc.BeginIdempotent(c.ctx, c.account, req)
+func (s *Server) answerFromRecord(g *gin.Context, c *call, req *idempotencyRequest) bool {
+	rec, err := s.idem.begin(c.ctx, c.account, req)
 	switch {
 	case err != nil:
 		s.writeError(g, err)
 	case rec == nil:
 		return false
-	case rec.Fingerprint != req.Fingerprint:
-		s.writeError(g, billing.Errorf(billing.CodeIdempotencyKeyReused,
+	case rec.Fingerprint != req.fingerprint:
+		s.writeError(g, billing.Errorf(CodeIdempotencyKeyReused,
 			"this Idempotency-Key was used with a different request (method, path or body)"))
 	default:
 		g.Header("Idempotent-Replayed", "true")
@@ -123,16 +123,16 @@ func (s *Server) answerFromRecord(g *gin.Context, c *call, req *billing.Idempote
 	return true
 }
 
-// runAndStore runs the op with the idempotency request in its context, so a
-// success is stored in the op's own transaction; a storable error answer is
+// runAndStore runs the op with the idempotency store's commit hook in its
+// context, so a success is stored in the op's own transaction; a storable error answer is
 // stored afterwards. A success the op did not store itself (a billing run,
 // which commits a transaction per batch) is stored afterwards too, and when
 // that fails the answer is the storage error (503): a 200 that a retry
 // could not replay would tell the client the outcome is settled when its
 // retry would run the operation again.
-func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.IdempotencyRequest) {
+func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *idempotencyRequest) {
 	ctx := c.ctx
-	c.ctx = billing.WithIdempotency(ctx, req)
+	c.ctx = billing.WithCommitHook(ctx, s.idem.hook(c.account, req))
 	result, err := rt.op(c)
 	if err != nil {
 		status, body := s.renderError(ctx, err)
@@ -144,8 +144,10 @@ func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.Id
 		s.sendError(g, status, body)
 		return
 	}
-	if !req.Stored {
-		status, body, err := req.Render(result)
+	if req.stored {
+		req.hold = "" // the answer replaced the in-flight mark
+	} else {
+		status, body, err := req.render(result)
 		if err != nil {
 			s.writeError(g, err)
 			return
@@ -154,13 +156,13 @@ func (s *Server) runAndStore(g *gin.Context, c *call, rt *route, req *billing.Id
 		// would fire on every normal run.
 		s.log.DebugContext(ctx, "operation did not store its idempotency record; storing it separately",
 			"method", rt.method, "route", rt.path)
-		req.Status, req.Body = status, body
+		req.status, req.body = status, body
 		if err := s.store(ctx, c.account, req, status, body); err != nil {
 			s.writeError(g, err)
 			return
 		}
 	}
-	g.Data(req.Status, jsonContentType, req.Body)
+	g.Data(req.status, jsonContentType, req.body)
 }
 
 // storable reports whether an error answer is stored for replay, as Stripe
@@ -179,9 +181,9 @@ func storable(err error) bool {
 // store saves an answer that the op did not store itself. It runs even if
 // the client has gone, so that what was answered is what is replayed. A
 // failure is logged and returned.
-func (s *Server) store(ctx context.Context, account string, req *billing.IdempotencyRequest, status int, body []byte) error {
+func (s *Server) store(ctx context.Context, account string, req *idempotencyRequest, status int, body []byte) error {
 	ctx = context.WithoutCancel(ctx)
-	err := s.svc.StoreIdempotentResponse(ctx, account, req, status, body)
+	err := s.idem.storeAnswer(ctx, account, req, status, body)
 	if err != nil {
 		s.log.WarnContext(ctx, "storing an idempotent response failed", "err", err)
 	}

@@ -50,16 +50,16 @@ func TestIdempotentReplay(t *testing.T) {
 
 		t.Run("ErrReusedWithOtherBody", func(t *testing.T) {
 			r := e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("other")}, "create-1"))
-			wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
+			wantError(t, r, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused)
 		})
 		t.Run("ErrReusedWithOtherPath", func(t *testing.T) {
 			r := e.do(withKey(req{method: "POST", path: "/products", body: metricBody("calls")}, "create-1"))
-			wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
+			wantError(t, r, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused)
 		})
 		t.Run("ErrReusedWithOtherMethod", func(t *testing.T) {
 			m := decode[billing.UsageMetric](t, first)
 			r := e.do(withKey(req{method: "DELETE", path: "/usage-metrics/" + m.ID}, "create-1"))
-			wantError(t, r, http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
+			wantError(t, r, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused)
 			if got := decode[billing.UsageMetric](t, e.get("/usage-metrics/"+m.ID)); got.DeletedAt != nil {
 				t.Error("a refused request deleted the metric")
 			}
@@ -171,7 +171,7 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 	firstDone := make(chan response)
 	go func() { firstDone <- e.do(slow) }()
 	<-entered
-	wantError(t, e.do(slow), http.StatusConflict, billing.CodeIdempotencyKeyInUse)
+	wantError(t, e.do(slow), http.StatusConflict, CodeIdempotencyKeyInUse)
 	t.Run("OtherKeysAreFree", func(t *testing.T) {
 		wantStatus(t, e.do(withKey(req{method: "POST", path: "/usage-metrics", body: metricBody("free")}, "slow-2")),
 			http.StatusCreated)
@@ -211,7 +211,7 @@ func TestIdempotencyRace(t *testing.T) {
 			}
 			created = a.body
 		default:
-			wantError(t, a, http.StatusConflict, billing.CodeIdempotencyKeyInUse)
+			wantError(t, a, http.StatusConflict, CodeIdempotencyKeyInUse)
 		}
 	}
 	if fresh != 1 {

@@ -365,12 +365,12 @@ func TestInvoiceBadRequestsOverHTTP(t *testing.T) {
 		})
 	}
 	t.Run("InvalidJSON", func(t *testing.T) {
-		wantError(t, e.post("/invoices", `{"currency":`), http.StatusBadRequest, billing.CodeInvalidJSON)
-		wantError(t, e.post("/invoices", `[]`), http.StatusBadRequest, billing.CodeInvalidJSON)
+		wantError(t, e.post("/invoices", `{"currency":`), http.StatusBadRequest, CodeInvalidJSON)
+		wantError(t, e.post("/invoices", `[]`), http.StatusBadRequest, CodeInvalidJSON)
 	})
 	t.Run("NotJSON", func(t *testing.T) {
 		r := e.do(req{method: "POST", path: "/invoices", body: "currency=GBP", contentType: "application/x-www-form-urlencoded"})
-		wantError(t, r, http.StatusUnsupportedMediaType, billing.CodeUnsupportedMediaType)
+		wantError(t, r, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType)
 	})
 	t.Run("BadListParameters", func(t *testing.T) {
 		wantError(t, e.get("/invoices?limit=0"), http.StatusBadRequest, billing.CodeValidationFailed, "limit")
@@ -549,7 +549,7 @@ func TestSendIdempotencyOverHTTP(t *testing.T) {
 		wantError(t, e.do(withKey(req{method: "POST", path: "/invoices/" + id + "/send"}, "send-2")),
 			http.StatusConflict, billing.CodeInvalidState)
 		wantError(t, e.do(withKey(req{method: "POST", path: "/invoices/" + id + "/void"}, "send-1")),
-			http.StatusUnprocessableEntity, billing.CodeIdempotencyKeyReused)
+			http.StatusUnprocessableEntity, CodeIdempotencyKeyReused)
 	})
 }
 
@@ -766,7 +766,7 @@ func TestLineItemPagesOverHTTP(t *testing.T) {
 		t.Errorf("previous page = %v, want %v", got, lines[2:4])
 	}
 	r := e.do(req{method: "PATCH", path: path + "/line-items"})
-	wantError(t, r, http.StatusMethodNotAllowed, billing.CodeMethodNotAllowed)
+	wantError(t, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
 	if allow := r.header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
 		t.Errorf("Allow = %q", allow)
 	}

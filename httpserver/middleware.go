@@ -47,7 +47,7 @@ func (s *Server) observe(g *gin.Context) {
 	reqID := requestID(g.Request)
 	h["X-Request-Id"] = []string{reqID}
 	if headerBytes(g.Request) > s.cfg.MaxHeaderBytes {
-		s.refuse(g, billing.Errorf(billing.CodeHeadersTooLarge,
+		s.refuse(g, billing.Errorf(CodeHeadersTooLarge,
 			"the request line and headers are larger than %d bytes", s.cfg.MaxHeaderBytes))
 	} else {
 		s.recovered(g)
@@ -175,7 +175,7 @@ func (s *Server) checkVersion(g *gin.Context) {
 	for _, h := range [...]string{"Service-Version", "Sequence-Version"} {
 		if v := g.GetHeader(h); v != "" && v != billing.APIVersion {
 			s.refuse(g, &billing.Error{
-				Code:    billing.CodeUnsupportedVersion,
+				Code:    CodeUnsupportedVersion,
 				Field:   h,
 				Message: "unsupported " + h + "; the only version is " + billing.APIVersion,
 			})
@@ -223,7 +223,7 @@ func (s *Server) charge(g *gin.Context, keyID string, n int) bool {
 		return true
 	}
 	g.Header("Retry-After", strconv.Itoa(retryAfterSeconds(delay)))
-	s.refuse(g, billing.Errorf(billing.CodeRateLimited, "too many requests for this API key; retry after the time in the Retry-After header"))
+	s.refuse(g, billing.Errorf(CodeRateLimited, "too many requests for this API key; retry after the time in the Retry-After header"))
 	return false
 }
 

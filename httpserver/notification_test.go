@@ -11,6 +11,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/webhook"
 )
 
@@ -233,7 +234,7 @@ func TestDeliveriesEndpoints(t *testing.T) {
 	defer recv.Close()
 	p := e.createPolicy(`{"name":"x","channel":"WEBHOOK","recipients":["` + recv.URL + `"]}`)
 	e.create("/customers", `{"legalName":"Initech"}`)
-	d := billing.NewDispatcher(e.svc, billing.DispatcherConfig{Webhooks: webhook.NewSender(true)})
+	d := dispatch.New(e.svc, dispatch.Config{Webhooks: webhook.NewSender(true)})
 	run := func() {
 		t.Helper()
 		if _, err := d.RunOnce(context.Background()); err != nil {

@@ -178,5 +178,5 @@ func TestDownloadCostsMoreThanARequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStatus(t, e.get("/invoices/"+inv.ID+"/download"), http.StatusOK)
-	wantError(t, e.get("/usage-metrics"), http.StatusTooManyRequests, billing.CodeRateLimited)
+	wantError(t, e.get("/usage-metrics"), http.StatusTooManyRequests, CodeRateLimited)
 }

@@ -233,7 +233,7 @@ func (s *Server) endpoint(rt *route) gin.HandlerFunc {
 // the limit tells to close the connection.
 func readLimited(w http.ResponseWriter, r *http.Request, limit int64, into []byte) ([]byte, error) {
 	tooLarge := func() error {
-		return billing.Errorf(billing.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
+		return billing.Errorf(CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
 	if r.ContentLength > limit {
 		return nil, tooLarge()
@@ -248,7 +248,7 @@ func readLimited(w http.ResponseWriter, r *http.Request, limit int64, into []byt
 	case errors.As(err, &mbe):
 		return nil, tooLarge()
 	case err != nil:
-		return nil, &billing.Error{Code: billing.CodeInvalidJSON, Message: "the request body could not be read", Err: err}
+		return nil, &billing.Error{Code: CodeInvalidJSON, Message: "the request body could not be read", Err: err}
 	}
 	return b, nil
 }
@@ -322,7 +322,7 @@ func (c *call) bind(dst any) error {
 func checkJSONContentType(contentType string) error {
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil || mt != "application/json" {
-		return billing.Errorf(billing.CodeUnsupportedMediaType, "the request body must be JSON sent with Content-Type: application/json")
+		return billing.Errorf(CodeUnsupportedMediaType, "the request body must be JSON sent with Content-Type: application/json")
 	}
 	return nil
 }

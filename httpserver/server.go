@@ -13,12 +13,14 @@
 package httpserver
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,6 +74,20 @@ type Config struct {
 	// require it. Defaults to false: the answers carry serviceAccountId
 	// only.
 	UpstreamFieldNames bool
+
+	// IdempotencyTTL is how long the answer of a request sent with an
+	// Idempotency-Key answers its retries. Defaults to 24 hours; shorter
+	// values are raised to 24 hours.
+	IdempotencyTTL time.Duration
+
+	// MarkIdempotencyKeysInFlight marks an Idempotency-Key in flight in
+	// the store before its request runs, so that the same key sent to
+	// another instance on the same store meanwhile answers
+	// idempotency_key_in_use instead of waiting for the first answer's
+	// commit to refuse it. Set it when several processes serve one store
+	// (billingd on PostgreSQL does). Defaults to false: one process owns
+	// the store, and it refuses concurrent duplicates in memory.
+	MarkIdempotencyKeysInFlight bool
 
 	// DisableMetrics turns off GET /metrics. Defaults to false: metrics are
 	// served.
@@ -147,12 +163,19 @@ func positiveOr[T int | int64](v, def T) T {
 // Server is the HTTP adapter of one billing.Service. It is safe for
 // concurrent use.
 type Server struct {
-	svc     *billing.Service
-	renders *render.Pool
-	cfg     Config
-	log     *slog.Logger
-	metrics *metrics
-	engine  *gin.Engine
+	// svc is every operation of the API, by aggregate (billing.Services);
+	// each route file hands its part to its handlers.
+	svc billing.Services
+	// idem keeps the answers of requests sent with an Idempotency-Key.
+	idem *idempotencyStore
+	// usageMetricsJSON is the encoded list of usage metrics (see
+	// appendUsageMetricsPage).
+	usageMetricsJSON func(ctx context.Context, account string, f billing.UsageMetricFilter, p billing.ListParams) (billing.Page[[]byte], error)
+	renders          *render.Pool
+	cfg              Config
+	log              *slog.Logger
+	metrics          *metrics
+	engine           *gin.Engine
 
 	limiters sync.Map // API key id → *rate.Limiter
 	inflight inflightSet
@@ -173,6 +196,11 @@ func New(svc *billing.Service, cfg *Config) http.Handler {
 func NewServer(svc *billing.Service, cfg *Config) *Server {
 	c := cfg.withDefaults()
 	s := &Server{svc: svc, renders: c.Renders, cfg: c, log: c.Logger, metrics: newMetrics(c.Registry)}
+	s.idem = &idempotencyStore{store: svc.Store(), now: svc.Now, ttl: max(c.IdempotencyTTL, minIdempotencyTTL),
+		mark: c.MarkIdempotencyKeysInFlight, log: c.Logger}
+	s.usageMetricsJSON = func(ctx context.Context, account string, f billing.UsageMetricFilter, p billing.ListParams) (billing.Page[[]byte], error) {
+		return billing.ListUsageMetricsRendered(ctx, svc, account, f, p, usageMetricJSON)
+	}
 	s.engine = s.newEngine()
 	return s
 }
@@ -224,7 +252,7 @@ func (s *Server) newEngine() *gin.Engine {
 		s.writeError(g, billing.Errorf(billing.CodeNotFound, "no such route: check the method and path"))
 	})
 	e.NoMethod(func(g *gin.Context) {
-		s.writeError(g, billing.Errorf(billing.CodeMethodNotAllowed,
+		s.writeError(g, billing.Errorf(CodeMethodNotAllowed,
 			"the method %s is not allowed here; see the Allow header", g.Request.Method))
 	})
 	s.healthRoutes(e)

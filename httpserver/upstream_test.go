@@ -20,12 +20,12 @@ func TestSequenceVersion(t *testing.T) {
 		wantStatus(t, get("Sequence-Version", billing.APIVersion), http.StatusOK)
 	})
 	t.Run("ErrUnsupportedVersion", func(t *testing.T) {
-		wantError(t, get("Sequence-Version", "1999-01-01"), http.StatusBadRequest, billing.CodeUnsupportedVersion, "Sequence-Version")
+		wantError(t, get("Sequence-Version", "1999-01-01"), http.StatusBadRequest, CodeUnsupportedVersion, "Sequence-Version")
 	})
 	t.Run("ServiceVersionStillChecked", func(t *testing.T) {
 		r := e.do(req{method: "GET", path: "/usage-metrics", header: map[string]string{
 			"Sequence-Version": billing.APIVersion, "Service-Version": "1999-01-01"}})
-		wantError(t, r, http.StatusBadRequest, billing.CodeUnsupportedVersion, "Service-Version")
+		wantError(t, r, http.StatusBadRequest, CodeUnsupportedVersion, "Service-Version")
 	})
 }
 

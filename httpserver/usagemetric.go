@@ -15,7 +15,7 @@ func (a api) usageMetricRoutes() {
 		// Rendered into the answer's buffer from the kept encodings of
 		// the metrics (appendUsageMetricsPage): the hot read of the API.
 		return appendJSONFunc(func(b []byte) ([]byte, error) {
-			return appendUsageMetricsPage(c.ctx, a.svc, b, c.account, f, p)
+			return a.appendUsageMetricsPage(c.ctx, b, c.account, f, p)
 		}), nil
 	}), listed("name", "eventType", "aggregationType", "sortOrder"))
 	a.post("/usage-metrics", 201, withBody(a.svc.CreateUsageMetric))

@@ -251,7 +251,7 @@ func TestMethodNotAllowed(t *testing.T) {
 		t.Run(tc.method+tc.path, func(t *testing.T) {
 			t.Parallel()
 			r := e.do(req{method: tc.method, path: tc.path})
-			wantError(t, r, http.StatusMethodNotAllowed, billing.CodeMethodNotAllowed)
+			wantError(t, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed)
 			var got []string
 			for _, v := range r.header.Values("Allow") {
 				got = append(got, splitComma(v)...)

@@ -19,8 +19,8 @@ var usageMetricJSON = billing.NewRendering(func(m *billing.UsageMetric) ([]byte,
 // ListUsageMetrics returns for the same arguments, byte for byte what
 // json.Marshal gives for it, rendered from the kept encodings of the
 // metrics (TestAppendUsageMetricsJSON compares them).
-func appendUsageMetricsPage(ctx context.Context, svc *billing.Service, b []byte, account string, f billing.UsageMetricFilter, p billing.ListParams) ([]byte, error) {
-	page, err := billing.ListUsageMetricsRendered(ctx, svc, account, f, p, usageMetricJSON)
+func (s *Server) appendUsageMetricsPage(ctx context.Context, b []byte, account string, f billing.UsageMetricFilter, p billing.ListParams) ([]byte, error) {
+	page, err := s.usageMetricsJSON(ctx, account, f, p)
 	if err != nil {
 		return nil, err
 	}

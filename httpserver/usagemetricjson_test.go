@@ -106,6 +106,7 @@ func TestAppendUsageMetricsJSON(t *testing.T) {
 	ctx := context.Background()
 	svc, clock := billingtest.NewService(t, billingtest.WithBolt())
 	acct := billingtest.Account(t, svc, "a")
+	srv := NewServer(svc, nil)
 	var ids []string
 	for i := range 7 {
 		clock.Advance(time.Second)
@@ -122,7 +123,7 @@ func TestAppendUsageMetricsJSON(t *testing.T) {
 	compare := func(step string, f billing.UsageMetricFilter, p billing.ListParams) billing.Page[billing.UsageMetric] {
 		t.Helper()
 		page, err := svc.ListUsageMetrics(ctx, acct, f, p)
-		got, gotErr := appendUsageMetricsPage(ctx, svc, []byte("prefix"), acct, f, p)
+		got, gotErr := srv.appendUsageMetricsPage(ctx, []byte("prefix"), acct, f, p)
 		if err != nil || gotErr != nil {
 			if fmt.Sprint(err) != fmt.Sprint(gotErr) {
 				t.Fatalf("%s: errors %v and %v", step, err, gotErr)
@@ -165,7 +166,7 @@ func TestAppendUsageMetricsJSON(t *testing.T) {
 	compare("bad filter", billing.UsageMetricFilter{AggregationTypes: []billing.AggregationType{"AVG"}}, billing.ListParams{})
 	compare("bad cursor", billing.UsageMetricFilter{}, billing.ListParams{After: "nope"})
 	compare("other account", billing.UsageMetricFilter{}, billing.ListParams{})
-	if b, err := appendUsageMetricsPage(ctx, svc, nil, "no-such-account", billing.UsageMetricFilter{}, billing.ListParams{}); err != nil ||
+	if b, err := srv.appendUsageMetricsPage(ctx, nil, "no-such-account", billing.UsageMetricFilter{}, billing.ListParams{}); err != nil ||
 		string(b) != `{"items":[],"pagination":{"totalResultSize":0}}` {
 		t.Fatalf("empty list: %s, %v", b, err)
 	}

@@ -37,7 +37,7 @@ func TestVersion(t *testing.T) {
 	t.Run("ErrUnsupportedVersion", func(t *testing.T) {
 		for _, v := range []string{"2023-01-01", "2024-07-31", "latest"} {
 			r := e.do(req{method: "GET", path: "/usage-metrics", header: map[string]string{"Service-Version": v}})
-			wantError(t, r, http.StatusBadRequest, billing.CodeUnsupportedVersion, "Service-Version")
+			wantError(t, r, http.StatusBadRequest, CodeUnsupportedVersion, "Service-Version")
 		}
 	})
 }
@@ -107,7 +107,7 @@ func TestUnsupportedMediaType(t *testing.T) {
 	e := newEnv(t, nil)
 	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "application/jsonx", "json", ";;;"} {
 		r := e.do(req{method: "POST", path: "/usage-metrics", body: metricBody("a"), contentType: ct})
-		wantError(t, r, http.StatusUnsupportedMediaType, billing.CodeUnsupportedMediaType)
+		wantError(t, r, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType)
 	}
 	t.Run("Missing", func(t *testing.T) {
 		hr := httptest.NewRequest("POST", "/usage-metrics", strings.NewReader(metricBody("a")))
@@ -115,7 +115,7 @@ func TestUnsupportedMediaType(t *testing.T) {
 		rec := httptest.NewRecorder()
 		e.h.ServeHTTP(rec, hr)
 		wantError(t, response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()},
-			http.StatusUnsupportedMediaType, billing.CodeUnsupportedMediaType)
+			http.StatusUnsupportedMediaType, CodeUnsupportedMediaType)
 	})
 	t.Run("ParametersAllowed", func(t *testing.T) {
 		for i, ct := range []string{"application/json; charset=utf-8", "Application/JSON;charset=UTF-8"} {
@@ -152,7 +152,7 @@ func TestInvalidJSON(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := e.post("/usage-metrics", body)
-			wantError(t, r, http.StatusBadRequest, billing.CodeInvalidJSON)
+			wantError(t, r, http.StatusBadRequest, CodeInvalidJSON)
 		})
 	}
 	t.Run("NothingCreated", func(t *testing.T) {
@@ -227,7 +227,7 @@ func TestPayloadTooLarge(t *testing.T) {
 	t.Run("ContentLength", func(t *testing.T) {
 		t.Parallel()
 		r := e.post("/usage-metrics", big)
-		wantError(t, r, http.StatusRequestEntityTooLarge, billing.CodePayloadTooLarge)
+		wantError(t, r, http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
 		if r.header.Get("Connection") != "close" {
 			t.Errorf("Connection = %q, want close", r.header.Get("Connection"))
 		}
@@ -269,7 +269,7 @@ func TestPayloadTooLarge(t *testing.T) {
 		}
 		b, _ := io.ReadAll(res.Body)
 		wantError(t, response{status: res.StatusCode, header: res.Header, body: b},
-			http.StatusRequestEntityTooLarge, billing.CodePayloadTooLarge)
+			http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
 		if !res.Close {
 			t.Error("the response does not close the connection")
 		}
@@ -287,7 +287,7 @@ func TestRateLimited(t *testing.T) {
 		wantStatus(t, e.get("/usage-metrics"), http.StatusOK)
 	}
 	r := e.get("/usage-metrics")
-	wantError(t, r, http.StatusTooManyRequests, billing.CodeRateLimited)
+	wantError(t, r, http.StatusTooManyRequests, CodeRateLimited)
 	secs, err := strconv.Atoi(r.header.Get("Retry-After"))
 	if err != nil || secs < 1 {
 		t.Errorf("Retry-After = %q, want whole seconds >= 1", r.header.Get("Retry-After"))
@@ -492,12 +492,12 @@ func TestBatchBodyLimit(t *testing.T) {
 	a.patch("/small", 200, echo)
 	a.patch("/batch", 200, echo, batchBody)
 	payload := `{"x":"` + strings.Repeat("a", 500) + `"}`
-	wantError(t, e.do(req{method: "PATCH", path: "/small", body: payload}), http.StatusRequestEntityTooLarge, billing.CodePayloadTooLarge)
+	wantError(t, e.do(req{method: "PATCH", path: "/small", body: payload}), http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
 	r := e.do(req{method: "PATCH", path: "/batch", body: payload})
 	wantStatus(t, r, http.StatusOK)
 	if string(r.body) != strconv.Itoa(len(payload)) {
 		t.Errorf("batch route read %s bytes, want %d", r.body, len(payload))
 	}
 	wantError(t, e.do(req{method: "PATCH", path: "/batch", body: payload + strings.Repeat(" ", 600)}),
-		http.StatusRequestEntityTooLarge, billing.CodePayloadTooLarge)
+		http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
 }

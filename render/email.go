@@ -11,7 +11,7 @@ import (
 )
 
 // Renderer renders the e-mails of sent documents for the Dispatcher
-// (billing.DispatcherConfig.Documents).
+// (dispatch.Config.Documents).
 type Renderer struct {
 	// Pool, when set, renders the attached PDFs within its limits (shared
 	// with the server's downloads); a render it refuses fails the

@@ -137,7 +137,7 @@ func setUpSchedules(ctx context.Context, srv *server, n int, month time.Time) er
 
 // measureP9: RunBilling over b.cfg.schedules schedules like P6's, on
 // PostgreSQL, as billingd instances on one database run it
-// (Config.SharedStore): first one instance, then, on an identical copy of
+// (severalInstances): first one instance, then, on an identical copy of
 // the database, two instances (two Services, each with its own pool) at
 // once, sharing the schedules out through the engine's leases. Each run
 // must create each invoice once; GET /usage-metrics is served by the first
@@ -147,7 +147,8 @@ func measureP9(ctx context.Context, b *bench) ([]row, error) {
 	name := fmt.Sprintf("RunBilling over %d schedules on PostgreSQL", b.cfg.schedules)
 	now := time.Now().UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, -1, 0)
-	shared := billing.Config{SharedStore: true}
+	var shared billing.Config
+	severalInstances(&shared)
 	onePath, twoPath := b.path("p9-one"), b.path("p9-two")
 	one, err := startServerWith(ctx, onePath, nil, shared, "", "")
 	if err != nil {

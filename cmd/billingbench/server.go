@@ -89,7 +89,9 @@ func startServerWith(ctx context.Context, path string, opts *boltstore.Options, 
 	cfg.Logger = log
 	// On PostgreSQL the server runs as billingd runs there: other
 	// processes may share the database.
-	cfg.SharedStore = cfg.SharedStore || pgBase != ""
+	if pgBase != "" {
+		severalInstances(&cfg)
+	}
 	svc, err := billing.New(st, &cfg)
 	if err != nil {
 		st.Close()
@@ -103,7 +105,7 @@ func startServerWith(ctx context.Context, path string, opts *boltstore.Options, 
 		st.Close()
 		return nil, err
 	}
-	handler := httpserver.New(svc, &httpserver.Config{Logger: log, RateLimit: -1})
+	handler := httpserver.New(svc, &httpserver.Config{Logger: log, RateLimit: -1, MarkIdempotencyKeysInFlight: cfg.ConcurrentBillingRuns})
 	if s.url, s.http, s.done, err = listen(handler); err != nil {
 		st.Close()
 		return nil, err
@@ -180,4 +182,15 @@ func fileSize(path string) (int64, error) {
 		return 0, err
 	}
 	return fi.Size(), nil
+}
+
+// severalInstances sets what billingd sets on PostgreSQL, where several
+// instances (and admin commands) share the database: leased billing runs,
+// usage series in transactions of their own, the id records every release
+// reads, and a bounded key cache.
+func severalInstances(cfg *billing.Config) {
+	cfg.ConcurrentBillingRuns, cfg.SeriesInOwnTransaction, cfg.LegacyUsageIDRecords = true, true, true
+	if cfg.KeyCacheTTL == 0 {
+		cfg.KeyCacheTTL = time.Second
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/storage/boltstore"
 )
 
@@ -201,12 +202,12 @@ func TestAdminSocketErrorsFollowTheServer(t *testing.T) {
 			[]wireError{{Code: billing.CodeValidationFailed, Field: "nmae"}}},
 		{"ErrWrongTypes", "/keys", "application/json", `{"serviceAccountId":7}`, 400,
 			[]wireError{{Code: billing.CodeValidationFailed, Field: "serviceAccountId"}}},
-		{"ErrNotJSON", "/accounts", "application/json", `{"name":`, 400, []wireError{{Code: billing.CodeInvalidJSON}}},
-		{"ErrTwoValues", "/accounts", "application/json", `{"name":"a"} {}`, 400, []wireError{{Code: billing.CodeInvalidJSON}}},
-		{"ErrNotAnObject", "/accounts", "application/json", `["a"]`, 400, []wireError{{Code: billing.CodeInvalidJSON}}},
-		{"ErrContentType", "/accounts", "text/plain", `{"name":"a"}`, 415, []wireError{{Code: billing.CodeUnsupportedMediaType}}},
+		{"ErrNotJSON", "/accounts", "application/json", `{"name":`, 400, []wireError{{Code: httpserver.CodeInvalidJSON}}},
+		{"ErrTwoValues", "/accounts", "application/json", `{"name":"a"} {}`, 400, []wireError{{Code: httpserver.CodeInvalidJSON}}},
+		{"ErrNotAnObject", "/accounts", "application/json", `["a"]`, 400, []wireError{{Code: httpserver.CodeInvalidJSON}}},
+		{"ErrContentType", "/accounts", "text/plain", `{"name":"a"}`, 415, []wireError{{Code: httpserver.CodeUnsupportedMediaType}}},
 		{"ErrTooLarge", "/accounts", "application/json", `{"name":"` + strings.Repeat("a", maxAdminBody) + `"}`, 413,
-			[]wireError{{Code: billing.CodePayloadTooLarge}}},
+			[]wireError{{Code: httpserver.CodePayloadTooLarge}}},
 		{"ErrUnknownAccount", "/keys", "application/json", `{"serviceAccountId":"nope"}`, 404, []wireError{{Code: billing.CodeNotFound}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/console"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/einvoice"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/prommetrics"
@@ -192,8 +193,13 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := prommetrics.New(reg)
+	shared := isPostgres(cfg.db)
 	svc, err := billing.New(m.Store(st), &billing.Config{
-		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, SharedStore: isPostgres(cfg.db),
+		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding,
+		// Several billingd may serve one PostgreSQL database (and an
+		// instance of an earlier release beside them, while upgrading).
+		ConcurrentBillingRuns: shared, SeriesInOwnTransaction: shared, LegacyUsageIDRecords: shared,
+		KeyCacheTTL:     sharedKeyCacheTTL(shared),
 		LateUsageWindow: cfg.lateUsageWindow, Observer: m.Observer(),
 	})
 	if err != nil {
@@ -262,6 +268,7 @@ type runner struct {
 	metricsLn net.Listener         // --metrics-addr; nil: /metrics is on the API
 	renders   *render.Pool         // every render: the API's, the console's, the e-mails'
 	console   *console.Console     // nil with --console=false
+	api       *httpserver.Server   // set by apiServer
 }
 
 // run serves on ln and adminLn until ctx is done or a server fails, then
@@ -278,11 +285,11 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	}
 	loops, stopLoops := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { sweepLoop(loops, r.svc, r.console, r.log, sweepInterval) })
+	wg.Go(func() { sweepLoop(loops, r.api, r.console, r.log, sweepInterval) })
 	if r.cfg.billingInterval > 0 {
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
-	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
+	dispatcher := dispatch.New(r.svc, dispatch.Config{
 		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: einvoice.Renderer{Pool: r.renders}, Retention: r.cfg.deliveryRetention, Lease: r.cfg.deliveryLease, Logger: r.log,
 	})
 	wg.Go(func() { _ = dispatcher.Run(loops) })
@@ -350,7 +357,10 @@ func (r *runner) apiServer() (*http.Server, error) {
 		Renders:        r.renders,
 
 		UpstreamFieldNames: r.cfg.upstreamNames,
+		// Several billingd may serve one PostgreSQL database.
+		MarkIdempotencyKeysInFlight: isPostgres(r.cfg.db),
 	})
+	r.api = api
 	if r.cfg.console {
 		con, err := console.New(r.svc, &console.Config{Store: r.store, Logger: r.log, Renders: r.renders, Guard: api,
 			SecureCookies: r.cfg.secureCookies.or(!isLoopback(r.cfg.addr)), TrustedProxies: r.cfg.trustedProxies})
@@ -392,9 +402,9 @@ func (r *runner) shutdown(servers ...*http.Server) error {
 
 // sweepLoop deletes expired idempotency records, and the console's
 // expired sessions (con may be nil), every interval until ctx is done.
-func sweepLoop(ctx context.Context, svc *billing.Service, con *console.Console, log *slog.Logger, interval time.Duration) {
+func sweepLoop(ctx context.Context, api *httpserver.Server, con *console.Console, log *slog.Logger, interval time.Duration) {
 	every(ctx, interval, func() {
-		n, err := svc.SweepIdempotency(ctx)
+		n, err := api.SweepIdempotency(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Error("sweeping idempotency records", "err", err)
@@ -444,4 +454,14 @@ func (cfg *serveConfig) mailer() (billing.Mailer, error) {
 	return smtp.NewMailer(smtp.Config{
 		Addr: cfg.smtpAddr, From: cfg.smtpFrom, Username: cfg.smtpUsername, Password: cfg.smtpPassword,
 	})
+}
+
+// sharedKeyCacheTTL is the key cache's bound: a second on a store other
+// processes share (a key revoked elsewhere is refused here within it),
+// none otherwise (billing.Config.KeyCacheTTL).
+func sharedKeyCacheTTL(shared bool) time.Duration {
+	if shared {
+		return time.Second
+	}
+	return 0
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/internal/billingdtest"
 	"github.com/billingd/billing/storage/pgstore"
 	"github.com/billingd/billing/storage/pgstore/pgtest"
@@ -66,7 +67,7 @@ func startCluster(t *testing.T, db string, n int, args ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	if c.svc, err = billing.New(store, &billing.Config{SharedStore: true, WebhookAllowPrivate: true}); err != nil {
+	if c.svc, err = billing.New(store, &billing.Config{ConcurrentBillingRuns: true, SeriesInOwnTransaction: true, LegacyUsageIDRecords: true, KeyCacheTTL: time.Second, WebhookAllowPrivate: true}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -414,7 +415,7 @@ func TestSeveralInstances(t *testing.T) {
 					first = a.body
 				case a.status == http.StatusCreated && a.body != first:
 					t.Errorf("key %s: two different answers:\n%s\n%s", key, first, a.body)
-				case a.status == http.StatusConflict && a.code() == billing.CodeIdempotencyKeyInUse:
+				case a.status == http.StatusConflict && a.code() == httpserver.CodeIdempotencyKeyInUse:
 					inUse++
 				case a.status != http.StatusCreated:
 					t.Errorf("key %s: answer %d %s, want 201 (identical) or 409 idempotency_key_in_use", key, a.status, a.body)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/httpserver"
 	"github.com/billingd/billing/storage/boltstore"
 	"github.com/billingd/billing/storage/pgstore"
@@ -271,7 +272,7 @@ func runChild(db, receiverURL string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	go billing.NewDispatcher(svc, billing.DispatcherConfig{Webhooks: webhook.NewSender(true), PollInterval: 20 * time.Millisecond}).Run(ctx)
+	go dispatch.New(svc, dispatch.Config{Webhooks: webhook.NewSender(true), PollInterval: 20 * time.Millisecond}).Run(ctx)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

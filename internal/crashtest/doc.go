@@ -15,7 +15,7 @@
 // invoice: create, add a line, finalize or mark as sent). The child's
 // account has a webhook policy covering every notification type, pointing
 // at a loopback receiver run by the parent, and the child runs a
-// billing.Dispatcher (private targets allowed, as billingd serve
+// dispatch.Dispatcher (private targets allowed, as billingd serve
 // --webhook-allow-private). After each reopen the parent also checks that
 // invoice and credit note numbers are unique and gapless (INV00001..,
 // CN00001..), that every acknowledged send is SENT (every acknowledged

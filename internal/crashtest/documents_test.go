@@ -12,6 +12,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/dispatch"
 	"github.com/billingd/billing/webhook"
 )
 
@@ -249,7 +250,7 @@ func dispatchAll(t *testing.T, ctx context.Context, store billing.Store, account
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := billing.NewDispatcher(svc, billing.DispatcherConfig{Webhooks: webhook.NewSender(true), Retention: -1})
+	d := dispatch.New(svc, dispatch.Config{Webhooks: webhook.NewSender(true), Retention: -1})
 	for pass := range 20 {
 		if _, err := d.RunOnce(ctx); err != nil {
 			t.Fatalf("round %d: dispatching: %v", round, err)

@@ -45,8 +45,10 @@ import (
 // files are the files mutated: money, pricing, documents (their totals,
 // lines, numbering, payments), credits and the billing engine.
 var files = []string{
-	"money.go", "pricing.go", "document.go", "lines.go", "invoice.go", "creditnote.go",
-	"payment.go", "credit.go", "charges.go", "engine.go",
+	"money.go", "pricing.go", "document.go", "printable.go", "lines.go", "creditnotelines.go",
+	"invoice.go", "invoicepatch.go", "invoicesummary.go", "creditnote.go", "payment.go",
+	"credit.go", "creditdrawdown.go", "creditusage.go", "charges.go", "engine.go",
+	"enginelease.go", "preview.go", "correction.go", "billingrun.go",
 }
 
 // swaps are the operator mutations: a token and what it becomes.
