@@ -34,7 +34,7 @@ func BenchmarkOverview(b *testing.B) {
 		inv := f.newInvoice(f.account, f.customer.ID, "1", "10")
 		must(f.svc.FinalizeInvoice(context.Background(), f.account, inv.ID))
 	}
-	benchPage(b, f, Prefix, "<title>July 2024: 12000.00 GBP</title>")
+	benchPage(b, f, Prefix, "<title>July 2024: £12,000.00</title>")
 }
 
 // benchPage serves path to a signed-in session of f's account b.N times

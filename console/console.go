@@ -135,6 +135,7 @@ type Console struct {
 	static   http.Handler
 	key      []byte // signs the sign-in form's token
 	signIns  signInLimiter
+	forms    formLocks // one submission of a form key at a time
 }
 
 //go:embed templates/*.html templates/partials/*.html

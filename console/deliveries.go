@@ -15,7 +15,7 @@ func (c *Console) deliveries(rq *request) error {
 	return listByStatus(rq, "deliveries", "Notifications", deliveryStatuses,
 		func(st billing.DeliveryStatus, p billing.ListParams) (billing.Page[billing.Delivery], error) {
 			return c.svc.ListDeliveries(rq.ctx, rq.account, billing.DeliveryFilter{Status: st}, p)
-		})
+		}, csvExport[billing.Delivery]{"deliveries", deliveryCSV, deliveryRow})
 }
 
 // retryDelivery confirms (GET) and queues again (POST) a failed delivery.

@@ -7,15 +7,18 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/render"
 )
 
 // funcs are the template functions every page may use.
 var funcs = template.FuncMap{
-	"day":    day,
-	"moment": moment,
-	"money":  money,
-	"badge":  badge,
-	"join":   strings.Join,
+	"day":          day,
+	"moment":       moment,
+	"money":        money,
+	"badge":        badge,
+	"join":         strings.Join,
+	"scheduleRows": scheduleRows,
+	"currency":     func(code string) billing.Currency { return billing.Currency(code) },
 	"lastAttempt": func(a []billing.DeliveryAttempt) *billing.DeliveryAttempt {
 		if len(a) == 0 {
 			return nil
@@ -60,10 +63,11 @@ func moment(t time.Time) string {
 	return t.UTC().Format("2 Jan 2006 15:04 UTC")
 }
 
-// money formats an amount exactly as stored, with its currency code after
-// it (so amounts of one currency align on the decimal point).
+// money formats an amount exactly as stored, as the PDF prints it: the
+// currency's symbol or code, thousands separators, the stored minor units
+// ("£1,234.50", "CHF 12.00"); render.Money is the one formatter.
 func money(d billing.Decimal, c billing.Currency) string {
-	return d.String() + " " + string(c)
+	return render.Money(c, d)
 }
 
 // badge shows a status as a badge: its words ("PARTIALLY PAID") in a span

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/billingd/billing"
 )
@@ -11,12 +12,22 @@ type runList struct {
 	Runs    []billing.BillingRunRecord
 	Failing billing.Page[billing.BillingSchedule]
 	Pager   pager
+	CSV     string
+	Names   *customerNames
 }
 
 // billingRuns lists the account's recorded billing runs, newest first, each
 // with its failures, and the schedules failing now.
 func (c *Console) billingRuns(rq *request) error {
-	var data runList
+	if rq.wantsCSV() {
+		return exportCSV(rq, "billing-runs", runCSV, func(p billing.ListParams) (billing.Page[billing.BillingRunRecord], error) {
+			return c.svc.ListBillingRuns(rq.ctx, rq.account, p)
+		}, func(r *billing.BillingRunRecord) []string {
+			return []string{r.ID, instant(r.StartedAt), instant(r.FinishedAt), strconv.FormatBool(r.Requested), strconv.Itoa(r.InvoicesCreated),
+				strconv.Itoa(len(r.Failures)), text(r.Error)}
+		})
+	}
+	data := runList{CSV: rq.csvLink(), Names: rq.customerNames()}
 	page, err := c.svc.ListBillingRuns(rq.ctx, rq.account, rq.list())
 	if data.Runs, data.Pager, err = listed(rq, page, err); err != nil {
 		return err

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/billingd/billing"
@@ -18,6 +19,8 @@ type scheduleList struct {
 	Statuses  []billing.ScheduleStatus
 	Schedules []billing.BillingSchedule
 	Pager     pager
+	CSV       string
+	Names     *customerNames // the customers' names, by id
 }
 
 // schedules lists the account's billing schedules, newest first, filtered
@@ -26,10 +29,21 @@ func (c *Console) schedules(rq *request) error {
 	q := rq.r.URL.Query()
 	data := scheduleList{Status: q.Get("status"), Failing: q.Get("failing") != "", Statuses: scheduleStatuses}
 	f := billing.BillingScheduleFilter{Status: billing.ScheduleStatus(data.Status), Failing: data.Failing}
-	page, err := c.svc.ListBillingSchedules(rq.ctx, rq.account, f, rq.list())
+	list := func(p billing.ListParams) (billing.Page[billing.BillingSchedule], error) {
+		return c.svc.ListBillingSchedules(rq.ctx, rq.account, f, p)
+	}
+	names := rq.customerNames()
+	if rq.wantsCSV() {
+		return exportCSV(rq, "schedules", scheduleCSV, list, func(s *billing.BillingSchedule) []string {
+			return []string{s.ID, text(s.Label), s.CustomerID, text(names.of(s.CustomerID)), string(s.Status), isoDate(s.StartDate), isoDate(s.EndDate),
+				strconv.Itoa(len(s.Phases)), text(s.LastBillingError)}
+		})
+	}
+	page, err := list(rq.list())
 	if data.Schedules, data.Pager, err = listed(rq, page, err); err != nil {
 		return err
 	}
+	data.CSV, data.Names = rq.csvLink(), names
 	return rq.render(http.StatusOK, "schedules", "Billing schedules", data)
 }
 

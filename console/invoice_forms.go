@@ -1,0 +1,165 @@
+package console
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/billingd/billing"
+)
+
+// newInvoiceLines is how many line rows the new invoice form offers (rows
+// left empty are skipped; more lines are added on the draft's page).
+const newInvoiceLines = 3
+
+// lineFields are the inputs of one line of a document being written, named
+// prefix+"title" and so on (prefix is "" on the add-a-line form, where the
+// Service's field names are the form's).
+func lineFields(rq *request, prefix string, required bool) []field {
+	v := func(name string) string { return rq.value(prefix+name, "") }
+	tax := rq.value(prefix+"taxRate", "")
+	if !rq.isPost() && required {
+		tax = "0.2"
+	}
+	return []field{
+		{Name: prefix + "title", Label: "Description", Value: v("title"), Required: required},
+		{Name: prefix + "quantity", Label: "Quantity", Value: v("quantity"), Required: required},
+		{Name: prefix + "rate", Label: "Unit price", Value: v("rate"), Required: required, Hint: "Exact, in the invoice's currency."},
+		{Name: prefix + "taxRate", Label: "Tax rate", Value: tax, Required: required, Hint: "A fraction: 0.2 is 20%."},
+	}
+}
+
+// lineParams reads the line of prefix; empty reports a row left blank.
+func lineParams(rq *request, prefix string) (p billing.InvoiceLineItemParams, empty bool, err error) {
+	p.Title, p.ExternalIDs = rq.formValue(prefix+"title"), []billing.KeyValue{}
+	if p.Title == "" && rq.formValue(prefix+"quantity") == "" && rq.formValue(prefix+"rate") == "" {
+		return p, true, nil
+	}
+	var qerr, rerr, terr error
+	p.Quantity, qerr = decimalField(rq, prefix+"quantity", "The quantity", true)
+	p.Rate, rerr = decimalField(rq, prefix+"rate", "The unit price", true)
+	p.TaxRate, terr = decimalField(rq, prefix+"taxRate", "The tax rate", true)
+	var title error
+	if p.Title == "" {
+		title = billing.FieldError(prefix+"title", "The description is required")
+	}
+	return p, false, joinErrors(title, qerr, rerr, terr)
+}
+
+// newInvoice shows (GET) and submits (POST) the form of a new invoice with
+// its first lines: the invoice is created as a DRAFT, then its lines; when
+// the Service refuses a line the draft is deleted again and the form shows
+// the messages by their fields.
+func (c *Console) newInvoice(rq *request) error {
+	customers, err := rq.customerOptions()
+	if err != nil {
+		return err
+	}
+	cf := confirmation{Heading: "New invoice", Question: "The invoice is created as a draft: review it, then finalize it.",
+		Action: Prefix + "invoices/new", Button: "Create draft invoice", Back: Prefix + "invoices", Wide: true,
+		Fields: []field{
+			{Name: "customerId", Label: "Customer", Type: "select", Options: customers, Required: true,
+				Value: rq.value("customerId", rq.r.URL.Query().Get("customerId"))},
+			{Name: "currency", Label: "Currency", Type: "select", Options: currencyOptions(), Required: true, Value: rq.value("currency", "EUR")},
+			{Name: "purchaseOrderNumber", Label: "Purchase order number", Value: rq.value("purchaseOrderNumber", "")},
+			{Name: "memo", Label: "Memo", Type: "textarea", Value: rq.value("memo", ""), Hint: "Printed on the invoice."},
+		}}
+	for i := range newInvoiceLines {
+		cf.Sets = append(cf.Sets, fieldset{Legend: fmt.Sprintf("Line %d", i+1), Fields: lineFields(rq, fmt.Sprintf("lines.%d.", i), i == 0)})
+	}
+	if !rq.isPost() {
+		return rq.confirm(cf, nil)
+	}
+	return rq.submit(cf, "created", func(ctx context.Context) (any, error) {
+		var lines []billing.InvoiceLineItemParams
+		var prefixes []string
+		var errs []error
+		for i := range newInvoiceLines {
+			prefix := fmt.Sprintf("lines.%d.", i)
+			p, empty, err := lineParams(rq, prefix)
+			if !empty {
+				lines, prefixes, errs = append(lines, p), append(prefixes, prefix), append(errs, err)
+			}
+		}
+		if len(lines) == 0 {
+			errs = append(errs, billing.FieldError("lines.0.title", "An invoice needs at least one line"))
+		}
+		if rq.formValue("customerId") == "" {
+			errs = append(errs, errNoCustomer)
+		}
+		if err := joinErrors(errs...); err != nil {
+			return nil, err
+		}
+		inv, err := c.svc.CreateInvoice(ctx, rq.account, billing.InvoiceParams{CustomerID: rq.formValue("customerId"),
+			Currency: billing.Currency(rq.formValue("currency")), InvoiceUpdateParams: billing.InvoiceUpdateParams{
+				PurchaseOrderNumber: rq.formValue("purchaseOrderNumber"), Memo: rq.formValue("memo")}})
+		if err != nil {
+			return nil, err
+		}
+		for i, p := range lines {
+			if _, err := c.svc.CreateInvoiceLineItem(rq.ctx, rq.account, inv.ID, p); err != nil {
+				if derr := c.svc.DeleteInvoice(rq.ctx, rq.account, inv.ID); derr != nil {
+					return nil, derr
+				}
+				return nil, fieldErrors(prefixes[i], err)
+			}
+		}
+		return inv, nil
+	})
+}
+
+// addInvoiceLine shows (GET) and submits (POST) the form of a new line of
+// a draft invoice.
+func (c *Console) addInvoiceLine(rq *request) error {
+	inv, err := c.svc.GetInvoice(rq.ctx, rq.account, rq.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	page := Prefix + "invoices/" + inv.ID
+	cf := confirmation{Heading: "Add a line · " + invoiceTitle(inv), Action: page + "/lines/new", Button: "Add line", Back: page,
+		Fields: lineFields(rq, "", true)}
+	if !rq.isPost() {
+		return rq.confirm(cf, nil)
+	}
+	return rq.submit(cf, "line-added", func(ctx context.Context) (any, error) {
+		p, _, err := lineParams(rq, "")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.svc.CreateInvoiceLineItem(ctx, rq.account, inv.ID, p); err != nil {
+			return nil, err
+		}
+		return inv, nil
+	})
+}
+
+// removeInvoiceLine confirms (GET) and deletes (POST) a line of a draft
+// invoice.
+func (c *Console) removeInvoiceLine(rq *request) error {
+	inv, err := c.svc.GetInvoice(rq.ctx, rq.account, rq.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	lines, err := c.svc.ListInvoiceLineItems(rq.ctx, rq.account, inv.ID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
+	if err != nil {
+		return err
+	}
+	var line *billing.InvoiceLineItem
+	for i := range lines.Items {
+		if lines.Items[i].ID == rq.r.PathValue("line") {
+			line = &lines.Items[i]
+		}
+	}
+	if line == nil {
+		return notFound
+	}
+	page := Prefix + "invoices/" + inv.ID
+	cf := confirmation{Heading: "Remove a line · " + invoiceTitle(inv), Question: "The line “" + line.Title + "” (" +
+		money(line.GrossTotal, inv.Currency) + ") is removed from the invoice.",
+		Action: page + "/lines/" + line.ID + "/remove", Button: "Remove line", Danger: true, Back: page}
+	if !rq.isPost() {
+		return rq.confirm(cf, nil)
+	}
+	return rq.submit(cf, "line-removed", func(ctx context.Context) (any, error) {
+		return inv, c.svc.DeleteInvoiceLineItem(ctx, rq.account, inv.ID, line.ID)
+	})
+}
