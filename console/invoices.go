@@ -210,7 +210,7 @@ var invoiceActions = map[string]invoiceAction{
 		run:     recordPayment,
 	},
 	"apply-credits": {
-		heading: "Apply credits", question: "The customer's cash credit (in the invoice's currency, usable today) is applied to the amount due, oldest expiry first.",
+		heading: "Apply credits", question: "The customer's cash credit in the invoice's currency, usable today, is applied: to a draft all of it (free credit as lines before tax), to an issued invoice the paid credit and credit note credit only, as money on account.",
 		button: "Apply credits", done: "credits-applied",
 		allowed: func(inv *billing.Invoice) bool { return inv.Status != billing.StatusVoided && inv.AmountDue.Sign() > 0 },
 		run:     statusChange((*billing.Service).ApplyCredits),
