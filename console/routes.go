@@ -34,6 +34,7 @@ func (c *Console) routes() {
 
 	c.handle("GET "+Prefix+"schedules", c.schedules)
 	c.handle("GET "+Prefix+"schedules/{id}", c.schedule)
+	c.form("schedules/{id}/{action}", c.scheduleAction)
 
 	c.handle("GET "+Prefix+"billing-runs", c.billingRuns)
 	c.handle("GET "+Prefix+"billing-runs/{id}", c.billingRun)

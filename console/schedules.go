@@ -1,7 +1,9 @@
 package console
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -57,6 +59,68 @@ type schedulePage struct {
 	Upcoming   *billing.UpcomingInvoice
 	NoUpcoming string
 	Invoices   []billing.Invoice
+	Actions    []option // the actions its status allows: URL name and button
+}
+
+// scheduleAction is an action of the schedule page: one Service call,
+// confirmed first.
+type scheduleAction struct {
+	label, heading, question, button, done string
+	danger                                 bool
+	allowed                                []billing.ScheduleStatus
+	run                                    func(ctx context.Context, rq *request, id string) (any, error)
+}
+
+// scheduleActionOrder is the order of the schedule page's buttons.
+var scheduleActionOrder = []string{"activate", "suspend", "cancel"}
+
+// scheduleActions are the schedule page's actions, by URL name.
+var scheduleActions = map[string]scheduleAction{
+	"activate": {label: "Activate…", heading: "Activate schedule", button: "Activate", done: "schedule-activated",
+		question: "The billing engine bills the schedule from its start date (a suspended one from today).",
+		allowed:  []billing.ScheduleStatus{billing.ScheduleStatusDraft, billing.ScheduleStatusSuspended},
+		run: func(ctx context.Context, rq *request, id string) (any, error) {
+			return rq.c.svc.ActivateBillingSchedule(ctx, rq.account, id)
+		}},
+	"suspend": {label: "Suspend…", heading: "Suspend schedule", button: "Suspend", done: "schedule-suspended",
+		question: "The billing engine stops billing the schedule until it is activated again.",
+		allowed:  []billing.ScheduleStatus{billing.ScheduleStatusActive, billing.ScheduleStatusPending},
+		run: func(ctx context.Context, rq *request, id string) (any, error) {
+			return rq.c.svc.SuspendBillingSchedule(ctx, rq.account, id)
+		}},
+	"cancel": {label: "Cancel…", heading: "Cancel schedule", button: "Cancel schedule", done: "schedule-cancelled", danger: true,
+		question: "The schedule ends on the day below (today when empty); nothing after it is billed. This cannot be undone.",
+		allowed:  []billing.ScheduleStatus{billing.ScheduleStatusActive, billing.ScheduleStatusPending, billing.ScheduleStatusSuspended},
+		run: func(ctx context.Context, rq *request, id string) (any, error) {
+			at, err := dateField(rq, "at", "The last day", false)
+			if err != nil {
+				return nil, err
+			}
+			return rq.c.svc.CancelBillingSchedule(ctx, rq.account, id, billing.CancelBillingScheduleParams{At: at})
+		}},
+}
+
+// scheduleAction shows an action's confirmation (GET) or does it (POST).
+func (c *Console) scheduleAction(rq *request) error {
+	name := rq.r.PathValue("action")
+	a, ok := scheduleActions[name]
+	if !ok {
+		return notFound
+	}
+	sc, err := c.svc.GetBillingSchedule(rq.ctx, rq.account, rq.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	page := Prefix + "schedules/" + sc.ID
+	cf := confirmation{Heading: a.heading + " · " + scheduleName(sc), Question: a.question, Action: page + "/" + name,
+		Button: a.button, Danger: a.danger, Back: page}
+	if name == "cancel" {
+		cf.Fields = []field{{Name: "at", Label: "Last day billed", Type: "date", Value: rq.value("at", "")}}
+	}
+	if !rq.isPost() {
+		return rq.confirm(cf, nil)
+	}
+	return rq.submit(cf, a.done, func(ctx context.Context) (any, error) { return a.run(ctx, rq, sc.ID) })
 }
 
 // phaseView is a phase with its number (from 1) and its prices.
@@ -74,6 +138,11 @@ func (c *Console) schedule(rq *request) error {
 		return err
 	}
 	data := schedulePage{Schedule: sc}
+	for _, name := range scheduleActionOrder {
+		if slices.Contains(scheduleActions[name].allowed, sc.Status) && sc.ArchivedAt == nil {
+			data.Actions = append(data.Actions, option{name, scheduleActions[name].label})
+		}
+	}
 	if data.Customer, err = c.svc.GetCustomer(rq.ctx, rq.account, sc.CustomerID); err != nil {
 		return err
 	}
