@@ -23,7 +23,7 @@ func TestFormErrorsInABrowser(t *testing.T) {
 	must(f.svc.FinalizeInvoice(ctx, f.account, issued.ID))
 	product := must(f.svc.CreateProduct(ctx, f.account, billing.CreateProductParams{Name: "Platform"}))
 	price := must(f.svc.CreatePrice(ctx, f.account, billing.CreatePriceParams{ProductID: product.ID, Name: "Pro", Currency: billing.CurrencyGBP,
-		Structure: billing.PriceStructure{PricingType: billing.PricingFixed, Price: new(billing.MustDecimal("49.00"))},
+		Structure:        billing.PriceStructure{PricingType: billing.PricingFixed, Price: new(billing.MustDecimal("49.00"))},
 		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInAdvance}))
 	start := must(billing.ParseDate("2024-07-01"))
 	no := false
