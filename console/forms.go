@@ -118,8 +118,14 @@ func joinErrors(errs ...error) error {
 	return out
 }
 
-// setError puts message beside the field named name; false when the form
-// has no such field.
+// problem is a refusal listed above a form, linking to its field.
+type fieldProblem struct {
+	ID, Label, Message string
+}
+
+// setError puts message beside the field named name (or the field it is
+// part of) and lists it above the form; false when the form has no such
+// field.
 func (cf *confirmation) setError(name, message string) bool {
 	mark := func(fields []field, name string) bool {
 		for i := range fields {
@@ -128,6 +134,7 @@ func (cf *confirmation) setError(name, message string) bool {
 					fields[i].Error += " "
 				}
 				fields[i].Error += message
+				cf.Problems = append(cf.Problems, fieldProblem{"f-" + name, fields[i].Label, message})
 				return true
 			}
 		}
@@ -139,6 +146,12 @@ func (cf *confirmation) setError(name, message string) bool {
 		}
 		for i := range cf.Sets {
 			if mark(cf.Sets[i].Fields, n) {
+				for j := range cf.Problems {
+					if p := &cf.Problems[len(cf.Problems)-1-j]; p.ID == "f-"+n {
+						p.Label = cf.Sets[i].Legend + ": " + p.Label
+						break
+					}
+				}
 				return true
 			}
 		}
@@ -178,7 +191,7 @@ func (cf *confirmation) refused(err error) (int, error) {
 	}
 	cf.Error = strings.Join(general, " ")
 	if cf.Error == "" {
-		cf.Error = "The form has errors: see the fields below."
+		cf.Error = "The form has errors:"
 	}
 	return httpserver.StatusOf(errs[0].Code), nil
 }

@@ -310,11 +310,12 @@ type confirmation struct {
 	Button   string
 	Danger   bool
 	Fields   []field
-	Sets     []fieldset // groups of fields after Fields (lines of a document)
-	Error    string     // the Service's message when it refused
-	Back     string     // where Cancel goes
-	Key      string     // the form's double-submit key (submit)
-	Wide     bool       // a wide form (the lines of a document)
+	Sets     []fieldset     // groups of fields after Fields (lines of a document)
+	Error    string         // the Service's message when it refused
+	Back     string         // where Cancel goes
+	Key      string         // the form's double-submit key (submit)
+	Wide     bool           // a wide form (the lines of a document)
+	Problems []fieldProblem // the refusals by field, listed above the form
 }
 
 // confirm answers with the confirmation page of an action; a refusal by
