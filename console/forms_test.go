@@ -133,6 +133,25 @@ func TestInvoiceFormCreatesADraftWithItsLines(t *testing.T) {
 	}
 	_, page := b.get("/console/invoices/" + id)
 	contains(t, page, "Audit", "Travel", "€3,665.32", "Add a line…", "Remove…")
+
+	// Edit a line (a wrong quantity first), then remove the other.
+	lines := must(f.svc.ListInvoiceLineItems(context.Background(), f.account, id, billing.LineItemFilter{}, billing.ListParams{})).Items
+	edit := "/console/invoices/" + id + "/lines/" + lines[0].ID + "/edit"
+	_, page = b.get(edit)
+	contains(t, page, `value="Audit"`, `value="1500.00"`)
+	resp, body = b.post(edit, b.form(edit, url.Values{"title": {"Audit"}, "quantity": {"3 days"}, "rate": {"1500.00"}, "taxRate": {"0.19"}}))
+	refused(t, "an edited quantity of words", resp, body, http.StatusBadRequest, "quantity", "The quantity must be")
+	if resp, _ = b.post(edit, b.form(edit, url.Values{"title": {"Audit"}, "quantity": {"3"}, "rate": {"1500.00"}, "taxRate": {"0.19"}})); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("edit: %d", resp.StatusCode)
+	}
+	remove := "/console/invoices/" + id + "/lines/" + lines[1].ID + "/remove"
+	if resp, _ = b.post(remove, b.form(remove, url.Values{})); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("remove: %d", resp.StatusCode)
+	}
+	f.apiJSON(t, "/invoices/"+id, &inv)
+	if inv.GrossTotal != "5355.00" { // 3 × 1500.00 × 1.19
+		t.Fatalf("after edit and remove the API's invoice: %+v", inv)
+	}
 }
 
 func TestPaymentFormShowsMessagesByTheFieldAndDefaultsToTheAccountsDay(t *testing.T) {

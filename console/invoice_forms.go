@@ -15,11 +15,20 @@ const newInvoiceLines = 3
 // prefix+"title" and so on (prefix is "" on the add-a-line form, where the
 // Service's field names are the form's).
 func lineFields(rq *request, prefix string, required bool) []field {
-	v := func(name string) string { return rq.value(prefix+name, "") }
-	tax := rq.value(prefix+"taxRate", "")
-	if !rq.isPost() && required {
-		tax = "0.2"
+	return lineFieldsOf(rq, prefix, required, nil)
+}
+
+// lineFieldsOf are lineFields showing line's values (nil: empty, the tax
+// rate 0.2) until the form is submitted.
+func lineFieldsOf(rq *request, prefix string, required bool, line *billing.InvoiceLineItem) []field {
+	def := map[string]string{}
+	if line != nil {
+		def = map[string]string{"title": line.Title, "quantity": line.Quantity.String(), "rate": line.Rate.String(), "taxRate": line.TaxRate.String()}
+	} else if required {
+		def["taxRate"] = "0.2"
 	}
+	v := func(name string) string { return rq.value(prefix+name, def[name]) }
+	tax := v("taxRate")
 	return []field{
 		{Name: prefix + "title", Label: "Description", Value: v("title"), Required: required},
 		{Name: prefix + "quantity", Label: "Quantity", Value: v("quantity"), Required: required},
@@ -132,25 +141,64 @@ func (c *Console) addInvoiceLine(rq *request) error {
 	})
 }
 
+// invoiceLine returns the invoice of the path and its line of the path.
+func (rq *request) invoiceLine() (*billing.Invoice, *billing.InvoiceLineItem, error) {
+	inv, err := rq.c.svc.GetInvoice(rq.ctx, rq.account, rq.r.PathValue("id"))
+	if err != nil {
+		return nil, nil, err
+	}
+	p := billing.ListParams{Limit: 100}
+	for {
+		lines, err := rq.c.svc.ListInvoiceLineItems(rq.ctx, rq.account, inv.ID, billing.LineItemFilter{}, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range lines.Items {
+			if lines.Items[i].ID == rq.r.PathValue("line") {
+				return inv, &lines.Items[i], nil
+			}
+		}
+		if lines.After == "" {
+			return nil, nil, notFound
+		}
+		p.After = lines.After
+	}
+}
+
+// editInvoiceLine shows (GET) and submits (POST) the form of a line of a
+// draft invoice; the line's other fields (period, price, group) are kept.
+func (c *Console) editInvoiceLine(rq *request) error {
+	inv, line, err := rq.invoiceLine()
+	if err != nil {
+		return err
+	}
+	page := Prefix + "invoices/" + inv.ID
+	cf := confirmation{Heading: "Edit a line · " + invoiceTitle(inv), Action: page + "/lines/" + line.ID + "/edit", Button: "Save line", Back: page,
+		Fields: lineFieldsOf(rq, "", true, line)}
+	if !rq.isPost() {
+		return rq.confirm(cf, nil)
+	}
+	return rq.submit(cf, "line-saved", func(ctx context.Context) (any, error) {
+		p, _, err := lineParams(rq, "")
+		if err != nil {
+			return nil, err
+		}
+		p.Description, p.ServicePeriodStart, p.ServicePeriodEnd, p.ServicePeriod = line.Description, line.ServicePeriodStart, line.ServicePeriodEnd, line.ServicePeriod
+		p.GroupID, p.PriceID, p.ProductID, p.RateDisplay, p.ExternalIDs = line.GroupID, line.PriceID, line.ProductID, line.RateDisplay, line.ExternalIDs
+		p.RevenueClassification, p.RevenueRecognitionMethod, p.UnitCode, p.TaxCategory = line.RevenueClassification, line.RevenueRecognitionMethod, line.UnitCode, line.TaxCategory
+		if _, err := c.svc.UpdateInvoiceLineItem(ctx, rq.account, inv.ID, line.ID, p); err != nil {
+			return nil, err
+		}
+		return inv, nil
+	})
+}
+
 // removeInvoiceLine confirms (GET) and deletes (POST) a line of a draft
 // invoice.
 func (c *Console) removeInvoiceLine(rq *request) error {
-	inv, err := c.svc.GetInvoice(rq.ctx, rq.account, rq.r.PathValue("id"))
+	inv, line, err := rq.invoiceLine()
 	if err != nil {
 		return err
-	}
-	lines, err := c.svc.ListInvoiceLineItems(rq.ctx, rq.account, inv.ID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
-	if err != nil {
-		return err
-	}
-	var line *billing.InvoiceLineItem
-	for i := range lines.Items {
-		if lines.Items[i].ID == rq.r.PathValue("line") {
-			line = &lines.Items[i]
-		}
-	}
-	if line == nil {
-		return notFound
 	}
 	page := Prefix + "invoices/" + inv.ID
 	cf := confirmation{Heading: "Remove a line · " + invoiceTitle(inv), Question: "The line “" + line.Title + "” (" +

@@ -82,6 +82,7 @@ var doneMessages = map[string]string{
 	"customer-saved":     "The customer was saved.",
 	"customer-archived":  "The customer was archived.",
 	"line-added":         "The line was added.",
+	"line-saved":         "The line was saved.",
 	"line-removed":       "The line was removed.",
 	"granted":            "The credit was granted.",
 	"cn-created":         "The credit note was created.",

@@ -50,7 +50,7 @@ type scheduleRow struct {
 func scheduleRows(names *customerNames, schedules []billing.BillingSchedule) []scheduleRow {
 	out := make([]scheduleRow, len(schedules))
 	for i := range schedules {
-		out[i] = scheduleRow{schedules[i], scheduleName(&schedules[i]), names.of(schedules[i].CustomerID)}
+		out[i] = scheduleRow{schedules[i], scheduleName(&schedules[i]), names.Name(schedules[i].CustomerID)}
 	}
 	return out
 }
@@ -68,8 +68,8 @@ func (rq *request) customerNames() *customerNames {
 	return &customerNames{rq: rq, names: map[string]string{}}
 }
 
-// of returns the legal name of the customer id, or id.
-func (n *customerNames) of(id string) string {
+// Name returns the legal name of the customer id, or id.
+func (n *customerNames) Name(id string) string {
 	if n == nil || id == "" {
 		return id
 	}

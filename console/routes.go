@@ -23,6 +23,7 @@ func (c *Console) routes() {
 
 	c.form("invoices/new", c.newInvoice)
 	c.form("invoices/{id}/lines/new", c.addInvoiceLine)
+	c.form("invoices/{id}/lines/{line}/edit", c.editInvoiceLine)
 	c.form("invoices/{id}/lines/{line}/remove", c.removeInvoiceLine)
 	c.form("credit-notes/new", c.newCreditNote)
 	c.form("credits/new", c.newCredit)

@@ -44,5 +44,33 @@ func (c *Console) billingRun(rq *request) error {
 	if err != nil {
 		return err
 	}
-	return rq.render(http.StatusOK, "run", "Billing run of "+moment(run.StartedAt), run)
+	data := runPage{BillingRunRecord: run, Names: rq.customerNames(), Schedules: map[string]string{}}
+	for _, f := range run.Failures {
+		if sc, err := c.svc.GetBillingSchedule(rq.ctx, rq.account, f.BillingScheduleID); err == nil {
+			data.Schedules[f.BillingScheduleID] = scheduleName(sc)
+		}
+	}
+	for i, id := range run.InvoiceIDs {
+		label := id
+		if i < maxNamedDocuments {
+			if inv, err := c.svc.GetInvoice(rq.ctx, rq.account, id); err == nil {
+				label = invoiceTitle(inv) + " · " + inv.CustomerLegalCompanyName + " · " + money(inv.GrossTotal, inv.Currency)
+			}
+		}
+		data.Invoices = append(data.Invoices, option{id, label})
+	}
+	return rq.render(http.StatusOK, "run", "Billing run of "+moment(run.StartedAt), data)
+}
+
+// maxNamedDocuments bounds how many of a run's invoices its page names (the
+// others are listed by id).
+const maxNamedDocuments = 100
+
+// runPage is the data of a billing run's page: the run, with its
+// schedules, customers and invoices named.
+type runPage struct {
+	*billing.BillingRunRecord
+	Names     *customerNames
+	Schedules map[string]string // schedule id → name
+	Invoices  []option          // id → number, customer and total
 }

@@ -37,7 +37,7 @@ func (c *Console) schedules(rq *request) error {
 	names := rq.customerNames()
 	if rq.wantsCSV() {
 		return exportCSV(rq, "schedules", scheduleCSV, list, func(s *billing.BillingSchedule) []string {
-			return []string{s.ID, text(s.Label), s.CustomerID, text(names.of(s.CustomerID)), string(s.Status), isoDate(s.StartDate), isoDate(s.EndDate),
+			return []string{s.ID, text(s.Label), s.CustomerID, text(names.Name(s.CustomerID)), string(s.Status), isoDate(s.StartDate), isoDate(s.EndDate),
 				strconv.Itoa(len(s.Phases)), text(s.LastBillingError)}
 		})
 	}
