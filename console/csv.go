@@ -81,30 +81,11 @@ func text(s string) string {
 	return s
 }
 
-// isoDate is a date cell: YYYY-MM-DD, "" for none. It takes a billing.Date,
-// a *billing.Date, a time.Time (its UTC date) or a *time.Time.
+// isoDate is a date cell: YYYY-MM-DD, "" for none. It takes what day
+// takes.
 func isoDate(v any) string {
-	switch d := v.(type) {
-	case billing.Date:
-		if d.IsZero() {
-			return ""
-		}
-		return d.String()
-	case *billing.Date:
-		if d == nil {
-			return ""
-		}
-		return isoDate(*d)
-	case time.Time:
-		if d.IsZero() {
-			return ""
-		}
-		return d.UTC().Format(time.DateOnly)
-	case *time.Time:
-		if d == nil {
-			return ""
-		}
-		return isoDate(*d)
+	if d, ok := dateOf(v); ok {
+		return d.Format(time.DateOnly)
 	}
 	return ""
 }

@@ -93,9 +93,6 @@ func customerParams(rq *request, base *billing.Customer) billing.CustomerParams 
 func (c *Console) newCustomer(rq *request) error {
 	cf := confirmation{Heading: "New customer", Action: Prefix + "customers/new", Button: "Create customer",
 		Back: Prefix + "customers", Fields: customerFields(rq, nil)}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "customer-created", func(ctx context.Context) (any, error) {
 		return c.svc.CreateCustomer(ctx, rq.account, customerParams(rq, nil))
 	})
@@ -110,9 +107,6 @@ func (c *Console) editCustomer(rq *request) error {
 	}
 	page := Prefix + "customers/" + cu.ID
 	cf := confirmation{Heading: "Edit " + cu.LegalName, Action: page + "/edit", Button: "Save", Back: page, Fields: customerFields(rq, cu)}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "customer-saved", func(ctx context.Context) (any, error) {
 		return c.svc.UpdateCustomer(ctx, rq.account, cu.ID, customerParams(rq, cu))
 	})
@@ -142,9 +136,6 @@ func (c *Console) archiveCustomer(rq *request) error {
 	}
 	page := Prefix + "customers/" + cu.ID
 	cf := confirmation{Heading: "Archive " + cu.LegalName, Question: q, Action: page + "/archive", Button: "Archive customer", Danger: true, Back: page}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "customer-archived", func(ctx context.Context) (any, error) {
 		return c.svc.ArchiveCustomerWith(ctx, rq.account, cu.ID, billing.ArchiveCustomerParams{CancelSchedules: true})
 	})

@@ -28,31 +28,33 @@ var funcs = template.FuncMap{
 }
 
 // day formats a date as design's rendering does: "24 Nov 2026"; "" for
-// none. It takes a billing.Date, a time.Time or a *time.Time.
+// none. It takes a billing.Date, a time.Time (its UTC date) or a pointer to
+// either.
 func day(v any) string {
-	switch d := v.(type) {
-	case billing.Date:
-		if d.IsZero() {
-			return ""
-		}
-		return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC).Format("2 Jan 2006")
-	case *billing.Date:
-		if d == nil {
-			return ""
-		}
-		return day(*d)
-	case time.Time:
-		if d.IsZero() {
-			return ""
-		}
-		return d.UTC().Format("2 Jan 2006")
-	case *time.Time:
-		if d == nil {
-			return ""
-		}
-		return day(*d)
+	if d, ok := dateOf(v); ok {
+		return d.Format("2 Jan 2006")
 	}
 	return ""
+}
+
+// dateOf is the calendar day of v (see day) as midnight UTC; false for
+// none (zero, nil or another type).
+func dateOf(v any) (time.Time, bool) {
+	switch d := v.(type) {
+	case billing.Date:
+		return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC), !d.IsZero()
+	case *billing.Date:
+		if d != nil {
+			return dateOf(*d)
+		}
+	case time.Time:
+		return d.UTC(), !d.IsZero()
+	case *time.Time:
+		if d != nil {
+			return dateOf(*d)
+		}
+	}
+	return time.Time{}, false
 }
 
 // moment formats an instant to the minute, in UTC.

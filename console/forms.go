@@ -237,7 +237,8 @@ func (l *formLocks) lock(key string) func() {
 // Idempotency-Keys in the account's idempotency records.
 const formKeyPrefix = "console-form:"
 
-// submit runs a form's action at most once per form key, as the API's
+// submit shows a form (GET) or runs its action (POST) at most once per
+// form key, as the API's
 // Idempotency-Key does: the form carries a random key (formKeyField), and
 // the first Service operation run with the context run is given stores,
 // in its own transaction, the page to go to next; the same form submitted
@@ -248,6 +249,9 @@ const formKeyPrefix = "console-form:"
 // browser is redirected (303) to the page of run's result (pageOf) with
 // the fixed message of done.
 func (rq *request) submit(cf confirmation, done string, run func(ctx context.Context) (any, error)) error {
+	if !rq.isPost() {
+		return rq.confirm(cf, nil)
+	}
 	key := rq.formValue(formKeyField)
 	if key == "" { // not a form of the console's (they all carry one): no replay
 		result, err := run(rq.ctx)

@@ -75,9 +75,6 @@ func (c *Console) newInvoice(rq *request) error {
 	for i := range newInvoiceLines {
 		cf.Sets = append(cf.Sets, fieldset{Legend: fmt.Sprintf("Line %d", i+1), Fields: lineFields(rq, fmt.Sprintf("lines.%d.", i), i == 0)})
 	}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "created", func(ctx context.Context) (any, error) {
 		var lines []billing.InvoiceLineItemParams
 		var prefixes []string
@@ -126,9 +123,6 @@ func (c *Console) addInvoiceLine(rq *request) error {
 	page := Prefix + "invoices/" + inv.ID
 	cf := confirmation{Heading: "Add a line · " + invoiceTitle(inv), Action: page + "/lines/new", Button: "Add line", Back: page,
 		Fields: lineFields(rq, "", true)}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "line-added", func(ctx context.Context) (any, error) {
 		p, _, err := lineParams(rq, "")
 		if err != nil {
@@ -175,9 +169,6 @@ func (c *Console) editInvoiceLine(rq *request) error {
 	page := Prefix + "invoices/" + inv.ID
 	cf := confirmation{Heading: "Edit a line · " + invoiceTitle(inv), Action: page + "/lines/" + line.ID + "/edit", Button: "Save line", Back: page,
 		Fields: lineFieldsOf(rq, "", true, line)}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "line-saved", func(ctx context.Context) (any, error) {
 		p, _, err := lineParams(rq, "")
 		if err != nil {
@@ -204,9 +195,6 @@ func (c *Console) removeInvoiceLine(rq *request) error {
 	cf := confirmation{Heading: "Remove a line · " + invoiceTitle(inv), Question: "The line “" + line.Title + "” (" +
 		money(line.GrossTotal, inv.Currency) + ") is removed from the invoice.",
 		Action: page + "/lines/" + line.ID + "/remove", Button: "Remove line", Danger: true, Back: page}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "line-removed", func(ctx context.Context) (any, error) {
 		return inv, c.svc.DeleteInvoiceLineItem(ctx, rq.account, inv.ID, line.ID)
 	})

@@ -263,9 +263,6 @@ func (c *Console) invoiceAction(rq *request) error {
 			return err
 		}
 	}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, a.done, func(ctx context.Context) (any, error) { return a.run(ctx, rq, inv) })
 }
 

@@ -39,9 +39,6 @@ func (c *Console) newCreditNote(rq *request) error {
 			{Name: prefix + "rate", Label: "Unit price", Value: rq.value(prefix+"rate", l.Rate.String()), Required: true},
 		}})
 	}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "cn-created", func(ctx context.Context) (any, error) {
 		var rows []billing.CreateCreditNoteLineItemParams
 		var prefixes []string
@@ -109,9 +106,6 @@ func (c *Console) newCredit(rq *request) error {
 			{Name: "effectiveDate", Label: "Usable from", Type: "date", Value: rq.value("effectiveDate", ""), Hint: "Empty: today."},
 			{Name: "expiryDate", Label: "Expires after", Type: "date", Value: rq.value("expiryDate", ""), Hint: "Empty: never."},
 		}}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "granted", func(ctx context.Context) (any, error) {
 		amount, aerr := decimalField(rq, "amount", "The amount", true)
 		cost, cerr := decimalField(rq, "costOfCredit", "What the customer pays", false)
@@ -171,9 +165,6 @@ func (c *Console) newSchedule(rq *request) error {
 			Options: []option{{"false", "Created as drafts to review"}, {"true", "Finalized and sent automatically"}}},
 		field{Name: "isDraft", Label: "Status", Type: "select", Value: rq.value("isDraft", "false"), Required: true,
 			Options: []option{{"false", "Active: billed from the start date"}, {"true", "Draft: activate it later"}}})
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, "schedule-created", func(ctx context.Context) (any, error) {
 		start, serr := dateField(rq, "startDate", "The start date", true)
 		end, eerr := dateField(rq, "endDate", "The end date", false)

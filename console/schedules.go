@@ -117,9 +117,6 @@ func (c *Console) scheduleAction(rq *request) error {
 	if name == "cancel" {
 		cf.Fields = []field{{Name: "at", Label: "Last day billed", Type: "date", Value: rq.value("at", "")}}
 	}
-	if !rq.isPost() {
-		return rq.confirm(cf, nil)
-	}
 	return rq.submit(cf, a.done, func(ctx context.Context) (any, error) { return a.run(ctx, rq, sc.ID) })
 }
 
