@@ -320,24 +320,38 @@ func pageOf(result any, fallback string) string {
 // none.
 var errNoCustomer = billing.FieldError("customerId", "Choose a customer.")
 
-// customerOptions are the account's customers (not archived) to choose
-// from, by legal name, newest first, at most 500 (more are chosen by id
-// on the customer's page).
-func (rq *request) customerOptions() ([]option, error) {
-	page, err := rq.c.svc.ListCustomers(rq.ctx, rq.account, billing.CustomerFilter{}, billing.ListParams{Limit: 100})
-	var out []option
-	for n := 0; err == nil; n++ {
-		for _, cu := range page.Items {
-			if cu.ArchivedAt == nil {
-				out = append(out, option{cu.ID, cu.LegalName})
-			}
-		}
-		if page.After == "" || n >= 4 {
-			break
-		}
-		page, err = rq.c.svc.ListCustomers(rq.ctx, rq.account, billing.CustomerFilter{}, billing.ListParams{Limit: 100, After: page.After})
+// maxCustomerOptions is how many customers a form's customer choice lists:
+// one page of the API's list (each read of it costs the same however
+// small the page, so more pages would cost more reads). Beyond it a form
+// is opened from the customer's page, which preselects the customer.
+const maxCustomerOptions = 100
+
+// customerOptions are the customers to choose from in a form, by legal
+// name: the newest maxCustomerOptions that are not archived, and selected
+// (a customer id, when given) whether or not among them.
+func (rq *request) customerOptions(selected string) ([]option, error) {
+	page, err := rq.c.svc.ListCustomers(rq.ctx, rq.account, billing.CustomerFilter{}, billing.ListParams{Limit: maxCustomerOptions})
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	var out []option
+	found := selected == ""
+	for _, cu := range page.Items {
+		if cu.ArchivedAt == nil {
+			out = append(out, option{cu.ID, cu.LegalName})
+		}
+		found = found || cu.ID == selected
+	}
+	if !found {
+		cu, err := rq.c.svc.GetCustomer(rq.ctx, rq.account, selected)
+		if err != nil && billing.CodeOf(err) != billing.CodeNotFound {
+			return nil, err
+		}
+		if err == nil {
+			out = append([]option{{cu.ID, cu.LegalName}}, out...)
+		}
+	}
+	return out, nil
 }
 
 // currencyOptions are the currencies billingd supports, by code.

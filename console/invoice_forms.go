@@ -59,15 +59,15 @@ func lineParams(rq *request, prefix string) (p billing.InvoiceLineItemParams, em
 // the Service refuses a line the draft is deleted again and the form shows
 // the messages by their fields.
 func (c *Console) newInvoice(rq *request) error {
-	customers, err := rq.customerOptions()
+	customerID := rq.value("customerId", rq.r.URL.Query().Get("customerId"))
+	customers, err := rq.customerOptions(customerID)
 	if err != nil {
 		return err
 	}
 	cf := confirmation{Heading: "New invoice", Question: "The invoice is created as a draft: review it, then finalize it.",
 		Action: Prefix + "invoices/new", Button: "Create draft invoice", Back: Prefix + "invoices", Wide: true,
 		Fields: []field{
-			{Name: "customerId", Label: "Customer", Type: "select", Options: customers, Required: true,
-				Value: rq.value("customerId", rq.r.URL.Query().Get("customerId"))},
+			{Name: "customerId", Label: "Customer", Type: "select", Options: customers, Required: true, Value: customerID},
 			{Name: "currency", Label: "Currency", Type: "select", Options: currencyOptions(), Required: true, Value: rq.value("currency", "EUR")},
 			{Name: "purchaseOrderNumber", Label: "Purchase order number", Value: rq.value("purchaseOrderNumber", "")},
 			{Name: "memo", Label: "Memo", Type: "textarea", Value: rq.value("memo", ""), Hint: "Printed on the invoice."},

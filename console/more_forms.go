@@ -86,11 +86,11 @@ func (c *Console) newCreditNote(rq *request) error {
 // newCredit shows (GET) and submits (POST) the form of a cash credit grant
 // to the customer of ?customerId=.
 func (c *Console) newCredit(rq *request) error {
-	customers, err := rq.customerOptions()
+	customerID := rq.value("customerId", rq.r.URL.Query().Get("customerId"))
+	customers, err := rq.customerOptions(customerID)
 	if err != nil {
 		return err
 	}
-	customerID := rq.value("customerId", rq.r.URL.Query().Get("customerId"))
 	back := Prefix + "customers"
 	if customerID != "" {
 		back += "/" + customerID
@@ -131,7 +131,8 @@ const newSchedulePrices = 4
 // schedule of one phase over prices of the catalogue, created as a draft
 // or active at once.
 func (c *Console) newSchedule(rq *request) error {
-	customers, err := rq.customerOptions()
+	customerID := rq.value("customerId", rq.r.URL.Query().Get("customerId"))
+	customers, err := rq.customerOptions(customerID)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,6 @@ func (c *Console) newSchedule(rq *request) error {
 	if err != nil {
 		return err
 	}
-	customerID := rq.value("customerId", rq.r.URL.Query().Get("customerId"))
 	cf := confirmation{Heading: "New billing schedule", Question: "The customer is billed the chosen prices from the start date.",
 		Action: Prefix + "schedules/new", Button: "Create schedule", Back: Prefix + "schedules", Fields: []field{
 			{Name: "customerId", Label: "Customer", Type: "select", Options: customers, Value: customerID, Required: true},
