@@ -10,12 +10,18 @@ import (
 // date: Current is not yet due (or has no due date); the others are 1-30,
 // 31-60, 61-90 and over 90 days past the due date. Total is their sum.
 type AgeBuckets struct {
-	Current    Decimal `json:"current"`
-	Days1To30  Decimal `json:"days1To30"`
+	// Current is the amount not yet due, or due today.
+	Current Decimal `json:"current"`
+	// Days1To30 is the amount 1 to 30 days past its due date.
+	Days1To30 Decimal `json:"days1To30"`
+	// Days31To60 is the amount 31 to 60 days past its due date.
 	Days31To60 Decimal `json:"days31To60"`
+	// Days61To90 is the amount 61 to 90 days past its due date.
 	Days61To90 Decimal `json:"days61To90"`
-	Over90     Decimal `json:"over90"`
-	Total      Decimal `json:"total"`
+	// Over90 is the amount more than 90 days past its due date.
+	Over90 Decimal `json:"over90"`
+	// Total is the sum of the buckets.
+	Total Decimal `json:"total"`
 }
 
 // zeroBuckets are empty buckets of a currency: each 0 in its minor units.
@@ -43,6 +49,7 @@ func (b *AgeBuckets) add(amount Decimal, daysLate int) {
 
 // CustomerReceivables is what one customer owes in one currency.
 type CustomerReceivables struct {
+	// CustomerID is the customer who owes.
 	CustomerID string `json:"customerId"`
 	// CustomerName is the legal name on the customer's newest unpaid invoice.
 	CustomerName string `json:"customerName"`
@@ -54,9 +61,13 @@ type CustomerReceivables struct {
 // CurrencyReceivables is what is owed in one currency: the total and each
 // customer's share (by name).
 type CurrencyReceivables struct {
-	Currency  Currency              `json:"currency"`
-	Invoices  int                   `json:"invoices"`
-	Total     AgeBuckets            `json:"total"`
+	// Currency of every amount.
+	Currency Currency `json:"currency"`
+	// Invoices counts the invoices with an amount due in the currency.
+	Invoices int `json:"invoices"`
+	// Total is what all the customers owe.
+	Total AgeBuckets `json:"total"`
+	// Customers are the customers who owe, by name.
 	Customers []CustomerReceivables `json:"customers"`
 }
 
