@@ -26,7 +26,7 @@ func TestAgeReceivablesBucketsByDaysPastDue(t *testing.T) {
 		today string
 		want  string // current, 1-30, 31-60, 61-90, over 90, total / invoices
 	}{
-		{"2024-08-29", "200.00 0.00 0.00 0.00 0.00 200.00/2"},  // due today: current
+		{"2024-08-29", "200.00 0.00 0.00 0.00 0.00 200.00/2"},   // due today: current
 		{"2024-09-28", "100.00 100.00 0.00 0.00 0.00 200.00/2"}, // 30 days late
 		{"2024-09-29", "100.00 0.00 100.00 0.00 0.00 200.00/2"}, // 31
 		{"2024-11-27", "0.00 0.00 100.00 100.00 0.00 200.00/2"}, // 90, and 48
