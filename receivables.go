@@ -88,56 +88,74 @@ type Receivables struct {
 // memo, like SummarizeInvoices. Today is the date of the Service's clock in
 // the account's time zone.
 func (s *Service) AgeReceivables(ctx context.Context, account string) (*Receivables, error) {
-	out := &Receivables{Currencies: []CurrencyReceivables{}}
-	type owed struct {
-		cur   *CurrencyReceivables
-		byCus map[string]*CustomerReceivables
-	}
-	byCurrency := map[Currency]*owed{}
-	named := map[string]Date{} // the issue date of the invoice a customer's name is from
+	var ag ager
 	err := s.view(ctx, func(tx Tx) error {
 		today, err := s.dateOf(ctx, tx, account, "", s.clock())
 		if err != nil {
 			return err
 		}
-		out.Today = today
+		ag = ager{today: today, byCurrency: map[Currency]*owed{}, named: map[string]Date{}}
 		return tx.Scan(ctx, tableInvoices, Range{Prefix: prefix(account)}, func(k, v []byte) error {
 			_, r, err := memoDecode[invoiceRecord](s, tableInvoices, k, v)
-			if err != nil {
-				return err
+			if err == nil {
+				ag.add(&r.Invoice)
 			}
-			inv := &r.Invoice
-			if !inv.Status.finalized() || inv.PaymentStatus == PaymentStatusUncollectible || inv.AmountDue.Sign() <= 0 {
-				return nil
-			}
-			o := byCurrency[inv.Currency]
-			if o == nil {
-				o = &owed{cur: &CurrencyReceivables{Currency: inv.Currency, Total: zeroBuckets(inv.Currency)}, byCus: map[string]*CustomerReceivables{}}
-				byCurrency[inv.Currency] = o
-			}
-			late := 0
-			if !inv.DueDate.IsZero() {
-				late = int(today.Time().Sub(inv.DueDate.Time()).Hours() / 24)
-			}
-			c := o.byCus[inv.CustomerID]
-			if c == nil {
-				c = &CustomerReceivables{CustomerID: inv.CustomerID, AgeBuckets: zeroBuckets(inv.Currency)}
-				o.byCus[inv.CustomerID] = c
-			}
-			if at, ok := named[inv.CustomerID]; !ok || !inv.IssueDate.Before(at) {
-				c.CustomerName, named[inv.CustomerID] = inv.CustomerLegalCompanyName, inv.IssueDate
-			}
-			c.Invoices++
-			c.add(inv.AmountDue, late)
-			o.cur.Invoices++
-			o.cur.Total.add(inv.AmountDue, late)
-			return nil
+			return err
 		})
 	})
 	if err != nil {
 		return nil, internal(err)
 	}
-	for _, o := range byCurrency {
+	return ag.receivables(), nil
+}
+
+// ager adds up the invoices of AgeReceivables.
+type ager struct {
+	today      Date
+	byCurrency map[Currency]*owed
+	named      map[string]Date // the issue date of the invoice a customer's name is from
+}
+
+// owed is what is owed in one currency, in total and by customer id.
+type owed struct {
+	cur   *CurrencyReceivables
+	byCus map[string]*CustomerReceivables
+}
+
+// add counts inv when it is issued and has an amount due that may be
+// collected.
+func (a *ager) add(inv *Invoice) {
+	if !inv.Status.finalized() || inv.PaymentStatus == PaymentStatusUncollectible || inv.AmountDue.Sign() <= 0 {
+		return
+	}
+	o := a.byCurrency[inv.Currency]
+	if o == nil {
+		o = &owed{cur: &CurrencyReceivables{Currency: inv.Currency, Total: zeroBuckets(inv.Currency)}, byCus: map[string]*CustomerReceivables{}}
+		a.byCurrency[inv.Currency] = o
+	}
+	late := 0
+	if !inv.DueDate.IsZero() {
+		late = int(a.today.Time().Sub(inv.DueDate.Time()).Hours() / 24)
+	}
+	c := o.byCus[inv.CustomerID]
+	if c == nil {
+		c = &CustomerReceivables{CustomerID: inv.CustomerID, AgeBuckets: zeroBuckets(inv.Currency)}
+		o.byCus[inv.CustomerID] = c
+	}
+	if at, ok := a.named[inv.CustomerID]; !ok || !inv.IssueDate.Before(at) {
+		c.CustomerName, a.named[inv.CustomerID] = inv.CustomerLegalCompanyName, inv.IssueDate
+	}
+	c.Invoices++
+	c.add(inv.AmountDue, late)
+	o.cur.Invoices++
+	o.cur.Total.add(inv.AmountDue, late)
+}
+
+// receivables returns what a added up, currencies by code and customers
+// by name.
+func (a *ager) receivables() *Receivables {
+	out := &Receivables{Today: a.today, Currencies: []CurrencyReceivables{}}
+	for _, o := range a.byCurrency {
 		for _, c := range o.byCus {
 			o.cur.Customers = append(o.cur.Customers, *c)
 		}
@@ -150,5 +168,5 @@ func (s *Service) AgeReceivables(ctx context.Context, account string) (*Receivab
 		out.Currencies = append(out.Currencies, *o.cur)
 	}
 	slices.SortFunc(out.Currencies, func(a, b CurrencyReceivables) int { return strings.Compare(string(a.Currency), string(b.Currency)) })
-	return out, nil
+	return out
 }

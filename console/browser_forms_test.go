@@ -16,6 +16,9 @@ import (
 // width (390 px): each answers with the API's status, the message beside
 // the field it names (aria-invalid, described by the message), every input
 // labelled, and nothing wider than the screen; and nothing was created.
+//
+// Long on purpose: its table names every form with the value it refuses,
+// which reads best in one place.
 func TestFormErrorsInABrowser(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -65,17 +68,7 @@ func TestFormErrorsInABrowser(t *testing.T) {
 		}
 		b.run("fill "+c.path, steps...)
 		st := b.click("main form.form button[type=submit]")
-		tctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-		msg, err := chromedp.Run(tctx, chromedp.Evaluate[string](`(() => { const f = document.getElementById("f-`+c.field+`");
-			const e = document.getElementById("e-f-`+c.field+`");
-			return f && e && f.getAttribute("aria-invalid") === "true" && f.getAttribute("aria-describedby").includes(e.id) ? e.textContent : "" })()`))
-		unlabelled, err2 := chromedp.Run(tctx, chromedp.Evaluate[int](`[...document.querySelectorAll("main input:not([type=hidden]), main select, main textarea")]
-			.filter(i => !document.querySelector('label[for="' + i.id + '"]')).length`))
-		wide, err3 := chromedp.Run(tctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
-		cancel()
-		if err != nil || err2 != nil || err3 != nil {
-			t.Fatalf("%s: %v %v %v", c.path, err, err2, err3)
-		}
+		msg, unlabelled, wide := b.formVerdict(c.field)
 		if st != c.status || msg == "" || unlabelled != 0 || wide {
 			t.Errorf("%s: status %d (want %d), message by %s %q, %d inputs without a label, wider than 390 px: %v\n%s",
 				c.path, st, c.status, c.field, msg, unlabelled, wide, b.text())
@@ -90,4 +83,27 @@ func TestFormErrorsInABrowser(t *testing.T) {
 	if n := must(f.svc.ListCustomers(ctx, f.account, billing.CustomerFilter{}, billing.ListParams{})).TotalResultSize; n != 1 {
 		t.Errorf("refused forms left %d customers, want 1", n)
 	}
+}
+
+// formVerdict reads a refused form in the tab: the message beside field
+// (when the field is marked invalid and described by it), how many inputs
+// have no label, and whether the page is wider than the screen.
+func (b *tab) formVerdict(field string) (msg string, unlabelled int, wide bool) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const f = document.getElementById("f-`+field+`");
+		const e = document.getElementById("e-f-`+field+`");
+		return f && e && f.getAttribute("aria-invalid") === "true" && f.getAttribute("aria-describedby").includes(e.id) ? e.textContent : "" })()`))
+	if err == nil {
+		unlabelled, err = chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll("main input:not([type=hidden]), main select, main textarea")]
+			.filter(i => !document.querySelector('label[for="' + i.id + '"]')).length`))
+	}
+	if err == nil {
+		wide, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+	}
+	if err != nil {
+		b.t.Fatalf("reading the form: %v", err)
+	}
+	return msg, unlabelled, wide
 }

@@ -40,30 +40,9 @@ func (c *Console) newCreditNote(rq *request) error {
 		}})
 	}
 	return rq.submit(cf, "cn-created", func(ctx context.Context) (any, error) {
-		var rows []billing.CreateCreditNoteLineItemParams
-		var prefixes []string
-		var errs []error
-		for i, l := range lines.Items {
-			prefix := fmt.Sprintf("lines.%d.", i)
-			q, qerr := decimalField(rq, prefix+"quantity", "The quantity", true)
-			r, rerr := decimalField(rq, prefix+"rate", "The unit price", true)
-			if err := joinErrors(qerr, rerr); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if q.Sign() == 0 {
-				continue
-			}
-			rows = append(rows, billing.CreateCreditNoteLineItemParams{LineItemID: l.ID, CreditNoteLineItemParams: billing.CreditNoteLineItemParams{
-				Title: l.Title, Description: l.Description, Quantity: q, Rate: r, TaxRate: &l.TaxRate, ExternalIDs: []billing.KeyValue{},
-				RateDisplay: l.RateDisplay, ProductID: l.ProductID, UnitCode: l.UnitCode, TaxCategory: l.TaxCategory}})
-			prefixes = append(prefixes, prefix)
-		}
-		if err := joinErrors(errs...); err != nil {
+		rows, prefixes, err := creditNoteRows(rq, lines.Items)
+		if err != nil {
 			return nil, err
-		}
-		if len(rows) == 0 {
-			return nil, billing.FieldError("lines.0.quantity", "Credit at least one line: a quantity above 0")
 		}
 		cn, err := c.svc.CreateCreditNote(ctx, rq.account, billing.CreditNoteParams{Currency: inv.Currency, CustomerID: inv.CustomerID,
 			InvoiceID: inv.ID, Memo: rq.formValue("memo"), Metadata: []billing.KeyValue{}})
@@ -81,6 +60,37 @@ func (c *Console) newCreditNote(rq *request) error {
 		}
 		return cn, nil
 	})
+}
+
+// creditNoteRows reads the credit note form's rows of the invoice's lines:
+// the lines to credit (a quantity other than 0) and their rows' prefixes.
+func creditNoteRows(rq *request, lines []billing.InvoiceLineItem) ([]billing.CreateCreditNoteLineItemParams, []string, error) {
+	var rows []billing.CreateCreditNoteLineItemParams
+	var prefixes []string
+	var errs []error
+	for i, l := range lines {
+		prefix := fmt.Sprintf("lines.%d.", i)
+		q, qerr := decimalField(rq, prefix+"quantity", "The quantity", true)
+		r, rerr := decimalField(rq, prefix+"rate", "The unit price", true)
+		if err := joinErrors(qerr, rerr); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if q.Sign() == 0 {
+			continue
+		}
+		rows = append(rows, billing.CreateCreditNoteLineItemParams{LineItemID: l.ID, CreditNoteLineItemParams: billing.CreditNoteLineItemParams{
+			Title: l.Title, Description: l.Description, Quantity: q, Rate: r, TaxRate: &l.TaxRate, ExternalIDs: []billing.KeyValue{},
+			RateDisplay: l.RateDisplay, ProductID: l.ProductID, UnitCode: l.UnitCode, TaxCategory: l.TaxCategory}})
+		prefixes = append(prefixes, prefix)
+	}
+	if err := joinErrors(errs...); err != nil {
+		return nil, nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil, billing.FieldError("lines.0.quantity", "Credit at least one line: a quantity above 0")
+	}
+	return rows, prefixes, nil
 }
 
 // newCredit shows (GET) and submits (POST) the form of a cash credit grant
