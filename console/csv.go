@@ -99,11 +99,13 @@ func instant(t time.Time) string {
 }
 
 // csvExport is the CSV form of a list: the file's name, the header, the
-// row of an item.
+// row of an item; and how the list's page links its items.
 type csvExport[T any] struct {
 	name   string
 	header []string
 	row    func(*T) []string
+	// links, when set, links the items of a page (statusList.Links).
+	links func(*request, []T) (map[string]option, error)
 }
 
 // The columns and rows of each list's export.

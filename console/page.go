@@ -269,6 +269,9 @@ type statusList[S ~string, T any] struct {
 	Items    []T
 	Pager    pager
 	CSV      string // the link to the list as CSV
+	// Links are links of the items by id (what a delivery is about);
+	// filled by listByStatus's links, when given.
+	Links map[string]option
 }
 
 // listByStatus answers with the page tmpl of the items list returns for
@@ -282,6 +285,11 @@ func listByStatus[S ~string, T any](rq *request, tmpl, title string, statuses []
 	page, err := list(S(data.Status), rq.list())
 	if data.Items, data.Pager, err = listed(rq, page, err); err != nil {
 		return err
+	}
+	if exp.links != nil {
+		if data.Links, err = exp.links(rq, data.Items); err != nil {
+			return err
+		}
 	}
 	return rq.render(http.StatusOK, tmpl, title, data)
 }
