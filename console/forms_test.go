@@ -316,3 +316,39 @@ func TestEveryListAnswersCSV(t *testing.T) {
 		}
 	}
 }
+
+func TestInvoiceGroupForms(t *testing.T) {
+	f := newFixture(t)
+	b := f.signedIn()
+	ctx := context.Background()
+	path := "/console/invoices/" + f.invoice.ID + "/groups/new"
+	resp, body := b.post(path, b.form(path, url.Values{"title": {""}}))
+	refused(t, "a group without a title", resp, body, http.StatusBadRequest, "title", "")
+	if resp, _ = b.post(path, b.form(path, url.Values{"title": {"Travel"}})); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("add group: %d", resp.StatusCode)
+	}
+	groups := must(f.svc.ListInvoiceLineItemGroups(ctx, f.account, f.invoice.ID, billing.LineItemFilter{}, billing.ListParams{})).Items
+	if len(groups) != 1 || groups[0].Title != "Travel" {
+		t.Fatalf("groups: %+v", groups)
+	}
+	add := "/console/invoices/" + f.invoice.ID + "/lines/new"
+	_, page := b.get(add)
+	contains(t, page, `<option value="`+groups[0].ID+`">Travel</option>`)
+	if resp, _ = b.post(add, b.form(add, url.Values{"title": {"Train"}, "quantity": {"1"}, "rate": {"80"}, "taxRate": {"0"}, "groupId": {groups[0].ID}})); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("add line: %d", resp.StatusCode)
+	}
+	lines := must(f.svc.ListInvoiceLineItems(ctx, f.account, f.invoice.ID, billing.LineItemFilter{}, billing.ListParams{})).Items
+	if len(lines) != 2 || lines[1].GroupID != groups[0].ID {
+		t.Fatalf("lines: %+v", lines)
+	}
+	remove := "/console/invoices/" + f.invoice.ID + "/groups/" + groups[0].ID + "/remove"
+	resp, body = b.post(remove, b.form(remove, url.Values{}))
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, `role="alert"`) {
+		t.Fatalf("removing a group with a line: %d\n%s", resp.StatusCode, body)
+	}
+	must(0, f.svc.DeleteInvoiceLineItem(ctx, f.account, f.invoice.ID, lines[1].ID))
+	resp, _ = b.post(remove, b.form(remove, url.Values{}))
+	if n := len(must(f.svc.ListInvoiceLineItemGroups(ctx, f.account, f.invoice.ID, billing.LineItemFilter{}, billing.ListParams{})).Items); resp.StatusCode != http.StatusSeeOther || n != 0 {
+		t.Fatalf("remove group: %d, %d groups left", resp.StatusCode, n)
+	}
+}

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/billingd/billing"
 )
@@ -123,11 +124,19 @@ func (c *Console) addInvoiceLine(rq *request) error {
 	page := Prefix + "invoices/" + inv.ID
 	cf := confirmation{Heading: "Add a line · " + invoiceTitle(inv), Action: page + "/lines/new", Button: "Add line", Back: page,
 		Fields: lineFields(rq, "", true)}
+	_, groups, err := rq.groupOptions(inv.ID)
+	if err != nil {
+		return err
+	}
+	if len(groups) > 0 {
+		cf.Fields = append(cf.Fields, field{Name: "groupId", Label: "Group", Type: "select", Options: groups, Value: rq.value("groupId", "")})
+	}
 	return rq.submit(cf, "line-added", func(ctx context.Context) (any, error) {
 		p, _, err := lineParams(rq, "")
 		if err != nil {
 			return nil, err
 		}
+		p.GroupID = rq.formValue("groupId")
 		if _, err := c.svc.CreateInvoiceLineItem(ctx, rq.account, inv.ID, p); err != nil {
 			return nil, err
 		}
@@ -197,5 +206,61 @@ func (c *Console) removeInvoiceLine(rq *request) error {
 		Action: page + "/lines/" + line.ID + "/remove", Button: "Remove line", Danger: true, Back: page}
 	return rq.submit(cf, "line-removed", func(ctx context.Context) (any, error) {
 		return inv, c.svc.DeleteInvoiceLineItem(ctx, rq.account, inv.ID, line.ID)
+	})
+}
+
+// groupOptions are the groups of a draft invoice to put a line in.
+func (rq *request) groupOptions(invoiceID string) ([]billing.InvoiceLineItemGroup, []option, error) {
+	groups, err := rq.c.svc.ListInvoiceLineItemGroups(rq.ctx, rq.account, invoiceID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []option
+	for _, g := range groups.Items {
+		out = append(out, option{g.ID, g.Title})
+	}
+	return groups.Items, out, nil
+}
+
+// addInvoiceGroup shows (GET) and submits (POST) the form of a new group
+// of lines of a draft invoice (printed as a heading with its subtotal).
+func (c *Console) addInvoiceGroup(rq *request) error {
+	inv, err := c.svc.GetInvoice(rq.ctx, rq.account, rq.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	page := Prefix + "invoices/" + inv.ID
+	cf := confirmation{Heading: "Add a group · " + invoiceTitle(inv), Question: "A group gathers lines under a heading with their subtotal; choose it on a line's form.",
+		Action: page + "/groups/new", Button: "Add group", Back: page, Fields: []field{
+			{Name: "title", Label: "Title", Value: rq.value("title", ""), Required: true},
+			{Name: "description", Label: "Description", Value: rq.value("description", "")},
+		}}
+	return rq.submit(cf, "group-added", func(ctx context.Context) (any, error) {
+		_, err := c.svc.CreateInvoiceLineItemGroup(ctx, rq.account, inv.ID, billing.InvoiceLineItemGroupParams{
+			Title: rq.formValue("title"), Description: rq.formValue("description")})
+		return inv, err
+	})
+}
+
+// removeInvoiceGroup confirms (GET) and deletes (POST) a group of a draft
+// invoice.
+func (c *Console) removeInvoiceGroup(rq *request) error {
+	inv, err := c.svc.GetInvoice(rq.ctx, rq.account, rq.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	groups, _, err := rq.groupOptions(inv.ID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(groups, func(g billing.InvoiceLineItemGroup) bool { return g.ID == rq.r.PathValue("group") })
+	if i < 0 {
+		return notFound
+	}
+	page := Prefix + "invoices/" + inv.ID
+	cf := confirmation{Heading: "Remove a group · " + invoiceTitle(inv), Question: "The group “" + groups[i].Title + "” is removed from the invoice.",
+		Action: page + "/groups/" + groups[i].ID + "/remove", Button: "Remove group", Danger: true, Back: page}
+	return rq.submit(cf, "group-removed", func(ctx context.Context) (any, error) {
+		return inv, c.svc.DeleteInvoiceLineItemGroup(ctx, rq.account, inv.ID, groups[i].ID)
 	})
 }

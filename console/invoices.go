@@ -85,6 +85,7 @@ type invoicePage struct {
 	Invoice  *billing.Invoice
 	Actions  []option // the actions its status allows: URL name and button
 	Lines    []billing.InvoiceLineItem
+	Groups   []billing.InvoiceLineItemGroup
 	Editable bool // DRAFT or IN_PROGRESS: lines may be added and removed
 	Payments []billing.Payment
 }
@@ -107,6 +108,9 @@ func (c *Console) invoice(rq *request) error {
 			return err
 		}
 		data.Lines = lines.Items
+		if data.Groups, _, err = rq.groupOptions(inv.ID); err != nil {
+			return err
+		}
 	}
 	for _, name := range actionOrder {
 		if invoiceActions[name].allowed(inv) {

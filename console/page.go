@@ -82,6 +82,8 @@ var doneMessages = map[string]string{
 	"customer-saved":     "The customer was saved.",
 	"customer-archived":  "The customer was archived.",
 	"line-added":         "The line was added.",
+	"group-added":        "The group was added.",
+	"group-removed":      "The group was removed.",
 	"line-saved":         "The line was saved.",
 	"line-removed":       "The line was removed.",
 	"granted":            "The credit was granted.",

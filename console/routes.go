@@ -25,6 +25,8 @@ func (c *Console) routes() {
 	c.form("invoices/{id}/lines/new", c.addInvoiceLine)
 	c.form("invoices/{id}/lines/{line}/edit", c.editInvoiceLine)
 	c.form("invoices/{id}/lines/{line}/remove", c.removeInvoiceLine)
+	c.form("invoices/{id}/groups/new", c.addInvoiceGroup)
+	c.form("invoices/{id}/groups/{group}/remove", c.removeInvoiceGroup)
 	c.form("credit-notes/new", c.newCreditNote)
 	c.form("credits/new", c.newCredit)
 	c.form("schedules/new", c.newSchedule)
