@@ -105,6 +105,7 @@ type InvoiceService interface {
 	PatchSentInvoice(ctx context.Context, account, id string, p PatchSentInvoiceParams) (*Invoice, error)
 	VoidInvoice(ctx context.Context, account, id string) (*Invoice, error)
 	SummarizeInvoices(ctx context.Context, account string, months int) (*InvoiceSummary, error)
+	AgeReceivables(ctx context.Context, account string) (*Receivables, error)
 	PrintableInvoice(ctx context.Context, account, id string) (*PrintableDocument, error)
 
 	// Payments and the journal.
@@ -208,6 +209,7 @@ type NotificationService interface {
 	ListDeliveries(ctx context.Context, account string, f DeliveryFilter, p ListParams) (Page[Delivery], error)
 	GetDelivery(ctx context.Context, account, id string) (*Delivery, error)
 	RetryDelivery(ctx context.Context, account, id string) (*Delivery, error)
+	DeliveriesAbout(ctx context.Context, account string, ids []string) (map[string]DeliveryAbout, error)
 }
 
 // DocumentService is the operations on both kinds of document.

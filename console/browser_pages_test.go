@@ -27,7 +27,7 @@ func TestOverviewCreditNotesSchedulesAndRunsInABrowser(t *testing.T) {
 
 	// The overview: the chart, its bars and its table.
 	b.open("/console/")
-	b.see("Overview", "Invoiced this month", "433.80 GBP", "Invoiced per month (GBP)", "July 2024", "Billing failures", "Huge calls")
+	b.see("Overview", "Invoiced this month", "£433.80", "Invoiced per month (GBP)", "July 2024", "Billing failures", "Huge calls")
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
 	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("figure.chart svg rect.chart-bar").length`))
@@ -45,7 +45,7 @@ func TestOverviewCreditNotesSchedulesAndRunsInABrowser(t *testing.T) {
 
 	// A credit note, finalized through its confirmation.
 	b.click(`nav a[href="/console/credit-notes"]`)
-	b.see("Credit notes", "Globex Ltd", "10.00 GBP")
+	b.see("Credit notes", "Globex Ltd", "£10.00")
 	b.click(`a[href="/console/credit-notes/` + bl.creditNote.ID + `"]`)
 	b.see("Draft credit note", "Becomes credit")
 	b.click(`.toolbar a[href$="/finalize"]`)
@@ -60,7 +60,7 @@ func TestOverviewCreditNotesSchedulesAndRunsInABrowser(t *testing.T) {
 	// A schedule and its upcoming invoice.
 	b.click(`nav a[href="/console/schedules"]`)
 	b.click(`a[href="/console/schedules/` + bl.future.ID + `"]`)
-	b.see("Upcoming invoice", "Billing date 1 Sep 2024", "Platform fee", "49.00 GBP", "Phase 1")
+	b.see("Upcoming invoice", "Billing date 1 Sep 2024", "Platform fee", "£49.00", "Phase 1")
 	b.shot("schedule")
 
 	// The billing runs and the failure of the last one.

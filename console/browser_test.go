@@ -274,6 +274,14 @@ func TestConsoleInABrowser(t *testing.T) {
 	if d := must(f.svc.GetDelivery(ctx, f.account, hook)); d.Status != billing.DeliverySucceeded || len(accepted) != 1 {
 		t.Fatalf("after the retry the delivery is %s, %d webhooks accepted", d.Status, len(accepted))
 	}
+	// A succeeded delivery offers no retry, and links to its invoice.
+	b.open("/console/deliveries?status=SUCCEEDED")
+	retries := must(chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll('a[href$="/retry"]').length`)))
+	if retries != 0 {
+		t.Fatalf("%d Retry links on succeeded deliveries", retries)
+	}
+	b.click(`a[href="/console/invoices/` + f.invoice.ID + `"]`)
+	b.see("Invoice INV", "PAID")
 
 	// Another account's invoice is not found; a forged form is refused.
 	their := f.newInvoice(f.other, f.newCustomer(f.other, "Initech", "initech").ID, "1", "10")

@@ -37,11 +37,16 @@
 //     account), then return rq.render(http.StatusOK, "things", "Things",
 //     data). Return the Service's error as is: not_found becomes the 404
 //     page, anything unexpected the 500 page (logged).
-//  4. An action is a GET confirmation page (the confirm template, built
-//     by rq.confirm) and a POST that calls the Service, re-renders the
-//     confirmation with the Service's message on a refusal, and redirects
-//     (303) with rq.done on success.
-//  5. Add the page to nav (layout.go) if it is a top-level section.
+//  4. A form or an action is one handler registered for GET and POST
+//     (c.form in routes.go): GET shows the confirm template (a
+//     confirmation with its fields, built by rq.confirm), POST calls
+//     rq.submit, which runs the Service calls once per form key (the
+//     hidden formKey, stored with the Service's idempotency records), shows
+//     the form again with each refusal beside the field it names, and
+//     redirects (303) to the page of the result on success (forms.go).
+//  5. A list answers ?format=csv with exportCSV (csv.go): every page, its
+//     filters applied.
+//  6. Add the page to nav (layout.go) if it is a top-level section.
 //
 // No inline script or style attribute is allowed by the policy (CSS lives
 // in static/console.css); inline SVG may use presentation attributes.
@@ -134,6 +139,7 @@ type Console struct {
 	static   http.Handler
 	key      []byte // signs the sign-in form's token
 	signIns  signInLimiter
+	forms    formLocks // one submission of a form key at a time
 }
 
 //go:embed templates/*.html templates/partials/*.html
@@ -204,12 +210,18 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mux.ServeHTTP(w, r)
 }
 
-// Sweep deletes the sessions that have expired and returns how many;
+// Sweep deletes the sessions that have expired and the form keys older
+// than a day (see submit), and returns how many;
 // billingd serve's housekeeping loop calls it every hour. (A sign-in only
 // ends the oldest sessions of its own key, so that it costs the same
 // however many sessions exist.)
 func (c *Console) Sweep(ctx context.Context) (int, error) {
-	return c.sessions.sweep(ctx)
+	n, err := c.sessions.sweep(ctx)
+	if err != nil {
+		return n, err
+	}
+	k, err := c.sweepFormKeys(ctx)
+	return n + k, err
 }
 
 // contentSecurityPolicy allows the console's own stylesheet, images, forms

@@ -22,7 +22,7 @@ func TestSignInAndPagesOfTheAccount(t *testing.T) {
 		"/console/customers":                              {"Globex Ltd"},
 		"/console/customers?q=GLOBEX":                     {"Globex Ltd"},
 		"/console/customers/" + f.customer.ID:             {"Globex Ltd", "globex", "ann@globex.test", "No billing schedules.", "Draft"},
-		"/console/invoices":                               {"Globex Ltd", "DRAFT", "433.80 GBP"},
+		"/console/invoices":                               {"Globex Ltd", "DRAFT", "£433.80"},
 		"/console/invoices?status=DRAFT":                  {"Globex Ltd"},
 		"/console/invoices?paymentStatus=UNPAID":          {"Globex Ltd"},
 		"/console/invoices/" + f.invoice.ID:               {"Draft invoice", "Finalize…", "Download PDF", "/document"},

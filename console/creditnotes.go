@@ -13,7 +13,7 @@ func (c *Console) creditNotes(rq *request) error {
 	return listByStatus(rq, "creditnotes", "Credit notes", invoiceStatuses,
 		func(st billing.DocumentStatus, p billing.ListParams) (billing.Page[billing.CreditNote], error) {
 			return c.svc.ListCreditNotes(rq.ctx, rq.account, billing.CreditNoteFilter{Status: st}, p)
-		})
+		}, csvExport[billing.CreditNote]{"credit-notes", creditNoteCSV, creditNoteRow, nil})
 }
 
 // creditNotePage is the data of a credit note's page.

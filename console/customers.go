@@ -10,6 +10,7 @@ import (
 // customerList is the data of the customers page.
 type customerList struct {
 	Search    search
+	CSV       string // the link to the list as CSV
 	Customers []billing.Customer
 	Pager     pager
 }
@@ -22,14 +23,22 @@ func (c *Console) customers(rq *request) error {
 	list := func(p billing.ListParams) (billing.Page[billing.Customer], error) {
 		return c.svc.ListCustomers(rq.ctx, rq.account, billing.CustomerFilter{}, p)
 	}
-	data := customerList{Search: search{Query: q, Placeholder: "Name, id, alias or e-mail"}}
+	needle := strings.ToLower(q)
+	if rq.wantsCSV() {
+		return exportCSV(rq, "customers", customerCSV, list, func(cu *billing.Customer) []string {
+			if q != "" && !customerMatches(cu, needle) {
+				return nil
+			}
+			return customerRow(cu)
+		})
+	}
+	data := customerList{Search: search{Query: q, Placeholder: "Name, id, alias or e-mail"}, CSV: rq.csvLink()}
 	var err error
 	if q == "" {
 		var page billing.Page[billing.Customer]
 		page, err = list(rq.list())
 		data.Customers, data.Pager = page.Items, rq.pager(page.Before, page.After, page.TotalResultSize)
 	} else {
-		needle := strings.ToLower(q)
 		data.Customers, data.Pager, err = filtered(rq, list, func(cu *billing.Customer) bool { return customerMatches(cu, needle) })
 	}
 	if err != nil {
@@ -63,6 +72,7 @@ type customerPage struct {
 	Credits     *billing.CreditBalances
 	Seats       []billing.SeatTypeBalance
 	Usage       *customerUsage // the charts of the customerUsage block (usage.go)
+	Names       *customerNames
 }
 
 // customer shows one customer: details, aliases, billing schedules,
@@ -73,7 +83,7 @@ func (c *Console) customer(rq *request) error {
 	if err != nil {
 		return err
 	}
-	data := customerPage{Customer: cu}
+	data := customerPage{Customer: cu, Names: rq.customerNames()}
 	invoices, err := c.svc.ListInvoices(rq.ctx, rq.account, billing.InvoiceFilter{CustomerID: id}, rq.list())
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ var (
 // invoiceList is the data of the invoices page.
 type invoiceList struct {
 	Status, PaymentStatus string
+	CustomerID            string // ?customerId=: one customer's invoices
+	Search                search // ?q=: a document number, customer name or amount
+	CSV                   string
 	Statuses              []billing.DocumentStatus
 	PaymentStatuses       []billing.PaymentStatus
 	Invoices              []billing.Invoice
@@ -32,18 +35,31 @@ type invoiceList struct {
 // filter).
 func (c *Console) invoices(rq *request) error {
 	q := rq.r.URL.Query()
-	data := invoiceList{Status: q.Get("status"), PaymentStatus: q.Get("paymentStatus"), Statuses: invoiceStatuses, PaymentStatuses: paymentStatuses}
+	data := invoiceList{Status: q.Get("status"), PaymentStatus: q.Get("paymentStatus"), Statuses: invoiceStatuses, PaymentStatuses: paymentStatuses,
+		CustomerID: q.Get("customerId"), CSV: rq.csvLink(),
+		Search: search{Query: strings.TrimSpace(q.Get("q")), Placeholder: "Number, customer or amount"}}
 	list := func(p billing.ListParams) (billing.Page[billing.Invoice], error) {
-		return c.svc.ListInvoices(rq.ctx, rq.account, billing.InvoiceFilter{Status: billing.DocumentStatus(data.Status)}, p)
+		return c.svc.ListInvoices(rq.ctx, rq.account, billing.InvoiceFilter{Status: billing.DocumentStatus(data.Status), CustomerID: data.CustomerID}, p)
+	}
+	want, needle := billing.PaymentStatus(data.PaymentStatus), strings.ToLower(data.Search.Query)
+	keep := func(inv *billing.Invoice) bool {
+		return (want == "" || inv.PaymentStatus == want) && (needle == "" || invoiceMatches(inv, needle))
+	}
+	if rq.wantsCSV() {
+		return exportCSV(rq, "invoices", invoiceCSV, list, func(inv *billing.Invoice) []string {
+			if !keep(inv) {
+				return nil
+			}
+			return invoiceRow(inv)
+		})
 	}
 	var err error
-	if data.PaymentStatus == "" {
+	if data.PaymentStatus == "" && needle == "" {
 		var page billing.Page[billing.Invoice]
 		page, err = list(rq.list())
 		data.Invoices, data.Pager = page.Items, rq.pager(page.Before, page.After, page.TotalResultSize)
 	} else {
-		want := billing.PaymentStatus(data.PaymentStatus)
-		data.Invoices, data.Pager, err = filtered(rq, list, func(inv *billing.Invoice) bool { return inv.PaymentStatus == want })
+		data.Invoices, data.Pager, err = filtered(rq, list, keep)
 	}
 	if err != nil {
 		return err
@@ -51,10 +67,26 @@ func (c *Console) invoices(rq *request) error {
 	return rq.render(http.StatusOK, "invoices", "Invoices", data)
 }
 
+// invoiceMatches reports whether an invoice's number, id, customer name or
+// an amount (total or due, as stored or as shown: "1,234.50") contains
+// needle (lower case).
+func invoiceMatches(inv *billing.Invoice, needle string) bool {
+	for _, t := range []string{inv.InvoiceNumber, inv.ID, inv.CustomerLegalCompanyName, inv.GrossTotal.String(), inv.AmountDue.String(),
+		money(inv.GrossTotal, inv.Currency), money(inv.AmountDue, inv.Currency)} {
+		if strings.Contains(strings.ToLower(t), needle) {
+			return true
+		}
+	}
+	return false
+}
+
 // invoicePage is the data of an invoice's page.
 type invoicePage struct {
 	Invoice  *billing.Invoice
-	Actions  []string // the names of the actions its status allows
+	Actions  []option // the actions its status allows: URL name and button
+	Lines    []billing.InvoiceLineItem
+	Groups   []billing.InvoiceLineItemGroup
+	Editable bool // DRAFT or IN_PROGRESS: lines may be added and removed
 	Payments []billing.Payment
 }
 
@@ -69,10 +101,20 @@ func (c *Console) invoice(rq *request) error {
 	if err != nil {
 		return err
 	}
-	data := invoicePage{Invoice: inv, Payments: payments.Items}
+	data := invoicePage{Invoice: inv, Payments: payments.Items, Editable: editable(inv.Status)}
+	if data.Editable {
+		lines, err := c.svc.ListInvoiceLineItems(rq.ctx, rq.account, inv.ID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
+		if err != nil {
+			return err
+		}
+		data.Lines = lines.Items
+		if data.Groups, _, err = rq.groupOptions(inv.ID); err != nil {
+			return err
+		}
+	}
 	for _, name := range actionOrder {
 		if invoiceActions[name].allowed(inv) {
-			data.Actions = append(data.Actions, name)
+			data.Actions = append(data.Actions, option{name, actionLabels[name]})
 		}
 	}
 	return rq.render(http.StatusOK, "invoice", invoiceTitle(inv), data)
@@ -129,12 +171,17 @@ type invoiceAction struct {
 	heading, question, button, done string
 	danger                          bool
 	allowed                         func(*billing.Invoice) bool
-	// run calls the Service; form is the confirmation's submitted form.
-	run func(ctx context.Context, svc billing.InvoiceService, account, id string, form map[string][]string) error
+	// run calls the Service with ctx (submit's: at most once per form).
+	run func(ctx context.Context, rq *request, inv *billing.Invoice) (any, error)
 }
 
 // actionOrder is the order of the invoice page's action buttons.
-var actionOrder = []string{"finalize", "send", "pay", "void"}
+var actionOrder = []string{"finalize", "send", "pay", "apply-credits", "void"}
+
+// actionLabels are the invoice page's buttons of the actions.
+var actionLabels = map[string]string{
+	"finalize": "Finalize…", "send": "Send…", "pay": "Record a payment…", "apply-credits": "Apply credits…", "void": "Void…",
+}
 
 // finalized reports whether an invoice is FINAL or SENT.
 func finalized(inv *billing.Invoice) bool {
@@ -146,10 +193,8 @@ var invoiceActions = map[string]invoiceAction{
 	"finalize": {
 		heading: "Finalize invoice", question: "Finalizing gives the invoice its number and freezes it: it can no longer be edited.",
 		button: "Finalize", done: "finalized",
-		allowed: func(inv *billing.Invoice) bool {
-			return inv.Status == billing.StatusDraft || inv.Status == billing.StatusInProgress
-		},
-		run: statusChange(billing.InvoiceService.FinalizeInvoice),
+		allowed: func(inv *billing.Invoice) bool { return editable(inv.Status) },
+		run:     statusChange(billing.InvoiceService.FinalizeInvoice),
 	},
 	"send": {
 		heading: "Send invoice", question: "The invoice is e-mailed to the customer's billing contacts, with its PDF.",
@@ -168,40 +213,40 @@ var invoiceActions = map[string]invoiceAction{
 		allowed: func(inv *billing.Invoice) bool { return finalized(inv) && inv.AmountDue.Sign() > 0 },
 		run:     recordPayment,
 	},
+	"apply-credits": {
+		heading: "Apply credits", question: "The customer's cash credit in the invoice's currency, usable today, is applied: to a draft all of it (free credit as lines before tax), to an issued invoice the paid credit and credit note credit only, as money on account.",
+		button: "Apply credits", done: "credits-applied",
+		allowed: func(inv *billing.Invoice) bool { return inv.Status != billing.StatusVoided && inv.AmountDue.Sign() > 0 },
+		run: func(ctx context.Context, rq *request, inv *billing.Invoice) (any, error) {
+			return rq.c.svc.ApplyCredits(ctx, rq.account, inv.ID)
+		},
+	},
 }
 
 // statusChange is the run of an action that is one Service call on the
 // invoice.
-func statusChange(call func(billing.InvoiceService, context.Context, string, string) (*billing.Invoice, error)) func(context.Context, billing.InvoiceService, string, string, map[string][]string) error {
-	return func(ctx context.Context, svc billing.InvoiceService, account, id string, _ map[string][]string) error {
-		_, err := call(svc, ctx, account, id)
-		return err
+func statusChange(call func(billing.InvoiceService, context.Context, string, string) (*billing.Invoice, error)) func(context.Context, *request, *billing.Invoice) (any, error) {
+	return func(ctx context.Context, rq *request, inv *billing.Invoice) (any, error) {
+		return call(rq.c.svc, ctx, rq.account, inv.ID)
 	}
 }
 
-// recordPayment records the payment of the pay form.
-func recordPayment(ctx context.Context, svc billing.InvoiceService, account, id string, form map[string][]string) error {
-	get := func(name string) string {
-		if v := form[name]; len(v) > 0 {
-			return strings.TrimSpace(v[0])
-		}
-		return ""
+// recordPayment records the payment of the pay form; a wrong amount or date
+// is shown beside its field, as the Service's own refusals are.
+func recordPayment(ctx context.Context, rq *request, inv *billing.Invoice) (any, error) {
+	amount, aerr := decimalField(rq, "amount", "The amount", true)
+	paidAt, derr := dateField(rq, "paidAt", "The payment date", true)
+	if err := joinErrors(aerr, derr); err != nil {
+		return nil, err
 	}
-	amount, err := billing.ParseDecimal(get("amount"))
-	if err != nil {
-		return billing.FieldError("amount", "amount must be a decimal number such as 120.50")
-	}
-	paidAt, err := billing.ParseDate(get("paidAt"))
-	if err != nil {
-		return billing.FieldError("paidAt", "the payment date must be a date such as 2026-11-24")
-	}
-	_, err = svc.RecordPayment(ctx, account, id, billing.PaymentParams{Amount: &amount, PaidAt: &paidAt, Method: get("method"), Reference: get("reference")})
-	return err
+	return rq.c.svc.RecordPayment(ctx, rq.account, inv.ID, billing.PaymentParams{Amount: amount, PaidAt: paidAt,
+		Method: rq.formValue("method"), Reference: rq.formValue("reference")})
 }
 
 // invoiceAction shows an action's confirmation (GET) or does it (POST).
 func (c *Console) invoiceAction(rq *request) error {
-	a, ok := invoiceActions[rq.r.PathValue("action")]
+	name := rq.r.PathValue("action")
+	a, ok := invoiceActions[name]
 	if !ok {
 		return notFound
 	}
@@ -210,34 +255,60 @@ func (c *Console) invoiceAction(rq *request) error {
 		return err
 	}
 	page := Prefix + "invoices/" + inv.ID
-	cf := confirmation{Heading: a.heading + " · " + invoiceTitle(inv), Question: a.question, Action: page + "/" + rq.r.PathValue("action"),
+	cf := confirmation{Heading: a.heading + " · " + invoiceTitle(inv), Question: a.question, Action: page + "/" + name,
 		Button: a.button, Danger: a.danger, Back: page}
-	if rq.r.PathValue("action") == "pay" {
-		cf.Fields = paymentFields(inv, rq.r.PostForm, c.cfg.Now())
+	switch name {
+	case "pay":
+		today, err := rq.today()
+		if err != nil {
+			return err
+		}
+		cf.Fields = paymentFields(rq, inv, today)
+	case "apply-credits":
+		if cf.Question, err = rq.creditsQuestion(inv, a.question); err != nil {
+			return err
+		}
 	}
-	if rq.r.Method != http.MethodPost {
-		return rq.confirm(cf, nil)
+	return rq.submit(cf, a.done, func(ctx context.Context) (any, error) { return a.run(ctx, rq, inv) })
+}
+
+// today is the account's date now: the day in its time zone.
+func (rq *request) today() (billing.Date, error) {
+	set, err := rq.c.svc.GetAccountSettings(rq.ctx, rq.account)
+	if err != nil {
+		return billing.Date{}, err
 	}
-	if err := a.run(rq.ctx, c.svc, rq.account, inv.ID, rq.r.PostForm); err != nil {
-		return rq.confirm(cf, err)
+	loc := time.UTC
+	if l, err := billing.LoadTimeZone(set.TimeZone); err == nil {
+		loc = l
 	}
-	return rq.done(page, a.done)
+	now := rq.c.cfg.Now().In(loc)
+	return billing.Date{Year: now.Year(), Month: now.Month(), Day: now.Day()}, nil
+}
+
+// creditsQuestion adds the customer's cash balance in the invoice's
+// currency to the apply-credits question.
+func (rq *request) creditsQuestion(inv *billing.Invoice, q string) (string, error) {
+	bal, err := rq.c.svc.GetCreditBalances(rq.ctx, rq.account, inv.CustomerID, nil)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range bal.Items {
+		if b.Type == billing.CreditCash && b.ID == string(inv.Currency) {
+			return q + " Available: " + money(b.Balance, inv.Currency) + "; due: " + money(inv.AmountDue, inv.Currency) + ".", nil
+		}
+	}
+	return q + " The customer has no cash credit in " + string(inv.Currency) + ".", nil
 }
 
 // paymentFields are the inputs of the payment form: what was submitted, or
-// the amount due and today.
-func paymentFields(inv *billing.Invoice, form map[string][]string, now time.Time) []field {
-	value := func(name, def string) string {
-		if v := form[name]; len(v) > 0 {
-			return v[0]
-		}
-		return def
-	}
+// the amount due and today (the account's day in its time zone).
+func paymentFields(rq *request, inv *billing.Invoice, today billing.Date) []field {
 	return []field{
-		{Name: "amount", Label: "Amount (" + string(inv.Currency) + ")", Value: value("amount", inv.AmountDue.String()), Required: true,
-			Hint: "At most the amount due, " + inv.AmountDue.String() + " " + string(inv.Currency) + "."},
-		{Name: "paidAt", Label: "Paid on", Type: "date", Value: value("paidAt", now.UTC().Format(time.DateOnly)), Required: true},
-		{Name: "method", Label: "Method", Value: value("method", "")},
-		{Name: "reference", Label: "Reference", Value: value("reference", "")},
+		{Name: "amount", Label: "Amount (" + string(inv.Currency) + ")", Value: rq.value("amount", inv.AmountDue.String()), Required: true,
+			Hint: "At most the amount due, " + money(inv.AmountDue, inv.Currency) + "."},
+		{Name: "paidAt", Label: "Paid on", Type: "date", Value: rq.value("paidAt", today.String()), Required: true},
+		{Name: "method", Label: "Method", Value: rq.value("method", ""), Hint: "For example: bank transfer."},
+		{Name: "reference", Label: "Reference", Value: rq.value("reference", "")},
 	}
 }

@@ -21,6 +21,7 @@ type overviewPage struct {
 	// their totals.
 	FailedDeliveries billing.Page[billing.Delivery]
 	FailingSchedules billing.Page[billing.BillingSchedule]
+	Names            *customerNames // the failing schedules' customers
 	// LastRun is the newest billing run record; nil when none.
 	LastRun *billing.BillingRunRecord
 }
@@ -42,7 +43,7 @@ func (c *Console) overview(rq *request) error {
 	if err != nil {
 		return err
 	}
-	data := overviewPage{Summary: sum}
+	data := overviewPage{Summary: sum, Names: rq.customerNames()}
 	for _, cs := range sum.Currencies {
 		co := currencyOverview{CurrencySummary: cs, ThisMonth: cs.Invoiced[len(cs.Invoiced)-1]}
 		if co.Chart, err = revenueChart(sum.Months, cs); err != nil {

@@ -72,8 +72,8 @@ func TestOverviewShowsRevenueChartDueAndFailures(t *testing.T) {
 	}
 	contains(t, body,
 		`<svg class="chart-svg"`, `Invoiced per month (GBP)`, // the chart, its title
-		`<title>July 2024: 433.80 GBP</title>`, `<title>August 2023: 0 GBP</title>`, // a bar's hover value, 12 months
-		`<th scope="row">July 2024</th><td class="num">433.80 GBP</td>`, // the table beside it
+		`<title>July 2024: £433.80</title>`, `<title>August 2023: £0</title>`, // a bar's hover value, 12 months
+		`<th scope="row">July 2024</th><td class="num">£433.80</td>`, // the table beside it
 		"Invoiced this month", "Amount due", "1 unpaid invoice", "Overdue", "0 overdue invoices",
 		"Billing failures", "Huge calls", "/console/schedules/"+bl.bad.ID, "No failed deliveries.",
 		"Last billing run", "/console/billing-runs/"+bl.run.ID)
@@ -97,9 +97,9 @@ func TestCreditNotePagesAndActions(t *testing.T) {
 	b := f.signedIn()
 	path := "/console/credit-notes/" + bl.creditNote.ID
 	for p, want := range map[string][]string{
-		"/console/credit-notes":               {"Credit notes", path, "Globex Ltd", "10.00 GBP"},
+		"/console/credit-notes":               {"Credit notes", path, "Globex Ltd", "£10.00"},
 		"/console/credit-notes?status=FINAL":  {"No credit notes."},
-		path:                                  {"Draft credit note", "Finalize…", "Send…", "Void…", "Download PDF", path + "/document", "10.00 GBP"},
+		path:                                  {"Draft credit note", "Finalize…", "Send…", "Void…", "Download PDF", path + "/document", "£10.00"},
 		path + "/finalize":                    {"Finalize credit note", `name="csrf"`},
 		"/console/customers/" + f.customer.ID: {path},
 	} {
@@ -146,7 +146,7 @@ func TestSchedulePagesShowPhasesAndTheUpcomingInvoice(t *testing.T) {
 	for p, want := range map[string][]string{
 		"/console/schedules":           {bl.future.ID, bl.bad.ID, "ACTIVE"},
 		"/console/schedules?failing=1": {bl.bad.ID, "Huge calls"},
-		"/console/schedules/" + bl.future.ID: {"Upcoming invoice", "Billing date <strong>1 Sep 2024</strong>", "Platform fee", "49.00 GBP",
+		"/console/schedules/" + bl.future.ID: {"Upcoming invoice", "Billing date <strong>1 Sep 2024</strong>", "Platform fee", "£49.00",
 			"Phase 1", "FIXED", "MONTHLY", "Globex Ltd"},
 		"/console/schedules/" + bl.bad.ID:     {"The last billing run could not bill this schedule", "The billing engine cannot bill the next invoice", "Huge calls"},
 		"/console/customers/" + f.customer.ID: {"/console/schedules/" + bl.future.ID},

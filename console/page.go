@@ -46,6 +46,7 @@ var nav = []navItem{
 	{"Customers", Prefix + "customers", "customers"},
 	{"Invoices", Prefix + "invoices", "invoices"},
 	{"Credit notes", Prefix + "credit-notes", "credit-notes"},
+	{"Receivables", Prefix + "receivables", "receivables"},
 	{"Schedules", Prefix + "schedules", "schedules"},
 	{"Usage metrics", Prefix + "usage-metrics", "usage-metrics"},
 	{"Notifications", Prefix + "deliveries", "deliveries"},
@@ -71,11 +72,27 @@ var hexColour = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
 // doneMessages are the confirmations shown after an action redirected with
 // rq.done; only these fixed texts are ever shown, never the query's text.
 var doneMessages = map[string]string{
-	"finalized": "The invoice was finalized.",
-	"sent":      "The invoice was sent.",
-	"voided":    "The invoice was voided.",
-	"paid":      "The payment was recorded.",
-	"retried":   "The delivery was queued again.",
+	"finalized":          "The invoice was finalized.",
+	"sent":               "The invoice was sent.",
+	"voided":             "The invoice was voided.",
+	"paid":               "The payment was recorded.",
+	"credits-applied":    "The customer's credit was applied.",
+	"created":            "The invoice was created.",
+	"customer-created":   "The customer was created.",
+	"customer-saved":     "The customer was saved.",
+	"customer-archived":  "The customer was archived.",
+	"line-added":         "The line was added.",
+	"group-added":        "The group was added.",
+	"group-removed":      "The group was removed.",
+	"line-saved":         "The line was saved.",
+	"line-removed":       "The line was removed.",
+	"granted":            "The credit was granted.",
+	"cn-created":         "The credit note was created.",
+	"schedule-created":   "The billing schedule was created.",
+	"schedule-activated": "The billing schedule was activated.",
+	"schedule-suspended": "The billing schedule was suspended.",
+	"schedule-cancelled": "The billing schedule was cancelled.",
+	"retried":            "The delivery was queued again.",
 
 	"cn-finalized": "The credit note was finalized.",
 	"cn-sent":      "The credit note was sent.",
@@ -253,15 +270,28 @@ type statusList[S ~string, T any] struct {
 	Statuses []S
 	Items    []T
 	Pager    pager
+	CSV      string // the link to the list as CSV
+	// Links are links of the items by id (what a delivery is about);
+	// filled by listByStatus's links, when given.
+	Links map[string]option
 }
 
 // listByStatus answers with the page tmpl of the items list returns for
-// the status the query asks for ("" is any).
-func listByStatus[S ~string, T any](rq *request, tmpl, title string, statuses []S, list func(S, billing.ListParams) (billing.Page[T], error)) error {
-	data := statusList[S, T]{Status: rq.r.URL.Query().Get("status"), Statuses: statuses}
+// the status the query asks for ("" is any), or with all of them as CSV
+// (exp) for ?format=csv.
+func listByStatus[S ~string, T any](rq *request, tmpl, title string, statuses []S, list func(S, billing.ListParams) (billing.Page[T], error), exp csvExport[T]) error {
+	data := statusList[S, T]{Status: rq.r.URL.Query().Get("status"), Statuses: statuses, CSV: rq.csvLink()}
+	if rq.wantsCSV() {
+		return exportCSV(rq, exp.name, exp.header, func(p billing.ListParams) (billing.Page[T], error) { return list(S(data.Status), p) }, exp.row)
+	}
 	page, err := list(S(data.Status), rq.list())
 	if data.Items, data.Pager, err = listed(rq, page, err); err != nil {
 		return err
+	}
+	if exp.links != nil {
+		if data.Links, err = exp.links(rq, data.Items); err != nil {
+			return err
+		}
 	}
 	return rq.render(http.StatusOK, tmpl, title, data)
 }
@@ -272,10 +302,14 @@ type search struct {
 	Query, Placeholder string
 }
 
-// field is one input of a form.
+// field is one input of a form. Type is an input type ("text" when
+// empty), "select" (Options) or "textarea"; Error is the Service's message
+// about it, shown beside it.
 type field struct {
 	Name, Label, Type, Value, Hint string
 	Required                       bool
+	Options                        []option
+	Error                          string
 }
 
 // confirmation is the data of the confirm template: the step before an
@@ -287,21 +321,24 @@ type confirmation struct {
 	Button   string
 	Danger   bool
 	Fields   []field
-	Error    string // the Service's message when it refused
-	Back     string // where Cancel goes
+	Sets     []fieldset     // groups of fields after Fields (lines of a document)
+	Error    string         // the Service's message when it refused
+	Back     string         // where Cancel goes
+	Key      string         // the form's double-submit key (submit)
+	Wide     bool           // a wide form (the lines of a document)
+	Problems []fieldProblem // the refusals by field, listed above the form
 }
 
 // confirm answers with the confirmation page of an action; a refusal by
 // the Service (err) is shown beside the form, with the API's status for its
 // code (400 for a bad field, 409 for a state that forbids the action).
 func (rq *request) confirm(cf confirmation, err error) error {
-	status := http.StatusOK
+	status, err := cf.refused(err)
 	if err != nil {
-		var be *billing.Error
-		if !errors.As(err, &be) || be.Code == billing.CodeNotFound || httpserver.StatusOf(be.Code) >= 500 {
-			return err
-		}
-		status, cf.Error = httpserver.StatusOf(be.Code), be.Message
+		return err
+	}
+	if cf.Key == "" {
+		cf.Key = rq.value(formKeyField, randomToken())
 	}
 	return rq.render(status, "confirm", cf.Heading, cf)
 }

@@ -17,12 +17,27 @@ func (c *Console) routes() {
 
 	c.handle("GET "+Prefix+"customers", c.customers)
 	c.handle("GET "+Prefix+"customers/{id}", c.customer)
+	c.form("customers/new", c.newCustomer)
+	c.form("customers/{id}/edit", c.editCustomer)
+	c.form("customers/{id}/archive", c.archiveCustomer)
+
+	c.form("invoices/new", c.newInvoice)
+	c.form("invoices/{id}/lines/new", c.addInvoiceLine)
+	c.form("invoices/{id}/lines/{line}/edit", c.editInvoiceLine)
+	c.form("invoices/{id}/lines/{line}/remove", c.removeInvoiceLine)
+	c.form("invoices/{id}/groups/new", c.addInvoiceGroup)
+	c.form("invoices/{id}/groups/{group}/remove", c.removeInvoiceGroup)
+	c.form("credit-notes/new", c.newCreditNote)
+	c.form("credits/new", c.newCredit)
+	c.form("schedules/new", c.newSchedule)
+	c.handle("GET "+Prefix+"receivables", c.receivables)
 
 	c.documentRoutes("invoices", c.invoices, c.invoice, c.invoiceAction, c.svc.PrintableInvoice)
 	c.documentRoutes("credit-notes", c.creditNotes, c.creditNote, c.creditNoteAction, c.svc.PrintableCreditNote)
 
 	c.handle("GET "+Prefix+"schedules", c.schedules)
 	c.handle("GET "+Prefix+"schedules/{id}", c.schedule)
+	c.form("schedules/{id}/{action}", c.scheduleAction)
 
 	c.handle("GET "+Prefix+"billing-runs", c.billingRuns)
 	c.handle("GET "+Prefix+"billing-runs/{id}", c.billingRun)
@@ -35,6 +50,12 @@ func (c *Console) routes() {
 
 	// Anything else under the prefix is the console's 404 page.
 	c.handle(Prefix, func(*request) error { return notFound })
+}
+
+// form registers a form at Prefix+path: GET shows it, POST submits it.
+func (c *Console) form(path string, h func(*request) error) {
+	c.handle("GET "+Prefix+path, h)
+	c.handle("POST "+Prefix+path, h)
 }
 
 // documentRoutes registers the pages of a kind of document under

@@ -1,7 +1,10 @@
 package console
 
 import (
+	"context"
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/billingd/billing"
@@ -18,6 +21,8 @@ type scheduleList struct {
 	Statuses  []billing.ScheduleStatus
 	Schedules []billing.BillingSchedule
 	Pager     pager
+	CSV       string
+	Names     *customerNames // the customers' names, by id
 }
 
 // schedules lists the account's billing schedules, newest first, filtered
@@ -26,10 +31,21 @@ func (c *Console) schedules(rq *request) error {
 	q := rq.r.URL.Query()
 	data := scheduleList{Status: q.Get("status"), Failing: q.Get("failing") != "", Statuses: scheduleStatuses}
 	f := billing.BillingScheduleFilter{Status: billing.ScheduleStatus(data.Status), Failing: data.Failing}
-	page, err := c.svc.ListBillingSchedules(rq.ctx, rq.account, f, rq.list())
+	list := func(p billing.ListParams) (billing.Page[billing.BillingSchedule], error) {
+		return c.svc.ListBillingSchedules(rq.ctx, rq.account, f, p)
+	}
+	names := rq.customerNames()
+	if rq.wantsCSV() {
+		return exportCSV(rq, "schedules", scheduleCSV, list, func(s *billing.BillingSchedule) []string {
+			return []string{s.ID, text(s.Label), s.CustomerID, text(names.Name(s.CustomerID)), string(s.Status), isoDate(s.StartDate), isoDate(s.EndDate),
+				strconv.Itoa(len(s.Phases)), text(s.LastBillingError)}
+		})
+	}
+	page, err := list(rq.list())
 	if data.Schedules, data.Pager, err = listed(rq, page, err); err != nil {
 		return err
 	}
+	data.CSV, data.Names = rq.csvLink(), names
 	return rq.render(http.StatusOK, "schedules", "Billing schedules", data)
 }
 
@@ -43,6 +59,65 @@ type schedulePage struct {
 	Upcoming   *billing.UpcomingInvoice
 	NoUpcoming string
 	Invoices   []billing.Invoice
+	Actions    []option // the actions its status allows: URL name and button
+}
+
+// scheduleAction is an action of the schedule page: one Service call,
+// confirmed first.
+type scheduleAction struct {
+	label, heading, question, button, done string
+	danger                                 bool
+	allowed                                []billing.ScheduleStatus
+	run                                    func(ctx context.Context, rq *request, id string) (any, error)
+}
+
+// scheduleActionOrder is the order of the schedule page's buttons.
+var scheduleActionOrder = []string{"activate", "suspend", "cancel"}
+
+// scheduleActions are the schedule page's actions, by URL name.
+var scheduleActions = map[string]scheduleAction{
+	"activate": {label: "Activate…", heading: "Activate schedule", button: "Activate", done: "schedule-activated",
+		question: "The billing engine bills the schedule from its start date (a suspended one from today).",
+		allowed:  []billing.ScheduleStatus{billing.ScheduleStatusDraft, billing.ScheduleStatusSuspended},
+		run: func(ctx context.Context, rq *request, id string) (any, error) {
+			return rq.c.svc.ActivateBillingSchedule(ctx, rq.account, id)
+		}},
+	"suspend": {label: "Suspend…", heading: "Suspend schedule", button: "Suspend", done: "schedule-suspended",
+		question: "The billing engine stops billing the schedule until it is activated again.",
+		allowed:  []billing.ScheduleStatus{billing.ScheduleStatusActive, billing.ScheduleStatusPending},
+		run: func(ctx context.Context, rq *request, id string) (any, error) {
+			return rq.c.svc.SuspendBillingSchedule(ctx, rq.account, id)
+		}},
+	"cancel": {label: "Cancel…", heading: "Cancel schedule", button: "Cancel schedule", done: "schedule-cancelled", danger: true,
+		question: "The schedule ends on the day below (today when empty); nothing after it is billed. This cannot be undone.",
+		allowed:  []billing.ScheduleStatus{billing.ScheduleStatusActive, billing.ScheduleStatusPending, billing.ScheduleStatusSuspended},
+		run: func(ctx context.Context, rq *request, id string) (any, error) {
+			at, err := dateField(rq, "at", "The last day", false)
+			if err != nil {
+				return nil, err
+			}
+			return rq.c.svc.CancelBillingSchedule(ctx, rq.account, id, billing.CancelBillingScheduleParams{At: at})
+		}},
+}
+
+// scheduleAction shows an action's confirmation (GET) or does it (POST).
+func (c *Console) scheduleAction(rq *request) error {
+	name := rq.r.PathValue("action")
+	a, ok := scheduleActions[name]
+	if !ok {
+		return notFound
+	}
+	sc, err := c.svc.GetBillingSchedule(rq.ctx, rq.account, rq.r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	page := Prefix + "schedules/" + sc.ID
+	cf := confirmation{Heading: a.heading + " · " + scheduleName(sc), Question: a.question, Action: page + "/" + name,
+		Button: a.button, Danger: a.danger, Back: page}
+	if name == "cancel" {
+		cf.Fields = []field{{Name: "at", Label: "Last day billed", Type: "date", Value: rq.value("at", "")}}
+	}
+	return rq.submit(cf, a.done, func(ctx context.Context) (any, error) { return a.run(ctx, rq, sc.ID) })
 }
 
 // phaseView is a phase with its number (from 1) and its prices.
@@ -60,6 +135,11 @@ func (c *Console) schedule(rq *request) error {
 		return err
 	}
 	data := schedulePage{Schedule: sc}
+	for _, name := range scheduleActionOrder {
+		if slices.Contains(scheduleActions[name].allowed, sc.Status) && sc.ArchivedAt == nil {
+			data.Actions = append(data.Actions, option{name, scheduleActions[name].label})
+		}
+	}
 	if data.Customer, err = c.svc.GetCustomer(rq.ctx, rq.account, sc.CustomerID); err != nil {
 		return err
 	}

@@ -29,6 +29,10 @@ func money(cur billing.Currency, d billing.Decimal) string {
 	return sign + string(cur) + " " + group(digits)
 }
 
+// Money formats an amount as documents print it (see money): the console
+// shows amounts with it, so that they read as on the PDF.
+func Money(cur billing.Currency, d billing.Decimal) string { return money(cur, d) }
+
 // Number formats a quantity as documents print it: as stored, with
 // thousands separators ("1,234,567.5"); the console's charts label their
 // axes with it.
