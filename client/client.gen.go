@@ -309,6 +309,7 @@ const (
 	ISK Currency = "ISK"
 	JPY Currency = "JPY"
 	KRW Currency = "KRW"
+	KWD Currency = "KWD"
 	MXN Currency = "MXN"
 	NOK Currency = "NOK"
 	NZD Currency = "NZD"
@@ -366,6 +367,8 @@ func (e Currency) Valid() bool {
 	case JPY:
 		return true
 	case KRW:
+		return true
+	case KWD:
 		return true
 	case MXN:
 		return true
