@@ -78,6 +78,10 @@ type serveConfig struct {
 	smtpPassword        string
 	deliveryRetention   time.Duration
 	deliveryLease       time.Duration
+
+	// Payments (docs/payments.md).
+	stripeAPIURL string
+	masterKey    []byte // BILLINGD_MASTER_KEY
 }
 
 // parseServe parses and validates the flags of serve.
@@ -99,6 +103,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.BoolVar(&cfg.upstreamNames, "upstream-field-names", false, "add sequenceAccountId beside every serviceAccountId in answers (for clients generated from the upstream API's document)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
+	fs.StringVar(&cfg.stripeAPIURL, "stripe-api-url", "", "Stripe API base `URL` (stripe-mock in tests); empty: Stripe's own")
 	fs.DurationVar(&cfg.lateUsageWindow, "late-usage-window", 31*24*time.Hour, "how long after a billing date usage that changes after the invoice was finalized is still corrected (an adjustment invoice or a credit note in the next run)")
 	fs.StringVar(&rounding, "rounding", "half-up", "rounding `mode` of money amounts: half-up (ties away from zero) or half-even (ties to the even digit); a document keeps the mode it was created with")
 	fs.IntVar(&cfg.renderConcurrency, "render-concurrency", 0, "how many documents (PDF, HTML, e-mail attachments) are rendered at once; 0: the number of CPUs")
@@ -183,6 +188,10 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	providers, masterKey, err := paymentsConfig(c.getenv, cfg.stripeAPIURL)
+	if err != nil {
+		return usagef("%v", err)
+	}
 	log := newLogger(c.stderr, cfg.logFormat, cfg.logLevel)
 	st, err := openStore(ctx, cfg.db, serveLockTimeout)
 	if err != nil {
@@ -195,6 +204,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	svc, err := billing.New(m.Store(st), &billing.Config{
 		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding, SharedStore: isPostgres(cfg.db),
 		LateUsageWindow: cfg.lateUsageWindow, Observer: m.Observer(),
+		PaymentProviders: providers, MasterKey: masterKey,
 	})
 	if err != nil {
 		return err
@@ -281,6 +291,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	wg.Go(func() { sweepLoop(loops, r.svc, r.console, r.log, sweepInterval) })
 	if r.cfg.billingInterval > 0 {
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
+		wg.Go(func() { collectionLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
 	dispatcher := billing.NewDispatcher(r.svc, billing.DispatcherConfig{
 		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: einvoice.Renderer{Pool: r.renders}, Retention: r.cfg.deliveryRetention, Lease: r.cfg.deliveryLease, Logger: r.log,
