@@ -766,3 +766,51 @@ func (s *Service) RetryCollectionNow(ctx context.Context, account, invoiceID str
 		return &c.InvoiceCollection, c.save(ctx, tx, now)
 	})
 }
+
+// PaymentMethodSetupParams say where the set-up page sends the customer
+// back; both optional.
+type PaymentMethodSetupParams struct {
+	SuccessURL string `json:"successUrl"`
+	CancelURL  string `json:"cancelUrl"`
+}
+
+// PaymentMethodSetup answers a hosted page at the account's provider where
+// the customer saves a payment method for automatic charges (POST
+// /customers/{id}/payment-method-setup); the provider customer is created
+// on the way when the customer has none. Returns not_found, and
+// invalid_state without a provider.
+func (s *Service) PaymentMethodSetup(ctx context.Context, account, customerID string, p PaymentMethodSetupParams) (*HostedPage, error) {
+	var v validator
+	s.checkString(&v, "successUrl", p.SuccessURL, false)
+	s.checkString(&v, "cancelUrl", p.CancelURL, false)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	gw, _, err := s.openGateway(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	var c *Customer
+	var t *paymentTarget
+	err = s.view(ctx, func(tx Tx) error {
+		var err error
+		if c, err = getOwned[Customer](ctx, tx, tableCustomers, account, customerID, "customer"); err != nil {
+			return err
+		}
+		t, err = s.targetFor(ctx, tx, account, targetCustomer, customerID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	ref := ""
+	if t != nil {
+		ref = t.ProviderCustomerID
+	}
+	if ref == "" {
+		if ref, err = s.ensureProviderCustomer(ctx, gw, account, c); err != nil {
+			return nil, err
+		}
+	}
+	return gw.SetupPage(ctx, SetupPageRequest{CustomerID: c.ID, CustomerRef: ref, Currency: CurrencyUSD, SuccessURL: p.SuccessURL, CancelURL: p.CancelURL})
+}
