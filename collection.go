@@ -197,6 +197,7 @@ func (s *Service) startCollection(ctx context.Context, tx Tx, account string, r 
 	if err != nil {
 		return err
 	}
+	c.DunningStatus = r.DunningStatus
 	return c.save(ctx, tx, now)
 }
 
@@ -786,13 +787,9 @@ func (s *Service) PaymentMethodSetup(ctx context.Context, account, customerID st
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	gw, _, err := s.openGateway(ctx, account)
-	if err != nil {
-		return nil, err
-	}
 	var c *Customer
 	var t *paymentTarget
-	err = s.view(ctx, func(tx Tx) error {
+	err := s.view(ctx, func(tx Tx) error {
 		var err error
 		if c, err = getOwned[Customer](ctx, tx, tableCustomers, account, customerID, "customer"); err != nil {
 			return err
@@ -800,6 +797,10 @@ func (s *Service) PaymentMethodSetup(ctx context.Context, account, customerID st
 		t, err = s.targetFor(ctx, tx, account, targetCustomer, customerID)
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	gw, _, err := s.openGateway(ctx, account)
 	if err != nil {
 		return nil, err
 	}

@@ -156,11 +156,11 @@ type SetupPageRequest struct {
 type HostedPage struct {
 	// Reference is the provider's id of the page (Stripe: the Checkout
 	// Session or Payment Link id).
-	Reference string
+	Reference string `json:"reference"`
 	// URL is where the customer goes.
-	URL string
+	URL string `json:"url"`
 	// ExpiresAt is when the page stops working; nil when it does not.
-	ExpiresAt *time.Time
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 // RefundRequest gives back money of one provider payment.

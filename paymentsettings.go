@@ -304,7 +304,7 @@ func (s *Service) CreatePaymentSettings(ctx context.Context, account, kind strin
 		case targetCustomer:
 			t.TargetID = p.CustomerID
 			if _, err := getOwned[Customer](ctx, tx, tableCustomers, account, p.CustomerID, "customer"); err != nil {
-				return nil, fieldNotFound(err, "customerId")
+				return nil, err
 			}
 			if p.ProviderCustomerID != nil {
 				t.ProviderCustomerID = *p.ProviderCustomerID
@@ -312,14 +312,14 @@ func (s *Service) CreatePaymentSettings(ctx context.Context, account, kind strin
 		case targetSchedule:
 			t.TargetID = p.BillingScheduleID
 			if _, err := getOwned[json.RawMessage](ctx, tx, tableBillingSchedules, account, p.BillingScheduleID, "billing schedule"); err != nil {
-				return nil, fieldNotFound(err, "billingScheduleId")
+				return nil, err
 			}
 			t.AutoCharge = p.AutoCharge != nil && *p.AutoCharge
 		case targetInvoice:
 			t.TargetID = p.InvoiceID
 			inv, err := s.getInvoiceTx(ctx, tx, account, p.InvoiceID)
 			if err != nil {
-				return nil, fieldNotFound(err, "invoiceId")
+				return nil, err
 			}
 			t.CustomerID = inv.CustomerID
 		}
@@ -340,14 +340,6 @@ func (t *paymentTarget) answer() any {
 		return t.schedule()
 	}
 	return t.invoice()
-}
-
-// fieldNotFound names field in a not_found error.
-func fieldNotFound(err error, field string) error {
-	if e, ok := err.(*Error); ok && e.Code == CodeNotFound {
-		return &Error{Code: CodeNotFound, Field: field, Message: e.Message}
-	}
-	return err
 }
 
 func (s *Service) targetTx(ctx context.Context, tx Tx, account string, k paymentTargetKind, id string) (*paymentTarget, error) {

@@ -13,9 +13,7 @@ import (
 
 // collectionRoutes mounts the upstream API's payments settings surface,
 // the invoices' collection and the customers' payment-method set-up
-// (docs/payments.md). NOT YET MOUNTED: routes() calls it, and newEngine
-// providerWebhookRoutes, once openapi/openapi.yaml describes these paths
-// (the route-coverage and contract tests require it).
+// (docs/payments.md).
 func (a api) collectionRoutes() {
 	a.get("/payments/settings", 200, func(c *call) (any, error) { return a.svc.GetAccountPaymentSettings(c.ctx, c.account) })
 	a.put("/payments/settings/:id", 200, onIDWithBody(a.svc.UpdateAccountPaymentSettings))
