@@ -227,10 +227,14 @@ type CollectionRun struct {
 	Errors int `json:"errors"`
 }
 
-// collectionTask is a claimed step.
-type collectionTask struct {
-	account, invoiceID string
-	claim              collectionClaim
+// CollectionStep is a claimed collection step: the invoice, the step
+// (CHARGE, PAYMENT_LINK or REMINDER) and, for a charge, its attempt number.
+type CollectionStep struct {
+	Account   string `json:"serviceAccountId"`
+	InvoiceID string `json:"invoiceId"`
+	Step      string `json:"step"`
+	Attempt   int    `json:"attempt,omitempty"`
+	claim     collectionClaim
 }
 
 // RunCollection performs every collection step due at now (charges,
@@ -254,7 +258,7 @@ func (s *Service) RunCollection(ctx context.Context, now time.Time) (*Collection
 			switch {
 			case err != nil:
 				run.Errors++
-				s.log.Warn("collection step failed", "account", t.account, "invoice", t.invoiceID, "step", t.claim.Step, "err", err)
+				s.log.Warn("collection step failed", "account", t.Account, "invoice", t.InvoiceID, "step", t.claim.Step, "err", err)
 			case st == ChargeSucceeded:
 				run.Succeeded++
 			case st == ChargeFailed:
@@ -268,10 +272,11 @@ func (s *Service) RunCollection(ctx context.Context, now time.Time) (*Collection
 }
 
 // ClaimCollectionSteps claims up to n collection steps due at now for
-// holder, in one transaction, and returns them. A step another holder has
-// claimed is skipped until its claim expires.
-func (s *Service) ClaimCollectionSteps(ctx context.Context, now time.Time, holder string, n int) ([]collectionTask, error) {
-	var tasks []collectionTask
+// holder, in one transaction, and returns them; PerformCollectionStep
+// performs one. A step another holder has claimed is skipped until its
+// claim expires; a charge taken over keeps its attempt number.
+func (s *Service) ClaimCollectionSteps(ctx context.Context, now time.Time, holder string, n int) ([]CollectionStep, error) {
+	var tasks []CollectionStep
 	end := []byte(fmt.Sprintf("%016x\x01", now.Unix()))
 	err := s.store.Update(ctx, func(tx Tx) error {
 		tasks = nil
@@ -307,7 +312,7 @@ func (s *Service) ClaimCollectionSteps(ctx context.Context, now time.Time, holde
 			if err := c.save(ctx, tx, c.UpdatedAt); err != nil {
 				return err
 			}
-			tasks = append(tasks, collectionTask{account: account, invoiceID: invoiceID, claim: claim})
+			tasks = append(tasks, CollectionStep{Account: account, InvoiceID: invoiceID, Step: claim.Step, Attempt: claim.Attempt, claim: claim})
 			if len(tasks) == n {
 				break
 			}
@@ -322,9 +327,16 @@ func chargeKey(invoiceID string, attempt int) string {
 	return fmt.Sprintf("billingd/%s/attempt/%d", invoiceID, attempt)
 }
 
+// PerformCollectionStep performs a claimed step at the provider and
+// records its outcome (nothing is recorded when another holder has taken
+// the step over since). The status is the charge's, empty for other steps.
+func (s *Service) PerformCollectionStep(ctx context.Context, t CollectionStep, now time.Time) (ChargeStatus, error) {
+	return s.performStep(ctx, t, now)
+}
+
 // performStep performs a claimed step at the provider and records it.
-func (s *Service) performStep(ctx context.Context, t collectionTask, now time.Time) (ChargeStatus, error) {
-	gw, _, err := s.openGateway(ctx, t.account)
+func (s *Service) performStep(ctx context.Context, t CollectionStep, now time.Time) (ChargeStatus, error) {
+	gw, _, err := s.openGateway(ctx, t.Account)
 	if err != nil {
 		return "", err
 	}
@@ -334,16 +346,16 @@ func (s *Service) performStep(ctx context.Context, t collectionTask, now time.Ti
 	var customer *Customer
 	err = s.view(ctx, func(tx Tx) error {
 		var err error
-		if inv, err = s.getInvoiceTx(ctx, tx, t.account, t.invoiceID); err != nil {
+		if inv, err = s.getInvoiceTx(ctx, tx, t.Account, t.InvoiceID); err != nil {
 			return err
 		}
-		if c, err = getRecord[collectionRecord](ctx, tx, tableCollections, key(t.account, t.invoiceID)); err != nil {
+		if c, err = getRecord[collectionRecord](ctx, tx, tableCollections, key(t.Account, t.InvoiceID)); err != nil {
 			return err
 		}
-		if customer, err = getOwned[Customer](ctx, tx, tableCustomers, t.account, inv.CustomerID, "customer"); err != nil {
+		if customer, err = getOwned[Customer](ctx, tx, tableCustomers, t.Account, inv.CustomerID, "customer"); err != nil {
 			return err
 		}
-		cust, err = s.targetFor(ctx, tx, t.account, targetCustomer, inv.CustomerID)
+		cust, err = s.targetFor(ctx, tx, t.Account, targetCustomer, inv.CustomerID)
 		return err
 	})
 	if err != nil {
@@ -360,7 +372,7 @@ func (s *Service) performStep(ctx context.Context, t collectionTask, now time.Ti
 		}
 		res := &ChargeResult{Status: ChargeFailed}
 		if custRef == "" {
-			if custRef, err = s.ensureProviderCustomer(ctx, gw, t.account, customer); err != nil {
+			if custRef, err = s.ensureProviderCustomer(ctx, gw, t.Account, customer); err != nil {
 				return "", err
 			}
 		}
@@ -432,8 +444,8 @@ func (s *Service) ensureProviderCustomer(ctx context.Context, gw PaymentGateway,
 
 // claimed loads the collection of t inside tx when t's claim still holds
 // it; nil when another run has taken it over since.
-func claimed(ctx context.Context, tx Tx, t collectionTask) (*collectionRecord, error) {
-	c, err := getRecord[collectionRecord](ctx, tx, tableCollections, key(t.account, t.invoiceID))
+func claimed(ctx context.Context, tx Tx, t CollectionStep) (*collectionRecord, error) {
+	c, err := getRecord[collectionRecord](ctx, tx, tableCollections, key(t.Account, t.InvoiceID))
 	if err != nil || c.Claim == nil || c.Claim.Holder != t.claim.Holder {
 		return nil, err
 	}
@@ -442,7 +454,7 @@ func claimed(ctx context.Context, tx Tx, t collectionTask) (*collectionRecord, e
 
 // finishCollection ends a collection whose invoice needs nothing more
 // (paid, voided, uncollectible).
-func (s *Service) finishCollection(ctx context.Context, t collectionTask, now time.Time) error {
+func (s *Service) finishCollection(ctx context.Context, t CollectionStep, now time.Time) error {
 	return s.store.Update(ctx, func(tx Tx) error {
 		c, err := claimed(ctx, tx, t)
 		if err != nil || c == nil {
@@ -452,7 +464,7 @@ func (s *Service) finishCollection(ctx context.Context, t collectionTask, now ti
 		if err := c.schedule(ctx, tx, "", nil); err != nil {
 			return err
 		}
-		r, err := loadDoc(ctx, tx, invoiceKind, t.account, t.invoiceID)
+		r, err := loadDoc(ctx, tx, invoiceKind, t.Account, t.InvoiceID)
 		if err != nil {
 			return err
 		}
@@ -461,7 +473,7 @@ func (s *Service) finishCollection(ctx context.Context, t collectionTask, now ti
 			c.DunningStatus = DunningCompleted
 		}
 		r.DunningStatus = c.DunningStatus
-		if err := saveDoc(ctx, tx, invoiceKind, t.account, r); err != nil {
+		if err := saveDoc(ctx, tx, invoiceKind, t.Account, r); err != nil {
 			return err
 		}
 		return c.save(ctx, tx, now)
@@ -471,7 +483,7 @@ func (s *Service) finishCollection(ctx context.Context, t collectionTask, now ti
 // recordCharge records the outcome of a charge: a payment and COMPLETED,
 // a pending attempt awaiting the webhook, or a failure and the next retry
 // (or the final action).
-func (s *Service) recordCharge(ctx context.Context, t collectionTask, res *ChargeResult, now time.Time) error {
+func (s *Service) recordCharge(ctx context.Context, t CollectionStep, res *ChargeResult, now time.Time) error {
 	return s.store.Update(ctx, func(tx Tx) error {
 		c, err := claimed(ctx, tx, t)
 		if err != nil || c == nil {
@@ -620,13 +632,13 @@ func (s *Service) finalAction(ctx context.Context, tx Tx, action DunningFinalAct
 
 // recordLink stores a payment link on the invoice and queues the first
 // reminder.
-func (s *Service) recordLink(ctx context.Context, t collectionTask, page *HostedPage, now time.Time) error {
+func (s *Service) recordLink(ctx context.Context, t CollectionStep, page *HostedPage, now time.Time) error {
 	return s.store.Update(ctx, func(tx Tx) error {
 		c, err := claimed(ctx, tx, t)
 		if err != nil || c == nil {
 			return err
 		}
-		r, err := loadDoc(ctx, tx, invoiceKind, t.account, t.invoiceID)
+		r, err := loadDoc(ctx, tx, invoiceKind, t.Account, t.InvoiceID)
 		if err != nil {
 			return err
 		}
@@ -635,26 +647,26 @@ func (s *Service) recordLink(ctx context.Context, t collectionTask, page *Hosted
 		if err := s.scheduleReminder(ctx, tx, c, &r.Invoice); err != nil {
 			return err
 		}
-		if err := saveDoc(ctx, tx, invoiceKind, t.account, r); err != nil {
+		if err := saveDoc(ctx, tx, invoiceKind, t.Account, r); err != nil {
 			return err
 		}
 		if err := c.save(ctx, tx, now); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, t.account, NotificationInvoiceUpdated, &r.Invoice)
+		return s.emit(ctx, tx, t.Account, NotificationInvoiceUpdated, &r.Invoice)
 	})
 }
 
 // sendReminder e-mails the customer a reminder of an unpaid invoice and
 // emits PAYMENT_REMINDER_SENT (and INVOICE_OVERDUE once past the due
 // date); then queues the next reminder.
-func (s *Service) sendReminder(ctx context.Context, t collectionTask, now time.Time) error {
+func (s *Service) sendReminder(ctx context.Context, t CollectionStep, now time.Time) error {
 	return s.store.Update(ctx, func(tx Tx) error {
 		c, err := claimed(ctx, tx, t)
 		if err != nil || c == nil {
 			return err
 		}
-		r, err := loadDoc(ctx, tx, invoiceKind, t.account, t.invoiceID)
+		r, err := loadDoc(ctx, tx, invoiceKind, t.Account, t.InvoiceID)
 		if err != nil {
 			return err
 		}
@@ -670,7 +682,7 @@ func (s *Service) sendReminder(ctx context.Context, t collectionTask, now time.T
 			c.DunningStatus = DunningFailed // the last reminder went unanswered
 		}
 		r.DunningStatus = c.DunningStatus
-		if err := saveDoc(ctx, tx, invoiceKind, t.account, r); err != nil {
+		if err := saveDoc(ctx, tx, invoiceKind, t.Account, r); err != nil {
 			return err
 		}
 		return c.save(ctx, tx, now)

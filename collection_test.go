@@ -24,6 +24,9 @@ type fakeProvider struct {
 	charges  []billing.ChargeRequest
 	byKey    map[string]*billing.ChargeResult
 	pm       string // the customers' default payment method
+	// failAttempts makes every invoice's first failAttempts attempts fail
+	// (outcomes aside).
+	failAttempts int
 }
 
 func newFake() *fakeProvider {
@@ -63,7 +66,9 @@ func (g *fakeGateway) Charge(_ context.Context, c billing.ChargeRequest) (*billi
 		return r, nil
 	}
 	st := billing.ChargeSucceeded
-	if len(f.outcomes) > 0 {
+	if c.Attempt <= f.failAttempts {
+		st = billing.ChargeFailed
+	} else if len(f.outcomes) > 0 {
 		st, f.outcomes = f.outcomes[0], f.outcomes[1:]
 	}
 	r := &billing.ChargeResult{Reference: "pi_" + c.IdempotencyKey, Status: st}
@@ -377,5 +382,93 @@ func TestProviderSecretsSealed(t *testing.T) {
 	_, err = svc.ConfigurePaymentProvider(e.ctx, acct, billing.ConfigurePaymentProviderParams{Provider: "STRIPE", SecretKey: "a", WebhookSecret: "b"})
 	if billing.CodeOf(err) != billing.CodeValidationFailed {
 		t.Errorf("without an adapter: %v", err)
+	}
+}
+
+// TestSharedStoreChargesEachAttemptOnce: two instances on one store (on
+// PostgreSQL under BILLINGD_TEST_POSTGRES) run collection at once, round
+// after round: every attempt is charged by one of them, exactly once.
+func TestSharedStoreChargesEachAttemptOnce(t *testing.T) {
+	t.Parallel()
+	store := billingtest.Store(t)
+	ids := billingtest.IDs()
+	fake := newFake()
+	cfg := billing.Config{SharedStore: true, NewID: ids, PaymentProviders: []billing.PaymentProvider{fake}, MasterKey: testMasterKey}
+	f := newSched(t, billingtest.WithStore(store), billingtest.WithConfig(cfg))
+	cfg.Now = f.clock.Now
+	other, err := billing.New(store, &cfg)
+	f.must(err)
+	e := &payEnv{sched: f, fake: fake}
+	_, err = f.svc.ConfigurePaymentProvider(f.ctx, f.account, billing.ConfigurePaymentProviderParams{
+		Provider: billing.PaymentProviderStripe, SecretKey: "sk_test_x1234", WebhookSecret: "whsec_y5678"})
+	f.must(err)
+	const n = 12
+	fake.failAttempts = 1
+	var invs []string
+	for range n {
+		invs = append(invs, e.autoChargedInvoice("15.00", billing.CurrencyUSD, true).ID)
+	}
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for _, svc := range []*billing.Service{f.svc, other, f.svc, other} {
+			wg.Go(func() {
+				if _, err := svc.RunCollection(f.ctx, f.clock.Now()); err != nil {
+					t.Errorf("round %d: %v", round, err)
+				}
+			})
+		}
+		wg.Wait()
+		f.clock.Advance(3 * 24 * time.Hour)
+	}
+	keys := map[string]int{}
+	for _, c := range fake.charges {
+		keys[c.IdempotencyKey]++
+	}
+	for k, times := range keys {
+		if times != 1 {
+			t.Errorf("%s charged %d times", k, times)
+		}
+	}
+	if len(fake.charges) != 2*n {
+		t.Errorf("%d charges, want %d (a failure and a retry per invoice)", len(fake.charges), 2*n)
+	}
+	for _, id := range invs {
+		if got := e.invoice(id); got.PaymentStatus != billing.PaymentStatusPaid {
+			t.Errorf("invoice %s %s", id, got.PaymentStatus)
+		}
+	}
+}
+
+// TestTakeoverKeepsTheAttempt: an instance that claimed a charge and died
+// (here: claimed and never performed) leaves it held until its claim
+// expires; the instance that takes it over charges the same attempt, with
+// the same idempotency key, so the provider charges once.
+func TestTakeoverKeepsTheAttempt(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t)
+	inv := e.autoChargedInvoice("12.00", billing.CurrencyUSD, true)
+	steps, err := e.svc.ClaimCollectionSteps(e.ctx, e.clock.Now(), "dead-instance", 10)
+	e.must(err)
+	if len(steps) != 1 || steps[0].Attempt != 1 {
+		t.Fatalf("claimed %+v", steps)
+	}
+	// The dead instance had sent its charge before it died.
+	if _, err := (&fakeGateway{f: e.fake}).Charge(e.ctx, billing.ChargeRequest{InvoiceID: inv.ID, Attempt: 1, Amount: billing.MustDecimal("12.00"),
+		Currency: billing.CurrencyUSD, IdempotencyKey: "billingd/" + inv.ID + "/attempt/1"}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	if run := e.collect(); run.Steps != 0 {
+		t.Fatalf("a held claim was taken over before it expired: %+v", run)
+	}
+	e.clock.Advance(2 * time.Minute)
+	e.collect()
+	if e.fake.distinctCharges() != 1 || len(e.fake.charges) != 2 || e.fake.charges[1].IdempotencyKey != e.fake.charges[0].IdempotencyKey {
+		t.Errorf("charges %+v", e.fake.charges)
+	}
+	pays, err := e.svc.ListPayments(e.ctx, e.account, inv.ID, "", billing.ListParams{})
+	e.must(err)
+	if got := e.invoice(inv.ID); got.PaymentStatus != billing.PaymentStatusPaid || len(pays.Items) != 1 {
+		t.Errorf("invoice %s with %d payments", got.PaymentStatus, len(pays.Items))
 	}
 }
