@@ -472,3 +472,53 @@ func TestTakeoverKeepsTheAttempt(t *testing.T) {
 		t.Errorf("invoice %s with %d payments", got.PaymentStatus, len(pays.Items))
 	}
 }
+
+// creditNote finalizes a credit note of amount (no tax) against invoiceID.
+func (e *payEnv) creditNote(invoiceID, amount string) *billing.CreditNote {
+	e.tb.Helper()
+	cn, err := e.svc.CreateCreditNote(e.ctx, e.account, billing.CreditNoteParams{Currency: billing.CurrencyUSD, CustomerID: e.customer, InvoiceID: invoiceID})
+	e.must(err)
+	_, err = e.svc.CreateCreditNoteLineItem(e.ctx, e.account, cn.ID, cnLine(cn.ID, "Refund", "1", amount, "0"))
+	e.must(err)
+	cn, err = e.svc.FinalizeCreditNote(e.ctx, e.account, cn.ID)
+	e.must(err)
+	return cn
+}
+
+// TestRefundBoundedByWhatWasPaid: a credit note's refund goes through the
+// provider for at most the credit note's gross and at most what the
+// invoice's provider payments hold; the journal moves cash back.
+func TestRefundBoundedByWhatWasPaid(t *testing.T) {
+	t.Parallel()
+	e := newPayEnv(t)
+	e.fake.pm = ""
+	inv := e.autoChargedInvoice("30.00", billing.CurrencyUSD, false)
+	// 10.00 arrive through the provider. (A credit note credits at most the
+	// gross less payments, so the invoice is left partly unpaid.)
+	ev, _ := json.Marshal(billing.ProviderEvent{ID: "evt_p", Type: billing.ProviderEventPaymentSucceeded, InvoiceID: inv.ID,
+		PaymentRef: "pi_part", Amount: billing.MustDecimal("10.00"), Currency: billing.CurrencyUSD})
+	_, err := e.svc.HandleProviderWebhook(e.ctx, e.account, ev, http.Header{"Fake-Signature": {"whsec_value5678"}})
+	e.must(err)
+
+	small := e.creditNote(inv.ID, "4.00")
+	r, err := e.svc.RefundCreditNote(e.ctx, e.account, small.ID)
+	e.must(err)
+	if r.Amount.String() != "4.00" || r.PaymentReference != "pi_part" || r.Status != billing.ChargeSucceeded {
+		t.Errorf("first refund %+v", r)
+	}
+	if _, err := e.svc.RefundCreditNote(e.ctx, e.account, small.ID); billing.CodeOf(err) != billing.CodeInvalidState {
+		t.Errorf("a second refund of the same credit note: %v", err)
+	}
+	big := e.creditNote(inv.ID, "16.00")
+	r, err = e.svc.RefundCreditNote(e.ctx, e.account, big.ID)
+	e.must(err)
+	if r.Amount.String() != "6.00" {
+		t.Errorf("refund of 16.00 with 6.00 of provider payment left: %s", r.Amount)
+	}
+	j, err := e.svc.ListJournalEntries(e.ctx, e.account, billing.JournalFilter{SourceID: r.ID}, billing.ListParams{})
+	e.must(err)
+	if len(j.Items) != 2 || j.Items[0].Account != billing.LedgerAccountsReceivable || j.Items[0].Debit.String() != "6.00" ||
+		j.Items[1].Account != billing.LedgerCash || j.Items[1].Credit.String() != "6.00" {
+		t.Errorf("journal of the refund %+v", j.Items)
+	}
+}

@@ -1198,6 +1198,27 @@ func (e RecurrencePreference) Valid() bool {
 	}
 }
 
+// Defines values for RefundStatus.
+const (
+	RefundStatusFAILED    RefundStatus = "FAILED"
+	RefundStatusPENDING   RefundStatus = "PENDING"
+	RefundStatusSUCCEEDED RefundStatus = "SUCCEEDED"
+)
+
+// Valid indicates whether the value is a known member of the RefundStatus enum.
+func (e RefundStatus) Valid() bool {
+	switch e {
+	case RefundStatusFAILED:
+		return true
+	case RefundStatusPENDING:
+		return true
+	case RefundStatusSUCCEEDED:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RevenueClassification.
 const (
 	BURNDOWN   RevenueClassification = "BURNDOWN"
@@ -4000,6 +4021,35 @@ type RecipientsBody struct {
 // RecurrencePreference defines model for RecurrencePreference.
 type RecurrencePreference string
 
+// Refund defines model for Refund.
+type Refund struct {
+	// Amount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Amount Decimal `json:"amount"`
+
+	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	CreatedAt        Timestamp    `json:"createdAt"`
+	CreditNoteId     string       `json:"creditNoteId"`
+	Currency         Currency     `json:"currency"`
+	Id               string       `json:"id"`
+	InvoiceId        string       `json:"invoiceId"`
+	PaymentReference string       `json:"paymentReference"`
+	Reference        *string      `json:"reference,omitempty"`
+	ServiceAccountId string       `json:"serviceAccountId"`
+	Status           RefundStatus `json:"status"`
+
+	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+}
+
+// RefundStatus defines model for Refund.Status.
+type RefundStatus string
+
 // RenderSettings defines model for RenderSettings.
 type RenderSettings struct {
 	PaymentLinkDisplay string `json:"paymentLinkDisplay"`
@@ -5062,6 +5112,18 @@ type FinalizeCreditNoteParams struct {
 
 // MarkCreditNoteAsSentParams defines parameters for MarkCreditNoteAsSent.
 type MarkCreditNoteAsSentParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RefundCreditNoteParams defines parameters for RefundCreditNote.
+type RefundCreditNoteParams struct {
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
 	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
 
@@ -7259,6 +7321,11 @@ type ClientInterface interface {
 	// Corresponds with POST /credit-notes/{id}/mark-as-sent (the `MarkCreditNoteAsSent` operationId).
 	MarkCreditNoteAsSent(ctx context.Context, id string, params *MarkCreditNoteAsSentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RefundCreditNote Refund a credit note through the payment provider
+	//
+	// Corresponds with POST /credit-notes/{id}/refund (the `RefundCreditNote` operationId).
+	RefundCreditNote(ctx context.Context, id string, params *RefundCreditNoteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SendCreditNote Send a credit note
 	//
 	// Corresponds with POST /credit-notes/{id}/send (the `SendCreditNote` operationId).
@@ -8896,6 +8963,21 @@ func (c *Client) FinalizeCreditNote(ctx context.Context, id string, params *Fina
 // Corresponds with POST /credit-notes/{id}/mark-as-sent (the `MarkCreditNoteAsSent` operationId).
 func (c *Client) MarkCreditNoteAsSent(ctx context.Context, id string, params *MarkCreditNoteAsSentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMarkCreditNoteAsSentRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RefundCreditNote Refund a credit note through the payment provider
+//
+// Corresponds with POST /credit-notes/{id}/refund (the `RefundCreditNote` operationId).
+func (c *Client) RefundCreditNote(ctx context.Context, id string, params *RefundCreditNoteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRefundCreditNoteRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -13812,6 +13894,77 @@ func NewMarkCreditNoteAsSentRequest(server string, id string, params *MarkCredit
 	}
 
 	operationPath := fmt.Sprintf("/credit-notes/%s/mark-as-sent", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRefundCreditNoteRequest constructs an http.Request for the RefundCreditNote method
+func NewRefundCreditNoteRequest(server string, id string, params *RefundCreditNoteParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/credit-notes/%s/refund", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -23505,6 +23658,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /credit-notes/{id}/mark-as-sent (the `MarkCreditNoteAsSent` operationId).
 	MarkCreditNoteAsSentWithResponse(ctx context.Context, id string, params *MarkCreditNoteAsSentParams, reqEditors ...RequestEditorFn) (*MarkCreditNoteAsSentResponse, error)
 
+	// RefundCreditNoteWithResponse Refund a credit note through the payment provider
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /credit-notes/{id}/refund (the `RefundCreditNote` operationId).
+	RefundCreditNoteWithResponse(ctx context.Context, id string, params *RefundCreditNoteParams, reqEditors ...RequestEditorFn) (*RefundCreditNoteResponse, error)
+
 	// SendCreditNoteWithResponse Send a credit note
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -28950,6 +29110,157 @@ func (r MarkCreditNoteAsSentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r MarkCreditNoteAsSentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RefundCreditNoteResponse200Headers the declared response headers of an HTTP 200 response for RefundCreditNote
+type RefundCreditNoteResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// RefundCreditNoteResponse400Headers the declared response headers of an HTTP 400 response for RefundCreditNote
+type RefundCreditNoteResponse400Headers struct {
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponse401Headers the declared response headers of an HTTP 401 response for RefundCreditNote
+type RefundCreditNoteResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// RefundCreditNoteResponse404Headers the declared response headers of an HTTP 404 response for RefundCreditNote
+type RefundCreditNoteResponse404Headers struct {
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponse409Headers the declared response headers of an HTTP 409 response for RefundCreditNote
+type RefundCreditNoteResponse409Headers struct {
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponse422Headers the declared response headers of an HTTP 422 response for RefundCreditNote
+type RefundCreditNoteResponse422Headers struct {
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponse429Headers the declared response headers of an HTTP 429 response for RefundCreditNote
+type RefundCreditNoteResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponseDefaultHeaders the declared response headers of an HTTP default response for RefundCreditNote
+type RefundCreditNoteResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type RefundCreditNoteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Refund
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RefundCreditNoteResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RefundCreditNoteResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RefundCreditNoteResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RefundCreditNoteResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RefundCreditNoteResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RefundCreditNoteResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RefundCreditNoteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RefundCreditNoteResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON200() *Refund {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RefundCreditNoteResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RefundCreditNoteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RefundCreditNoteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RefundCreditNoteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RefundCreditNoteResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -45268,6 +45579,19 @@ func (c *ClientWithResponses) MarkCreditNoteAsSentWithResponse(ctx context.Conte
 	return ParseMarkCreditNoteAsSentResponse(rsp)
 }
 
+// RefundCreditNoteWithResponse Refund a credit note through the payment provider
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /credit-notes/{id}/refund (the `RefundCreditNote` operationId).
+func (c *ClientWithResponses) RefundCreditNoteWithResponse(ctx context.Context, id string, params *RefundCreditNoteParams, reqEditors ...RequestEditorFn) (*RefundCreditNoteResponse, error) {
+	rsp, err := c.RefundCreditNote(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRefundCreditNoteResponse(rsp)
+}
+
 // SendCreditNoteWithResponse Send a credit note
 //
 // Returns a wrapper object for the known response body format(s).
@@ -52749,6 +53073,199 @@ func ParseMarkCreditNoteAsSentResponse(rsp *http.Response) (*MarkCreditNoteAsSen
 		response.Headers429 = &headers
 	case true:
 		var headers MarkCreditNoteAsSentResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRefundCreditNoteResponse parses an HTTP response from a RefundCreditNoteWithResponse call
+func ParseRefundCreditNoteResponse(rsp *http.Response) (*RefundCreditNoteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RefundCreditNoteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Refund
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RefundCreditNoteResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RefundCreditNoteResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RefundCreditNoteResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RefundCreditNoteResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RefundCreditNoteResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers RefundCreditNoteResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RefundCreditNoteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers RefundCreditNoteResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -42,6 +42,7 @@ func (a api) collectionRoutes() {
 	a.post("/invoices/:id/send-payment-reminder", 200, onID(a.svc.SendPaymentReminder))
 	a.get("/invoices/:id/collection", 200, onID(a.svc.GetInvoiceCollection))
 	a.post("/invoices/:id/collection/retry", 200, onID(a.svc.RetryCollectionNow))
+	a.post("/credit-notes/:id/refund", 200, onID(a.svc.RefundCreditNote))
 	a.post("/customers/:id/payment-method-setup", 200, onIDWithBody(func(ctx context.Context, account, id string, p billing.PaymentMethodSetupParams) (*billing.HostedPage, error) {
 		return a.svc.PaymentMethodSetup(ctx, account, id, p)
 	}))
