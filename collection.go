@@ -64,30 +64,41 @@ const (
 // CollectionAttempt is one automatic charge of an invoice.
 type CollectionAttempt struct {
 	// Number is 1 for the charge at issue, then 2, 3, ... for retries.
-	Number int       `json:"number"`
-	At     time.Time `json:"at"`
+	Number int `json:"number"`
+	// At is when the attempt was made.
+	At time.Time `json:"at"`
 	// Status is SUCCEEDED, PENDING or FAILED.
 	Status ChargeStatus `json:"status"`
 	// Reference is the provider's payment (Stripe: the PaymentIntent).
-	Reference      string `json:"reference,omitempty"`
+	Reference string `json:"reference,omitempty"`
+	// FailureMessage says why the charge failed, as the provider tells it; empty otherwise.
 	FailureMessage string `json:"failureMessage,omitempty"`
 }
 
 // InvoiceCollection is the collection state of an invoice (GET
 // /invoices/{id}/collection and the console).
 type InvoiceCollection struct {
-	InvoiceID        string              `json:"invoiceId"`
-	ServiceAccountID string              `json:"serviceAccountId"`
-	Method           CollectionMethod    `json:"method"`
-	Provider         PaymentProviderName `json:"provider"`
-	DunningStatus    string              `json:"dunningStatus"`
+	// InvoiceID is billingd's invoice.
+	InvoiceID string `json:"invoiceId"`
+	// ServiceAccountID is the account that owns it.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// Method is CHARGE_AUTOMATICALLY or SEND_INVOICE, fixed when the invoice was issued.
+	Method CollectionMethod `json:"method"`
+	// Provider is the payment provider (STRIPE; NONE without one).
+	Provider PaymentProviderName `json:"provider"`
+	// DunningStatus is the invoice's dunningStatus (SCHEDULED, OVERDUE_CHECK_SCHEDULED, COMPLETED, FAILED, NOT_REQUIRED).
+	DunningStatus string `json:"dunningStatus"`
 	// NextStep is CHARGE, PAYMENT_LINK or REMINDER, at NextAt; empty when
 	// nothing more is planned.
-	NextStep      string              `json:"nextStep,omitempty"`
-	NextAt        *time.Time          `json:"nextAt,omitempty"`
-	Attempts      []CollectionAttempt `json:"attempts"`
-	RemindersSent int                 `json:"remindersSent"`
-	PaymentLink   string              `json:"paymentLink,omitempty"`
+	NextStep string `json:"nextStep,omitempty"`
+	// NextAt is when NextStep is due; nil when nothing is planned.
+	NextAt *time.Time `json:"nextAt,omitempty"`
+	// Attempts are the automatic charges made, oldest first; empty for SEND_INVOICE.
+	Attempts []CollectionAttempt `json:"attempts"`
+	// RemindersSent counts the reminders e-mailed so far.
+	RemindersSent int `json:"remindersSent"`
+	// PaymentLink is the hosted payment page of the invoice, once made; empty otherwise.
+	PaymentLink string `json:"paymentLink,omitempty"`
 	// FirstFailureAt is when the first automatic charge failed: retries
 	// are counted from it.
 	FirstFailureAt *time.Time `json:"firstFailureAt,omitempty"`
@@ -221,7 +232,8 @@ type CollectionRun struct {
 	Steps int `json:"steps"`
 	// Succeeded and Failed count the charges.
 	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
+	// Failed counts the charges that failed (retries follow on the account's retry days).
+	Failed int `json:"failed"`
 	// Errors counts steps that could not be performed (the provider
 	// unreachable): they are tried again once their claim expires.
 	Errors int `json:"errors"`
@@ -230,11 +242,15 @@ type CollectionRun struct {
 // CollectionStep is a claimed collection step: the invoice, the step
 // (CHARGE, PAYMENT_LINK or REMINDER) and, for a charge, its attempt number.
 type CollectionStep struct {
-	Account   string `json:"serviceAccountId"`
+	// Account is the account of the invoice.
+	Account string `json:"serviceAccountId"`
+	// InvoiceID is billingd's invoice.
 	InvoiceID string `json:"invoiceId"`
-	Step      string `json:"step"`
-	Attempt   int    `json:"attempt,omitempty"`
-	claim     collectionClaim
+	// Step is CHARGE, PAYMENT_LINK or REMINDER.
+	Step string `json:"step"`
+	// Attempt is the charge attempt's number (1 at issue); 0 for other steps.
+	Attempt int `json:"attempt,omitempty"`
+	claim   collectionClaim
 }
 
 // RunCollection performs every collection step due at now (charges,
@@ -335,6 +351,9 @@ func (s *Service) PerformCollectionStep(ctx context.Context, t CollectionStep, n
 }
 
 // performStep performs a claimed step at the provider and records it.
+//
+// Long on purpose: one switch over the three steps, each a read, a
+// provider call and its record, reads best in one place.
 func (s *Service) performStep(ctx context.Context, t CollectionStep, now time.Time) (ChargeStatus, error) {
 	gw, _, err := s.openGateway(ctx, t.Account)
 	if err != nil {
@@ -783,8 +802,10 @@ func (s *Service) RetryCollectionNow(ctx context.Context, account, invoiceID str
 // PaymentMethodSetupParams say where the set-up page sends the customer
 // back; both optional.
 type PaymentMethodSetupParams struct {
+	// SuccessURL is where the page sends the customer after saving; empty: the adapter's return URL.
 	SuccessURL string `json:"successUrl"`
-	CancelURL  string `json:"cancelUrl"`
+	// CancelURL is where the page sends a customer who gives up; empty: none.
+	CancelURL string `json:"cancelUrl"`
 }
 
 // PaymentMethodSetup answers a hosted page at the account's provider where

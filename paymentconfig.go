@@ -133,11 +133,14 @@ func (r *providerRecord) aad(account, field string) string {
 // PaymentProviderConfig is an account's provider configuration as answered:
 // never a secret, only the last 4 characters of each.
 type PaymentProviderConfig struct {
-	ServiceAccountID string              `json:"serviceAccountId"`
-	Provider         PaymentProviderName `json:"provider"`
+	// ServiceAccountID is the account that owns it.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// Provider is the provider configured (STRIPE).
+	Provider PaymentProviderName `json:"provider"`
 	// SecretKeyLast4 and WebhookSecretLast4 are the secrets' last 4
 	// characters, to tell keys apart.
-	SecretKeyLast4     string    `json:"secretKeyLast4"`
+	SecretKeyLast4 string `json:"secretKeyLast4"`
+	// WebhookSecretLast4 is the webhook signing secret's last 4 characters.
 	WebhookSecretLast4 string    `json:"webhookSecretLast4"`
 	CreatedAt          time.Time `json:"createdAt"`
 	UpdatedAt          time.Time `json:"updatedAt"`

@@ -95,7 +95,8 @@ type ChargeRequest struct {
 	// Attempt is the attempt's number, 1 for the charge at issue.
 	Attempt int
 	// Amount is what to charge, in Currency.
-	Amount   Decimal
+	Amount Decimal
+	// Currency is the currency of the amount.
 	Currency Currency
 	// CustomerRef and PaymentMethod are the provider's references.
 	CustomerRef, PaymentMethod string
@@ -123,7 +124,8 @@ type ChargeResult struct {
 	// Reference is the provider's payment reference (Stripe: the
 	// PaymentIntent id).
 	Reference string
-	Status    ChargeStatus
+	// Status is SUCCEEDED, PENDING or FAILED.
+	Status ChargeStatus
 	// Amount is what the provider says it collected (SUCCEEDED).
 	Amount Decimal
 	// FailureMessage says why a FAILED charge failed, as the provider
@@ -133,9 +135,12 @@ type ChargeResult struct {
 
 // PaymentPageRequest asks for a hosted page to pay one invoice.
 type PaymentPageRequest struct {
+	// InvoiceID and InvoiceNumber are billingd's invoice and its number.
 	InvoiceID, InvoiceNumber string
-	Amount                   Decimal
-	Currency                 Currency
+	// Amount is the amount, in Currency (exact; the adapter converts it to minor units).
+	Amount Decimal
+	// Currency is the currency of the amount.
+	Currency Currency
 	// CustomerRef is the provider customer, when there is one.
 	CustomerRef string
 	// IdempotencyKey is derived from the invoice id and the page's
@@ -145,6 +150,7 @@ type PaymentPageRequest struct {
 
 // SetupPageRequest asks for a hosted page to save a payment method.
 type SetupPageRequest struct {
+	// CustomerID is billingd's customer, CustomerRef the provider's.
 	CustomerID, CustomerRef string
 	// Currency is the customer's (some methods depend on it).
 	Currency Currency
@@ -167,8 +173,10 @@ type HostedPage struct {
 type RefundRequest struct {
 	// PaymentRef is the provider payment to refund.
 	PaymentRef string
-	Amount     Decimal
-	Currency   Currency
+	// Amount is the amount, in Currency (exact; the adapter converts it to minor units).
+	Amount Decimal
+	// Currency is the currency of the amount.
+	Currency Currency
 	// CreditNoteID is billingd's credit note that asked for the refund.
 	CreditNoteID string
 	// IdempotencyKey is derived from the credit note and payment.
@@ -177,6 +185,7 @@ type RefundRequest struct {
 
 // RefundResult is what a refund did.
 type RefundResult struct {
+	// Reference is the provider's id of it.
 	Reference string
 	// Status is SUCCEEDED, PENDING or FAILED.
 	Status ChargeStatus
@@ -201,7 +210,8 @@ const (
 // adapter.
 type ProviderEvent struct {
 	// ID is the provider's event id: an event is handled once.
-	ID   string
+	ID string
+	// Type says what the event is.
 	Type ProviderEventType
 	// RawType is the provider's own name ("payment_intent.succeeded").
 	RawType string
@@ -213,7 +223,8 @@ type ProviderEvent struct {
 	// PaymentRef is the provider payment (PaymentIntent id).
 	PaymentRef string
 	// Amount and Currency: the amount received, refunded or disputed.
-	Amount   Decimal
+	Amount Decimal
+	// Currency is the currency of the amount.
 	Currency Currency
 	// CustomerRef and PaymentMethod: the provider customer and, for a
 	// completed set-up, the payment method saved.

@@ -25,7 +25,9 @@ const (
 // e-mail to its invoice addresses) and the merchant (the PAYMENT_FAILED
 // notification of its policies).
 type FailureNotifications struct {
+	// CustomerNotifications: e-mail the customer on each failed payment (SEND_NOTIFICATIONS, the default) or not.
 	CustomerNotifications FailureNotificationOption `json:"customerNotifications"`
+	// MerchantNotifications: emit PAYMENT_FAILED to the account's policies (SEND_NOTIFICATIONS, the default) or not.
 	MerchantNotifications FailureNotificationOption `json:"merchantNotifications"`
 }
 
@@ -47,11 +49,13 @@ const (
 // AccountPaymentSettings are an account's payment settings (GET
 // /payments/settings). Its id is the account's id.
 type AccountPaymentSettings struct {
-	ID               string `json:"id"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns it.
 	ServiceAccountID string `json:"serviceAccountId"`
 	// PaymentProvider is the provider configured for the account (STRIPE),
 	// or NONE; read-only (billingd payments configure sets it).
-	PaymentProvider      PaymentProviderName  `json:"paymentProvider"`
+	PaymentProvider PaymentProviderName `json:"paymentProvider"`
+	// FailureNotifications say who hears of a failed payment.
 	FailureNotifications FailureNotifications `json:"failureNotifications"`
 	// RetryDays are the days after a failed automatic charge on which it
 	// is retried (default 3, 5 and 7), ascending.
@@ -67,10 +71,14 @@ type AccountPaymentSettings struct {
 // UpdateAccountPaymentSettingsParams change an account's payment settings;
 // absent fields stay.
 type UpdateAccountPaymentSettingsParams struct {
+	// FailureNotifications say who hears of a failed payment.
 	FailureNotifications *FailureNotifications `json:"failureNotifications"`
-	RetryDays            []int                 `json:"retryDays"`
-	ReminderDays         []int                 `json:"reminderDays"`
-	FinalAction          DunningFinalAction    `json:"finalAction"`
+	// RetryDays replace the retry days when given (ascending, 1 to 90).
+	RetryDays []int `json:"retryDays"`
+	// ReminderDays replace the reminder days when given (ascending, -90 to 90, relative to the due date).
+	ReminderDays []int `json:"reminderDays"`
+	// FinalAction replaces the final action when given.
+	FinalAction DunningFinalAction `json:"finalAction"`
 }
 
 func defaultPaymentSettings(account string) *AccountPaymentSettings {
@@ -191,10 +199,13 @@ type paymentTarget struct {
 
 // CustomerPaymentSettings link a customer to a payment provider.
 type CustomerPaymentSettings struct {
-	ID               string              `json:"id"`
-	ServiceAccountID string              `json:"serviceAccountId"`
-	CustomerID       string              `json:"customerId"`
-	PaymentProvider  PaymentProviderName `json:"paymentProvider"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns it.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// CustomerID is billingd's customer.
+	CustomerID string `json:"customerId"`
+	// PaymentProvider is NONE or STRIPE.
+	PaymentProvider PaymentProviderName `json:"paymentProvider"`
 	// ProviderCustomerID is the provider's customer (Stripe: cus_...):
 	// given to link an existing one, else set when billingd creates it on
 	// first need. Its default payment method is what automatic charges use.
@@ -206,10 +217,13 @@ type CustomerPaymentSettings struct {
 // BillingSchedulePaymentSettings say how a billing schedule's invoices are
 // collected.
 type BillingSchedulePaymentSettings struct {
-	ID                string              `json:"id"`
-	ServiceAccountID  string              `json:"serviceAccountId"`
-	BillingScheduleID string              `json:"billingScheduleId"`
-	PaymentProvider   PaymentProviderName `json:"paymentProvider"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns it.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// BillingScheduleID is the billing schedule.
+	BillingScheduleID string `json:"billingScheduleId"`
+	// PaymentProvider is NONE or STRIPE.
+	PaymentProvider PaymentProviderName `json:"paymentProvider"`
 	// AutoCharge: the schedule's invoices are CHARGE_AUTOMATICALLY (the
 	// customer's saved payment method is charged when each is issued);
 	// false: SEND_INVOICE.
@@ -221,23 +235,31 @@ type BillingSchedulePaymentSettings struct {
 // InvoicePaymentSettings say through which provider one invoice is
 // collected.
 type InvoicePaymentSettings struct {
-	ID               string              `json:"id"`
-	ServiceAccountID string              `json:"serviceAccountId"`
-	InvoiceID        string              `json:"invoiceId"`
-	CustomerID       string              `json:"customerId"`
-	PaymentProvider  PaymentProviderName `json:"paymentProvider"`
-	CreatedAt        time.Time           `json:"createdAt"`
-	UpdatedAt        time.Time           `json:"updatedAt"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns it.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// InvoiceID is billingd's invoice.
+	InvoiceID string `json:"invoiceId"`
+	// CustomerID is billingd's customer.
+	CustomerID string `json:"customerId"`
+	// PaymentProvider is NONE or STRIPE.
+	PaymentProvider PaymentProviderName `json:"paymentProvider"`
+	CreatedAt       time.Time           `json:"createdAt"`
+	UpdatedAt       time.Time           `json:"updatedAt"`
 }
 
 // PaymentSettingsParams are the body of the create and update calls of the
 // customers', billing schedules' and invoices' payment settings; the
 // target id field is the one of the kind (create only).
 type PaymentSettingsParams struct {
-	CustomerID        string              `json:"customerId"`
-	BillingScheduleID string              `json:"billingScheduleId"`
-	InvoiceID         string              `json:"invoiceId"`
-	PaymentProvider   PaymentProviderName `json:"paymentProvider"`
+	// CustomerID is billingd's customer.
+	CustomerID string `json:"customerId"`
+	// BillingScheduleID is the billing schedule.
+	BillingScheduleID string `json:"billingScheduleId"`
+	// InvoiceID is billingd's invoice.
+	InvoiceID string `json:"invoiceId"`
+	// PaymentProvider is NONE or STRIPE.
+	PaymentProvider PaymentProviderName `json:"paymentProvider"`
 	// ProviderCustomerID (customers only) links an existing provider customer.
 	ProviderCustomerID *string `json:"providerCustomerId"`
 	// AutoCharge (billing schedules only).
@@ -444,14 +466,17 @@ const (
 // paymentLinkDisplay is SHOW_PAYMENT_LINK carry a payment link when the
 // account has a provider.
 type InvoiceRenderSettings struct {
-	ID                 string     `json:"id"`
-	ServiceAccountID   string     `json:"serviceAccountId"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns it.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// PaymentLinkDisplay is SHOW_PAYMENT_LINK or HIDE_PAYMENT_LINK (the default).
 	PaymentLinkDisplay string     `json:"paymentLinkDisplay"`
 	UpdatedAt          *time.Time `json:"updatedAt,omitempty"`
 }
 
 // InvoiceRenderSettingsParams change the render settings.
 type InvoiceRenderSettingsParams struct {
+	// PaymentLinkDisplay is SHOW_PAYMENT_LINK or HIDE_PAYMENT_LINK (the default).
 	PaymentLinkDisplay string `json:"paymentLinkDisplay"`
 }
 

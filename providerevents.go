@@ -9,8 +9,10 @@ import (
 
 // ProviderEventResult says what HandleProviderWebhook did with an event.
 type ProviderEventResult struct {
-	EventID string            `json:"eventId"`
-	Type    ProviderEventType `json:"type"`
+	// EventID is the provider's event id.
+	EventID string `json:"eventId"`
+	// Type says what the event is.
+	Type ProviderEventType `json:"type"`
 	// Replay: the event was handled before; nothing changed.
 	Replay bool `json:"replay"`
 }

@@ -15,16 +15,22 @@ const (
 
 // Refund is money given back through the provider for a credit note.
 type Refund struct {
-	ID               string   `json:"id"`
-	ServiceAccountID string   `json:"serviceAccountId"`
-	CreditNoteID     string   `json:"creditNoteId"`
-	InvoiceID        string   `json:"invoiceId"`
-	Amount           Decimal  `json:"amount"`
-	Currency         Currency `json:"currency"`
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns it.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// CreditNoteID is the credit note that asked for the refund.
+	CreditNoteID string `json:"creditNoteId"`
+	// InvoiceID is billingd's invoice.
+	InvoiceID string `json:"invoiceId"`
+	// Amount is what is refunded, in Currency.
+	Amount Decimal `json:"amount"`
+	// Currency is the credit note's.
+	Currency Currency `json:"currency"`
 	// PaymentReference is the provider payment refunded; Reference the
 	// provider's refund.
 	PaymentReference string `json:"paymentReference"`
-	Reference        string `json:"reference,omitempty"`
+	// Reference is the provider's refund; empty until it answered.
+	Reference string `json:"reference,omitempty"`
 	// Status is PENDING until the provider answered, then SUCCEEDED or
 	// FAILED.
 	Status    ChargeStatus `json:"status"`
@@ -40,6 +46,9 @@ type Refund struct {
 // derived from it) and its outcome after; a successful refund posts Dr
 // accounts_receivable / Cr cash. Returns not_found, and invalid_state when
 // nothing can be refunded or the account has no provider.
+//
+// Long on purpose: the three phases (record, provider call, outcome)
+// of one refund in order.
 func (s *Service) RefundCreditNote(ctx context.Context, account, creditNoteID string) (*Refund, error) {
 	if _, err := read(ctx, s, func(tx Tx) (*CreditNote, error) { return loadDoc(ctx, tx, creditNoteKind, account, creditNoteID) }); err != nil {
 		return nil, err // not_found before anything about the provider

@@ -90,6 +90,9 @@ func (f *fakeStripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the end every invoice is PAID with exactly one payment, and the provider
 // made one PaymentIntent per invoice (a step taken over after the dead
 // process's claim expired repeats its idempotency key).
+//
+// Long on purpose: the child's loop, the kill rounds and the checks of
+// one crash scenario.
 func TestCollectionCrash(t *testing.T) {
 	if db := os.Getenv(collectionChildEnv); db != "" {
 		offset, _ := strconv.Atoi(os.Getenv(collectionOffsetEnv))

@@ -112,6 +112,7 @@ func Start(t testing.TB) string {
 
 // Request is one request a Recorder forwarded.
 type Request struct {
+	// Method and Path are the request's method and URL path.
 	Method, Path string
 	// Form is the decoded form body (Stripe's requests are form-encoded).
 	Form url.Values
@@ -124,6 +125,7 @@ type Request struct {
 // Recorder is a loopback HTTP server that records each request and
 // forwards it to an upstream (stripe-mock), answering what it answers.
 type Recorder struct {
+	// URL is the recorder's base URL (http://127.0.0.1:port).
 	URL  string
 	mu   sync.Mutex
 	reqs []Request

@@ -53,6 +53,11 @@ func BenchmarkCollection1000(b *testing.B) {
 	}
 }
 
+// collect1000 sets up 1,000 issued invoices and measures one collection
+// run of them.
+//
+// Long on purpose: the fixture, the load beside the run and the
+// measurement of one benchmark.
 func collect1000(b *testing.B, apiURL string) {
 	b.StopTimer()
 	ctx := context.Background()
