@@ -55,24 +55,6 @@ func (e AccountPaymentSettingsFinalAction) Valid() bool {
 	}
 }
 
-// Defines values for AccountPaymentSettingsPaymentProvider.
-const (
-	AccountPaymentSettingsPaymentProviderNONE   AccountPaymentSettingsPaymentProvider = "NONE"
-	AccountPaymentSettingsPaymentProviderSTRIPE AccountPaymentSettingsPaymentProvider = "STRIPE"
-)
-
-// Valid indicates whether the value is a known member of the AccountPaymentSettingsPaymentProvider enum.
-func (e AccountPaymentSettingsPaymentProvider) Valid() bool {
-	switch e {
-	case AccountPaymentSettingsPaymentProviderNONE:
-		return true
-	case AccountPaymentSettingsPaymentProviderSTRIPE:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for AccountPaymentSettingsRequestFinalAction.
 const (
 	AccountPaymentSettingsRequestFinalActionLEAVEUNPAID            AccountPaymentSettingsRequestFinalAction = "LEAVE_UNPAID"
@@ -189,55 +171,19 @@ func (e BillingFrequency) Valid() bool {
 
 // Defines values for BillingPreference.
 const (
-	BillingPreferenceNONE     BillingPreference = "NONE"
-	BillingPreferencePRIMARY  BillingPreference = "PRIMARY"
-	BillingPreferenceSTANDARD BillingPreference = "STANDARD"
+	NONE     BillingPreference = "NONE"
+	PRIMARY  BillingPreference = "PRIMARY"
+	STANDARD BillingPreference = "STANDARD"
 )
 
 // Valid indicates whether the value is a known member of the BillingPreference enum.
 func (e BillingPreference) Valid() bool {
 	switch e {
-	case BillingPreferenceNONE:
+	case NONE:
 		return true
-	case BillingPreferencePRIMARY:
+	case PRIMARY:
 		return true
-	case BillingPreferenceSTANDARD:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for BillingSchedulePaymentSettingsPaymentProvider.
-const (
-	BillingSchedulePaymentSettingsPaymentProviderNONE   BillingSchedulePaymentSettingsPaymentProvider = "NONE"
-	BillingSchedulePaymentSettingsPaymentProviderSTRIPE BillingSchedulePaymentSettingsPaymentProvider = "STRIPE"
-)
-
-// Valid indicates whether the value is a known member of the BillingSchedulePaymentSettingsPaymentProvider enum.
-func (e BillingSchedulePaymentSettingsPaymentProvider) Valid() bool {
-	switch e {
-	case BillingSchedulePaymentSettingsPaymentProviderNONE:
-		return true
-	case BillingSchedulePaymentSettingsPaymentProviderSTRIPE:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for BillingSchedulePaymentSettingsRequestPaymentProvider.
-const (
-	BillingSchedulePaymentSettingsRequestPaymentProviderNONE   BillingSchedulePaymentSettingsRequestPaymentProvider = "NONE"
-	BillingSchedulePaymentSettingsRequestPaymentProviderSTRIPE BillingSchedulePaymentSettingsRequestPaymentProvider = "STRIPE"
-)
-
-// Valid indicates whether the value is a known member of the BillingSchedulePaymentSettingsRequestPaymentProvider enum.
-func (e BillingSchedulePaymentSettingsRequestPaymentProvider) Valid() bool {
-	switch e {
-	case BillingSchedulePaymentSettingsRequestPaymentProviderNONE:
-		return true
-	case BillingSchedulePaymentSettingsRequestPaymentProviderSTRIPE:
+	case STANDARD:
 		return true
 	default:
 		return false
@@ -517,42 +463,6 @@ func (e Currency) Valid() bool {
 	}
 }
 
-// Defines values for CustomerPaymentSettingsPaymentProvider.
-const (
-	CustomerPaymentSettingsPaymentProviderNONE   CustomerPaymentSettingsPaymentProvider = "NONE"
-	CustomerPaymentSettingsPaymentProviderSTRIPE CustomerPaymentSettingsPaymentProvider = "STRIPE"
-)
-
-// Valid indicates whether the value is a known member of the CustomerPaymentSettingsPaymentProvider enum.
-func (e CustomerPaymentSettingsPaymentProvider) Valid() bool {
-	switch e {
-	case CustomerPaymentSettingsPaymentProviderNONE:
-		return true
-	case CustomerPaymentSettingsPaymentProviderSTRIPE:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for CustomerPaymentSettingsRequestPaymentProvider.
-const (
-	CustomerPaymentSettingsRequestPaymentProviderNONE   CustomerPaymentSettingsRequestPaymentProvider = "NONE"
-	CustomerPaymentSettingsRequestPaymentProviderSTRIPE CustomerPaymentSettingsRequestPaymentProvider = "STRIPE"
-)
-
-// Valid indicates whether the value is a known member of the CustomerPaymentSettingsRequestPaymentProvider enum.
-func (e CustomerPaymentSettingsRequestPaymentProvider) Valid() bool {
-	switch e {
-	case CustomerPaymentSettingsRequestPaymentProviderNONE:
-		return true
-	case CustomerPaymentSettingsRequestPaymentProviderSTRIPE:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for DeletedDeleted.
 const (
 	True DeletedDeleted = true
@@ -811,60 +721,6 @@ func (e InvoiceCollectionNextStep) Valid() bool {
 	}
 }
 
-// Defines values for InvoiceCollectionProvider.
-const (
-	InvoiceCollectionProviderNONE   InvoiceCollectionProvider = "NONE"
-	InvoiceCollectionProviderSTRIPE InvoiceCollectionProvider = "STRIPE"
-)
-
-// Valid indicates whether the value is a known member of the InvoiceCollectionProvider enum.
-func (e InvoiceCollectionProvider) Valid() bool {
-	switch e {
-	case InvoiceCollectionProviderNONE:
-		return true
-	case InvoiceCollectionProviderSTRIPE:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InvoicePaymentSettingsPaymentProvider.
-const (
-	InvoicePaymentSettingsPaymentProviderNONE   InvoicePaymentSettingsPaymentProvider = "NONE"
-	InvoicePaymentSettingsPaymentProviderSTRIPE InvoicePaymentSettingsPaymentProvider = "STRIPE"
-)
-
-// Valid indicates whether the value is a known member of the InvoicePaymentSettingsPaymentProvider enum.
-func (e InvoicePaymentSettingsPaymentProvider) Valid() bool {
-	switch e {
-	case InvoicePaymentSettingsPaymentProviderNONE:
-		return true
-	case InvoicePaymentSettingsPaymentProviderSTRIPE:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for InvoicePaymentSettingsRequestPaymentProvider.
-const (
-	InvoicePaymentSettingsRequestPaymentProviderNONE   InvoicePaymentSettingsRequestPaymentProvider = "NONE"
-	InvoicePaymentSettingsRequestPaymentProviderSTRIPE InvoicePaymentSettingsRequestPaymentProvider = "STRIPE"
-)
-
-// Valid indicates whether the value is a known member of the InvoicePaymentSettingsRequestPaymentProvider enum.
-func (e InvoicePaymentSettingsRequestPaymentProvider) Valid() bool {
-	switch e {
-	case InvoicePaymentSettingsRequestPaymentProviderNONE:
-		return true
-	case InvoicePaymentSettingsRequestPaymentProviderSTRIPE:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for InvoiceRenderSettingsPaymentLinkDisplay.
 const (
 	InvoiceRenderSettingsPaymentLinkDisplayHIDEPAYMENTLINK InvoiceRenderSettingsPaymentLinkDisplay = "HIDE_PAYMENT_LINK"
@@ -1063,24 +919,6 @@ func (e PaymentOption) Valid() bool {
 	case BANKTRANSFER:
 		return true
 	case LINK:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for PaymentSettingsUpdateRequestPaymentProvider.
-const (
-	PaymentSettingsUpdateRequestPaymentProviderNONE   PaymentSettingsUpdateRequestPaymentProvider = "NONE"
-	PaymentSettingsUpdateRequestPaymentProviderSTRIPE PaymentSettingsUpdateRequestPaymentProvider = "STRIPE"
-)
-
-// Valid indicates whether the value is a known member of the PaymentSettingsUpdateRequestPaymentProvider enum.
-func (e PaymentSettingsUpdateRequestPaymentProvider) Valid() bool {
-	switch e {
-	case PaymentSettingsUpdateRequestPaymentProviderNONE:
-		return true
-	case PaymentSettingsUpdateRequestPaymentProviderSTRIPE:
 		return true
 	default:
 		return false
@@ -1839,13 +1677,15 @@ type APIVersion string
 
 // AccountPaymentSettings defines model for AccountPaymentSettings.
 type AccountPaymentSettings struct {
-	FailureNotifications FailureNotifications                  `json:"failureNotifications"`
-	FinalAction          AccountPaymentSettingsFinalAction     `json:"finalAction"`
-	Id                   string                                `json:"id"`
-	PaymentProvider      AccountPaymentSettingsPaymentProvider `json:"paymentProvider"`
-	ReminderDays         []int                                 `json:"reminderDays"`
-	RetryDays            []int                                 `json:"retryDays"`
-	ServiceAccountId     string                                `json:"serviceAccountId"`
+	FailureNotifications FailureNotifications              `json:"failureNotifications"`
+	FinalAction          AccountPaymentSettingsFinalAction `json:"finalAction"`
+	Id                   string                            `json:"id"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider  string `json:"paymentProvider"`
+	ReminderDays     []int  `json:"reminderDays"`
+	RetryDays        []int  `json:"retryDays"`
+	ServiceAccountId string `json:"serviceAccountId"`
 
 	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
@@ -1855,9 +1695,6 @@ type AccountPaymentSettings struct {
 
 // AccountPaymentSettingsFinalAction defines model for AccountPaymentSettings.FinalAction.
 type AccountPaymentSettingsFinalAction string
-
-// AccountPaymentSettingsPaymentProvider defines model for AccountPaymentSettings.PaymentProvider.
-type AccountPaymentSettingsPaymentProvider string
 
 // AccountPaymentSettingsRequest defines model for AccountPaymentSettingsRequest.
 type AccountPaymentSettingsRequest struct {
@@ -2054,10 +1891,12 @@ type BillingSchedulePaymentSettings struct {
 	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
-	CreatedAt        Timestamp                                     `json:"createdAt"`
-	Id               string                                        `json:"id"`
-	PaymentProvider  BillingSchedulePaymentSettingsPaymentProvider `json:"paymentProvider"`
-	ServiceAccountId string                                        `json:"serviceAccountId"`
+	CreatedAt Timestamp `json:"createdAt"`
+	Id        string    `json:"id"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider  string `json:"paymentProvider"`
+	ServiceAccountId string `json:"serviceAccountId"`
 
 	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
@@ -2065,18 +1904,14 @@ type BillingSchedulePaymentSettings struct {
 	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
-// BillingSchedulePaymentSettingsPaymentProvider defines model for BillingSchedulePaymentSettings.PaymentProvider.
-type BillingSchedulePaymentSettingsPaymentProvider string
-
 // BillingSchedulePaymentSettingsRequest defines model for BillingSchedulePaymentSettingsRequest.
 type BillingSchedulePaymentSettingsRequest struct {
-	AutoCharge        *bool                                                `json:"autoCharge,omitempty"`
-	BillingScheduleId string                                               `json:"billingScheduleId"`
-	PaymentProvider   BillingSchedulePaymentSettingsRequestPaymentProvider `json:"paymentProvider"`
-}
+	AutoCharge        *bool  `json:"autoCharge,omitempty"`
+	BillingScheduleId string `json:"billingScheduleId"`
 
-// BillingSchedulePaymentSettingsRequestPaymentProvider defines model for BillingSchedulePaymentSettingsRequest.PaymentProvider.
-type BillingSchedulePaymentSettingsRequestPaymentProvider string
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider string `json:"paymentProvider"`
+}
 
 // BillingScheduleRequest defines model for BillingScheduleRequest.
 type BillingScheduleRequest struct {
@@ -2798,10 +2633,12 @@ type CustomerPaymentSettings struct {
 	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
-	CreatedAt       Timestamp                              `json:"createdAt"`
-	CustomerId      string                                 `json:"customerId"`
-	Id              string                                 `json:"id"`
-	PaymentProvider CustomerPaymentSettingsPaymentProvider `json:"paymentProvider"`
+	CreatedAt  Timestamp `json:"createdAt"`
+	CustomerId string    `json:"customerId"`
+	Id         string    `json:"id"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider string `json:"paymentProvider"`
 
 	// ProviderCustomerId The provider's customer (Stripe cus_...), whose default payment method automatic charges use.
 	ProviderCustomerId *string `json:"providerCustomerId,omitempty"`
@@ -2813,18 +2650,14 @@ type CustomerPaymentSettings struct {
 	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
-// CustomerPaymentSettingsPaymentProvider defines model for CustomerPaymentSettings.PaymentProvider.
-type CustomerPaymentSettingsPaymentProvider string
-
 // CustomerPaymentSettingsRequest defines model for CustomerPaymentSettingsRequest.
 type CustomerPaymentSettingsRequest struct {
-	CustomerId         string                                        `json:"customerId"`
-	PaymentProvider    CustomerPaymentSettingsRequestPaymentProvider `json:"paymentProvider"`
-	ProviderCustomerId *string                                       `json:"providerCustomerId,omitempty"`
-}
+	CustomerId string `json:"customerId"`
 
-// CustomerPaymentSettingsRequestPaymentProvider defines model for CustomerPaymentSettingsRequest.PaymentProvider.
-type CustomerPaymentSettingsRequestPaymentProvider string
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider    string  `json:"paymentProvider"`
+	ProviderCustomerId *string `json:"providerCustomerId,omitempty"`
+}
 
 // CustomerRequest defines model for CustomerRequest.
 type CustomerRequest struct {
@@ -3229,12 +3062,14 @@ type InvoiceCollection struct {
 	// NextAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
-	NextAt           *Timestamp                 `json:"nextAt,omitempty"`
-	NextStep         *InvoiceCollectionNextStep `json:"nextStep,omitempty"`
-	PaymentLink      *string                    `json:"paymentLink,omitempty"`
-	Provider         InvoiceCollectionProvider  `json:"provider"`
-	RemindersSent    int                        `json:"remindersSent"`
-	ServiceAccountId string                     `json:"serviceAccountId"`
+	NextAt      *Timestamp                 `json:"nextAt,omitempty"`
+	NextStep    *InvoiceCollectionNextStep `json:"nextStep,omitempty"`
+	PaymentLink *string                    `json:"paymentLink,omitempty"`
+
+	// Provider The payment provider: NONE or STRIPE.
+	Provider         string `json:"provider"`
+	RemindersSent    int    `json:"remindersSent"`
+	ServiceAccountId string `json:"serviceAccountId"`
 
 	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
@@ -3250,9 +3085,6 @@ type InvoiceCollectionMethod string
 
 // InvoiceCollectionNextStep defines model for InvoiceCollection.NextStep.
 type InvoiceCollectionNextStep string
-
-// InvoiceCollectionProvider defines model for InvoiceCollection.Provider.
-type InvoiceCollectionProvider string
 
 // InvoiceLineItem defines model for InvoiceLineItem.
 type InvoiceLineItem struct {
@@ -3395,12 +3227,14 @@ type InvoicePaymentSettings struct {
 	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
-	CreatedAt        Timestamp                             `json:"createdAt"`
-	CustomerId       string                                `json:"customerId"`
-	Id               string                                `json:"id"`
-	InvoiceId        string                                `json:"invoiceId"`
-	PaymentProvider  InvoicePaymentSettingsPaymentProvider `json:"paymentProvider"`
-	ServiceAccountId string                                `json:"serviceAccountId"`
+	CreatedAt  Timestamp `json:"createdAt"`
+	CustomerId string    `json:"customerId"`
+	Id         string    `json:"id"`
+	InvoiceId  string    `json:"invoiceId"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider  string `json:"paymentProvider"`
+	ServiceAccountId string `json:"serviceAccountId"`
 
 	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
@@ -3408,17 +3242,13 @@ type InvoicePaymentSettings struct {
 	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
-// InvoicePaymentSettingsPaymentProvider defines model for InvoicePaymentSettings.PaymentProvider.
-type InvoicePaymentSettingsPaymentProvider string
-
 // InvoicePaymentSettingsRequest defines model for InvoicePaymentSettingsRequest.
 type InvoicePaymentSettingsRequest struct {
-	InvoiceId       string                                       `json:"invoiceId"`
-	PaymentProvider InvoicePaymentSettingsRequestPaymentProvider `json:"paymentProvider"`
-}
+	InvoiceId string `json:"invoiceId"`
 
-// InvoicePaymentSettingsRequestPaymentProvider defines model for InvoicePaymentSettingsRequest.PaymentProvider.
-type InvoicePaymentSettingsRequestPaymentProvider string
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider string `json:"paymentProvider"`
+}
 
 // InvoiceRenderSettings defines model for InvoiceRenderSettings.
 type InvoiceRenderSettings struct {
@@ -3802,15 +3632,14 @@ type PaymentRequest struct {
 // PaymentSettingsUpdateRequest defines model for PaymentSettingsUpdateRequest.
 type PaymentSettingsUpdateRequest struct {
 	// AutoCharge Billing schedules only.
-	AutoCharge      *bool                                       `json:"autoCharge,omitempty"`
-	PaymentProvider PaymentSettingsUpdateRequestPaymentProvider `json:"paymentProvider"`
+	AutoCharge *bool `json:"autoCharge,omitempty"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider string `json:"paymentProvider"`
 
 	// ProviderCustomerId Customers only.
 	ProviderCustomerId *string `json:"providerCustomerId,omitempty"`
 }
-
-// PaymentSettingsUpdateRequestPaymentProvider defines model for PaymentSettingsUpdateRequest.PaymentProvider.
-type PaymentSettingsUpdateRequestPaymentProvider string
 
 // PaymentStatus defines model for PaymentStatus.
 type PaymentStatus string
