@@ -147,6 +147,16 @@ type Config struct {
 	// self-hosted setups and tests. Defaults to false: only https:// URLs
 	// that resolve to public addresses.
 	WebhookAllowPrivate bool
+
+	// PaymentProviders are the payment-provider adapters the Service may
+	// collect through (payments/stripe's New for STRIPE), at most one per
+	// name. Defaults to none: payments are recorded by hand.
+	PaymentProviders []PaymentProvider
+
+	// MasterKey encrypts the accounts' provider secrets in the store
+	// (AES-256-GCM; 32 bytes, ParseMasterKey reads BILLINGD_MASTER_KEY).
+	// Without one, configuring a provider is refused. Defaults to none.
+	MasterKey []byte
 }
 
 // Limits are the size limits of docs/api-guide.md. A zero field takes the
@@ -206,6 +216,7 @@ type Service struct {
 	observer Observer
 
 	webhookAllowPrivate bool
+	payments            paymentsConfig // Config.PaymentProviders and MasterKey (paymentconfig.go)
 
 	keys cache.Keys[cachedKey] // authenticated API keys (account.go)
 	memo memo.Memo             // decoded list records (store.go: lists)
@@ -251,6 +262,11 @@ func New(store Store, cfg *Config) (*Service, error) {
 		webhookAllowPrivate: c.WebhookAllowPrivate,
 		writes:              make(chan *usageWrite, keptWrites),
 	}
+	payments, err := newPaymentsConfig(c.PaymentProviders, c.MasterKey)
+	if err != nil {
+		return nil, err
+	}
+	s.payments = payments
 	s.custom = make(map[string]CustomAggregation, len(c.CustomAggregations))
 	for name, fn := range c.CustomAggregations {
 		if fn == nil {

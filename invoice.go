@@ -114,9 +114,13 @@ type Invoice struct {
 	// customer has left ("Remaining credit: 40.00 USD"); absent when the
 	// customer has no credit grants.
 	CreditBalances string `json:"creditBalances,omitempty"`
-	// DunningStatus is stored and echoed for API compatibility; billingd does no
-	// dunning, so it is empty.
+	// DunningStatus is the collection's state on an account with a payment
+	// provider (SCHEDULED, OVERDUE_CHECK_SCHEDULED, COMPLETED, FAILED,
+	// NOT_REQUIRED; docs/payments.md); empty without one.
 	DunningStatus string `json:"dunningStatus,omitempty"`
+	// PaymentLink is the provider's hosted page where the customer pays
+	// the invoice, once collection made one; empty otherwise.
+	PaymentLink string `json:"paymentLink,omitempty"`
 	// CalculatedAt is when the billing engine last computed the invoice; nil for
 	// invoices made by hand. Engine-created invoices cannot be deleted.
 	CalculatedAt *time.Time `json:"calculatedAt,omitempty"`
@@ -700,7 +704,10 @@ func (s *Service) finalizeInvoice(ctx context.Context, tx Tx, account string, r 
 	if err := s.writeJournal(ctx, tx, account, JournalSourceInvoice, r.ID, r.Currency, now, lines...); err != nil {
 		return err
 	}
-	return s.fundPrepaidGrants(ctx, tx, account, r.ID, prepaid, now)
+	if err := s.fundPrepaidGrants(ctx, tx, account, r.ID, prepaid, now); err != nil {
+		return err
+	}
+	return s.startCollection(ctx, tx, account, r, now)
 }
 
 // dueDays returns the schedule's defaultDueDateDays, or 30 when the invoice

@@ -598,6 +598,7 @@ const (
 	CurrencyISK Currency = "ISK"
 	CurrencyJPY Currency = "JPY"
 	CurrencyKRW Currency = "KRW"
+	CurrencyKWD Currency = "KWD"
 	CurrencyMXN Currency = "MXN"
 	CurrencyNOK Currency = "NOK"
 	CurrencyNZD Currency = "NZD"
@@ -619,7 +620,7 @@ var currencyMinorUnits = map[Currency]int32{
 	CurrencyCNY: 2, CurrencyCOP: 2, CurrencyCZK: 2, CurrencyDKK: 2,
 	CurrencyEGP: 2, CurrencyEUR: 2, CurrencyGBP: 2, CurrencyHKD: 2,
 	CurrencyILS: 2, CurrencyINR: 2, CurrencyISK: 0, CurrencyJPY: 0,
-	CurrencyKRW: 0, CurrencyMXN: 2, CurrencyNOK: 2, CurrencyNZD: 2,
+	CurrencyKRW: 0, CurrencyKWD: 3, CurrencyMXN: 2, CurrencyNOK: 2, CurrencyNZD: 2,
 	CurrencyPLN: 2, CurrencySAR: 2, CurrencySEK: 2, CurrencySGD: 2,
 	CurrencyTHB: 2, CurrencyUSD: 2, CurrencyUYU: 2, CurrencyZAR: 2,
 }

@@ -666,10 +666,10 @@ func TestCurrency(t *testing.T) {
 		CurrencyAED, CurrencyARS, CurrencyAUD, CurrencyBGN, CurrencyBRL, CurrencyCAD, CurrencyCHF,
 		CurrencyCLP, CurrencyCNY, CurrencyCOP, CurrencyCZK, CurrencyDKK, CurrencyEGP, CurrencyEUR,
 		CurrencyGBP, CurrencyHKD, CurrencyILS, CurrencyINR, CurrencyISK, CurrencyJPY, CurrencyKRW,
-		CurrencyMXN, CurrencyNOK, CurrencyNZD, CurrencyPLN, CurrencySAR, CurrencySEK, CurrencySGD,
+		CurrencyKWD, CurrencyMXN, CurrencyNOK, CurrencyNZD, CurrencyPLN, CurrencySAR, CurrencySEK, CurrencySGD,
 		CurrencyTHB, CurrencyUSD, CurrencyUYU, CurrencyZAR,
 	}
-	if len(all) != 32 {
+	if len(all) != 33 {
 		t.Fatalf("test lists %d currencies", len(all))
 	}
 	if got := Currencies(); !slices.Equal(got, all) {
@@ -692,6 +692,9 @@ func TestCurrency(t *testing.T) {
 		wantUnits, wantZero := int32(2), "0.00"
 		if zeroDigit[c] {
 			wantUnits, wantZero = 0, "0"
+		}
+		if c == CurrencyKWD { // the three-decimal currency
+			wantUnits, wantZero = 3, "0.000"
 		}
 		if c.MinorUnits() != wantUnits {
 			t.Errorf("%s.MinorUnits() = %d, want %d", c, c.MinorUnits(), wantUnits)

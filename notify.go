@@ -230,6 +230,7 @@ func NotificationTypes() []NotificationType {
 		NotificationCreditNoteCreated, NotificationCreditNoteUpdated, NotificationCreditNoteIssued,
 		NotificationQuotePublished, NotificationQuoteAccepted,
 		NotificationCreditGrantCreated, NotificationCreditGrantConsumed, NotificationCreditGrantExpired,
+		NotificationPaymentSucceeded, NotificationPaymentFailed, NotificationInvoiceOverdue, NotificationPaymentReminderSent,
 	}
 }
 

@@ -60,6 +60,14 @@ func (s *Service) RecordPayment(ctx context.Context, account, invoiceID string, 
 	}
 	now := s.clock()
 	return mutate(ctx, s, account, func(tx Tx) (*Payment, error) {
+		return s.recordPaymentTx(ctx, tx, account, invoiceID, p, now)
+	})
+}
+
+// recordPaymentTx is RecordPayment inside tx, on validated params (also
+// the payments a provider collects, collection.go).
+func (s *Service) recordPaymentTx(ctx context.Context, tx Tx, account, invoiceID string, p PaymentParams, now time.Time) (*Payment, error) {
+	{
 		r, err := loadDoc(ctx, tx, invoiceKind, account, invoiceID)
 		if err != nil {
 			return nil, err
@@ -95,7 +103,7 @@ func (s *Service) RecordPayment(ctx context.Context, account, invoiceID string, 
 			return nil, err
 		}
 		return pay, s.emit(ctx, tx, account, NotificationInvoiceUpdated, &r.Invoice)
-	})
+	}
 }
 
 // checkMoneyDate refuses (validation_failed on field) the date of money

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"net/http"
 	"time"
 )
 
@@ -212,6 +213,27 @@ type NotificationService interface {
 	DeliveriesAbout(ctx context.Context, account string, ids []string) (map[string]DeliveryAbout, error)
 }
 
+// PaymentService is collection through a payment provider: the payments
+// settings of the upstream surface, an invoice's collection, reminders,
+// refunds, payment-method set-up and the provider's signed events.
+type PaymentService interface {
+	GetAccountPaymentSettings(ctx context.Context, account string) (*AccountPaymentSettings, error)
+	UpdateAccountPaymentSettings(ctx context.Context, account, id string, p UpdateAccountPaymentSettingsParams) (*AccountPaymentSettings, error)
+	CreatePaymentSettings(ctx context.Context, account, kind string, p PaymentSettingsParams) (any, error)
+	GetPaymentSettings(ctx context.Context, account, kind, id string) (any, error)
+	GetPaymentSettingsFor(ctx context.Context, account, kind, targetID string) (any, error)
+	UpdatePaymentSettings(ctx context.Context, account, kind, id string, p PaymentSettingsParams) (any, error)
+	DeletePaymentSettings(ctx context.Context, account, kind, id string) (any, error)
+	GetInvoiceRenderSettings(ctx context.Context, account string) (*InvoiceRenderSettings, error)
+	UpdateInvoiceRenderSettings(ctx context.Context, account, id string, p InvoiceRenderSettingsParams) (*InvoiceRenderSettings, error)
+	GetInvoiceCollection(ctx context.Context, account, invoiceID string) (*InvoiceCollection, error)
+	RetryCollectionNow(ctx context.Context, account, invoiceID string) (*InvoiceCollection, error)
+	SendPaymentReminder(ctx context.Context, account, invoiceID string) (*Invoice, error)
+	RefundCreditNote(ctx context.Context, account, creditNoteID string) (*Refund, error)
+	PaymentMethodSetup(ctx context.Context, account, customerID string, p PaymentMethodSetupParams) (*HostedPage, error)
+	HandleProviderWebhook(ctx context.Context, account string, payload []byte, header http.Header) (*ProviderEventResult, error)
+}
+
 // DocumentService is the operations on both kinds of document.
 type DocumentService interface {
 	InvoiceService
@@ -229,6 +251,7 @@ type Services interface {
 	ScheduleService
 	CreditService
 	NotificationService
+	PaymentService
 
 	// Ping checks that the store answers (GET /readyz).
 	Ping(ctx context.Context) error

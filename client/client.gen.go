@@ -34,6 +34,51 @@ func (e APIVersion) Valid() bool {
 	}
 }
 
+// Defines values for AccountPaymentSettingsFinalAction.
+const (
+	AccountPaymentSettingsFinalActionLEAVEUNPAID            AccountPaymentSettingsFinalAction = "LEAVE_UNPAID"
+	AccountPaymentSettingsFinalActionMARKUNCOLLECTIBLE      AccountPaymentSettingsFinalAction = "MARK_UNCOLLECTIBLE"
+	AccountPaymentSettingsFinalActionSUSPENDBILLINGSCHEDULE AccountPaymentSettingsFinalAction = "SUSPEND_BILLING_SCHEDULE"
+)
+
+// Valid indicates whether the value is a known member of the AccountPaymentSettingsFinalAction enum.
+func (e AccountPaymentSettingsFinalAction) Valid() bool {
+	switch e {
+	case AccountPaymentSettingsFinalActionLEAVEUNPAID:
+		return true
+	case AccountPaymentSettingsFinalActionMARKUNCOLLECTIBLE:
+		return true
+	case AccountPaymentSettingsFinalActionSUSPENDBILLINGSCHEDULE:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AccountPaymentSettingsRequestFinalAction.
+const (
+	AccountPaymentSettingsRequestFinalActionLEAVEUNPAID            AccountPaymentSettingsRequestFinalAction = "LEAVE_UNPAID"
+	AccountPaymentSettingsRequestFinalActionLessThannil            AccountPaymentSettingsRequestFinalAction = "<nil>"
+	AccountPaymentSettingsRequestFinalActionMARKUNCOLLECTIBLE      AccountPaymentSettingsRequestFinalAction = "MARK_UNCOLLECTIBLE"
+	AccountPaymentSettingsRequestFinalActionSUSPENDBILLINGSCHEDULE AccountPaymentSettingsRequestFinalAction = "SUSPEND_BILLING_SCHEDULE"
+)
+
+// Valid indicates whether the value is a known member of the AccountPaymentSettingsRequestFinalAction enum.
+func (e AccountPaymentSettingsRequestFinalAction) Valid() bool {
+	switch e {
+	case AccountPaymentSettingsRequestFinalActionLEAVEUNPAID:
+		return true
+	case AccountPaymentSettingsRequestFinalActionLessThannil:
+		return true
+	case AccountPaymentSettingsRequestFinalActionMARKUNCOLLECTIBLE:
+		return true
+	case AccountPaymentSettingsRequestFinalActionSUSPENDBILLINGSCHEDULE:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AggregationType.
 const (
 	COUNT           AggregationType = "COUNT"
@@ -199,6 +244,27 @@ func (e Channel) Valid() bool {
 	}
 }
 
+// Defines values for CollectionAttemptStatus.
+const (
+	CollectionAttemptStatusFAILED    CollectionAttemptStatus = "FAILED"
+	CollectionAttemptStatusPENDING   CollectionAttemptStatus = "PENDING"
+	CollectionAttemptStatusSUCCEEDED CollectionAttemptStatus = "SUCCEEDED"
+)
+
+// Valid indicates whether the value is a known member of the CollectionAttemptStatus enum.
+func (e CollectionAttemptStatus) Valid() bool {
+	switch e {
+	case CollectionAttemptStatusFAILED:
+		return true
+	case CollectionAttemptStatusPENDING:
+		return true
+	case CollectionAttemptStatusSUCCEEDED:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreditGrantStatus.
 const (
 	CreditGrantStatusACTIVE   CreditGrantStatus = "ACTIVE"
@@ -309,6 +375,7 @@ const (
 	ISK Currency = "ISK"
 	JPY Currency = "JPY"
 	KRW Currency = "KRW"
+	KWD Currency = "KWD"
 	MXN Currency = "MXN"
 	NOK Currency = "NOK"
 	NZD Currency = "NZD"
@@ -366,6 +433,8 @@ func (e Currency) Valid() bool {
 	case JPY:
 		return true
 	case KRW:
+		return true
+	case KWD:
 		return true
 	case MXN:
 		return true
@@ -535,6 +604,42 @@ func (e ErrorErrorsCode) Valid() bool {
 	}
 }
 
+// Defines values for FailureNotificationsCustomerNotifications.
+const (
+	FailureNotificationsCustomerNotificationsDONOTSENDNOTIFICATIONS FailureNotificationsCustomerNotifications = "DO_NOT_SEND_NOTIFICATIONS"
+	FailureNotificationsCustomerNotificationsSENDNOTIFICATIONS      FailureNotificationsCustomerNotifications = "SEND_NOTIFICATIONS"
+)
+
+// Valid indicates whether the value is a known member of the FailureNotificationsCustomerNotifications enum.
+func (e FailureNotificationsCustomerNotifications) Valid() bool {
+	switch e {
+	case FailureNotificationsCustomerNotificationsDONOTSENDNOTIFICATIONS:
+		return true
+	case FailureNotificationsCustomerNotificationsSENDNOTIFICATIONS:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FailureNotificationsMerchantNotifications.
+const (
+	FailureNotificationsMerchantNotificationsDONOTSENDNOTIFICATIONS FailureNotificationsMerchantNotifications = "DO_NOT_SEND_NOTIFICATIONS"
+	FailureNotificationsMerchantNotificationsSENDNOTIFICATIONS      FailureNotificationsMerchantNotifications = "SEND_NOTIFICATIONS"
+)
+
+// Valid indicates whether the value is a known member of the FailureNotificationsMerchantNotifications enum.
+func (e FailureNotificationsMerchantNotifications) Valid() bool {
+	switch e {
+	case FailureNotificationsMerchantNotificationsDONOTSENDNOTIFICATIONS:
+		return true
+	case FailureNotificationsMerchantNotificationsSENDNOTIFICATIONS:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok HealthStatus = "ok"
@@ -544,6 +649,108 @@ const (
 func (e HealthStatus) Valid() bool {
 	switch e {
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceCollectionDunningStatus.
+const (
+	InvoiceCollectionDunningStatusCOMPLETED             InvoiceCollectionDunningStatus = "COMPLETED"
+	InvoiceCollectionDunningStatusFAILED                InvoiceCollectionDunningStatus = "FAILED"
+	InvoiceCollectionDunningStatusNOTREQUIRED           InvoiceCollectionDunningStatus = "NOT_REQUIRED"
+	InvoiceCollectionDunningStatusOVERDUECHECKSCHEDULED InvoiceCollectionDunningStatus = "OVERDUE_CHECK_SCHEDULED"
+	InvoiceCollectionDunningStatusSCHEDULED             InvoiceCollectionDunningStatus = "SCHEDULED"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceCollectionDunningStatus enum.
+func (e InvoiceCollectionDunningStatus) Valid() bool {
+	switch e {
+	case InvoiceCollectionDunningStatusCOMPLETED:
+		return true
+	case InvoiceCollectionDunningStatusFAILED:
+		return true
+	case InvoiceCollectionDunningStatusNOTREQUIRED:
+		return true
+	case InvoiceCollectionDunningStatusOVERDUECHECKSCHEDULED:
+		return true
+	case InvoiceCollectionDunningStatusSCHEDULED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceCollectionMethod.
+const (
+	CHARGEAUTOMATICALLY InvoiceCollectionMethod = "CHARGE_AUTOMATICALLY"
+	SENDINVOICE         InvoiceCollectionMethod = "SEND_INVOICE"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceCollectionMethod enum.
+func (e InvoiceCollectionMethod) Valid() bool {
+	switch e {
+	case CHARGEAUTOMATICALLY:
+		return true
+	case SENDINVOICE:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceCollectionNextStep.
+const (
+	CHARGE      InvoiceCollectionNextStep = "CHARGE"
+	PAYMENTLINK InvoiceCollectionNextStep = "PAYMENT_LINK"
+	REMINDER    InvoiceCollectionNextStep = "REMINDER"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceCollectionNextStep enum.
+func (e InvoiceCollectionNextStep) Valid() bool {
+	switch e {
+	case CHARGE:
+		return true
+	case PAYMENTLINK:
+		return true
+	case REMINDER:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceRenderSettingsPaymentLinkDisplay.
+const (
+	InvoiceRenderSettingsPaymentLinkDisplayHIDEPAYMENTLINK InvoiceRenderSettingsPaymentLinkDisplay = "HIDE_PAYMENT_LINK"
+	InvoiceRenderSettingsPaymentLinkDisplaySHOWPAYMENTLINK InvoiceRenderSettingsPaymentLinkDisplay = "SHOW_PAYMENT_LINK"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceRenderSettingsPaymentLinkDisplay enum.
+func (e InvoiceRenderSettingsPaymentLinkDisplay) Valid() bool {
+	switch e {
+	case InvoiceRenderSettingsPaymentLinkDisplayHIDEPAYMENTLINK:
+		return true
+	case InvoiceRenderSettingsPaymentLinkDisplaySHOWPAYMENTLINK:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceRenderSettingsRequestPaymentLinkDisplay.
+const (
+	InvoiceRenderSettingsRequestPaymentLinkDisplayHIDEPAYMENTLINK InvoiceRenderSettingsRequestPaymentLinkDisplay = "HIDE_PAYMENT_LINK"
+	InvoiceRenderSettingsRequestPaymentLinkDisplaySHOWPAYMENTLINK InvoiceRenderSettingsRequestPaymentLinkDisplay = "SHOW_PAYMENT_LINK"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceRenderSettingsRequestPaymentLinkDisplay enum.
+func (e InvoiceRenderSettingsRequestPaymentLinkDisplay) Valid() bool {
+	switch e {
+	case InvoiceRenderSettingsRequestPaymentLinkDisplayHIDEPAYMENTLINK:
+		return true
+	case InvoiceRenderSettingsRequestPaymentLinkDisplaySHOWPAYMENTLINK:
 		return true
 	default:
 		return false
@@ -610,8 +817,12 @@ const (
 	INTEGRATIONWEBHOOKHANDLED NotificationType = "INTEGRATION_WEBHOOK_HANDLED"
 	INVOICECREATED            NotificationType = "INVOICE_CREATED"
 	INVOICEISSUED             NotificationType = "INVOICE_ISSUED"
+	INVOICEOVERDUE            NotificationType = "INVOICE_OVERDUE"
 	INVOICEUPDATED            NotificationType = "INVOICE_UPDATED"
 	MERCHANTUPDATED           NotificationType = "MERCHANT_UPDATED"
+	PAYMENTFAILED             NotificationType = "PAYMENT_FAILED"
+	PAYMENTREMINDERSENT       NotificationType = "PAYMENT_REMINDER_SENT"
+	PAYMENTSUCCEEDED          NotificationType = "PAYMENT_SUCCEEDED"
 	QUOTEACCEPTED             NotificationType = "QUOTE_ACCEPTED"
 	QUOTEPUBLISHED            NotificationType = "QUOTE_PUBLISHED"
 )
@@ -651,9 +862,17 @@ func (e NotificationType) Valid() bool {
 		return true
 	case INVOICEISSUED:
 		return true
+	case INVOICEOVERDUE:
+		return true
 	case INVOICEUPDATED:
 		return true
 	case MERCHANTUPDATED:
+		return true
+	case PAYMENTFAILED:
+		return true
+	case PAYMENTREMINDERSENT:
+		return true
+	case PAYMENTSUCCEEDED:
 		return true
 	case QUOTEACCEPTED:
 		return true
@@ -811,6 +1030,27 @@ func (e RecurrencePreference) Valid() bool {
 	case CONTINUEFROMPREVIOUSPHASE:
 		return true
 	case RESET:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundStatus.
+const (
+	RefundStatusFAILED    RefundStatus = "FAILED"
+	RefundStatusPENDING   RefundStatus = "PENDING"
+	RefundStatusSUCCEEDED RefundStatus = "SUCCEEDED"
+)
+
+// Valid indicates whether the value is a known member of the RefundStatus enum.
+func (e RefundStatus) Valid() bool {
+	switch e {
+	case RefundStatusFAILED:
+		return true
+	case RefundStatusPENDING:
+		return true
+	case RefundStatusSUCCEEDED:
 		return true
 	default:
 		return false
@@ -1435,6 +1675,38 @@ func (e ListUsageMetricsParamsSortOrder) Valid() bool {
 // APIVersion The versions of the API.
 type APIVersion string
 
+// AccountPaymentSettings defines model for AccountPaymentSettings.
+type AccountPaymentSettings struct {
+	FailureNotifications FailureNotifications              `json:"failureNotifications"`
+	FinalAction          AccountPaymentSettingsFinalAction `json:"finalAction"`
+	Id                   string                            `json:"id"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider  string `json:"paymentProvider"`
+	ReminderDays     []int  `json:"reminderDays"`
+	RetryDays        []int  `json:"retryDays"`
+	ServiceAccountId string `json:"serviceAccountId"`
+
+	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	UpdatedAt *Timestamp `json:"updatedAt,omitempty"`
+}
+
+// AccountPaymentSettingsFinalAction defines model for AccountPaymentSettings.FinalAction.
+type AccountPaymentSettingsFinalAction string
+
+// AccountPaymentSettingsRequest defines model for AccountPaymentSettingsRequest.
+type AccountPaymentSettingsRequest struct {
+	FailureNotifications *FailureNotifications                     `json:"failureNotifications,omitempty"`
+	FinalAction          *AccountPaymentSettingsRequestFinalAction `json:"finalAction,omitempty"`
+	ReminderDays         *[]int                                    `json:"reminderDays,omitempty"`
+	RetryDays            *[]int                                    `json:"retryDays,omitempty"`
+}
+
+// AccountPaymentSettingsRequestFinalAction defines model for AccountPaymentSettingsRequest.FinalAction.
+type AccountPaymentSettingsRequestFinalAction string
+
 // AccountSettings defines model for AccountSettings.
 type AccountSettings struct {
 	// EmailAttachments What the e-mails of sent invoices and credit notes carry (a customer's own choice wins); default ["PDF"].
@@ -1610,6 +1882,37 @@ type BillingSchedulePage struct {
 	Pagination Pagination        `json:"pagination"`
 }
 
+// BillingSchedulePaymentSettings defines model for BillingSchedulePaymentSettings.
+type BillingSchedulePaymentSettings struct {
+	// AutoCharge Automatically collect this payment if payment details are available (CHARGE_AUTOMATICALLY).
+	AutoCharge        bool   `json:"autoCharge"`
+	BillingScheduleId string `json:"billingScheduleId"`
+
+	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	CreatedAt Timestamp `json:"createdAt"`
+	Id        string    `json:"id"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider  string `json:"paymentProvider"`
+	ServiceAccountId string `json:"serviceAccountId"`
+
+	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+}
+
+// BillingSchedulePaymentSettingsRequest defines model for BillingSchedulePaymentSettingsRequest.
+type BillingSchedulePaymentSettingsRequest struct {
+	AutoCharge        *bool  `json:"autoCharge,omitempty"`
+	BillingScheduleId string `json:"billingScheduleId"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider string `json:"paymentProvider"`
+}
+
 // BillingScheduleRequest defines model for BillingScheduleRequest.
 type BillingScheduleRequest struct {
 	AutoIssueInvoices    bool            `json:"autoIssueInvoices"`
@@ -1683,6 +1986,21 @@ type CashCreditGrant string
 
 // Channel defines model for Channel.
 type Channel string
+
+// CollectionAttempt defines model for CollectionAttempt.
+type CollectionAttempt struct {
+	// At A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	At             Timestamp               `json:"at"`
+	FailureMessage *string                 `json:"failureMessage,omitempty"`
+	Number         int                     `json:"number"`
+	Reference      *string                 `json:"reference,omitempty"`
+	Status         CollectionAttemptStatus `json:"status"`
+}
+
+// CollectionAttemptStatus defines model for CollectionAttempt.Status.
+type CollectionAttemptStatus string
 
 // Contact defines model for Contact.
 type Contact struct {
@@ -2310,6 +2628,37 @@ type CustomerPage struct {
 	Pagination Pagination `json:"pagination"`
 }
 
+// CustomerPaymentSettings defines model for CustomerPaymentSettings.
+type CustomerPaymentSettings struct {
+	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	CreatedAt  Timestamp `json:"createdAt"`
+	CustomerId string    `json:"customerId"`
+	Id         string    `json:"id"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider string `json:"paymentProvider"`
+
+	// ProviderCustomerId The provider's customer (Stripe cus_...), whose default payment method automatic charges use.
+	ProviderCustomerId *string `json:"providerCustomerId,omitempty"`
+	ServiceAccountId   string  `json:"serviceAccountId"`
+
+	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+}
+
+// CustomerPaymentSettingsRequest defines model for CustomerPaymentSettingsRequest.
+type CustomerPaymentSettingsRequest struct {
+	CustomerId string `json:"customerId"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider    string  `json:"paymentProvider"`
+	ProviderCustomerId *string `json:"providerCustomerId,omitempty"`
+}
+
 // CustomerRequest defines model for CustomerRequest.
 type CustomerRequest struct {
 	Address *AddressInput `json:"address,omitempty"`
@@ -2510,6 +2859,18 @@ type Error struct {
 // ErrorErrorsCode A stable code; the HTTP status follows from it.
 type ErrorErrorsCode string
 
+// FailureNotifications defines model for FailureNotifications.
+type FailureNotifications struct {
+	CustomerNotifications FailureNotificationsCustomerNotifications `json:"customerNotifications"`
+	MerchantNotifications FailureNotificationsMerchantNotifications `json:"merchantNotifications"`
+}
+
+// FailureNotificationsCustomerNotifications defines model for FailureNotifications.CustomerNotifications.
+type FailureNotificationsCustomerNotifications string
+
+// FailureNotificationsMerchantNotifications defines model for FailureNotifications.MerchantNotifications.
+type FailureNotificationsMerchantNotifications string
+
 // Feature A feature a price grants. Boolean without usageMetricId; metered with one, limited per billing period by limit (absent: unlimited).
 type Feature struct {
 	FeatureKey string `json:"featureKey"`
@@ -2528,6 +2889,16 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// HostedPage defines model for HostedPage.
+type HostedPage struct {
+	// ExpiresAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	ExpiresAt *Timestamp `json:"expiresAt,omitempty"`
+	Reference string     `json:"reference"`
+	Url       string     `json:"url"`
+}
 
 // IntegrationID defines model for IntegrationID.
 type IntegrationID struct {
@@ -2650,7 +3021,10 @@ type Invoice struct {
 	// NetTotal A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
 	//
 	// Examples: 12.30, 0.2, -3.50
-	NetTotal            Decimal          `json:"netTotal"`
+	NetTotal Decimal `json:"netTotal"`
+
+	// PaymentLink The provider's hosted page where the customer pays the invoice.
+	PaymentLink         *string          `json:"paymentLink,omitempty"`
 	PaymentOptions      *[]PaymentOption `json:"paymentOptions,omitempty"`
 	PaymentStatus       PaymentStatus    `json:"paymentStatus"`
 	PurchaseOrderNumber *string          `json:"purchaseOrderNumber,omitempty"`
@@ -2672,6 +3046,45 @@ type Invoice struct {
 	// Examples: 2024-07-30T12:00:00Z
 	UpdatedAt Timestamp `json:"updatedAt"`
 }
+
+// InvoiceCollection defines model for InvoiceCollection.
+type InvoiceCollection struct {
+	Attempts      []CollectionAttempt            `json:"attempts"`
+	DunningStatus InvoiceCollectionDunningStatus `json:"dunningStatus"`
+
+	// FirstFailureAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	FirstFailureAt *Timestamp              `json:"firstFailureAt,omitempty"`
+	InvoiceId      string                  `json:"invoiceId"`
+	Method         InvoiceCollectionMethod `json:"method"`
+
+	// NextAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	NextAt      *Timestamp                 `json:"nextAt,omitempty"`
+	NextStep    *InvoiceCollectionNextStep `json:"nextStep,omitempty"`
+	PaymentLink *string                    `json:"paymentLink,omitempty"`
+
+	// Provider The payment provider: NONE or STRIPE.
+	Provider         string `json:"provider"`
+	RemindersSent    int    `json:"remindersSent"`
+	ServiceAccountId string `json:"serviceAccountId"`
+
+	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+}
+
+// InvoiceCollectionDunningStatus defines model for InvoiceCollection.DunningStatus.
+type InvoiceCollectionDunningStatus string
+
+// InvoiceCollectionMethod defines model for InvoiceCollection.Method.
+type InvoiceCollectionMethod string
+
+// InvoiceCollectionNextStep defines model for InvoiceCollection.NextStep.
+type InvoiceCollectionNextStep string
 
 // InvoiceLineItem defines model for InvoiceLineItem.
 type InvoiceLineItem struct {
@@ -2808,6 +3221,57 @@ type InvoicePage struct {
 	Items      []Invoice  `json:"items"`
 	Pagination Pagination `json:"pagination"`
 }
+
+// InvoicePaymentSettings defines model for InvoicePaymentSettings.
+type InvoicePaymentSettings struct {
+	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	CreatedAt  Timestamp `json:"createdAt"`
+	CustomerId string    `json:"customerId"`
+	Id         string    `json:"id"`
+	InvoiceId  string    `json:"invoiceId"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider  string `json:"paymentProvider"`
+	ServiceAccountId string `json:"serviceAccountId"`
+
+	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+}
+
+// InvoicePaymentSettingsRequest defines model for InvoicePaymentSettingsRequest.
+type InvoicePaymentSettingsRequest struct {
+	InvoiceId string `json:"invoiceId"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider string `json:"paymentProvider"`
+}
+
+// InvoiceRenderSettings defines model for InvoiceRenderSettings.
+type InvoiceRenderSettings struct {
+	Id                 string                                  `json:"id"`
+	PaymentLinkDisplay InvoiceRenderSettingsPaymentLinkDisplay `json:"paymentLinkDisplay"`
+	ServiceAccountId   string                                  `json:"serviceAccountId"`
+
+	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	UpdatedAt *Timestamp `json:"updatedAt,omitempty"`
+}
+
+// InvoiceRenderSettingsPaymentLinkDisplay defines model for InvoiceRenderSettings.PaymentLinkDisplay.
+type InvoiceRenderSettingsPaymentLinkDisplay string
+
+// InvoiceRenderSettingsRequest defines model for InvoiceRenderSettingsRequest.
+type InvoiceRenderSettingsRequest struct {
+	PaymentLinkDisplay InvoiceRenderSettingsRequestPaymentLinkDisplay `json:"paymentLinkDisplay"`
+}
+
+// InvoiceRenderSettingsRequestPaymentLinkDisplay defines model for InvoiceRenderSettingsRequest.PaymentLinkDisplay.
+type InvoiceRenderSettingsRequestPaymentLinkDisplay string
 
 // InvoiceRequest defines model for InvoiceRequest.
 type InvoiceRequest struct {
@@ -3135,6 +3599,12 @@ type Payment struct {
 	ServiceAccountId  string  `json:"serviceAccountId"`
 }
 
+// PaymentMethodSetupRequest defines model for PaymentMethodSetupRequest.
+type PaymentMethodSetupRequest struct {
+	CancelUrl  *string `json:"cancelUrl,omitempty"`
+	SuccessUrl *string `json:"successUrl,omitempty"`
+}
+
 // PaymentOption defines model for PaymentOption.
 type PaymentOption string
 
@@ -3157,6 +3627,18 @@ type PaymentRequest struct {
 	// Examples: 2024-07-30
 	PaidAt    Date    `json:"paidAt"`
 	Reference *string `json:"reference,omitempty"`
+}
+
+// PaymentSettingsUpdateRequest defines model for PaymentSettingsUpdateRequest.
+type PaymentSettingsUpdateRequest struct {
+	// AutoCharge Billing schedules only.
+	AutoCharge *bool `json:"autoCharge,omitempty"`
+
+	// PaymentProvider The payment provider: NONE or STRIPE.
+	PaymentProvider string `json:"paymentProvider"`
+
+	// ProviderCustomerId Customers only.
+	ProviderCustomerId *string `json:"providerCustomerId,omitempty"`
 }
 
 // PaymentStatus defines model for PaymentStatus.
@@ -3349,6 +3831,13 @@ type PropertyValue1 = float32
 // PropertyValue2 defines model for PropertyValue.2.
 type PropertyValue2 = bool
 
+// ProviderEventResult defines model for ProviderEventResult.
+type ProviderEventResult struct {
+	EventId string `json:"eventId"`
+	Replay  bool   `json:"replay"`
+	Type    string `json:"type"`
+}
+
 // RateDisplay defines model for RateDisplay.
 type RateDisplay string
 
@@ -3360,6 +3849,35 @@ type RecipientsBody struct {
 
 // RecurrencePreference defines model for RecurrencePreference.
 type RecurrencePreference string
+
+// Refund defines model for Refund.
+type Refund struct {
+	// Amount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Amount Decimal `json:"amount"`
+
+	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	CreatedAt        Timestamp    `json:"createdAt"`
+	CreditNoteId     string       `json:"creditNoteId"`
+	Currency         Currency     `json:"currency"`
+	Id               string       `json:"id"`
+	InvoiceId        string       `json:"invoiceId"`
+	PaymentReference string       `json:"paymentReference"`
+	Reference        *string      `json:"reference,omitempty"`
+	ServiceAccountId string       `json:"serviceAccountId"`
+	Status           RefundStatus `json:"status"`
+
+	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+}
+
+// RefundStatus defines model for Refund.Status.
+type RefundStatus string
 
 // RenderSettings defines model for RenderSettings.
 type RenderSettings struct {
@@ -4433,6 +4951,18 @@ type MarkCreditNoteAsSentParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// RefundCreditNoteParams defines parameters for RefundCreditNote.
+type RefundCreditNoteParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // SendCreditNoteParams defines parameters for SendCreditNote.
 type SendCreditNoteParams struct {
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
@@ -4685,6 +5215,18 @@ type GetCustomerEntitlementParams struct {
 	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
 }
 
+// CreatePaymentMethodSetupParams defines parameters for CreatePaymentMethodSetup.
+type CreatePaymentMethodSetupParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListInvoicesParams defines parameters for ListInvoices.
 type ListInvoicesParams struct {
 	// Limit Page size.
@@ -4720,6 +5262,27 @@ type ListInvoicesParamsSortOrder string
 
 // CreateInvoiceParams defines parameters for CreateInvoice.
 type CreateInvoiceParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetInvoiceRenderSettingsParams defines parameters for GetInvoiceRenderSettings.
+type GetInvoiceRenderSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// UpdateInvoiceRenderSettingsParams defines parameters for UpdateInvoiceRenderSettings.
+type UpdateInvoiceRenderSettingsParams struct {
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
 	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
 
@@ -4840,6 +5403,27 @@ type PatchSentInvoiceParams struct {
 
 // VoidInvoiceParams defines parameters for VoidInvoice.
 type VoidInvoiceParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetInvoiceCollectionParams defines parameters for GetInvoiceCollection.
+type GetInvoiceCollectionParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// RetryInvoiceCollectionParams defines parameters for RetryInvoiceCollection.
+type RetryInvoiceCollectionParams struct {
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
 	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
 
@@ -5008,6 +5592,18 @@ type ListPaymentsParamsSortOrder string
 
 // RecordPaymentParams defines parameters for RecordPayment.
 type RecordPaymentParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// SendPaymentReminderParams defines parameters for SendPaymentReminder.
+type SendPaymentReminderParams struct {
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
 	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
 
@@ -5245,6 +5841,180 @@ type RemoveNotificationPolicyRecipientParams struct {
 
 // RotateNotificationPolicySecretParams defines parameters for RotateNotificationPolicySecret.
 type RotateNotificationPolicySecretParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetAccountPaymentSettingsParams defines parameters for GetAccountPaymentSettings.
+type GetAccountPaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// CreateBillingSchedulePaymentSettingsParams defines parameters for CreateBillingSchedulePaymentSettings.
+type CreateBillingSchedulePaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetPaymentSettingsForBillingScheduleParams defines parameters for GetPaymentSettingsForBillingSchedule.
+type GetPaymentSettingsForBillingScheduleParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// DeleteBillingSchedulePaymentSettingsParams defines parameters for DeleteBillingSchedulePaymentSettings.
+type DeleteBillingSchedulePaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetBillingSchedulePaymentSettingsParams defines parameters for GetBillingSchedulePaymentSettings.
+type GetBillingSchedulePaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// UpdateBillingSchedulePaymentSettingsParams defines parameters for UpdateBillingSchedulePaymentSettings.
+type UpdateBillingSchedulePaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateCustomerPaymentSettingsParams defines parameters for CreateCustomerPaymentSettings.
+type CreateCustomerPaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteCustomerPaymentSettingsParams defines parameters for DeleteCustomerPaymentSettings.
+type DeleteCustomerPaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetCustomerPaymentSettingsParams defines parameters for GetCustomerPaymentSettings.
+type GetCustomerPaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// UpdateCustomerPaymentSettingsParams defines parameters for UpdateCustomerPaymentSettings.
+type UpdateCustomerPaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateInvoicePaymentSettingsParams defines parameters for CreateInvoicePaymentSettings.
+type CreateInvoicePaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetPaymentSettingsForInvoiceParams defines parameters for GetPaymentSettingsForInvoice.
+type GetPaymentSettingsForInvoiceParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// DeleteInvoicePaymentSettingsParams defines parameters for DeleteInvoicePaymentSettings.
+type DeleteInvoicePaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetInvoicePaymentSettingsParams defines parameters for GetInvoicePaymentSettings.
+type GetInvoicePaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// UpdateInvoicePaymentSettingsParams defines parameters for UpdateInvoicePaymentSettings.
+type UpdateInvoicePaymentSettingsParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateAccountPaymentSettingsParams defines parameters for UpdateAccountPaymentSettings.
+type UpdateAccountPaymentSettingsParams struct {
 	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
 	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
 
@@ -5735,6 +6505,9 @@ type CalculateUsageMetricParams struct {
 	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
 }
 
+// ReceiveStripeWebhookJSONBody defines parameters for ReceiveStripeWebhook.
+type ReceiveStripeWebhookJSONBody = map[string]interface{}
+
 // PutAccountSettingsJSONRequestBody defines body for PutAccountSettings for application/json ContentType.
 type PutAccountSettingsJSONRequestBody = AccountSettingsInput
 
@@ -5777,8 +6550,14 @@ type CreateCustomerJSONRequestBody = CustomerRequest
 // UpdateCustomerJSONRequestBody defines body for UpdateCustomer for application/json ContentType.
 type UpdateCustomerJSONRequestBody = CustomerRequest
 
+// CreatePaymentMethodSetupJSONRequestBody defines body for CreatePaymentMethodSetup for application/json ContentType.
+type CreatePaymentMethodSetupJSONRequestBody = PaymentMethodSetupRequest
+
 // CreateInvoiceJSONRequestBody defines body for CreateInvoice for application/json ContentType.
 type CreateInvoiceJSONRequestBody = InvoiceRequest
+
+// UpdateInvoiceRenderSettingsJSONRequestBody defines body for UpdateInvoiceRenderSettings for application/json ContentType.
+type UpdateInvoiceRenderSettingsJSONRequestBody = InvoiceRenderSettingsRequest
 
 // UpdateInvoiceJSONRequestBody defines body for UpdateInvoice for application/json ContentType.
 type UpdateInvoiceJSONRequestBody = InvoiceUpdateRequest
@@ -5816,6 +6595,27 @@ type AddNotificationPolicyTypesJSONRequestBody = NotificationTypesBody
 // AddNotificationPolicyRecipientsJSONRequestBody defines body for AddNotificationPolicyRecipients for application/json ContentType.
 type AddNotificationPolicyRecipientsJSONRequestBody = RecipientsBody
 
+// CreateBillingSchedulePaymentSettingsJSONRequestBody defines body for CreateBillingSchedulePaymentSettings for application/json ContentType.
+type CreateBillingSchedulePaymentSettingsJSONRequestBody = BillingSchedulePaymentSettingsRequest
+
+// UpdateBillingSchedulePaymentSettingsJSONRequestBody defines body for UpdateBillingSchedulePaymentSettings for application/json ContentType.
+type UpdateBillingSchedulePaymentSettingsJSONRequestBody = PaymentSettingsUpdateRequest
+
+// CreateCustomerPaymentSettingsJSONRequestBody defines body for CreateCustomerPaymentSettings for application/json ContentType.
+type CreateCustomerPaymentSettingsJSONRequestBody = CustomerPaymentSettingsRequest
+
+// UpdateCustomerPaymentSettingsJSONRequestBody defines body for UpdateCustomerPaymentSettings for application/json ContentType.
+type UpdateCustomerPaymentSettingsJSONRequestBody = PaymentSettingsUpdateRequest
+
+// CreateInvoicePaymentSettingsJSONRequestBody defines body for CreateInvoicePaymentSettings for application/json ContentType.
+type CreateInvoicePaymentSettingsJSONRequestBody = InvoicePaymentSettingsRequest
+
+// UpdateInvoicePaymentSettingsJSONRequestBody defines body for UpdateInvoicePaymentSettings for application/json ContentType.
+type UpdateInvoicePaymentSettingsJSONRequestBody = PaymentSettingsUpdateRequest
+
+// UpdateAccountPaymentSettingsJSONRequestBody defines body for UpdateAccountPaymentSettings for application/json ContentType.
+type UpdateAccountPaymentSettingsJSONRequestBody = AccountPaymentSettingsRequest
+
 // CreatePriceJSONRequestBody defines body for CreatePrice for application/json ContentType.
 type CreatePriceJSONRequestBody = CreatePriceRequest
 
@@ -5848,6 +6648,9 @@ type CreateUsageMetricJSONRequestBody = CreateUsageMetricRequest
 
 // UpdateUsageMetricJSONRequestBody defines body for UpdateUsageMetric for application/json ContentType.
 type UpdateUsageMetricJSONRequestBody = UsageMetricRequest
+
+// ReceiveStripeWebhookJSONRequestBody defines body for ReceiveStripeWebhook for application/json ContentType.
+type ReceiveStripeWebhookJSONRequestBody = ReceiveStripeWebhookJSONBody
 
 // AsNumber0 returns the union data inside the Number as a Number0
 func (t Number) AsNumber0() (Number0, error) {
@@ -6347,6 +7150,11 @@ type ClientInterface interface {
 	// Corresponds with POST /credit-notes/{id}/mark-as-sent (the `MarkCreditNoteAsSent` operationId).
 	MarkCreditNoteAsSent(ctx context.Context, id string, params *MarkCreditNoteAsSentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RefundCreditNote Refund a credit note through the payment provider
+	//
+	// Corresponds with POST /credit-notes/{id}/refund (the `RefundCreditNote` operationId).
+	RefundCreditNote(ctx context.Context, id string, params *RefundCreditNoteParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SendCreditNote Send a credit note
 	//
 	// Corresponds with POST /credit-notes/{id}/send (the `SendCreditNote` operationId).
@@ -6458,6 +7266,20 @@ type ClientInterface interface {
 	// Corresponds with GET /customers/{id}/entitlements/{featureKey} (the `GetCustomerEntitlement` operationId).
 	GetCustomerEntitlement(ctx context.Context, id string, featureKey string, params *GetCustomerEntitlementParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreatePaymentMethodSetupWithBody A hosted page where the customer saves a payment method
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /customers/{id}/payment-method-setup (the `CreatePaymentMethodSetup` operationId).
+	CreatePaymentMethodSetupWithBody(ctx context.Context, id string, params *CreatePaymentMethodSetupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePaymentMethodSetup A hosted page where the customer saves a payment method
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /customers/{id}/payment-method-setup (the `CreatePaymentMethodSetup` operationId).
+	CreatePaymentMethodSetup(ctx context.Context, id string, params *CreatePaymentMethodSetupParams, body CreatePaymentMethodSetupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetHealth Process up
 	//
 	// Answers 200 while the process runs. No credentials.
@@ -6490,6 +7312,25 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /invoices (the `CreateInvoice` operationId).
 	CreateInvoice(ctx context.Context, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInvoiceRenderSettings Get the invoice render settings
+	//
+	// Corresponds with GET /invoices/render-settings (the `GetInvoiceRenderSettings` operationId).
+	GetInvoiceRenderSettings(ctx context.Context, params *GetInvoiceRenderSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateInvoiceRenderSettingsWithBody Update the invoice render settings
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /invoices/render-settings/{id} (the `UpdateInvoiceRenderSettings` operationId).
+	UpdateInvoiceRenderSettingsWithBody(ctx context.Context, id string, params *UpdateInvoiceRenderSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateInvoiceRenderSettings Update the invoice render settings
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /invoices/render-settings/{id} (the `UpdateInvoiceRenderSettings` operationId).
+	UpdateInvoiceRenderSettings(ctx context.Context, id string, params *UpdateInvoiceRenderSettingsParams, body UpdateInvoiceRenderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteInvoice Delete a draft invoice
 	//
@@ -6566,6 +7407,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /invoices/{id}/void (the `VoidInvoice` operationId).
 	VoidInvoice(ctx context.Context, id string, params *VoidInvoiceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInvoiceCollection Get the collection state of an invoice
+	//
+	// Corresponds with GET /invoices/{invoice}/collection (the `GetInvoiceCollection` operationId).
+	GetInvoiceCollection(ctx context.Context, invoice string, params *GetInvoiceCollectionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryInvoiceCollection Bring the planned charge or reminder forward to now
+	//
+	// Corresponds with POST /invoices/{invoice}/collection/retry (the `RetryInvoiceCollection` operationId).
+	RetryInvoiceCollection(ctx context.Context, invoice string, params *RetryInvoiceCollectionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListInvoiceLineItemGroups List line item groups
 	//
@@ -6681,6 +7532,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /invoices/{invoice}/payments (the `RecordPayment` operationId).
 	RecordPayment(ctx context.Context, invoice string, params *RecordPaymentParams, body RecordPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendPaymentReminder Send a payment reminder now
+	//
+	// Corresponds with POST /invoices/{invoice}/send-payment-reminder (the `SendPaymentReminder` operationId).
+	SendPaymentReminder(ctx context.Context, invoice string, params *SendPaymentReminderParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListJournalEntries List journal entries
 	//
@@ -6828,6 +7684,149 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAccountPaymentSettings Get the account's payment settings
+	//
+	// Corresponds with GET /payments/settings (the `GetAccountPaymentSettings` operationId).
+	GetAccountPaymentSettings(ctx context.Context, params *GetAccountPaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBillingSchedulePaymentSettingsWithBody Create the payment settings of a billingSchedule
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payments/settings/billing-schedules (the `CreateBillingSchedulePaymentSettings` operationId).
+	CreateBillingSchedulePaymentSettingsWithBody(ctx context.Context, params *CreateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBillingSchedulePaymentSettings Create the payment settings of a billingSchedule
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payments/settings/billing-schedules (the `CreateBillingSchedulePaymentSettings` operationId).
+	CreateBillingSchedulePaymentSettings(ctx context.Context, params *CreateBillingSchedulePaymentSettingsParams, body CreateBillingSchedulePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPaymentSettingsForBillingSchedule Get the payment settings of a billing schedule by its id
+	//
+	// Corresponds with GET /payments/settings/billing-schedules/for-billing-schedule/{id} (the `GetPaymentSettingsForBillingSchedule` operationId).
+	GetPaymentSettingsForBillingSchedule(ctx context.Context, id string, params *GetPaymentSettingsForBillingScheduleParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteBillingSchedulePaymentSettings Delete payment settings of a billingSchedule
+	//
+	// Corresponds with DELETE /payments/settings/billing-schedules/{id} (the `DeleteBillingSchedulePaymentSettings` operationId).
+	DeleteBillingSchedulePaymentSettings(ctx context.Context, id string, params *DeleteBillingSchedulePaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBillingSchedulePaymentSettings Get payment settings of a billingSchedule
+	//
+	// Corresponds with GET /payments/settings/billing-schedules/{id} (the `GetBillingSchedulePaymentSettings` operationId).
+	GetBillingSchedulePaymentSettings(ctx context.Context, id string, params *GetBillingSchedulePaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateBillingSchedulePaymentSettingsWithBody Update payment settings of a billingSchedule
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /payments/settings/billing-schedules/{id} (the `UpdateBillingSchedulePaymentSettings` operationId).
+	UpdateBillingSchedulePaymentSettingsWithBody(ctx context.Context, id string, params *UpdateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateBillingSchedulePaymentSettings Update payment settings of a billingSchedule
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /payments/settings/billing-schedules/{id} (the `UpdateBillingSchedulePaymentSettings` operationId).
+	UpdateBillingSchedulePaymentSettings(ctx context.Context, id string, params *UpdateBillingSchedulePaymentSettingsParams, body UpdateBillingSchedulePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCustomerPaymentSettingsWithBody Create the payment settings of a customer
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payments/settings/customers (the `CreateCustomerPaymentSettings` operationId).
+	CreateCustomerPaymentSettingsWithBody(ctx context.Context, params *CreateCustomerPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCustomerPaymentSettings Create the payment settings of a customer
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payments/settings/customers (the `CreateCustomerPaymentSettings` operationId).
+	CreateCustomerPaymentSettings(ctx context.Context, params *CreateCustomerPaymentSettingsParams, body CreateCustomerPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteCustomerPaymentSettings Delete payment settings of a customer
+	//
+	// Corresponds with DELETE /payments/settings/customers/{id} (the `DeleteCustomerPaymentSettings` operationId).
+	DeleteCustomerPaymentSettings(ctx context.Context, id string, params *DeleteCustomerPaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCustomerPaymentSettings Get payment settings of a customer
+	//
+	// Corresponds with GET /payments/settings/customers/{id} (the `GetCustomerPaymentSettings` operationId).
+	GetCustomerPaymentSettings(ctx context.Context, id string, params *GetCustomerPaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCustomerPaymentSettingsWithBody Update payment settings of a customer
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /payments/settings/customers/{id} (the `UpdateCustomerPaymentSettings` operationId).
+	UpdateCustomerPaymentSettingsWithBody(ctx context.Context, id string, params *UpdateCustomerPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCustomerPaymentSettings Update payment settings of a customer
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /payments/settings/customers/{id} (the `UpdateCustomerPaymentSettings` operationId).
+	UpdateCustomerPaymentSettings(ctx context.Context, id string, params *UpdateCustomerPaymentSettingsParams, body UpdateCustomerPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvoicePaymentSettingsWithBody Create the payment settings of a invoice
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payments/settings/invoices (the `CreateInvoicePaymentSettings` operationId).
+	CreateInvoicePaymentSettingsWithBody(ctx context.Context, params *CreateInvoicePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvoicePaymentSettings Create the payment settings of a invoice
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payments/settings/invoices (the `CreateInvoicePaymentSettings` operationId).
+	CreateInvoicePaymentSettings(ctx context.Context, params *CreateInvoicePaymentSettingsParams, body CreateInvoicePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPaymentSettingsForInvoice Get the payment settings of an invoice by its id
+	//
+	// Corresponds with GET /payments/settings/invoices/for-invoice/{id} (the `GetPaymentSettingsForInvoice` operationId).
+	GetPaymentSettingsForInvoice(ctx context.Context, id string, params *GetPaymentSettingsForInvoiceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteInvoicePaymentSettings Delete payment settings of a invoice
+	//
+	// Corresponds with DELETE /payments/settings/invoices/{id} (the `DeleteInvoicePaymentSettings` operationId).
+	DeleteInvoicePaymentSettings(ctx context.Context, id string, params *DeleteInvoicePaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInvoicePaymentSettings Get payment settings of a invoice
+	//
+	// Corresponds with GET /payments/settings/invoices/{id} (the `GetInvoicePaymentSettings` operationId).
+	GetInvoicePaymentSettings(ctx context.Context, id string, params *GetInvoicePaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateInvoicePaymentSettingsWithBody Update payment settings of a invoice
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /payments/settings/invoices/{id} (the `UpdateInvoicePaymentSettings` operationId).
+	UpdateInvoicePaymentSettingsWithBody(ctx context.Context, id string, params *UpdateInvoicePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateInvoicePaymentSettings Update payment settings of a invoice
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /payments/settings/invoices/{id} (the `UpdateInvoicePaymentSettings` operationId).
+	UpdateInvoicePaymentSettings(ctx context.Context, id string, params *UpdateInvoicePaymentSettingsParams, body UpdateInvoicePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAccountPaymentSettingsWithBody Update the account's payment settings
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /payments/settings/{id} (the `UpdateAccountPaymentSettings` operationId).
+	UpdateAccountPaymentSettingsWithBody(ctx context.Context, id string, params *UpdateAccountPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAccountPaymentSettings Update the account's payment settings
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /payments/settings/{id} (the `UpdateAccountPaymentSettings` operationId).
+	UpdateAccountPaymentSettings(ctx context.Context, id string, params *UpdateAccountPaymentSettingsParams, body UpdateAccountPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPrices List prices
 	//
@@ -7109,6 +8108,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /usage-metrics/{id}/calculate (the `CalculateUsageMetric` operationId).
 	CalculateUsageMetric(ctx context.Context, id string, params *CalculateUsageMetricParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveStripeWebhookWithBody Receive a Stripe webhook
+	//
+	// No API key: the Stripe-Signature header is verified with the account's webhook signing secret. A replayed event answers 200 and changes nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/stripe/{accountId} (the `ReceiveStripeWebhook` operationId).
+	ReceiveStripeWebhookWithBody(ctx context.Context, accountId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveStripeWebhook Receive a Stripe webhook
+	//
+	// No API key: the Stripe-Signature header is verified with the account's webhook signing secret. A replayed event answers 200 and changes nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/stripe/{accountId} (the `ReceiveStripeWebhook` operationId).
+	ReceiveStripeWebhook(ctx context.Context, accountId string, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetAccountSettings Get the account settings
@@ -7785,6 +8802,21 @@ func (c *Client) MarkCreditNoteAsSent(ctx context.Context, id string, params *Ma
 	return c.Client.Do(req)
 }
 
+// RefundCreditNote Refund a credit note through the payment provider
+//
+// Corresponds with POST /credit-notes/{id}/refund (the `RefundCreditNote` operationId).
+func (c *Client) RefundCreditNote(ctx context.Context, id string, params *RefundCreditNoteParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRefundCreditNoteRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // SendCreditNote Send a credit note
 //
 // Corresponds with POST /credit-notes/{id}/send (the `SendCreditNote` operationId).
@@ -8086,6 +9118,40 @@ func (c *Client) GetCustomerEntitlement(ctx context.Context, id string, featureK
 	return c.Client.Do(req)
 }
 
+// CreatePaymentMethodSetupWithBody A hosted page where the customer saves a payment method
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /customers/{id}/payment-method-setup (the `CreatePaymentMethodSetup` operationId).
+func (c *Client) CreatePaymentMethodSetupWithBody(ctx context.Context, id string, params *CreatePaymentMethodSetupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePaymentMethodSetupRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePaymentMethodSetup A hosted page where the customer saves a payment method
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /customers/{id}/payment-method-setup (the `CreatePaymentMethodSetup` operationId).
+func (c *Client) CreatePaymentMethodSetup(ctx context.Context, id string, params *CreatePaymentMethodSetupParams, body CreatePaymentMethodSetupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePaymentMethodSetupRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetHealth Process up
 //
 // Answers 200 while the process runs. No credentials.
@@ -8159,6 +9225,55 @@ func (c *Client) CreateInvoiceWithBody(ctx context.Context, params *CreateInvoic
 // Corresponds with POST /invoices (the `CreateInvoice` operationId).
 func (c *Client) CreateInvoice(ctx context.Context, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateInvoiceRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInvoiceRenderSettings Get the invoice render settings
+//
+// Corresponds with GET /invoices/render-settings (the `GetInvoiceRenderSettings` operationId).
+func (c *Client) GetInvoiceRenderSettings(ctx context.Context, params *GetInvoiceRenderSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInvoiceRenderSettingsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateInvoiceRenderSettingsWithBody Update the invoice render settings
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /invoices/render-settings/{id} (the `UpdateInvoiceRenderSettings` operationId).
+func (c *Client) UpdateInvoiceRenderSettingsWithBody(ctx context.Context, id string, params *UpdateInvoiceRenderSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateInvoiceRenderSettingsRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateInvoiceRenderSettings Update the invoice render settings
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /invoices/render-settings/{id} (the `UpdateInvoiceRenderSettings` operationId).
+func (c *Client) UpdateInvoiceRenderSettings(ctx context.Context, id string, params *UpdateInvoiceRenderSettingsParams, body UpdateInvoiceRenderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateInvoiceRenderSettingsRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8355,6 +9470,36 @@ func (c *Client) PatchSentInvoice(ctx context.Context, id string, params *PatchS
 // Corresponds with POST /invoices/{id}/void (the `VoidInvoice` operationId).
 func (c *Client) VoidInvoice(ctx context.Context, id string, params *VoidInvoiceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewVoidInvoiceRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInvoiceCollection Get the collection state of an invoice
+//
+// Corresponds with GET /invoices/{invoice}/collection (the `GetInvoiceCollection` operationId).
+func (c *Client) GetInvoiceCollection(ctx context.Context, invoice string, params *GetInvoiceCollectionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInvoiceCollectionRequest(c.Server, invoice, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryInvoiceCollection Bring the planned charge or reminder forward to now
+//
+// Corresponds with POST /invoices/{invoice}/collection/retry (the `RetryInvoiceCollection` operationId).
+func (c *Client) RetryInvoiceCollection(ctx context.Context, invoice string, params *RetryInvoiceCollectionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryInvoiceCollectionRequest(c.Server, invoice, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8640,6 +9785,21 @@ func (c *Client) RecordPaymentWithBody(ctx context.Context, invoice string, para
 // Corresponds with POST /invoices/{invoice}/payments (the `RecordPayment` operationId).
 func (c *Client) RecordPayment(ctx context.Context, invoice string, params *RecordPaymentParams, body RecordPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRecordPaymentRequest(c.Server, invoice, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendPaymentReminder Send a payment reminder now
+//
+// Corresponds with POST /invoices/{invoice}/send-payment-reminder (the `SendPaymentReminder` operationId).
+func (c *Client) SendPaymentReminder(ctx context.Context, invoice string, params *SendPaymentReminderParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendPaymentReminderRequest(c.Server, invoice, params)
 	if err != nil {
 		return nil, err
 	}
@@ -9017,6 +10177,379 @@ func (c *Client) RotateNotificationPolicySecret(ctx context.Context, id string, 
 // Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAccountPaymentSettings Get the account's payment settings
+//
+// Corresponds with GET /payments/settings (the `GetAccountPaymentSettings` operationId).
+func (c *Client) GetAccountPaymentSettings(ctx context.Context, params *GetAccountPaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAccountPaymentSettingsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBillingSchedulePaymentSettingsWithBody Create the payment settings of a billingSchedule
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payments/settings/billing-schedules (the `CreateBillingSchedulePaymentSettings` operationId).
+func (c *Client) CreateBillingSchedulePaymentSettingsWithBody(ctx context.Context, params *CreateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBillingSchedulePaymentSettingsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBillingSchedulePaymentSettings Create the payment settings of a billingSchedule
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payments/settings/billing-schedules (the `CreateBillingSchedulePaymentSettings` operationId).
+func (c *Client) CreateBillingSchedulePaymentSettings(ctx context.Context, params *CreateBillingSchedulePaymentSettingsParams, body CreateBillingSchedulePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBillingSchedulePaymentSettingsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPaymentSettingsForBillingSchedule Get the payment settings of a billing schedule by its id
+//
+// Corresponds with GET /payments/settings/billing-schedules/for-billing-schedule/{id} (the `GetPaymentSettingsForBillingSchedule` operationId).
+func (c *Client) GetPaymentSettingsForBillingSchedule(ctx context.Context, id string, params *GetPaymentSettingsForBillingScheduleParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPaymentSettingsForBillingScheduleRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteBillingSchedulePaymentSettings Delete payment settings of a billingSchedule
+//
+// Corresponds with DELETE /payments/settings/billing-schedules/{id} (the `DeleteBillingSchedulePaymentSettings` operationId).
+func (c *Client) DeleteBillingSchedulePaymentSettings(ctx context.Context, id string, params *DeleteBillingSchedulePaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteBillingSchedulePaymentSettingsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBillingSchedulePaymentSettings Get payment settings of a billingSchedule
+//
+// Corresponds with GET /payments/settings/billing-schedules/{id} (the `GetBillingSchedulePaymentSettings` operationId).
+func (c *Client) GetBillingSchedulePaymentSettings(ctx context.Context, id string, params *GetBillingSchedulePaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBillingSchedulePaymentSettingsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateBillingSchedulePaymentSettingsWithBody Update payment settings of a billingSchedule
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /payments/settings/billing-schedules/{id} (the `UpdateBillingSchedulePaymentSettings` operationId).
+func (c *Client) UpdateBillingSchedulePaymentSettingsWithBody(ctx context.Context, id string, params *UpdateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateBillingSchedulePaymentSettingsRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateBillingSchedulePaymentSettings Update payment settings of a billingSchedule
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /payments/settings/billing-schedules/{id} (the `UpdateBillingSchedulePaymentSettings` operationId).
+func (c *Client) UpdateBillingSchedulePaymentSettings(ctx context.Context, id string, params *UpdateBillingSchedulePaymentSettingsParams, body UpdateBillingSchedulePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateBillingSchedulePaymentSettingsRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCustomerPaymentSettingsWithBody Create the payment settings of a customer
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payments/settings/customers (the `CreateCustomerPaymentSettings` operationId).
+func (c *Client) CreateCustomerPaymentSettingsWithBody(ctx context.Context, params *CreateCustomerPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCustomerPaymentSettingsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCustomerPaymentSettings Create the payment settings of a customer
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payments/settings/customers (the `CreateCustomerPaymentSettings` operationId).
+func (c *Client) CreateCustomerPaymentSettings(ctx context.Context, params *CreateCustomerPaymentSettingsParams, body CreateCustomerPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCustomerPaymentSettingsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteCustomerPaymentSettings Delete payment settings of a customer
+//
+// Corresponds with DELETE /payments/settings/customers/{id} (the `DeleteCustomerPaymentSettings` operationId).
+func (c *Client) DeleteCustomerPaymentSettings(ctx context.Context, id string, params *DeleteCustomerPaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteCustomerPaymentSettingsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCustomerPaymentSettings Get payment settings of a customer
+//
+// Corresponds with GET /payments/settings/customers/{id} (the `GetCustomerPaymentSettings` operationId).
+func (c *Client) GetCustomerPaymentSettings(ctx context.Context, id string, params *GetCustomerPaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCustomerPaymentSettingsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCustomerPaymentSettingsWithBody Update payment settings of a customer
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /payments/settings/customers/{id} (the `UpdateCustomerPaymentSettings` operationId).
+func (c *Client) UpdateCustomerPaymentSettingsWithBody(ctx context.Context, id string, params *UpdateCustomerPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomerPaymentSettingsRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCustomerPaymentSettings Update payment settings of a customer
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /payments/settings/customers/{id} (the `UpdateCustomerPaymentSettings` operationId).
+func (c *Client) UpdateCustomerPaymentSettings(ctx context.Context, id string, params *UpdateCustomerPaymentSettingsParams, body UpdateCustomerPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomerPaymentSettingsRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvoicePaymentSettingsWithBody Create the payment settings of a invoice
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payments/settings/invoices (the `CreateInvoicePaymentSettings` operationId).
+func (c *Client) CreateInvoicePaymentSettingsWithBody(ctx context.Context, params *CreateInvoicePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvoicePaymentSettingsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvoicePaymentSettings Create the payment settings of a invoice
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payments/settings/invoices (the `CreateInvoicePaymentSettings` operationId).
+func (c *Client) CreateInvoicePaymentSettings(ctx context.Context, params *CreateInvoicePaymentSettingsParams, body CreateInvoicePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvoicePaymentSettingsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPaymentSettingsForInvoice Get the payment settings of an invoice by its id
+//
+// Corresponds with GET /payments/settings/invoices/for-invoice/{id} (the `GetPaymentSettingsForInvoice` operationId).
+func (c *Client) GetPaymentSettingsForInvoice(ctx context.Context, id string, params *GetPaymentSettingsForInvoiceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPaymentSettingsForInvoiceRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteInvoicePaymentSettings Delete payment settings of a invoice
+//
+// Corresponds with DELETE /payments/settings/invoices/{id} (the `DeleteInvoicePaymentSettings` operationId).
+func (c *Client) DeleteInvoicePaymentSettings(ctx context.Context, id string, params *DeleteInvoicePaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteInvoicePaymentSettingsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInvoicePaymentSettings Get payment settings of a invoice
+//
+// Corresponds with GET /payments/settings/invoices/{id} (the `GetInvoicePaymentSettings` operationId).
+func (c *Client) GetInvoicePaymentSettings(ctx context.Context, id string, params *GetInvoicePaymentSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInvoicePaymentSettingsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateInvoicePaymentSettingsWithBody Update payment settings of a invoice
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /payments/settings/invoices/{id} (the `UpdateInvoicePaymentSettings` operationId).
+func (c *Client) UpdateInvoicePaymentSettingsWithBody(ctx context.Context, id string, params *UpdateInvoicePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateInvoicePaymentSettingsRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateInvoicePaymentSettings Update payment settings of a invoice
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /payments/settings/invoices/{id} (the `UpdateInvoicePaymentSettings` operationId).
+func (c *Client) UpdateInvoicePaymentSettings(ctx context.Context, id string, params *UpdateInvoicePaymentSettingsParams, body UpdateInvoicePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateInvoicePaymentSettingsRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAccountPaymentSettingsWithBody Update the account's payment settings
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /payments/settings/{id} (the `UpdateAccountPaymentSettings` operationId).
+func (c *Client) UpdateAccountPaymentSettingsWithBody(ctx context.Context, id string, params *UpdateAccountPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAccountPaymentSettingsRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAccountPaymentSettings Update the account's payment settings
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /payments/settings/{id} (the `UpdateAccountPaymentSettings` operationId).
+func (c *Client) UpdateAccountPaymentSettings(ctx context.Context, id string, params *UpdateAccountPaymentSettingsParams, body UpdateAccountPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAccountPaymentSettingsRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9708,6 +11241,44 @@ func (c *Client) UpdateUsageMetric(ctx context.Context, id string, params *Updat
 // Corresponds with GET /usage-metrics/{id}/calculate (the `CalculateUsageMetric` operationId).
 func (c *Client) CalculateUsageMetric(ctx context.Context, id string, params *CalculateUsageMetricParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCalculateUsageMetricRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeWebhookWithBody Receive a Stripe webhook
+//
+// No API key: the Stripe-Signature header is verified with the account's webhook signing secret. A replayed event answers 200 and changes nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/stripe/{accountId} (the `ReceiveStripeWebhook` operationId).
+func (c *Client) ReceiveStripeWebhookWithBody(ctx context.Context, accountId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeWebhookRequestWithBody(c.Server, accountId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeWebhook Receive a Stripe webhook
+//
+// No API key: the Stripe-Signature header is verified with the account's webhook signing secret. A replayed event answers 200 and changes nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/stripe/{accountId} (the `ReceiveStripeWebhook` operationId).
+func (c *Client) ReceiveStripeWebhook(ctx context.Context, accountId string, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeWebhookRequest(c.Server, accountId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -12206,6 +13777,77 @@ func NewMarkCreditNoteAsSentRequest(server string, id string, params *MarkCredit
 	return req, nil
 }
 
+// NewRefundCreditNoteRequest constructs an http.Request for the RefundCreditNote method
+func NewRefundCreditNoteRequest(server string, id string, params *RefundCreditNoteParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/credit-notes/%s/refund", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewSendCreditNoteRequest constructs an http.Request for the SendCreditNote method
 func NewSendCreditNoteRequest(server string, id string, params *SendCreditNoteParams) (*http.Request, error) {
 	var err error
@@ -13681,6 +15323,90 @@ func NewGetCustomerEntitlementRequest(server string, id string, featureKey strin
 	return req, nil
 }
 
+// NewCreatePaymentMethodSetupRequest calls the generic CreatePaymentMethodSetup builder with application/json body
+func NewCreatePaymentMethodSetupRequest(server string, id string, params *CreatePaymentMethodSetupParams, body CreatePaymentMethodSetupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePaymentMethodSetupRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCreatePaymentMethodSetupRequestWithBody constructs an http.Request for the CreatePaymentMethodSetup method, with any body, and a specified content type
+func NewCreatePaymentMethodSetupRequestWithBody(server string, id string, params *CreatePaymentMethodSetupParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/customers/%s/payment-method-setup", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetHealthRequest constructs an http.Request for the GetHealth method
 func NewGetHealthRequest(server string) (*http.Request, error) {
 	var err error
@@ -13918,6 +15644,143 @@ func NewCreateInvoiceRequestWithBody(server string, params *CreateInvoiceParams,
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetInvoiceRenderSettingsRequest constructs an http.Request for the GetInvoiceRenderSettings method
+func NewGetInvoiceRenderSettingsRequest(server string, params *GetInvoiceRenderSettingsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoices/render-settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpdateInvoiceRenderSettingsRequest calls the generic UpdateInvoiceRenderSettings builder with application/json body
+func NewUpdateInvoiceRenderSettingsRequest(server string, id string, params *UpdateInvoiceRenderSettingsParams, body UpdateInvoiceRenderSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateInvoiceRenderSettingsRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateInvoiceRenderSettingsRequestWithBody constructs an http.Request for the UpdateInvoiceRenderSettings method, with any body, and a specified content type
+func NewUpdateInvoiceRenderSettingsRequestWithBody(server string, id string, params *UpdateInvoiceRenderSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoices/render-settings/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -14651,6 +16514,137 @@ func NewVoidInvoiceRequest(server string, id string, params *VoidInvoiceParams) 
 	}
 
 	operationPath := fmt.Sprintf("/invoices/%s/void", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetInvoiceCollectionRequest constructs an http.Request for the GetInvoiceCollection method
+func NewGetInvoiceCollectionRequest(server string, invoice string, params *GetInvoiceCollectionParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "invoice", invoice, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoices/%s/collection", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRetryInvoiceCollectionRequest constructs an http.Request for the RetryInvoiceCollection method
+func NewRetryInvoiceCollectionRequest(server string, invoice string, params *RetryInvoiceCollectionParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "invoice", invoice, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoices/%s/collection/retry", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -15707,6 +17701,77 @@ func NewRecordPaymentRequestWithBody(server string, invoice string, params *Reco
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSendPaymentReminderRequest constructs an http.Request for the SendPaymentReminder method
+func NewSendPaymentReminderRequest(server string, invoice string, params *SendPaymentReminderParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "invoice", invoice, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoices/%s/send-payment-reminder", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	if params != nil {
 
@@ -17180,6 +19245,1139 @@ func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAccountPaymentSettingsRequest constructs an http.Request for the GetAccountPaymentSettings method
+func NewGetAccountPaymentSettingsRequest(server string, params *GetAccountPaymentSettingsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateBillingSchedulePaymentSettingsRequest calls the generic CreateBillingSchedulePaymentSettings builder with application/json body
+func NewCreateBillingSchedulePaymentSettingsRequest(server string, params *CreateBillingSchedulePaymentSettingsParams, body CreateBillingSchedulePaymentSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateBillingSchedulePaymentSettingsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateBillingSchedulePaymentSettingsRequestWithBody constructs an http.Request for the CreateBillingSchedulePaymentSettings method, with any body, and a specified content type
+func NewCreateBillingSchedulePaymentSettingsRequestWithBody(server string, params *CreateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/billing-schedules")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetPaymentSettingsForBillingScheduleRequest constructs an http.Request for the GetPaymentSettingsForBillingSchedule method
+func NewGetPaymentSettingsForBillingScheduleRequest(server string, id string, params *GetPaymentSettingsForBillingScheduleParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/billing-schedules/for-billing-schedule/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteBillingSchedulePaymentSettingsRequest constructs an http.Request for the DeleteBillingSchedulePaymentSettings method
+func NewDeleteBillingSchedulePaymentSettingsRequest(server string, id string, params *DeleteBillingSchedulePaymentSettingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/billing-schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetBillingSchedulePaymentSettingsRequest constructs an http.Request for the GetBillingSchedulePaymentSettings method
+func NewGetBillingSchedulePaymentSettingsRequest(server string, id string, params *GetBillingSchedulePaymentSettingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/billing-schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpdateBillingSchedulePaymentSettingsRequest calls the generic UpdateBillingSchedulePaymentSettings builder with application/json body
+func NewUpdateBillingSchedulePaymentSettingsRequest(server string, id string, params *UpdateBillingSchedulePaymentSettingsParams, body UpdateBillingSchedulePaymentSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateBillingSchedulePaymentSettingsRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateBillingSchedulePaymentSettingsRequestWithBody constructs an http.Request for the UpdateBillingSchedulePaymentSettings method, with any body, and a specified content type
+func NewUpdateBillingSchedulePaymentSettingsRequestWithBody(server string, id string, params *UpdateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/billing-schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateCustomerPaymentSettingsRequest calls the generic CreateCustomerPaymentSettings builder with application/json body
+func NewCreateCustomerPaymentSettingsRequest(server string, params *CreateCustomerPaymentSettingsParams, body CreateCustomerPaymentSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateCustomerPaymentSettingsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateCustomerPaymentSettingsRequestWithBody constructs an http.Request for the CreateCustomerPaymentSettings method, with any body, and a specified content type
+func NewCreateCustomerPaymentSettingsRequestWithBody(server string, params *CreateCustomerPaymentSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteCustomerPaymentSettingsRequest constructs an http.Request for the DeleteCustomerPaymentSettings method
+func NewDeleteCustomerPaymentSettingsRequest(server string, id string, params *DeleteCustomerPaymentSettingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/customers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetCustomerPaymentSettingsRequest constructs an http.Request for the GetCustomerPaymentSettings method
+func NewGetCustomerPaymentSettingsRequest(server string, id string, params *GetCustomerPaymentSettingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/customers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpdateCustomerPaymentSettingsRequest calls the generic UpdateCustomerPaymentSettings builder with application/json body
+func NewUpdateCustomerPaymentSettingsRequest(server string, id string, params *UpdateCustomerPaymentSettingsParams, body UpdateCustomerPaymentSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateCustomerPaymentSettingsRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateCustomerPaymentSettingsRequestWithBody constructs an http.Request for the UpdateCustomerPaymentSettings method, with any body, and a specified content type
+func NewUpdateCustomerPaymentSettingsRequestWithBody(server string, id string, params *UpdateCustomerPaymentSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/customers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateInvoicePaymentSettingsRequest calls the generic CreateInvoicePaymentSettings builder with application/json body
+func NewCreateInvoicePaymentSettingsRequest(server string, params *CreateInvoicePaymentSettingsParams, body CreateInvoicePaymentSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateInvoicePaymentSettingsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateInvoicePaymentSettingsRequestWithBody constructs an http.Request for the CreateInvoicePaymentSettings method, with any body, and a specified content type
+func NewCreateInvoicePaymentSettingsRequestWithBody(server string, params *CreateInvoicePaymentSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/invoices")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetPaymentSettingsForInvoiceRequest constructs an http.Request for the GetPaymentSettingsForInvoice method
+func NewGetPaymentSettingsForInvoiceRequest(server string, id string, params *GetPaymentSettingsForInvoiceParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/invoices/for-invoice/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteInvoicePaymentSettingsRequest constructs an http.Request for the DeleteInvoicePaymentSettings method
+func NewDeleteInvoicePaymentSettingsRequest(server string, id string, params *DeleteInvoicePaymentSettingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/invoices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetInvoicePaymentSettingsRequest constructs an http.Request for the GetInvoicePaymentSettings method
+func NewGetInvoicePaymentSettingsRequest(server string, id string, params *GetInvoicePaymentSettingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/invoices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpdateInvoicePaymentSettingsRequest calls the generic UpdateInvoicePaymentSettings builder with application/json body
+func NewUpdateInvoicePaymentSettingsRequest(server string, id string, params *UpdateInvoicePaymentSettingsParams, body UpdateInvoicePaymentSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateInvoicePaymentSettingsRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateInvoicePaymentSettingsRequestWithBody constructs an http.Request for the UpdateInvoicePaymentSettings method, with any body, and a specified content type
+func NewUpdateInvoicePaymentSettingsRequestWithBody(server string, id string, params *UpdateInvoicePaymentSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/invoices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpdateAccountPaymentSettingsRequest calls the generic UpdateAccountPaymentSettings builder with application/json body
+func NewUpdateAccountPaymentSettingsRequest(server string, id string, params *UpdateAccountPaymentSettingsParams, body UpdateAccountPaymentSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAccountPaymentSettingsRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateAccountPaymentSettingsRequestWithBody constructs an http.Request for the UpdateAccountPaymentSettings method, with any body, and a specified content type
+func NewUpdateAccountPaymentSettingsRequestWithBody(server string, id string, params *UpdateAccountPaymentSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payments/settings/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
 	}
 
 	return req, nil
@@ -19888,6 +23086,53 @@ func NewCalculateUsageMetricRequest(server string, id string, params *CalculateU
 	return req, nil
 }
 
+// NewReceiveStripeWebhookRequest calls the generic ReceiveStripeWebhook builder with application/json body
+func NewReceiveStripeWebhookRequest(server string, accountId string, body ReceiveStripeWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveStripeWebhookRequestWithBody(server, accountId, "application/json", bodyReader)
+}
+
+// NewReceiveStripeWebhookRequestWithBody constructs an http.Request for the ReceiveStripeWebhook method, with any body, and a specified content type
+func NewReceiveStripeWebhookRequestWithBody(server string, accountId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "accountId", accountId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/stripe/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -20242,6 +23487,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /credit-notes/{id}/mark-as-sent (the `MarkCreditNoteAsSent` operationId).
 	MarkCreditNoteAsSentWithResponse(ctx context.Context, id string, params *MarkCreditNoteAsSentParams, reqEditors ...RequestEditorFn) (*MarkCreditNoteAsSentResponse, error)
 
+	// RefundCreditNoteWithResponse Refund a credit note through the payment provider
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /credit-notes/{id}/refund (the `RefundCreditNote` operationId).
+	RefundCreditNoteWithResponse(ctx context.Context, id string, params *RefundCreditNoteParams, reqEditors ...RequestEditorFn) (*RefundCreditNoteResponse, error)
+
 	// SendCreditNoteWithResponse Send a credit note
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -20379,6 +23631,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /customers/{id}/entitlements/{featureKey} (the `GetCustomerEntitlement` operationId).
 	GetCustomerEntitlementWithResponse(ctx context.Context, id string, featureKey string, params *GetCustomerEntitlementParams, reqEditors ...RequestEditorFn) (*GetCustomerEntitlementResponse, error)
 
+	// CreatePaymentMethodSetupWithBodyWithResponse A hosted page where the customer saves a payment method
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /customers/{id}/payment-method-setup (the `CreatePaymentMethodSetup` operationId).
+	CreatePaymentMethodSetupWithBodyWithResponse(ctx context.Context, id string, params *CreatePaymentMethodSetupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePaymentMethodSetupResponse, error)
+
+	// CreatePaymentMethodSetupWithResponse A hosted page where the customer saves a payment method
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /customers/{id}/payment-method-setup (the `CreatePaymentMethodSetup` operationId).
+	CreatePaymentMethodSetupWithResponse(ctx context.Context, id string, params *CreatePaymentMethodSetupParams, body CreatePaymentMethodSetupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePaymentMethodSetupResponse, error)
+
 	// GetHealthWithResponse Process up
 	//
 	// Answers 200 while the process runs. No credentials.
@@ -20417,6 +23683,27 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /invoices (the `CreateInvoice` operationId).
 	CreateInvoiceWithResponse(ctx context.Context, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvoiceResponse, error)
+
+	// GetInvoiceRenderSettingsWithResponse Get the invoice render settings
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /invoices/render-settings (the `GetInvoiceRenderSettings` operationId).
+	GetInvoiceRenderSettingsWithResponse(ctx context.Context, params *GetInvoiceRenderSettingsParams, reqEditors ...RequestEditorFn) (*GetInvoiceRenderSettingsResponse, error)
+
+	// UpdateInvoiceRenderSettingsWithBodyWithResponse Update the invoice render settings
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /invoices/render-settings/{id} (the `UpdateInvoiceRenderSettings` operationId).
+	UpdateInvoiceRenderSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateInvoiceRenderSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateInvoiceRenderSettingsResponse, error)
+
+	// UpdateInvoiceRenderSettingsWithResponse Update the invoice render settings
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /invoices/render-settings/{id} (the `UpdateInvoiceRenderSettings` operationId).
+	UpdateInvoiceRenderSettingsWithResponse(ctx context.Context, id string, params *UpdateInvoiceRenderSettingsParams, body UpdateInvoiceRenderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateInvoiceRenderSettingsResponse, error)
 
 	// DeleteInvoiceWithResponse Delete a draft invoice
 	//
@@ -20509,6 +23796,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /invoices/{id}/void (the `VoidInvoice` operationId).
 	VoidInvoiceWithResponse(ctx context.Context, id string, params *VoidInvoiceParams, reqEditors ...RequestEditorFn) (*VoidInvoiceResponse, error)
+
+	// GetInvoiceCollectionWithResponse Get the collection state of an invoice
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /invoices/{invoice}/collection (the `GetInvoiceCollection` operationId).
+	GetInvoiceCollectionWithResponse(ctx context.Context, invoice string, params *GetInvoiceCollectionParams, reqEditors ...RequestEditorFn) (*GetInvoiceCollectionResponse, error)
+
+	// RetryInvoiceCollectionWithResponse Bring the planned charge or reminder forward to now
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /invoices/{invoice}/collection/retry (the `RetryInvoiceCollection` operationId).
+	RetryInvoiceCollectionWithResponse(ctx context.Context, invoice string, params *RetryInvoiceCollectionParams, reqEditors ...RequestEditorFn) (*RetryInvoiceCollectionResponse, error)
 
 	// ListInvoiceLineItemGroupsWithResponse List line item groups
 	//
@@ -20634,6 +23935,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /invoices/{invoice}/payments (the `RecordPayment` operationId).
 	RecordPaymentWithResponse(ctx context.Context, invoice string, params *RecordPaymentParams, body RecordPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordPaymentResponse, error)
+
+	// SendPaymentReminderWithResponse Send a payment reminder now
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /invoices/{invoice}/send-payment-reminder (the `SendPaymentReminder` operationId).
+	SendPaymentReminderWithResponse(ctx context.Context, invoice string, params *SendPaymentReminderParams, reqEditors ...RequestEditorFn) (*SendPaymentReminderResponse, error)
 
 	// ListJournalEntriesWithResponse List journal entries
 	//
@@ -20809,6 +24117,167 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
+
+	// GetAccountPaymentSettingsWithResponse Get the account's payment settings
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payments/settings (the `GetAccountPaymentSettings` operationId).
+	GetAccountPaymentSettingsWithResponse(ctx context.Context, params *GetAccountPaymentSettingsParams, reqEditors ...RequestEditorFn) (*GetAccountPaymentSettingsResponse, error)
+
+	// CreateBillingSchedulePaymentSettingsWithBodyWithResponse Create the payment settings of a billingSchedule
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/settings/billing-schedules (the `CreateBillingSchedulePaymentSettings` operationId).
+	CreateBillingSchedulePaymentSettingsWithBodyWithResponse(ctx context.Context, params *CreateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBillingSchedulePaymentSettingsResponse, error)
+
+	// CreateBillingSchedulePaymentSettingsWithResponse Create the payment settings of a billingSchedule
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/settings/billing-schedules (the `CreateBillingSchedulePaymentSettings` operationId).
+	CreateBillingSchedulePaymentSettingsWithResponse(ctx context.Context, params *CreateBillingSchedulePaymentSettingsParams, body CreateBillingSchedulePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBillingSchedulePaymentSettingsResponse, error)
+
+	// GetPaymentSettingsForBillingScheduleWithResponse Get the payment settings of a billing schedule by its id
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payments/settings/billing-schedules/for-billing-schedule/{id} (the `GetPaymentSettingsForBillingSchedule` operationId).
+	GetPaymentSettingsForBillingScheduleWithResponse(ctx context.Context, id string, params *GetPaymentSettingsForBillingScheduleParams, reqEditors ...RequestEditorFn) (*GetPaymentSettingsForBillingScheduleResponse, error)
+
+	// DeleteBillingSchedulePaymentSettingsWithResponse Delete payment settings of a billingSchedule
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /payments/settings/billing-schedules/{id} (the `DeleteBillingSchedulePaymentSettings` operationId).
+	DeleteBillingSchedulePaymentSettingsWithResponse(ctx context.Context, id string, params *DeleteBillingSchedulePaymentSettingsParams, reqEditors ...RequestEditorFn) (*DeleteBillingSchedulePaymentSettingsResponse, error)
+
+	// GetBillingSchedulePaymentSettingsWithResponse Get payment settings of a billingSchedule
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payments/settings/billing-schedules/{id} (the `GetBillingSchedulePaymentSettings` operationId).
+	GetBillingSchedulePaymentSettingsWithResponse(ctx context.Context, id string, params *GetBillingSchedulePaymentSettingsParams, reqEditors ...RequestEditorFn) (*GetBillingSchedulePaymentSettingsResponse, error)
+
+	// UpdateBillingSchedulePaymentSettingsWithBodyWithResponse Update payment settings of a billingSchedule
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /payments/settings/billing-schedules/{id} (the `UpdateBillingSchedulePaymentSettings` operationId).
+	UpdateBillingSchedulePaymentSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBillingSchedulePaymentSettingsResponse, error)
+
+	// UpdateBillingSchedulePaymentSettingsWithResponse Update payment settings of a billingSchedule
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /payments/settings/billing-schedules/{id} (the `UpdateBillingSchedulePaymentSettings` operationId).
+	UpdateBillingSchedulePaymentSettingsWithResponse(ctx context.Context, id string, params *UpdateBillingSchedulePaymentSettingsParams, body UpdateBillingSchedulePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBillingSchedulePaymentSettingsResponse, error)
+
+	// CreateCustomerPaymentSettingsWithBodyWithResponse Create the payment settings of a customer
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/settings/customers (the `CreateCustomerPaymentSettings` operationId).
+	CreateCustomerPaymentSettingsWithBodyWithResponse(ctx context.Context, params *CreateCustomerPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCustomerPaymentSettingsResponse, error)
+
+	// CreateCustomerPaymentSettingsWithResponse Create the payment settings of a customer
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/settings/customers (the `CreateCustomerPaymentSettings` operationId).
+	CreateCustomerPaymentSettingsWithResponse(ctx context.Context, params *CreateCustomerPaymentSettingsParams, body CreateCustomerPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCustomerPaymentSettingsResponse, error)
+
+	// DeleteCustomerPaymentSettingsWithResponse Delete payment settings of a customer
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /payments/settings/customers/{id} (the `DeleteCustomerPaymentSettings` operationId).
+	DeleteCustomerPaymentSettingsWithResponse(ctx context.Context, id string, params *DeleteCustomerPaymentSettingsParams, reqEditors ...RequestEditorFn) (*DeleteCustomerPaymentSettingsResponse, error)
+
+	// GetCustomerPaymentSettingsWithResponse Get payment settings of a customer
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payments/settings/customers/{id} (the `GetCustomerPaymentSettings` operationId).
+	GetCustomerPaymentSettingsWithResponse(ctx context.Context, id string, params *GetCustomerPaymentSettingsParams, reqEditors ...RequestEditorFn) (*GetCustomerPaymentSettingsResponse, error)
+
+	// UpdateCustomerPaymentSettingsWithBodyWithResponse Update payment settings of a customer
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /payments/settings/customers/{id} (the `UpdateCustomerPaymentSettings` operationId).
+	UpdateCustomerPaymentSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateCustomerPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomerPaymentSettingsResponse, error)
+
+	// UpdateCustomerPaymentSettingsWithResponse Update payment settings of a customer
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /payments/settings/customers/{id} (the `UpdateCustomerPaymentSettings` operationId).
+	UpdateCustomerPaymentSettingsWithResponse(ctx context.Context, id string, params *UpdateCustomerPaymentSettingsParams, body UpdateCustomerPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerPaymentSettingsResponse, error)
+
+	// CreateInvoicePaymentSettingsWithBodyWithResponse Create the payment settings of a invoice
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/settings/invoices (the `CreateInvoicePaymentSettings` operationId).
+	CreateInvoicePaymentSettingsWithBodyWithResponse(ctx context.Context, params *CreateInvoicePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvoicePaymentSettingsResponse, error)
+
+	// CreateInvoicePaymentSettingsWithResponse Create the payment settings of a invoice
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payments/settings/invoices (the `CreateInvoicePaymentSettings` operationId).
+	CreateInvoicePaymentSettingsWithResponse(ctx context.Context, params *CreateInvoicePaymentSettingsParams, body CreateInvoicePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvoicePaymentSettingsResponse, error)
+
+	// GetPaymentSettingsForInvoiceWithResponse Get the payment settings of an invoice by its id
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payments/settings/invoices/for-invoice/{id} (the `GetPaymentSettingsForInvoice` operationId).
+	GetPaymentSettingsForInvoiceWithResponse(ctx context.Context, id string, params *GetPaymentSettingsForInvoiceParams, reqEditors ...RequestEditorFn) (*GetPaymentSettingsForInvoiceResponse, error)
+
+	// DeleteInvoicePaymentSettingsWithResponse Delete payment settings of a invoice
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /payments/settings/invoices/{id} (the `DeleteInvoicePaymentSettings` operationId).
+	DeleteInvoicePaymentSettingsWithResponse(ctx context.Context, id string, params *DeleteInvoicePaymentSettingsParams, reqEditors ...RequestEditorFn) (*DeleteInvoicePaymentSettingsResponse, error)
+
+	// GetInvoicePaymentSettingsWithResponse Get payment settings of a invoice
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payments/settings/invoices/{id} (the `GetInvoicePaymentSettings` operationId).
+	GetInvoicePaymentSettingsWithResponse(ctx context.Context, id string, params *GetInvoicePaymentSettingsParams, reqEditors ...RequestEditorFn) (*GetInvoicePaymentSettingsResponse, error)
+
+	// UpdateInvoicePaymentSettingsWithBodyWithResponse Update payment settings of a invoice
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /payments/settings/invoices/{id} (the `UpdateInvoicePaymentSettings` operationId).
+	UpdateInvoicePaymentSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateInvoicePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateInvoicePaymentSettingsResponse, error)
+
+	// UpdateInvoicePaymentSettingsWithResponse Update payment settings of a invoice
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /payments/settings/invoices/{id} (the `UpdateInvoicePaymentSettings` operationId).
+	UpdateInvoicePaymentSettingsWithResponse(ctx context.Context, id string, params *UpdateInvoicePaymentSettingsParams, body UpdateInvoicePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateInvoicePaymentSettingsResponse, error)
+
+	// UpdateAccountPaymentSettingsWithBodyWithResponse Update the account's payment settings
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /payments/settings/{id} (the `UpdateAccountPaymentSettings` operationId).
+	UpdateAccountPaymentSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateAccountPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAccountPaymentSettingsResponse, error)
+
+	// UpdateAccountPaymentSettingsWithResponse Update the account's payment settings
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /payments/settings/{id} (the `UpdateAccountPaymentSettings` operationId).
+	UpdateAccountPaymentSettingsWithResponse(ctx context.Context, id string, params *UpdateAccountPaymentSettingsParams, body UpdateAccountPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAccountPaymentSettingsResponse, error)
 
 	// ListPricesWithResponse List prices
 	//
@@ -21128,6 +24597,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /usage-metrics/{id}/calculate (the `CalculateUsageMetric` operationId).
 	CalculateUsageMetricWithResponse(ctx context.Context, id string, params *CalculateUsageMetricParams, reqEditors ...RequestEditorFn) (*CalculateUsageMetricResponse, error)
+
+	// ReceiveStripeWebhookWithBodyWithResponse Receive a Stripe webhook
+	//
+	// No API key: the Stripe-Signature header is verified with the account's webhook signing secret. A replayed event answers 200 and changes nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/stripe/{accountId} (the `ReceiveStripeWebhook` operationId).
+	ReceiveStripeWebhookWithBodyWithResponse(ctx context.Context, accountId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error)
+
+	// ReceiveStripeWebhookWithResponse Receive a Stripe webhook
+	//
+	// No API key: the Stripe-Signature header is verified with the account's webhook signing secret. A replayed event answers 200 and changes nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/stripe/{accountId} (the `ReceiveStripeWebhook` operationId).
+	ReceiveStripeWebhookWithResponse(ctx context.Context, accountId string, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error)
 }
 
 // GetAccountSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetAccountSettings
@@ -25458,6 +28945,157 @@ func (r MarkCreditNoteAsSentResponse) ContentType() string {
 	return ""
 }
 
+// RefundCreditNoteResponse200Headers the declared response headers of an HTTP 200 response for RefundCreditNote
+type RefundCreditNoteResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// RefundCreditNoteResponse400Headers the declared response headers of an HTTP 400 response for RefundCreditNote
+type RefundCreditNoteResponse400Headers struct {
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponse401Headers the declared response headers of an HTTP 401 response for RefundCreditNote
+type RefundCreditNoteResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// RefundCreditNoteResponse404Headers the declared response headers of an HTTP 404 response for RefundCreditNote
+type RefundCreditNoteResponse404Headers struct {
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponse409Headers the declared response headers of an HTTP 409 response for RefundCreditNote
+type RefundCreditNoteResponse409Headers struct {
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponse422Headers the declared response headers of an HTTP 422 response for RefundCreditNote
+type RefundCreditNoteResponse422Headers struct {
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponse429Headers the declared response headers of an HTTP 429 response for RefundCreditNote
+type RefundCreditNoteResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// RefundCreditNoteResponseDefaultHeaders the declared response headers of an HTTP default response for RefundCreditNote
+type RefundCreditNoteResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type RefundCreditNoteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Refund
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RefundCreditNoteResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RefundCreditNoteResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RefundCreditNoteResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RefundCreditNoteResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RefundCreditNoteResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RefundCreditNoteResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RefundCreditNoteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RefundCreditNoteResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON200() *Refund {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RefundCreditNoteResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RefundCreditNoteResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RefundCreditNoteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RefundCreditNoteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RefundCreditNoteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RefundCreditNoteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SendCreditNoteResponse200Headers the declared response headers of an HTTP 200 response for SendCreditNote
 type SendCreditNoteResponse200Headers struct {
 	IdempotentReplayed *string
@@ -27641,6 +31279,185 @@ func (r GetCustomerEntitlementResponse) ContentType() string {
 	return ""
 }
 
+// CreatePaymentMethodSetupResponse200Headers the declared response headers of an HTTP 200 response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// CreatePaymentMethodSetupResponse400Headers the declared response headers of an HTTP 400 response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponse400Headers struct {
+	ServiceVersion string
+}
+
+// CreatePaymentMethodSetupResponse401Headers the declared response headers of an HTTP 401 response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// CreatePaymentMethodSetupResponse404Headers the declared response headers of an HTTP 404 response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponse404Headers struct {
+	ServiceVersion string
+}
+
+// CreatePaymentMethodSetupResponse409Headers the declared response headers of an HTTP 409 response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponse409Headers struct {
+	ServiceVersion string
+}
+
+// CreatePaymentMethodSetupResponse413Headers the declared response headers of an HTTP 413 response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponse413Headers struct {
+	ServiceVersion string
+}
+
+// CreatePaymentMethodSetupResponse415Headers the declared response headers of an HTTP 415 response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponse415Headers struct {
+	ServiceVersion string
+}
+
+// CreatePaymentMethodSetupResponse422Headers the declared response headers of an HTTP 422 response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponse422Headers struct {
+	ServiceVersion string
+}
+
+// CreatePaymentMethodSetupResponse429Headers the declared response headers of an HTTP 429 response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// CreatePaymentMethodSetupResponseDefaultHeaders the declared response headers of an HTTP default response for CreatePaymentMethodSetup
+type CreatePaymentMethodSetupResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type CreatePaymentMethodSetupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HostedPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreatePaymentMethodSetupResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreatePaymentMethodSetupResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreatePaymentMethodSetupResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreatePaymentMethodSetupResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreatePaymentMethodSetupResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreatePaymentMethodSetupResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreatePaymentMethodSetupResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreatePaymentMethodSetupResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePaymentMethodSetupResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreatePaymentMethodSetupResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSON200() *HostedPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreatePaymentMethodSetupResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePaymentMethodSetupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePaymentMethodSetupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePaymentMethodSetupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePaymentMethodSetupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetHealthResponse200Headers the declared response headers of an HTTP 200 response for GetHealth
 type GetHealthResponse200Headers struct {
 	ServiceVersion string
@@ -28025,6 +31842,293 @@ func (r CreateInvoiceResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInvoiceRenderSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetInvoiceRenderSettings
+type GetInvoiceRenderSettingsResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetInvoiceRenderSettingsResponse400Headers the declared response headers of an HTTP 400 response for GetInvoiceRenderSettings
+type GetInvoiceRenderSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetInvoiceRenderSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetInvoiceRenderSettings
+type GetInvoiceRenderSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetInvoiceRenderSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetInvoiceRenderSettings
+type GetInvoiceRenderSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetInvoiceRenderSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for GetInvoiceRenderSettings
+type GetInvoiceRenderSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetInvoiceRenderSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvoiceRenderSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetInvoiceRenderSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetInvoiceRenderSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetInvoiceRenderSettingsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInvoiceRenderSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetInvoiceRenderSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInvoiceRenderSettingsResponse) GetJSON200() *InvoiceRenderSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetInvoiceRenderSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInvoiceRenderSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInvoiceRenderSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetInvoiceRenderSettingsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInvoiceRenderSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInvoiceRenderSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInvoiceRenderSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInvoiceRenderSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateInvoiceRenderSettingsResponse200Headers the declared response headers of an HTTP 200 response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// UpdateInvoiceRenderSettingsResponse400Headers the declared response headers of an HTTP 400 response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoiceRenderSettingsResponse401Headers the declared response headers of an HTTP 401 response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// UpdateInvoiceRenderSettingsResponse404Headers the declared response headers of an HTTP 404 response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoiceRenderSettingsResponse409Headers the declared response headers of an HTTP 409 response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoiceRenderSettingsResponse413Headers the declared response headers of an HTTP 413 response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponse413Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoiceRenderSettingsResponse415Headers the declared response headers of an HTTP 415 response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponse415Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoiceRenderSettingsResponse422Headers the declared response headers of an HTTP 422 response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoiceRenderSettingsResponse429Headers the declared response headers of an HTTP 429 response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// UpdateInvoiceRenderSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateInvoiceRenderSettings
+type UpdateInvoiceRenderSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type UpdateInvoiceRenderSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvoiceRenderSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateInvoiceRenderSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateInvoiceRenderSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateInvoiceRenderSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateInvoiceRenderSettingsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateInvoiceRenderSettingsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateInvoiceRenderSettingsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateInvoiceRenderSettingsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateInvoiceRenderSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateInvoiceRenderSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateInvoiceRenderSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSON200() *InvoiceRenderSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UpdateInvoiceRenderSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateInvoiceRenderSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateInvoiceRenderSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateInvoiceRenderSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateInvoiceRenderSettingsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -29562,6 +33666,279 @@ func (r VoidInvoiceResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r VoidInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInvoiceCollectionResponse200Headers the declared response headers of an HTTP 200 response for GetInvoiceCollection
+type GetInvoiceCollectionResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetInvoiceCollectionResponse400Headers the declared response headers of an HTTP 400 response for GetInvoiceCollection
+type GetInvoiceCollectionResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetInvoiceCollectionResponse401Headers the declared response headers of an HTTP 401 response for GetInvoiceCollection
+type GetInvoiceCollectionResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetInvoiceCollectionResponse404Headers the declared response headers of an HTTP 404 response for GetInvoiceCollection
+type GetInvoiceCollectionResponse404Headers struct {
+	ServiceVersion string
+}
+
+// GetInvoiceCollectionResponse429Headers the declared response headers of an HTTP 429 response for GetInvoiceCollection
+type GetInvoiceCollectionResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetInvoiceCollectionResponseDefaultHeaders the declared response headers of an HTTP default response for GetInvoiceCollection
+type GetInvoiceCollectionResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetInvoiceCollectionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvoiceCollection
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetInvoiceCollectionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetInvoiceCollectionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetInvoiceCollectionResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetInvoiceCollectionResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInvoiceCollectionResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetInvoiceCollectionResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInvoiceCollectionResponse) GetJSON200() *InvoiceCollection {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetInvoiceCollectionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInvoiceCollectionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetInvoiceCollectionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInvoiceCollectionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetInvoiceCollectionResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInvoiceCollectionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInvoiceCollectionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInvoiceCollectionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInvoiceCollectionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetryInvoiceCollectionResponse200Headers the declared response headers of an HTTP 200 response for RetryInvoiceCollection
+type RetryInvoiceCollectionResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// RetryInvoiceCollectionResponse400Headers the declared response headers of an HTTP 400 response for RetryInvoiceCollection
+type RetryInvoiceCollectionResponse400Headers struct {
+	ServiceVersion string
+}
+
+// RetryInvoiceCollectionResponse401Headers the declared response headers of an HTTP 401 response for RetryInvoiceCollection
+type RetryInvoiceCollectionResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// RetryInvoiceCollectionResponse404Headers the declared response headers of an HTTP 404 response for RetryInvoiceCollection
+type RetryInvoiceCollectionResponse404Headers struct {
+	ServiceVersion string
+}
+
+// RetryInvoiceCollectionResponse409Headers the declared response headers of an HTTP 409 response for RetryInvoiceCollection
+type RetryInvoiceCollectionResponse409Headers struct {
+	ServiceVersion string
+}
+
+// RetryInvoiceCollectionResponse422Headers the declared response headers of an HTTP 422 response for RetryInvoiceCollection
+type RetryInvoiceCollectionResponse422Headers struct {
+	ServiceVersion string
+}
+
+// RetryInvoiceCollectionResponse429Headers the declared response headers of an HTTP 429 response for RetryInvoiceCollection
+type RetryInvoiceCollectionResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// RetryInvoiceCollectionResponseDefaultHeaders the declared response headers of an HTTP default response for RetryInvoiceCollection
+type RetryInvoiceCollectionResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type RetryInvoiceCollectionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvoiceCollection
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RetryInvoiceCollectionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RetryInvoiceCollectionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RetryInvoiceCollectionResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RetryInvoiceCollectionResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RetryInvoiceCollectionResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RetryInvoiceCollectionResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetryInvoiceCollectionResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RetryInvoiceCollectionResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetryInvoiceCollectionResponse) GetJSON200() *InvoiceCollection {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RetryInvoiceCollectionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RetryInvoiceCollectionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RetryInvoiceCollectionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RetryInvoiceCollectionResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RetryInvoiceCollectionResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RetryInvoiceCollectionResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RetryInvoiceCollectionResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RetryInvoiceCollectionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryInvoiceCollectionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryInvoiceCollectionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetryInvoiceCollectionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -31304,6 +35681,157 @@ func (r RecordPaymentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RecordPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SendPaymentReminderResponse200Headers the declared response headers of an HTTP 200 response for SendPaymentReminder
+type SendPaymentReminderResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// SendPaymentReminderResponse400Headers the declared response headers of an HTTP 400 response for SendPaymentReminder
+type SendPaymentReminderResponse400Headers struct {
+	ServiceVersion string
+}
+
+// SendPaymentReminderResponse401Headers the declared response headers of an HTTP 401 response for SendPaymentReminder
+type SendPaymentReminderResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// SendPaymentReminderResponse404Headers the declared response headers of an HTTP 404 response for SendPaymentReminder
+type SendPaymentReminderResponse404Headers struct {
+	ServiceVersion string
+}
+
+// SendPaymentReminderResponse409Headers the declared response headers of an HTTP 409 response for SendPaymentReminder
+type SendPaymentReminderResponse409Headers struct {
+	ServiceVersion string
+}
+
+// SendPaymentReminderResponse422Headers the declared response headers of an HTTP 422 response for SendPaymentReminder
+type SendPaymentReminderResponse422Headers struct {
+	ServiceVersion string
+}
+
+// SendPaymentReminderResponse429Headers the declared response headers of an HTTP 429 response for SendPaymentReminder
+type SendPaymentReminderResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// SendPaymentReminderResponseDefaultHeaders the declared response headers of an HTTP default response for SendPaymentReminder
+type SendPaymentReminderResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type SendPaymentReminderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SendPaymentReminderResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SendPaymentReminderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendPaymentReminderResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SendPaymentReminderResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SendPaymentReminderResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SendPaymentReminderResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SendPaymentReminderResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SendPaymentReminderResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SendPaymentReminderResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SendPaymentReminderResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SendPaymentReminderResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SendPaymentReminderResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SendPaymentReminderResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SendPaymentReminderResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SendPaymentReminderResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SendPaymentReminderResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SendPaymentReminderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendPaymentReminderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendPaymentReminderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendPaymentReminderResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -33814,6 +38342,2388 @@ func (r GetOpenAPIResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAccountPaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetAccountPaymentSettings
+type GetAccountPaymentSettingsResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetAccountPaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for GetAccountPaymentSettings
+type GetAccountPaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetAccountPaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetAccountPaymentSettings
+type GetAccountPaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetAccountPaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetAccountPaymentSettings
+type GetAccountPaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetAccountPaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for GetAccountPaymentSettings
+type GetAccountPaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetAccountPaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AccountPaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAccountPaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetAccountPaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAccountPaymentSettingsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAccountPaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetAccountPaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAccountPaymentSettingsResponse) GetJSON200() *AccountPaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAccountPaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAccountPaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAccountPaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAccountPaymentSettingsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAccountPaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAccountPaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAccountPaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAccountPaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateBillingSchedulePaymentSettingsResponse201Headers the declared response headers of an HTTP 201 response for CreateBillingSchedulePaymentSettings
+type CreateBillingSchedulePaymentSettingsResponse201Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// CreateBillingSchedulePaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for CreateBillingSchedulePaymentSettings
+type CreateBillingSchedulePaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// CreateBillingSchedulePaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for CreateBillingSchedulePaymentSettings
+type CreateBillingSchedulePaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// CreateBillingSchedulePaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for CreateBillingSchedulePaymentSettings
+type CreateBillingSchedulePaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// CreateBillingSchedulePaymentSettingsResponse413Headers the declared response headers of an HTTP 413 response for CreateBillingSchedulePaymentSettings
+type CreateBillingSchedulePaymentSettingsResponse413Headers struct {
+	ServiceVersion string
+}
+
+// CreateBillingSchedulePaymentSettingsResponse415Headers the declared response headers of an HTTP 415 response for CreateBillingSchedulePaymentSettings
+type CreateBillingSchedulePaymentSettingsResponse415Headers struct {
+	ServiceVersion string
+}
+
+// CreateBillingSchedulePaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for CreateBillingSchedulePaymentSettings
+type CreateBillingSchedulePaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// CreateBillingSchedulePaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for CreateBillingSchedulePaymentSettings
+type CreateBillingSchedulePaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// CreateBillingSchedulePaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for CreateBillingSchedulePaymentSettings
+type CreateBillingSchedulePaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type CreateBillingSchedulePaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *BillingSchedulePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateBillingSchedulePaymentSettingsResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateBillingSchedulePaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateBillingSchedulePaymentSettingsResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateBillingSchedulePaymentSettingsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateBillingSchedulePaymentSettingsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateBillingSchedulePaymentSettingsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateBillingSchedulePaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateBillingSchedulePaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateBillingSchedulePaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateBillingSchedulePaymentSettingsResponse) GetJSON201() *BillingSchedulePaymentSettings {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateBillingSchedulePaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateBillingSchedulePaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateBillingSchedulePaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateBillingSchedulePaymentSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateBillingSchedulePaymentSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateBillingSchedulePaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateBillingSchedulePaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateBillingSchedulePaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateBillingSchedulePaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateBillingSchedulePaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateBillingSchedulePaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateBillingSchedulePaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPaymentSettingsForBillingScheduleResponse200Headers the declared response headers of an HTTP 200 response for GetPaymentSettingsForBillingSchedule
+type GetPaymentSettingsForBillingScheduleResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetPaymentSettingsForBillingScheduleResponse400Headers the declared response headers of an HTTP 400 response for GetPaymentSettingsForBillingSchedule
+type GetPaymentSettingsForBillingScheduleResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetPaymentSettingsForBillingScheduleResponse401Headers the declared response headers of an HTTP 401 response for GetPaymentSettingsForBillingSchedule
+type GetPaymentSettingsForBillingScheduleResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetPaymentSettingsForBillingScheduleResponse404Headers the declared response headers of an HTTP 404 response for GetPaymentSettingsForBillingSchedule
+type GetPaymentSettingsForBillingScheduleResponse404Headers struct {
+	ServiceVersion string
+}
+
+// GetPaymentSettingsForBillingScheduleResponse429Headers the declared response headers of an HTTP 429 response for GetPaymentSettingsForBillingSchedule
+type GetPaymentSettingsForBillingScheduleResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetPaymentSettingsForBillingScheduleResponseDefaultHeaders the declared response headers of an HTTP default response for GetPaymentSettingsForBillingSchedule
+type GetPaymentSettingsForBillingScheduleResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetPaymentSettingsForBillingScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BillingSchedulePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetPaymentSettingsForBillingScheduleResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetPaymentSettingsForBillingScheduleResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPaymentSettingsForBillingScheduleResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetPaymentSettingsForBillingScheduleResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPaymentSettingsForBillingScheduleResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetPaymentSettingsForBillingScheduleResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPaymentSettingsForBillingScheduleResponse) GetJSON200() *BillingSchedulePaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPaymentSettingsForBillingScheduleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPaymentSettingsForBillingScheduleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPaymentSettingsForBillingScheduleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetPaymentSettingsForBillingScheduleResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetPaymentSettingsForBillingScheduleResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPaymentSettingsForBillingScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPaymentSettingsForBillingScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPaymentSettingsForBillingScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPaymentSettingsForBillingScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteBillingSchedulePaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for DeleteBillingSchedulePaymentSettings
+type DeleteBillingSchedulePaymentSettingsResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// DeleteBillingSchedulePaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for DeleteBillingSchedulePaymentSettings
+type DeleteBillingSchedulePaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// DeleteBillingSchedulePaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for DeleteBillingSchedulePaymentSettings
+type DeleteBillingSchedulePaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// DeleteBillingSchedulePaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for DeleteBillingSchedulePaymentSettings
+type DeleteBillingSchedulePaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// DeleteBillingSchedulePaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for DeleteBillingSchedulePaymentSettings
+type DeleteBillingSchedulePaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// DeleteBillingSchedulePaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for DeleteBillingSchedulePaymentSettings
+type DeleteBillingSchedulePaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// DeleteBillingSchedulePaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for DeleteBillingSchedulePaymentSettings
+type DeleteBillingSchedulePaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// DeleteBillingSchedulePaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteBillingSchedulePaymentSettings
+type DeleteBillingSchedulePaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type DeleteBillingSchedulePaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BillingSchedulePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteBillingSchedulePaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteBillingSchedulePaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteBillingSchedulePaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteBillingSchedulePaymentSettingsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteBillingSchedulePaymentSettingsResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteBillingSchedulePaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteBillingSchedulePaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteBillingSchedulePaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteBillingSchedulePaymentSettingsResponse) GetJSON200() *BillingSchedulePaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteBillingSchedulePaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteBillingSchedulePaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteBillingSchedulePaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteBillingSchedulePaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteBillingSchedulePaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteBillingSchedulePaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteBillingSchedulePaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteBillingSchedulePaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteBillingSchedulePaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteBillingSchedulePaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteBillingSchedulePaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBillingSchedulePaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetBillingSchedulePaymentSettings
+type GetBillingSchedulePaymentSettingsResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetBillingSchedulePaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for GetBillingSchedulePaymentSettings
+type GetBillingSchedulePaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetBillingSchedulePaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetBillingSchedulePaymentSettings
+type GetBillingSchedulePaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetBillingSchedulePaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for GetBillingSchedulePaymentSettings
+type GetBillingSchedulePaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// GetBillingSchedulePaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetBillingSchedulePaymentSettings
+type GetBillingSchedulePaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetBillingSchedulePaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for GetBillingSchedulePaymentSettings
+type GetBillingSchedulePaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetBillingSchedulePaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BillingSchedulePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetBillingSchedulePaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetBillingSchedulePaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBillingSchedulePaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetBillingSchedulePaymentSettingsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBillingSchedulePaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetBillingSchedulePaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBillingSchedulePaymentSettingsResponse) GetJSON200() *BillingSchedulePaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBillingSchedulePaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBillingSchedulePaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBillingSchedulePaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBillingSchedulePaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBillingSchedulePaymentSettingsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBillingSchedulePaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBillingSchedulePaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBillingSchedulePaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBillingSchedulePaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateBillingSchedulePaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// UpdateBillingSchedulePaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// UpdateBillingSchedulePaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// UpdateBillingSchedulePaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// UpdateBillingSchedulePaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// UpdateBillingSchedulePaymentSettingsResponse413Headers the declared response headers of an HTTP 413 response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponse413Headers struct {
+	ServiceVersion string
+}
+
+// UpdateBillingSchedulePaymentSettingsResponse415Headers the declared response headers of an HTTP 415 response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponse415Headers struct {
+	ServiceVersion string
+}
+
+// UpdateBillingSchedulePaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// UpdateBillingSchedulePaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// UpdateBillingSchedulePaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateBillingSchedulePaymentSettings
+type UpdateBillingSchedulePaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type UpdateBillingSchedulePaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BillingSchedulePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateBillingSchedulePaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateBillingSchedulePaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateBillingSchedulePaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateBillingSchedulePaymentSettingsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateBillingSchedulePaymentSettingsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateBillingSchedulePaymentSettingsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateBillingSchedulePaymentSettingsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateBillingSchedulePaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateBillingSchedulePaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateBillingSchedulePaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSON200() *BillingSchedulePaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateBillingSchedulePaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateBillingSchedulePaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateBillingSchedulePaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateBillingSchedulePaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateCustomerPaymentSettingsResponse201Headers the declared response headers of an HTTP 201 response for CreateCustomerPaymentSettings
+type CreateCustomerPaymentSettingsResponse201Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// CreateCustomerPaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for CreateCustomerPaymentSettings
+type CreateCustomerPaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// CreateCustomerPaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for CreateCustomerPaymentSettings
+type CreateCustomerPaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// CreateCustomerPaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for CreateCustomerPaymentSettings
+type CreateCustomerPaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// CreateCustomerPaymentSettingsResponse413Headers the declared response headers of an HTTP 413 response for CreateCustomerPaymentSettings
+type CreateCustomerPaymentSettingsResponse413Headers struct {
+	ServiceVersion string
+}
+
+// CreateCustomerPaymentSettingsResponse415Headers the declared response headers of an HTTP 415 response for CreateCustomerPaymentSettings
+type CreateCustomerPaymentSettingsResponse415Headers struct {
+	ServiceVersion string
+}
+
+// CreateCustomerPaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for CreateCustomerPaymentSettings
+type CreateCustomerPaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// CreateCustomerPaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for CreateCustomerPaymentSettings
+type CreateCustomerPaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// CreateCustomerPaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for CreateCustomerPaymentSettings
+type CreateCustomerPaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type CreateCustomerPaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *CustomerPaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateCustomerPaymentSettingsResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateCustomerPaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateCustomerPaymentSettingsResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateCustomerPaymentSettingsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateCustomerPaymentSettingsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateCustomerPaymentSettingsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateCustomerPaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateCustomerPaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateCustomerPaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateCustomerPaymentSettingsResponse) GetJSON201() *CustomerPaymentSettings {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateCustomerPaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateCustomerPaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateCustomerPaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateCustomerPaymentSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateCustomerPaymentSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateCustomerPaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateCustomerPaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateCustomerPaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateCustomerPaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCustomerPaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCustomerPaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateCustomerPaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteCustomerPaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for DeleteCustomerPaymentSettings
+type DeleteCustomerPaymentSettingsResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// DeleteCustomerPaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for DeleteCustomerPaymentSettings
+type DeleteCustomerPaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// DeleteCustomerPaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for DeleteCustomerPaymentSettings
+type DeleteCustomerPaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// DeleteCustomerPaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for DeleteCustomerPaymentSettings
+type DeleteCustomerPaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// DeleteCustomerPaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for DeleteCustomerPaymentSettings
+type DeleteCustomerPaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// DeleteCustomerPaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for DeleteCustomerPaymentSettings
+type DeleteCustomerPaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// DeleteCustomerPaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for DeleteCustomerPaymentSettings
+type DeleteCustomerPaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// DeleteCustomerPaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteCustomerPaymentSettings
+type DeleteCustomerPaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type DeleteCustomerPaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CustomerPaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteCustomerPaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteCustomerPaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteCustomerPaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteCustomerPaymentSettingsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteCustomerPaymentSettingsResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteCustomerPaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteCustomerPaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteCustomerPaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteCustomerPaymentSettingsResponse) GetJSON200() *CustomerPaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteCustomerPaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteCustomerPaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteCustomerPaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteCustomerPaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteCustomerPaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteCustomerPaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteCustomerPaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteCustomerPaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteCustomerPaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteCustomerPaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteCustomerPaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCustomerPaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetCustomerPaymentSettings
+type GetCustomerPaymentSettingsResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetCustomerPaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for GetCustomerPaymentSettings
+type GetCustomerPaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetCustomerPaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetCustomerPaymentSettings
+type GetCustomerPaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetCustomerPaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for GetCustomerPaymentSettings
+type GetCustomerPaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// GetCustomerPaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetCustomerPaymentSettings
+type GetCustomerPaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetCustomerPaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for GetCustomerPaymentSettings
+type GetCustomerPaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetCustomerPaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CustomerPaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetCustomerPaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetCustomerPaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCustomerPaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetCustomerPaymentSettingsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetCustomerPaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetCustomerPaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCustomerPaymentSettingsResponse) GetJSON200() *CustomerPaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetCustomerPaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetCustomerPaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetCustomerPaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetCustomerPaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetCustomerPaymentSettingsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCustomerPaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCustomerPaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCustomerPaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCustomerPaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateCustomerPaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// UpdateCustomerPaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// UpdateCustomerPaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// UpdateCustomerPaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// UpdateCustomerPaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// UpdateCustomerPaymentSettingsResponse413Headers the declared response headers of an HTTP 413 response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponse413Headers struct {
+	ServiceVersion string
+}
+
+// UpdateCustomerPaymentSettingsResponse415Headers the declared response headers of an HTTP 415 response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponse415Headers struct {
+	ServiceVersion string
+}
+
+// UpdateCustomerPaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// UpdateCustomerPaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// UpdateCustomerPaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateCustomerPaymentSettings
+type UpdateCustomerPaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type UpdateCustomerPaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CustomerPaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateCustomerPaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateCustomerPaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateCustomerPaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateCustomerPaymentSettingsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateCustomerPaymentSettingsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateCustomerPaymentSettingsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateCustomerPaymentSettingsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateCustomerPaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateCustomerPaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateCustomerPaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSON200() *CustomerPaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UpdateCustomerPaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateCustomerPaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateCustomerPaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateCustomerPaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateCustomerPaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateInvoicePaymentSettingsResponse201Headers the declared response headers of an HTTP 201 response for CreateInvoicePaymentSettings
+type CreateInvoicePaymentSettingsResponse201Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// CreateInvoicePaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for CreateInvoicePaymentSettings
+type CreateInvoicePaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// CreateInvoicePaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for CreateInvoicePaymentSettings
+type CreateInvoicePaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// CreateInvoicePaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for CreateInvoicePaymentSettings
+type CreateInvoicePaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// CreateInvoicePaymentSettingsResponse413Headers the declared response headers of an HTTP 413 response for CreateInvoicePaymentSettings
+type CreateInvoicePaymentSettingsResponse413Headers struct {
+	ServiceVersion string
+}
+
+// CreateInvoicePaymentSettingsResponse415Headers the declared response headers of an HTTP 415 response for CreateInvoicePaymentSettings
+type CreateInvoicePaymentSettingsResponse415Headers struct {
+	ServiceVersion string
+}
+
+// CreateInvoicePaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for CreateInvoicePaymentSettings
+type CreateInvoicePaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// CreateInvoicePaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for CreateInvoicePaymentSettings
+type CreateInvoicePaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// CreateInvoicePaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for CreateInvoicePaymentSettings
+type CreateInvoicePaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type CreateInvoicePaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *InvoicePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateInvoicePaymentSettingsResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateInvoicePaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateInvoicePaymentSettingsResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateInvoicePaymentSettingsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateInvoicePaymentSettingsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateInvoicePaymentSettingsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateInvoicePaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateInvoicePaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateInvoicePaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateInvoicePaymentSettingsResponse) GetJSON201() *InvoicePaymentSettings {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateInvoicePaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateInvoicePaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateInvoicePaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateInvoicePaymentSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateInvoicePaymentSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateInvoicePaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateInvoicePaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateInvoicePaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateInvoicePaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateInvoicePaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateInvoicePaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateInvoicePaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPaymentSettingsForInvoiceResponse200Headers the declared response headers of an HTTP 200 response for GetPaymentSettingsForInvoice
+type GetPaymentSettingsForInvoiceResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetPaymentSettingsForInvoiceResponse400Headers the declared response headers of an HTTP 400 response for GetPaymentSettingsForInvoice
+type GetPaymentSettingsForInvoiceResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetPaymentSettingsForInvoiceResponse401Headers the declared response headers of an HTTP 401 response for GetPaymentSettingsForInvoice
+type GetPaymentSettingsForInvoiceResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetPaymentSettingsForInvoiceResponse404Headers the declared response headers of an HTTP 404 response for GetPaymentSettingsForInvoice
+type GetPaymentSettingsForInvoiceResponse404Headers struct {
+	ServiceVersion string
+}
+
+// GetPaymentSettingsForInvoiceResponse429Headers the declared response headers of an HTTP 429 response for GetPaymentSettingsForInvoice
+type GetPaymentSettingsForInvoiceResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetPaymentSettingsForInvoiceResponseDefaultHeaders the declared response headers of an HTTP default response for GetPaymentSettingsForInvoice
+type GetPaymentSettingsForInvoiceResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetPaymentSettingsForInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvoicePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetPaymentSettingsForInvoiceResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetPaymentSettingsForInvoiceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPaymentSettingsForInvoiceResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetPaymentSettingsForInvoiceResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPaymentSettingsForInvoiceResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetPaymentSettingsForInvoiceResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPaymentSettingsForInvoiceResponse) GetJSON200() *InvoicePaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPaymentSettingsForInvoiceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPaymentSettingsForInvoiceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPaymentSettingsForInvoiceResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetPaymentSettingsForInvoiceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetPaymentSettingsForInvoiceResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPaymentSettingsForInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPaymentSettingsForInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPaymentSettingsForInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPaymentSettingsForInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteInvoicePaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for DeleteInvoicePaymentSettings
+type DeleteInvoicePaymentSettingsResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// DeleteInvoicePaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for DeleteInvoicePaymentSettings
+type DeleteInvoicePaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// DeleteInvoicePaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for DeleteInvoicePaymentSettings
+type DeleteInvoicePaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// DeleteInvoicePaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for DeleteInvoicePaymentSettings
+type DeleteInvoicePaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// DeleteInvoicePaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for DeleteInvoicePaymentSettings
+type DeleteInvoicePaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// DeleteInvoicePaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for DeleteInvoicePaymentSettings
+type DeleteInvoicePaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// DeleteInvoicePaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for DeleteInvoicePaymentSettings
+type DeleteInvoicePaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// DeleteInvoicePaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteInvoicePaymentSettings
+type DeleteInvoicePaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type DeleteInvoicePaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvoicePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteInvoicePaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteInvoicePaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteInvoicePaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteInvoicePaymentSettingsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteInvoicePaymentSettingsResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteInvoicePaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteInvoicePaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteInvoicePaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteInvoicePaymentSettingsResponse) GetJSON200() *InvoicePaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteInvoicePaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteInvoicePaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteInvoicePaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteInvoicePaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteInvoicePaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteInvoicePaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteInvoicePaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteInvoicePaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteInvoicePaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteInvoicePaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteInvoicePaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInvoicePaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetInvoicePaymentSettings
+type GetInvoicePaymentSettingsResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetInvoicePaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for GetInvoicePaymentSettings
+type GetInvoicePaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetInvoicePaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetInvoicePaymentSettings
+type GetInvoicePaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetInvoicePaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for GetInvoicePaymentSettings
+type GetInvoicePaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// GetInvoicePaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetInvoicePaymentSettings
+type GetInvoicePaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetInvoicePaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for GetInvoicePaymentSettings
+type GetInvoicePaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetInvoicePaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvoicePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetInvoicePaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetInvoicePaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetInvoicePaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetInvoicePaymentSettingsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInvoicePaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetInvoicePaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInvoicePaymentSettingsResponse) GetJSON200() *InvoicePaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetInvoicePaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInvoicePaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetInvoicePaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInvoicePaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetInvoicePaymentSettingsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInvoicePaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInvoicePaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInvoicePaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInvoicePaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateInvoicePaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// UpdateInvoicePaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoicePaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// UpdateInvoicePaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoicePaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoicePaymentSettingsResponse413Headers the declared response headers of an HTTP 413 response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponse413Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoicePaymentSettingsResponse415Headers the declared response headers of an HTTP 415 response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponse415Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoicePaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// UpdateInvoicePaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// UpdateInvoicePaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateInvoicePaymentSettings
+type UpdateInvoicePaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type UpdateInvoicePaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvoicePaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateInvoicePaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateInvoicePaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateInvoicePaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateInvoicePaymentSettingsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateInvoicePaymentSettingsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateInvoicePaymentSettingsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateInvoicePaymentSettingsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateInvoicePaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateInvoicePaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateInvoicePaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSON200() *InvoicePaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UpdateInvoicePaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateInvoicePaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateInvoicePaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateInvoicePaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateInvoicePaymentSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateAccountPaymentSettingsResponse200Headers the declared response headers of an HTTP 200 response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// UpdateAccountPaymentSettingsResponse400Headers the declared response headers of an HTTP 400 response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// UpdateAccountPaymentSettingsResponse401Headers the declared response headers of an HTTP 401 response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// UpdateAccountPaymentSettingsResponse404Headers the declared response headers of an HTTP 404 response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponse404Headers struct {
+	ServiceVersion string
+}
+
+// UpdateAccountPaymentSettingsResponse409Headers the declared response headers of an HTTP 409 response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponse409Headers struct {
+	ServiceVersion string
+}
+
+// UpdateAccountPaymentSettingsResponse413Headers the declared response headers of an HTTP 413 response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponse413Headers struct {
+	ServiceVersion string
+}
+
+// UpdateAccountPaymentSettingsResponse415Headers the declared response headers of an HTTP 415 response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponse415Headers struct {
+	ServiceVersion string
+}
+
+// UpdateAccountPaymentSettingsResponse422Headers the declared response headers of an HTTP 422 response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponse422Headers struct {
+	ServiceVersion string
+}
+
+// UpdateAccountPaymentSettingsResponse429Headers the declared response headers of an HTTP 429 response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// UpdateAccountPaymentSettingsResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateAccountPaymentSettings
+type UpdateAccountPaymentSettingsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type UpdateAccountPaymentSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AccountPaymentSettings
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateAccountPaymentSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateAccountPaymentSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateAccountPaymentSettingsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateAccountPaymentSettingsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateAccountPaymentSettingsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateAccountPaymentSettingsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateAccountPaymentSettingsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateAccountPaymentSettingsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateAccountPaymentSettingsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateAccountPaymentSettingsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSON200() *AccountPaymentSettings {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UpdateAccountPaymentSettingsResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateAccountPaymentSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAccountPaymentSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAccountPaymentSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateAccountPaymentSettingsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -37835,6 +44745,119 @@ func (r CalculateUsageMetricResponse) ContentType() string {
 	return ""
 }
 
+// ReceiveStripeWebhookResponse400Headers the declared response headers of an HTTP 400 response for ReceiveStripeWebhook
+type ReceiveStripeWebhookResponse400Headers struct {
+	ServiceVersion string
+}
+
+// ReceiveStripeWebhookResponse404Headers the declared response headers of an HTTP 404 response for ReceiveStripeWebhook
+type ReceiveStripeWebhookResponse404Headers struct {
+	ServiceVersion string
+}
+
+// ReceiveStripeWebhookResponse413Headers the declared response headers of an HTTP 413 response for ReceiveStripeWebhook
+type ReceiveStripeWebhookResponse413Headers struct {
+	ServiceVersion string
+}
+
+// ReceiveStripeWebhookResponse431Headers the declared response headers of an HTTP 431 response for ReceiveStripeWebhook
+type ReceiveStripeWebhookResponse431Headers struct {
+	ServiceVersion string
+}
+
+// ReceiveStripeWebhookResponseDefaultHeaders the declared response headers of an HTTP default response for ReceiveStripeWebhook
+type ReceiveStripeWebhookResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type ReceiveStripeWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProviderEventResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *HeadersTooLarge
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReceiveStripeWebhookResponse400Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReceiveStripeWebhookResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReceiveStripeWebhookResponse413Headers
+	// Headers431 the parsed response headers for an HTTP 431 response
+	Headers431 *ReceiveStripeWebhookResponse431Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ReceiveStripeWebhookResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveStripeWebhookResponse) GetJSON200() *ProviderEventResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReceiveStripeWebhookResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReceiveStripeWebhookResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReceiveStripeWebhookResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ReceiveStripeWebhookResponse) GetJSON431() *HeadersTooLarge {
+	return r.JSON431
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ReceiveStripeWebhookResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveStripeWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveStripeWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveStripeWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveStripeWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAccountSettingsWithResponse Get the account settings
 //
 // The account's settings, its time zone (default UTC).
@@ -38385,6 +45408,19 @@ func (c *ClientWithResponses) MarkCreditNoteAsSentWithResponse(ctx context.Conte
 	return ParseMarkCreditNoteAsSentResponse(rsp)
 }
 
+// RefundCreditNoteWithResponse Refund a credit note through the payment provider
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /credit-notes/{id}/refund (the `RefundCreditNote` operationId).
+func (c *ClientWithResponses) RefundCreditNoteWithResponse(ctx context.Context, id string, params *RefundCreditNoteParams, reqEditors ...RequestEditorFn) (*RefundCreditNoteResponse, error) {
+	rsp, err := c.RefundCreditNote(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRefundCreditNoteResponse(rsp)
+}
+
 // SendCreditNoteWithResponse Send a credit note
 //
 // Returns a wrapper object for the known response body format(s).
@@ -38636,6 +45672,32 @@ func (c *ClientWithResponses) GetCustomerEntitlementWithResponse(ctx context.Con
 	return ParseGetCustomerEntitlementResponse(rsp)
 }
 
+// CreatePaymentMethodSetupWithBodyWithResponse A hosted page where the customer saves a payment method
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /customers/{id}/payment-method-setup (the `CreatePaymentMethodSetup` operationId).
+func (c *ClientWithResponses) CreatePaymentMethodSetupWithBodyWithResponse(ctx context.Context, id string, params *CreatePaymentMethodSetupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePaymentMethodSetupResponse, error) {
+	rsp, err := c.CreatePaymentMethodSetupWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePaymentMethodSetupResponse(rsp)
+}
+
+// CreatePaymentMethodSetupWithResponse A hosted page where the customer saves a payment method
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /customers/{id}/payment-method-setup (the `CreatePaymentMethodSetup` operationId).
+func (c *ClientWithResponses) CreatePaymentMethodSetupWithResponse(ctx context.Context, id string, params *CreatePaymentMethodSetupParams, body CreatePaymentMethodSetupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePaymentMethodSetupResponse, error) {
+	rsp, err := c.CreatePaymentMethodSetup(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePaymentMethodSetupResponse(rsp)
+}
+
 // GetHealthWithResponse Process up
 //
 // Answers 200 while the process runs. No credentials.
@@ -38703,6 +45765,45 @@ func (c *ClientWithResponses) CreateInvoiceWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParseCreateInvoiceResponse(rsp)
+}
+
+// GetInvoiceRenderSettingsWithResponse Get the invoice render settings
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /invoices/render-settings (the `GetInvoiceRenderSettings` operationId).
+func (c *ClientWithResponses) GetInvoiceRenderSettingsWithResponse(ctx context.Context, params *GetInvoiceRenderSettingsParams, reqEditors ...RequestEditorFn) (*GetInvoiceRenderSettingsResponse, error) {
+	rsp, err := c.GetInvoiceRenderSettings(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInvoiceRenderSettingsResponse(rsp)
+}
+
+// UpdateInvoiceRenderSettingsWithBodyWithResponse Update the invoice render settings
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /invoices/render-settings/{id} (the `UpdateInvoiceRenderSettings` operationId).
+func (c *ClientWithResponses) UpdateInvoiceRenderSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateInvoiceRenderSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateInvoiceRenderSettingsResponse, error) {
+	rsp, err := c.UpdateInvoiceRenderSettingsWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateInvoiceRenderSettingsResponse(rsp)
+}
+
+// UpdateInvoiceRenderSettingsWithResponse Update the invoice render settings
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /invoices/render-settings/{id} (the `UpdateInvoiceRenderSettings` operationId).
+func (c *ClientWithResponses) UpdateInvoiceRenderSettingsWithResponse(ctx context.Context, id string, params *UpdateInvoiceRenderSettingsParams, body UpdateInvoiceRenderSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateInvoiceRenderSettingsResponse, error) {
+	rsp, err := c.UpdateInvoiceRenderSettings(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateInvoiceRenderSettingsResponse(rsp)
 }
 
 // DeleteInvoiceWithResponse Delete a draft invoice
@@ -38867,6 +45968,32 @@ func (c *ClientWithResponses) VoidInvoiceWithResponse(ctx context.Context, id st
 		return nil, err
 	}
 	return ParseVoidInvoiceResponse(rsp)
+}
+
+// GetInvoiceCollectionWithResponse Get the collection state of an invoice
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /invoices/{invoice}/collection (the `GetInvoiceCollection` operationId).
+func (c *ClientWithResponses) GetInvoiceCollectionWithResponse(ctx context.Context, invoice string, params *GetInvoiceCollectionParams, reqEditors ...RequestEditorFn) (*GetInvoiceCollectionResponse, error) {
+	rsp, err := c.GetInvoiceCollection(ctx, invoice, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInvoiceCollectionResponse(rsp)
+}
+
+// RetryInvoiceCollectionWithResponse Bring the planned charge or reminder forward to now
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /invoices/{invoice}/collection/retry (the `RetryInvoiceCollection` operationId).
+func (c *ClientWithResponses) RetryInvoiceCollectionWithResponse(ctx context.Context, invoice string, params *RetryInvoiceCollectionParams, reqEditors ...RequestEditorFn) (*RetryInvoiceCollectionResponse, error) {
+	rsp, err := c.RetryInvoiceCollection(ctx, invoice, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryInvoiceCollectionResponse(rsp)
 }
 
 // ListInvoiceLineItemGroupsWithResponse List line item groups
@@ -39094,6 +46221,19 @@ func (c *ClientWithResponses) RecordPaymentWithResponse(ctx context.Context, inv
 		return nil, err
 	}
 	return ParseRecordPaymentResponse(rsp)
+}
+
+// SendPaymentReminderWithResponse Send a payment reminder now
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /invoices/{invoice}/send-payment-reminder (the `SendPaymentReminder` operationId).
+func (c *ClientWithResponses) SendPaymentReminderWithResponse(ctx context.Context, invoice string, params *SendPaymentReminderParams, reqEditors ...RequestEditorFn) (*SendPaymentReminderResponse, error) {
+	rsp, err := c.SendPaymentReminder(ctx, invoice, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendPaymentReminderResponse(rsp)
 }
 
 // ListJournalEntriesWithResponse List journal entries
@@ -39407,6 +46547,305 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseGetOpenAPIResponse(rsp)
+}
+
+// GetAccountPaymentSettingsWithResponse Get the account's payment settings
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payments/settings (the `GetAccountPaymentSettings` operationId).
+func (c *ClientWithResponses) GetAccountPaymentSettingsWithResponse(ctx context.Context, params *GetAccountPaymentSettingsParams, reqEditors ...RequestEditorFn) (*GetAccountPaymentSettingsResponse, error) {
+	rsp, err := c.GetAccountPaymentSettings(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAccountPaymentSettingsResponse(rsp)
+}
+
+// CreateBillingSchedulePaymentSettingsWithBodyWithResponse Create the payment settings of a billingSchedule
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/settings/billing-schedules (the `CreateBillingSchedulePaymentSettings` operationId).
+func (c *ClientWithResponses) CreateBillingSchedulePaymentSettingsWithBodyWithResponse(ctx context.Context, params *CreateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBillingSchedulePaymentSettingsResponse, error) {
+	rsp, err := c.CreateBillingSchedulePaymentSettingsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBillingSchedulePaymentSettingsResponse(rsp)
+}
+
+// CreateBillingSchedulePaymentSettingsWithResponse Create the payment settings of a billingSchedule
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/settings/billing-schedules (the `CreateBillingSchedulePaymentSettings` operationId).
+func (c *ClientWithResponses) CreateBillingSchedulePaymentSettingsWithResponse(ctx context.Context, params *CreateBillingSchedulePaymentSettingsParams, body CreateBillingSchedulePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBillingSchedulePaymentSettingsResponse, error) {
+	rsp, err := c.CreateBillingSchedulePaymentSettings(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBillingSchedulePaymentSettingsResponse(rsp)
+}
+
+// GetPaymentSettingsForBillingScheduleWithResponse Get the payment settings of a billing schedule by its id
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payments/settings/billing-schedules/for-billing-schedule/{id} (the `GetPaymentSettingsForBillingSchedule` operationId).
+func (c *ClientWithResponses) GetPaymentSettingsForBillingScheduleWithResponse(ctx context.Context, id string, params *GetPaymentSettingsForBillingScheduleParams, reqEditors ...RequestEditorFn) (*GetPaymentSettingsForBillingScheduleResponse, error) {
+	rsp, err := c.GetPaymentSettingsForBillingSchedule(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPaymentSettingsForBillingScheduleResponse(rsp)
+}
+
+// DeleteBillingSchedulePaymentSettingsWithResponse Delete payment settings of a billingSchedule
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /payments/settings/billing-schedules/{id} (the `DeleteBillingSchedulePaymentSettings` operationId).
+func (c *ClientWithResponses) DeleteBillingSchedulePaymentSettingsWithResponse(ctx context.Context, id string, params *DeleteBillingSchedulePaymentSettingsParams, reqEditors ...RequestEditorFn) (*DeleteBillingSchedulePaymentSettingsResponse, error) {
+	rsp, err := c.DeleteBillingSchedulePaymentSettings(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteBillingSchedulePaymentSettingsResponse(rsp)
+}
+
+// GetBillingSchedulePaymentSettingsWithResponse Get payment settings of a billingSchedule
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payments/settings/billing-schedules/{id} (the `GetBillingSchedulePaymentSettings` operationId).
+func (c *ClientWithResponses) GetBillingSchedulePaymentSettingsWithResponse(ctx context.Context, id string, params *GetBillingSchedulePaymentSettingsParams, reqEditors ...RequestEditorFn) (*GetBillingSchedulePaymentSettingsResponse, error) {
+	rsp, err := c.GetBillingSchedulePaymentSettings(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBillingSchedulePaymentSettingsResponse(rsp)
+}
+
+// UpdateBillingSchedulePaymentSettingsWithBodyWithResponse Update payment settings of a billingSchedule
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /payments/settings/billing-schedules/{id} (the `UpdateBillingSchedulePaymentSettings` operationId).
+func (c *ClientWithResponses) UpdateBillingSchedulePaymentSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateBillingSchedulePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBillingSchedulePaymentSettingsResponse, error) {
+	rsp, err := c.UpdateBillingSchedulePaymentSettingsWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateBillingSchedulePaymentSettingsResponse(rsp)
+}
+
+// UpdateBillingSchedulePaymentSettingsWithResponse Update payment settings of a billingSchedule
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /payments/settings/billing-schedules/{id} (the `UpdateBillingSchedulePaymentSettings` operationId).
+func (c *ClientWithResponses) UpdateBillingSchedulePaymentSettingsWithResponse(ctx context.Context, id string, params *UpdateBillingSchedulePaymentSettingsParams, body UpdateBillingSchedulePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBillingSchedulePaymentSettingsResponse, error) {
+	rsp, err := c.UpdateBillingSchedulePaymentSettings(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateBillingSchedulePaymentSettingsResponse(rsp)
+}
+
+// CreateCustomerPaymentSettingsWithBodyWithResponse Create the payment settings of a customer
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/settings/customers (the `CreateCustomerPaymentSettings` operationId).
+func (c *ClientWithResponses) CreateCustomerPaymentSettingsWithBodyWithResponse(ctx context.Context, params *CreateCustomerPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCustomerPaymentSettingsResponse, error) {
+	rsp, err := c.CreateCustomerPaymentSettingsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCustomerPaymentSettingsResponse(rsp)
+}
+
+// CreateCustomerPaymentSettingsWithResponse Create the payment settings of a customer
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/settings/customers (the `CreateCustomerPaymentSettings` operationId).
+func (c *ClientWithResponses) CreateCustomerPaymentSettingsWithResponse(ctx context.Context, params *CreateCustomerPaymentSettingsParams, body CreateCustomerPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCustomerPaymentSettingsResponse, error) {
+	rsp, err := c.CreateCustomerPaymentSettings(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCustomerPaymentSettingsResponse(rsp)
+}
+
+// DeleteCustomerPaymentSettingsWithResponse Delete payment settings of a customer
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /payments/settings/customers/{id} (the `DeleteCustomerPaymentSettings` operationId).
+func (c *ClientWithResponses) DeleteCustomerPaymentSettingsWithResponse(ctx context.Context, id string, params *DeleteCustomerPaymentSettingsParams, reqEditors ...RequestEditorFn) (*DeleteCustomerPaymentSettingsResponse, error) {
+	rsp, err := c.DeleteCustomerPaymentSettings(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteCustomerPaymentSettingsResponse(rsp)
+}
+
+// GetCustomerPaymentSettingsWithResponse Get payment settings of a customer
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payments/settings/customers/{id} (the `GetCustomerPaymentSettings` operationId).
+func (c *ClientWithResponses) GetCustomerPaymentSettingsWithResponse(ctx context.Context, id string, params *GetCustomerPaymentSettingsParams, reqEditors ...RequestEditorFn) (*GetCustomerPaymentSettingsResponse, error) {
+	rsp, err := c.GetCustomerPaymentSettings(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCustomerPaymentSettingsResponse(rsp)
+}
+
+// UpdateCustomerPaymentSettingsWithBodyWithResponse Update payment settings of a customer
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /payments/settings/customers/{id} (the `UpdateCustomerPaymentSettings` operationId).
+func (c *ClientWithResponses) UpdateCustomerPaymentSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateCustomerPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomerPaymentSettingsResponse, error) {
+	rsp, err := c.UpdateCustomerPaymentSettingsWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCustomerPaymentSettingsResponse(rsp)
+}
+
+// UpdateCustomerPaymentSettingsWithResponse Update payment settings of a customer
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /payments/settings/customers/{id} (the `UpdateCustomerPaymentSettings` operationId).
+func (c *ClientWithResponses) UpdateCustomerPaymentSettingsWithResponse(ctx context.Context, id string, params *UpdateCustomerPaymentSettingsParams, body UpdateCustomerPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomerPaymentSettingsResponse, error) {
+	rsp, err := c.UpdateCustomerPaymentSettings(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCustomerPaymentSettingsResponse(rsp)
+}
+
+// CreateInvoicePaymentSettingsWithBodyWithResponse Create the payment settings of a invoice
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/settings/invoices (the `CreateInvoicePaymentSettings` operationId).
+func (c *ClientWithResponses) CreateInvoicePaymentSettingsWithBodyWithResponse(ctx context.Context, params *CreateInvoicePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvoicePaymentSettingsResponse, error) {
+	rsp, err := c.CreateInvoicePaymentSettingsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvoicePaymentSettingsResponse(rsp)
+}
+
+// CreateInvoicePaymentSettingsWithResponse Create the payment settings of a invoice
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payments/settings/invoices (the `CreateInvoicePaymentSettings` operationId).
+func (c *ClientWithResponses) CreateInvoicePaymentSettingsWithResponse(ctx context.Context, params *CreateInvoicePaymentSettingsParams, body CreateInvoicePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvoicePaymentSettingsResponse, error) {
+	rsp, err := c.CreateInvoicePaymentSettings(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvoicePaymentSettingsResponse(rsp)
+}
+
+// GetPaymentSettingsForInvoiceWithResponse Get the payment settings of an invoice by its id
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payments/settings/invoices/for-invoice/{id} (the `GetPaymentSettingsForInvoice` operationId).
+func (c *ClientWithResponses) GetPaymentSettingsForInvoiceWithResponse(ctx context.Context, id string, params *GetPaymentSettingsForInvoiceParams, reqEditors ...RequestEditorFn) (*GetPaymentSettingsForInvoiceResponse, error) {
+	rsp, err := c.GetPaymentSettingsForInvoice(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPaymentSettingsForInvoiceResponse(rsp)
+}
+
+// DeleteInvoicePaymentSettingsWithResponse Delete payment settings of a invoice
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /payments/settings/invoices/{id} (the `DeleteInvoicePaymentSettings` operationId).
+func (c *ClientWithResponses) DeleteInvoicePaymentSettingsWithResponse(ctx context.Context, id string, params *DeleteInvoicePaymentSettingsParams, reqEditors ...RequestEditorFn) (*DeleteInvoicePaymentSettingsResponse, error) {
+	rsp, err := c.DeleteInvoicePaymentSettings(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteInvoicePaymentSettingsResponse(rsp)
+}
+
+// GetInvoicePaymentSettingsWithResponse Get payment settings of a invoice
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payments/settings/invoices/{id} (the `GetInvoicePaymentSettings` operationId).
+func (c *ClientWithResponses) GetInvoicePaymentSettingsWithResponse(ctx context.Context, id string, params *GetInvoicePaymentSettingsParams, reqEditors ...RequestEditorFn) (*GetInvoicePaymentSettingsResponse, error) {
+	rsp, err := c.GetInvoicePaymentSettings(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInvoicePaymentSettingsResponse(rsp)
+}
+
+// UpdateInvoicePaymentSettingsWithBodyWithResponse Update payment settings of a invoice
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /payments/settings/invoices/{id} (the `UpdateInvoicePaymentSettings` operationId).
+func (c *ClientWithResponses) UpdateInvoicePaymentSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateInvoicePaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateInvoicePaymentSettingsResponse, error) {
+	rsp, err := c.UpdateInvoicePaymentSettingsWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateInvoicePaymentSettingsResponse(rsp)
+}
+
+// UpdateInvoicePaymentSettingsWithResponse Update payment settings of a invoice
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /payments/settings/invoices/{id} (the `UpdateInvoicePaymentSettings` operationId).
+func (c *ClientWithResponses) UpdateInvoicePaymentSettingsWithResponse(ctx context.Context, id string, params *UpdateInvoicePaymentSettingsParams, body UpdateInvoicePaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateInvoicePaymentSettingsResponse, error) {
+	rsp, err := c.UpdateInvoicePaymentSettings(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateInvoicePaymentSettingsResponse(rsp)
+}
+
+// UpdateAccountPaymentSettingsWithBodyWithResponse Update the account's payment settings
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /payments/settings/{id} (the `UpdateAccountPaymentSettings` operationId).
+func (c *ClientWithResponses) UpdateAccountPaymentSettingsWithBodyWithResponse(ctx context.Context, id string, params *UpdateAccountPaymentSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAccountPaymentSettingsResponse, error) {
+	rsp, err := c.UpdateAccountPaymentSettingsWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAccountPaymentSettingsResponse(rsp)
+}
+
+// UpdateAccountPaymentSettingsWithResponse Update the account's payment settings
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /payments/settings/{id} (the `UpdateAccountPaymentSettings` operationId).
+func (c *ClientWithResponses) UpdateAccountPaymentSettingsWithResponse(ctx context.Context, id string, params *UpdateAccountPaymentSettingsParams, body UpdateAccountPaymentSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAccountPaymentSettingsResponse, error) {
+	rsp, err := c.UpdateAccountPaymentSettings(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAccountPaymentSettingsResponse(rsp)
 }
 
 // ListPricesWithResponse List prices
@@ -39972,6 +47411,36 @@ func (c *ClientWithResponses) CalculateUsageMetricWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseCalculateUsageMetricResponse(rsp)
+}
+
+// ReceiveStripeWebhookWithBodyWithResponse Receive a Stripe webhook
+//
+// No API key: the Stripe-Signature header is verified with the account's webhook signing secret. A replayed event answers 200 and changes nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/stripe/{accountId} (the `ReceiveStripeWebhook` operationId).
+func (c *ClientWithResponses) ReceiveStripeWebhookWithBodyWithResponse(ctx context.Context, accountId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error) {
+	rsp, err := c.ReceiveStripeWebhookWithBody(ctx, accountId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeWebhookResponse(rsp)
+}
+
+// ReceiveStripeWebhookWithResponse Receive a Stripe webhook
+//
+// No API key: the Stripe-Signature header is verified with the account's webhook signing secret. A replayed event answers 200 and changes nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/stripe/{accountId} (the `ReceiveStripeWebhook` operationId).
+func (c *ClientWithResponses) ReceiveStripeWebhookWithResponse(ctx context.Context, accountId string, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error) {
+	rsp, err := c.ReceiveStripeWebhook(ctx, accountId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeWebhookResponse(rsp)
 }
 
 // ParseGetAccountSettingsResponse parses an HTTP response from a GetAccountSettingsWithResponse call
@@ -45460,6 +52929,199 @@ func ParseMarkCreditNoteAsSentResponse(rsp *http.Response) (*MarkCreditNoteAsSen
 	return response, nil
 }
 
+// ParseRefundCreditNoteResponse parses an HTTP response from a RefundCreditNoteWithResponse call
+func ParseRefundCreditNoteResponse(rsp *http.Response) (*RefundCreditNoteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RefundCreditNoteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Refund
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RefundCreditNoteResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RefundCreditNoteResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RefundCreditNoteResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RefundCreditNoteResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RefundCreditNoteResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers RefundCreditNoteResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RefundCreditNoteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers RefundCreditNoteResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseSendCreditNoteResponse parses an HTTP response from a SendCreditNoteWithResponse call
 func ParseSendCreditNoteResponse(rsp *http.Response) (*SendCreditNoteResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -48213,6 +55875,233 @@ func ParseGetCustomerEntitlementResponse(rsp *http.Response) (*GetCustomerEntitl
 	return response, nil
 }
 
+// ParseCreatePaymentMethodSetupResponse parses an HTTP response from a CreatePaymentMethodSetupWithResponse call
+func ParseCreatePaymentMethodSetupResponse(rsp *http.Response) (*CreatePaymentMethodSetupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePaymentMethodSetupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HostedPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreatePaymentMethodSetupResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreatePaymentMethodSetupResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreatePaymentMethodSetupResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreatePaymentMethodSetupResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreatePaymentMethodSetupResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreatePaymentMethodSetupResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreatePaymentMethodSetupResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreatePaymentMethodSetupResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePaymentMethodSetupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreatePaymentMethodSetupResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
 func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -48639,6 +56528,368 @@ func ParseCreateInvoiceResponse(rsp *http.Response) (*CreateInvoiceResponse, err
 		response.Headers429 = &headers
 	case true:
 		var headers CreateInvoiceResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInvoiceRenderSettingsResponse parses an HTTP response from a GetInvoiceRenderSettingsWithResponse call
+func ParseGetInvoiceRenderSettingsResponse(rsp *http.Response) (*GetInvoiceRenderSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInvoiceRenderSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvoiceRenderSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetInvoiceRenderSettingsResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetInvoiceRenderSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetInvoiceRenderSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetInvoiceRenderSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetInvoiceRenderSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateInvoiceRenderSettingsResponse parses an HTTP response from a UpdateInvoiceRenderSettingsWithResponse call
+func ParseUpdateInvoiceRenderSettingsResponse(rsp *http.Response) (*UpdateInvoiceRenderSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateInvoiceRenderSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvoiceRenderSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateInvoiceRenderSettingsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateInvoiceRenderSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateInvoiceRenderSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateInvoiceRenderSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateInvoiceRenderSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateInvoiceRenderSettingsResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateInvoiceRenderSettingsResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateInvoiceRenderSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateInvoiceRenderSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateInvoiceRenderSettingsResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -50599,6 +58850,351 @@ func ParseVoidInvoiceResponse(rsp *http.Response) (*VoidInvoiceResponse, error) 
 		response.Headers429 = &headers
 	case true:
 		var headers VoidInvoiceResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInvoiceCollectionResponse parses an HTTP response from a GetInvoiceCollectionWithResponse call
+func ParseGetInvoiceCollectionResponse(rsp *http.Response) (*GetInvoiceCollectionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInvoiceCollectionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvoiceCollection
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetInvoiceCollectionResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetInvoiceCollectionResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetInvoiceCollectionResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetInvoiceCollectionResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetInvoiceCollectionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetInvoiceCollectionResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetryInvoiceCollectionResponse parses an HTTP response from a RetryInvoiceCollectionWithResponse call
+func ParseRetryInvoiceCollectionResponse(rsp *http.Response) (*RetryInvoiceCollectionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryInvoiceCollectionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvoiceCollection
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RetryInvoiceCollectionResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RetryInvoiceCollectionResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RetryInvoiceCollectionResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RetryInvoiceCollectionResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RetryInvoiceCollectionResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers RetryInvoiceCollectionResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetryInvoiceCollectionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers RetryInvoiceCollectionResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -52803,6 +61399,199 @@ func ParseRecordPaymentResponse(rsp *http.Response) (*RecordPaymentResponse, err
 		response.Headers429 = &headers
 	case true:
 		var headers RecordPaymentResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSendPaymentReminderResponse parses an HTTP response from a SendPaymentReminderWithResponse call
+func ParseSendPaymentReminderResponse(rsp *http.Response) (*SendPaymentReminderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendPaymentReminderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SendPaymentReminderResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SendPaymentReminderResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SendPaymentReminderResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers SendPaymentReminderResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SendPaymentReminderResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers SendPaymentReminderResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SendPaymentReminderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers SendPaymentReminderResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -55965,6 +64754,3018 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 			headers.ServiceVersion = value
 		}
 		response.Headers431 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAccountPaymentSettingsResponse parses an HTTP response from a GetAccountPaymentSettingsWithResponse call
+func ParseGetAccountPaymentSettingsResponse(rsp *http.Response) (*GetAccountPaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAccountPaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AccountPaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAccountPaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetAccountPaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetAccountPaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAccountPaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetAccountPaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateBillingSchedulePaymentSettingsResponse parses an HTTP response from a CreateBillingSchedulePaymentSettingsWithResponse call
+func ParseCreateBillingSchedulePaymentSettingsResponse(rsp *http.Response) (*CreateBillingSchedulePaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateBillingSchedulePaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest BillingSchedulePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateBillingSchedulePaymentSettingsResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateBillingSchedulePaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateBillingSchedulePaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateBillingSchedulePaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateBillingSchedulePaymentSettingsResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateBillingSchedulePaymentSettingsResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateBillingSchedulePaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateBillingSchedulePaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateBillingSchedulePaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPaymentSettingsForBillingScheduleResponse parses an HTTP response from a GetPaymentSettingsForBillingScheduleWithResponse call
+func ParseGetPaymentSettingsForBillingScheduleResponse(rsp *http.Response) (*GetPaymentSettingsForBillingScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPaymentSettingsForBillingScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BillingSchedulePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetPaymentSettingsForBillingScheduleResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetPaymentSettingsForBillingScheduleResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetPaymentSettingsForBillingScheduleResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetPaymentSettingsForBillingScheduleResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetPaymentSettingsForBillingScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetPaymentSettingsForBillingScheduleResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteBillingSchedulePaymentSettingsResponse parses an HTTP response from a DeleteBillingSchedulePaymentSettingsWithResponse call
+func ParseDeleteBillingSchedulePaymentSettingsResponse(rsp *http.Response) (*DeleteBillingSchedulePaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteBillingSchedulePaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BillingSchedulePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteBillingSchedulePaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteBillingSchedulePaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteBillingSchedulePaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteBillingSchedulePaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteBillingSchedulePaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteBillingSchedulePaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteBillingSchedulePaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers DeleteBillingSchedulePaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBillingSchedulePaymentSettingsResponse parses an HTTP response from a GetBillingSchedulePaymentSettingsWithResponse call
+func ParseGetBillingSchedulePaymentSettingsResponse(rsp *http.Response) (*GetBillingSchedulePaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBillingSchedulePaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BillingSchedulePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetBillingSchedulePaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetBillingSchedulePaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetBillingSchedulePaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetBillingSchedulePaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBillingSchedulePaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetBillingSchedulePaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateBillingSchedulePaymentSettingsResponse parses an HTTP response from a UpdateBillingSchedulePaymentSettingsWithResponse call
+func ParseUpdateBillingSchedulePaymentSettingsResponse(rsp *http.Response) (*UpdateBillingSchedulePaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateBillingSchedulePaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BillingSchedulePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateBillingSchedulePaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateBillingSchedulePaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateBillingSchedulePaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateBillingSchedulePaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateBillingSchedulePaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateBillingSchedulePaymentSettingsResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateBillingSchedulePaymentSettingsResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateBillingSchedulePaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateBillingSchedulePaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateBillingSchedulePaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateCustomerPaymentSettingsResponse parses an HTTP response from a CreateCustomerPaymentSettingsWithResponse call
+func ParseCreateCustomerPaymentSettingsResponse(rsp *http.Response) (*CreateCustomerPaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCustomerPaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest CustomerPaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateCustomerPaymentSettingsResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateCustomerPaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateCustomerPaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateCustomerPaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateCustomerPaymentSettingsResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateCustomerPaymentSettingsResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateCustomerPaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateCustomerPaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateCustomerPaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteCustomerPaymentSettingsResponse parses an HTTP response from a DeleteCustomerPaymentSettingsWithResponse call
+func ParseDeleteCustomerPaymentSettingsResponse(rsp *http.Response) (*DeleteCustomerPaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteCustomerPaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CustomerPaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteCustomerPaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteCustomerPaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteCustomerPaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteCustomerPaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteCustomerPaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteCustomerPaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteCustomerPaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers DeleteCustomerPaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCustomerPaymentSettingsResponse parses an HTTP response from a GetCustomerPaymentSettingsWithResponse call
+func ParseGetCustomerPaymentSettingsResponse(rsp *http.Response) (*GetCustomerPaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCustomerPaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CustomerPaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetCustomerPaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetCustomerPaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetCustomerPaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetCustomerPaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetCustomerPaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetCustomerPaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateCustomerPaymentSettingsResponse parses an HTTP response from a UpdateCustomerPaymentSettingsWithResponse call
+func ParseUpdateCustomerPaymentSettingsResponse(rsp *http.Response) (*UpdateCustomerPaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateCustomerPaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CustomerPaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateCustomerPaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateCustomerPaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateCustomerPaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateCustomerPaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateCustomerPaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateCustomerPaymentSettingsResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateCustomerPaymentSettingsResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateCustomerPaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateCustomerPaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateCustomerPaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateInvoicePaymentSettingsResponse parses an HTTP response from a CreateInvoicePaymentSettingsWithResponse call
+func ParseCreateInvoicePaymentSettingsResponse(rsp *http.Response) (*CreateInvoicePaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateInvoicePaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest InvoicePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateInvoicePaymentSettingsResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateInvoicePaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateInvoicePaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateInvoicePaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateInvoicePaymentSettingsResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateInvoicePaymentSettingsResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateInvoicePaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateInvoicePaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateInvoicePaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPaymentSettingsForInvoiceResponse parses an HTTP response from a GetPaymentSettingsForInvoiceWithResponse call
+func ParseGetPaymentSettingsForInvoiceResponse(rsp *http.Response) (*GetPaymentSettingsForInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPaymentSettingsForInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvoicePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetPaymentSettingsForInvoiceResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetPaymentSettingsForInvoiceResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetPaymentSettingsForInvoiceResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetPaymentSettingsForInvoiceResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetPaymentSettingsForInvoiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetPaymentSettingsForInvoiceResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteInvoicePaymentSettingsResponse parses an HTTP response from a DeleteInvoicePaymentSettingsWithResponse call
+func ParseDeleteInvoicePaymentSettingsResponse(rsp *http.Response) (*DeleteInvoicePaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteInvoicePaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvoicePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteInvoicePaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteInvoicePaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteInvoicePaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteInvoicePaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteInvoicePaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteInvoicePaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteInvoicePaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers DeleteInvoicePaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInvoicePaymentSettingsResponse parses an HTTP response from a GetInvoicePaymentSettingsWithResponse call
+func ParseGetInvoicePaymentSettingsResponse(rsp *http.Response) (*GetInvoicePaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInvoicePaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvoicePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetInvoicePaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetInvoicePaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetInvoicePaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetInvoicePaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetInvoicePaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetInvoicePaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateInvoicePaymentSettingsResponse parses an HTTP response from a UpdateInvoicePaymentSettingsWithResponse call
+func ParseUpdateInvoicePaymentSettingsResponse(rsp *http.Response) (*UpdateInvoicePaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateInvoicePaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvoicePaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateInvoicePaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateInvoicePaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateInvoicePaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateInvoicePaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateInvoicePaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateInvoicePaymentSettingsResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateInvoicePaymentSettingsResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateInvoicePaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateInvoicePaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateInvoicePaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAccountPaymentSettingsResponse parses an HTTP response from a UpdateAccountPaymentSettingsWithResponse call
+func ParseUpdateAccountPaymentSettingsResponse(rsp *http.Response) (*UpdateAccountPaymentSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAccountPaymentSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AccountPaymentSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateAccountPaymentSettingsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateAccountPaymentSettingsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateAccountPaymentSettingsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateAccountPaymentSettingsResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateAccountPaymentSettingsResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateAccountPaymentSettingsResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateAccountPaymentSettingsResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateAccountPaymentSettingsResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateAccountPaymentSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateAccountPaymentSettingsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -60972,6 +72773,134 @@ func ParseCalculateUsageMetricResponse(rsp *http.Response) (*CalculateUsageMetri
 		response.Headers429 = &headers
 	case true:
 		var headers CalculateUsageMetricResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveStripeWebhookResponse parses an HTTP response from a ReceiveStripeWebhookWithResponse call
+func ParseReceiveStripeWebhookResponse(rsp *http.Response) (*ReceiveStripeWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveStripeWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProviderEventResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest HeadersTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers ReceiveStripeWebhookResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReceiveStripeWebhookResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReceiveStripeWebhookResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 431:
+		var headers ReceiveStripeWebhookResponse431Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers431 = &headers
+	case true:
+		var headers ReceiveStripeWebhookResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -36,6 +36,8 @@ func apiRoutes(tb testing.TB, e *env) []apiRoute {
 		switch ri.Path {
 		case "/healthz", "/readyz", "/metrics", "/openapi.json":
 			continue
+		case "/webhooks/stripe/:accountId": // the provider's, signed, no API key (payments_test.go)
+			continue
 		}
 		out = append(out, apiRoute{ri.Method, ri.Path})
 	}
@@ -97,8 +99,12 @@ var routeFixtures = map[string]string{
 	"/invoices/:id/sent":           "invoices/sent",
 	"/invoices/:id/payments":       "invoices/sent",
 	"/invoices/:id/payment-status": "invoices/sent",
-	"/credits/:id/grants":          "customers",
-	"/credits/:id/balances":        "customers",
+
+	"/invoices/:id/send-payment-reminder": "invoices/sent",
+	"/invoices/:id/collection":            "invoices/sent",
+	"/invoices/:id/collection/retry":      "invoices/sent",
+	"/credits/:id/grants":                 "customers",
+	"/credits/:id/balances":               "customers",
 }
 
 // path fills the path parameters of p from f (missingID when f has no
@@ -200,6 +206,16 @@ func buildFixtures(tb testing.TB, e *env, auth, tag string) fixtures {
 		f.ids["notifications/deliveries"] = id
 		f.all = append(f.all, id)
 	}
+	// Payment settings: the account's (its id is the account's) and one of
+	// each target kind.
+	settings := decode[map[string]any](tb, e.do(req{method: "GET", path: "/payments/settings", auth: auth}))
+	account, _ := settings["id"].(string)
+	f.values["payments/settings"], f.values["invoices/render-settings"] = account, account
+	create("payments/settings/customers", "/payments/settings/customers", `{"customerId":"`+f.ids["customers"]+`","paymentProvider":"STRIPE"}`)
+	create("payments/settings/billing-schedules", "/payments/settings/billing-schedules", `{"billingScheduleId":"`+f.ids["billing-schedules"]+`","paymentProvider":"STRIPE"}`)
+	create("payments/settings/invoices", "/payments/settings/invoices", `{"invoiceId":"`+f.ids["invoices/sent"]+`","paymentProvider":"STRIPE"}`)
+	f.values["payments/settings/billing-schedules/for-billing-schedule"] = f.ids["billing-schedules"]
+	f.values["payments/settings/invoices/for-invoice"] = f.ids["invoices/sent"]
 	r := e.do(req{method: "PUT", path: "/merchant-details", body: merchantBody, auth: auth})
 	if r.status != http.StatusOK {
 		tb.Fatalf("fixture PUT /merchant-details: %d %s", r.status, r.body)
@@ -263,6 +279,16 @@ func validBodies(f fixtures) map[string]string {
 		"POST /notifications/policies":                        `{"name":"new","channel":"WEBHOOK","recipients":["https://hooks.example.com/new"],"notificationTypes":["INVOICE_CREATED"]}`,
 		"POST /notifications/policies/:id/recipients":         `{"recipients":["https://hooks.example.com/more"]}`,
 		"POST /notifications/policies/:id/notification-types": `{"notificationTypes":["CREDIT_NOTE_ISSUED"]}`,
+
+		"PUT /payments/settings/:id":                   `{"retryDays":[1,2]}`,
+		"POST /payments/settings/customers":            `{"customerId":"` + f.ids["customers"] + `","paymentProvider":"STRIPE"}`,
+		"PUT /payments/settings/customers/:id":         `{"paymentProvider":"STRIPE"}`,
+		"POST /payments/settings/billing-schedules":    `{"billingScheduleId":"` + f.ids["billing-schedules"] + `","paymentProvider":"STRIPE","autoCharge":true}`,
+		"PUT /payments/settings/billing-schedules/:id": `{"paymentProvider":"STRIPE","autoCharge":false}`,
+		"POST /payments/settings/invoices":             `{"invoiceId":"` + f.ids["invoices/sent"] + `","paymentProvider":"STRIPE"}`,
+		"PUT /payments/settings/invoices/:id":          `{"paymentProvider":"NONE"}`,
+		"PUT /invoices/render-settings/:id":            `{"paymentLinkDisplay":"SHOW_PAYMENT_LINK"}`,
+		"POST /customers/:id/payment-method-setup":     `{}`,
 	}
 }
 

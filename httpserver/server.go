@@ -256,6 +256,7 @@ func (s *Server) newEngine() *gin.Engine {
 			"the method %s is not allowed here; see the Allow header", g.Request.Method))
 	})
 	s.healthRoutes(e)
+	s.providerWebhookRoutes(e)
 	s.register(e, false)
 	return e
 }
@@ -287,4 +288,5 @@ func (a api) routes() {
 	a.documentRoutes()
 	a.renderedRoutes()
 	a.creditRoutes()
+	a.collectionRoutes()
 }

@@ -158,6 +158,9 @@ func buildInvoice(v *view, d *billing.PrintableDocument) {
 	}
 	v.Memo = inv.Memo
 	v.Payment = paymentBlocks(&d.Merchant, cur, inv.PaymentOptions)
+	if inv.PaymentLink != "" && inv.RenderSettings.PaymentLinkDisplay != billing.HidePaymentLink {
+		v.Payment = append(v.Payment, paymentBlock{Heading: "Pay online", Rows: []fact{{"Payment link", inv.PaymentLink}}})
+	}
 }
 
 // buildCreditNote fills in what a credit note prints.

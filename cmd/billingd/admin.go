@@ -42,6 +42,9 @@ type admin interface {
 	ListKeys(ctx context.Context, accountID string) ([]billing.APIKey, error)
 	// RevokeKey revokes an API key; it stops working at once.
 	RevokeKey(ctx context.Context, keyID string) (*billing.APIKey, error)
+	// ConfigurePayments stores an account's provider secrets, encrypted
+	// with the master key (payments.go).
+	ConfigurePayments(ctx context.Context, accountID string, p billing.ConfigurePaymentProviderParams) (*billing.PaymentProviderConfig, error)
 	// Backup writes a consistent copy of the database file to w.
 	Backup(ctx context.Context, w io.Writer) (int64, error)
 }

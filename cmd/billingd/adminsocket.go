@@ -24,6 +24,7 @@ import (
 //	GET  /accounts               200 [account, ...]
 //	POST /keys                   {"serviceAccountId"} → 201 credential
 //	POST /keys/{id}/revoke       200 APIKey
+//	PUT  /accounts/{id}/payments {"provider","secretKey","webhookSecret"} → 200 (no secrets back)
 //	GET  /backup                 200 the database file, streamed; a failure
 //	                             after the first byte is reported in the
 //	                             Billingd-Backup-Error trailer
@@ -90,6 +91,7 @@ func newAdminHandler(a admin, db string, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
 		serveBackup(w, r, a, log)
 	})
+	mountPaymentsAdmin(mux, a, log)
 	return mux
 }
 

@@ -8,6 +8,7 @@
 //	billingd accounts list [--db PATH|URL] [--json]
 //	billingd keys create --account ID [--db PATH|URL] [--json]
 //	billingd keys revoke KEY_ID [--db PATH|URL]
+//	billingd payments configure --account ID --provider stripe [--db PATH|URL]
 //	billingd backup --out FILE [--db PATH|URL]
 //	billingd compact [--db PATH|URL]
 //	billingd version
@@ -113,6 +114,10 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.subcommand(ctx, "keys", rest, map[string]func(context.Context, []string) error{
 			"create": c.keysCreate, "list": c.keysList, "revoke": c.keysRevoke,
 		})
+	case "payments":
+		return c.subcommand(ctx, "payments", rest, map[string]func(context.Context, []string) error{
+			"configure": c.paymentsConfigure,
+		})
 	case "backup":
 		return c.backup(ctx, rest)
 	case "compact":
@@ -179,6 +184,8 @@ const usageText = `Usage:
   billingd keys create --account ID [--db PATH|URL] [--json]
   billingd keys list --account ID [--db PATH|URL] [--json]
   billingd keys revoke KEY_ID [--db PATH|URL]
+  billingd payments configure --account ID --provider stripe [--db PATH|URL]
+                                              (secrets from BILLINGD_STRIPE_SECRET_KEY, BILLINGD_STRIPE_WEBHOOK_SECRET)
   billingd backup --out FILE [--db PATH]      (bbolt only; on PostgreSQL use pg_dump)
   billingd compact [--db PATH]                (bbolt only)
   billingd migrate-store --from FILE --to postgres://...

@@ -79,6 +79,10 @@ type serveConfig struct {
 	smtpPassword        string
 	deliveryRetention   time.Duration
 	deliveryLease       time.Duration
+
+	// Payments (docs/payments.md).
+	stripeAPIURL string
+	masterKey    []byte // BILLINGD_MASTER_KEY
 }
 
 // parseServe parses and validates the flags of serve.
@@ -100,6 +104,7 @@ func (c *cli) parseServe(args []string) (*serveConfig, error) {
 	fs.BoolVar(&cfg.upstreamNames, "upstream-field-names", false, "add sequenceAccountId beside every serviceAccountId in answers (for clients generated from the upstream API's document)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&cfg.billingInterval, "billing-interval", time.Minute, "how often the background billing engine runs; 0 turns it off")
+	fs.StringVar(&cfg.stripeAPIURL, "stripe-api-url", "", "Stripe API base `URL` (stripe-mock in tests); empty: Stripe's own")
 	fs.DurationVar(&cfg.lateUsageWindow, "late-usage-window", 31*24*time.Hour, "how long after a billing date usage that changes after the invoice was finalized is still corrected (an adjustment invoice or a credit note in the next run)")
 	fs.StringVar(&rounding, "rounding", "half-up", "rounding `mode` of money amounts: half-up (ties away from zero) or half-even (ties to the even digit); a document keeps the mode it was created with")
 	fs.IntVar(&cfg.renderConcurrency, "render-concurrency", 0, "how many documents (PDF, HTML, e-mail attachments) are rendered at once; 0: the number of CPUs")
@@ -184,6 +189,10 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	providers, masterKey, err := paymentsConfig(c.getenv, cfg.stripeAPIURL)
+	if err != nil {
+		return usagef("%v", err)
+	}
 	log := newLogger(c.stderr, cfg.logFormat, cfg.logLevel)
 	st, err := openStore(ctx, cfg.db, serveLockTimeout)
 	if err != nil {
@@ -193,15 +202,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := prommetrics.New(reg)
-	shared := isPostgres(cfg.db)
-	svc, err := billing.New(m.Store(st), &billing.Config{
-		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding,
-		// Several billingd may serve one PostgreSQL database (and an
-		// instance of an earlier release beside them, while upgrading).
-		ConcurrentBillingRuns: shared, SeriesInOwnTransaction: shared, LegacyUsageIDRecords: shared,
-		KeyCacheTTL:     sharedKeyCacheTTL(shared),
-		LateUsageWindow: cfg.lateUsageWindow, Observer: m.Observer(),
-	})
+	svc, err := billing.New(m.Store(st), serviceConfig(cfg, log, m, providers, masterKey))
 	if err != nil {
 		return err
 	}
@@ -232,6 +233,20 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		defer r.metricsLn.Close()
 	}
 	return r.run(ctx, ln, adminLn)
+}
+
+// serviceConfig is the Service's configuration for serve.
+func serviceConfig(cfg *serveConfig, log *slog.Logger, m *prommetrics.Metrics, providers []billing.PaymentProvider, masterKey []byte) *billing.Config {
+	shared := isPostgres(cfg.db)
+	return &billing.Config{
+		Logger: log, WebhookAllowPrivate: cfg.webhookAllowPrivate, Rounding: cfg.rounding,
+		// Several billingd may serve one PostgreSQL database (and an
+		// instance of an earlier release beside them, while upgrading).
+		ConcurrentBillingRuns: shared, SeriesInOwnTransaction: shared, LegacyUsageIDRecords: shared,
+		KeyCacheTTL:     sharedKeyCacheTTL(shared),
+		LateUsageWindow: cfg.lateUsageWindow, Observer: m.Observer(),
+		PaymentProviders: providers, MasterKey: masterKey,
+	}
 }
 
 // registerRenderMetrics exposes the render pool's counts on reg.
@@ -288,6 +303,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	wg.Go(func() { sweepLoop(loops, r.api, r.console, r.log, sweepInterval) })
 	if r.cfg.billingInterval > 0 {
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
+		wg.Go(func() { collectionLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 	}
 	dispatcher := dispatch.New(r.svc, dispatch.Config{
 		Webhooks: webhook.NewSender(r.cfg.webhookAllowPrivate), Mailer: r.mailer, Documents: einvoice.Renderer{Pool: r.renders}, Retention: r.cfg.deliveryRetention, Lease: r.cfg.deliveryLease, Logger: r.log,

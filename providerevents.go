@@ -1,0 +1,103 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// ProviderEventResult says what HandleProviderWebhook did with an event.
+type ProviderEventResult struct {
+	// EventID is the provider's event id.
+	EventID string `json:"eventId"`
+	// Type says what the event is.
+	Type ProviderEventType `json:"type"`
+	// Replay: the event was handled before; nothing changed.
+	Replay bool `json:"replay"`
+}
+
+// HandleProviderWebhook verifies and handles an inbound webhook of the
+// account's provider (POST /webhooks/stripe/{accountId}): the signature is
+// checked with the account's signing secret (a bad or missing one is
+// validation_failed naming the header, and changes nothing); the event is
+// recorded by id in the transaction that handles it, so a replay changes
+// nothing. Payment succeeded records the payment (once per provider
+// payment, whichever of the charge's answer and the webhook comes first);
+// payment failed fails a pending attempt (retries follow); other events are
+// acknowledged. Returns not_found for an account without a provider.
+func (s *Service) HandleProviderWebhook(ctx context.Context, account string, payload []byte, header http.Header) (*ProviderEventResult, error) {
+	gw, _, err := s.openGateway(ctx, account)
+	if err != nil {
+		if CodeOf(err) == CodeInvalidState {
+			return nil, Errorf(CodeNotFound, "no payment provider is configured for account %s", account)
+		}
+		return nil, err
+	}
+	ev, err := gw.ParseEvent(payload, header)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	res := &ProviderEventResult{EventID: ev.ID, Type: ev.Type}
+	err = s.store.Update(ctx, func(tx Tx) error {
+		res.Replay = false
+		err := tx.Insert(ctx, tableProviderEvents, key(account, ev.ID), []byte(FormatTimestamp(now)))
+		if errors.Is(err, ErrConflict) {
+			res.Replay = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return s.handleEvent(ctx, tx, account, ev, now)
+	})
+	return res, err
+}
+
+func (s *Service) handleEvent(ctx context.Context, tx Tx, account string, ev *ProviderEvent, now time.Time) error {
+	if ev.InvoiceID == "" {
+		return nil
+	}
+	c, err := findRecord[collectionRecord](ctx, tx, tableCollections, key(account, ev.InvoiceID))
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		// An invoice issued before the provider was configured, paid
+		// through a link made elsewhere: its collection starts now.
+		r, err := loadDoc(ctx, tx, invoiceKind, account, ev.InvoiceID)
+		if errors.Is(err, ErrNotFound) || CodeOf(err) == CodeNotFound {
+			s.log.Warn("provider event for an unknown invoice ignored", "account", account, "event", ev.ID)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		c = &collectionRecord{InvoiceCollection: InvoiceCollection{InvoiceID: r.ID, ServiceAccountID: account,
+			Method: SendInvoice, Provider: PaymentProviderStripe, Attempts: []CollectionAttempt{}}, CustomerID: r.CustomerID}
+	}
+	switch ev.Type {
+	case ProviderEventPaymentSucceeded:
+		if ev.Currency != "" && ev.Amount.Sign() > 0 {
+			return s.providerPaid(ctx, tx, c, ev.PaymentRef, ev.Amount, now)
+		}
+	case ProviderEventPaymentFailed:
+		// Only a pending attempt of this payment fails here; a failure the
+		// charge's answer reported, or one after the payment succeeded
+		// (out of order), changes nothing.
+		for i, a := range c.Attempts {
+			if a.Reference == ev.PaymentRef && a.Status == ChargePending && c.DunningStatus != DunningCompleted {
+				c.Attempts[i].Status, c.Attempts[i].FailureMessage = ChargeFailed, ev.FailureMessage
+				return s.chargeFailed(ctx, tx, c, ev.FailureMessage, now)
+			}
+		}
+	case ProviderEventDisputeOpened:
+		r, err := loadDoc(ctx, tx, invoiceKind, account, ev.InvoiceID)
+		if err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, account, NotificationInvoiceUpdated, &r.Invoice)
+	}
+	return nil
+}
