@@ -121,17 +121,20 @@ func TestCollectionCrash(t *testing.T) {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestCollectionCrash$")
 		cmd.Env = append(os.Environ(), collectionChildEnv+"="+db, collectionStripeEnv+"="+srv.URL,
 			collectionOffsetEnv+"="+strconv.Itoa(round*200))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Armed once the child runs: a request of the previous child
+		// answered late must not kill a process not yet started.
+		proc := cmd.Process
 		fake.mu.Lock()
 		killAt := fake.charges + 3 + round
 		fake.onCharge = func(c int) {
 			if c >= killAt {
-				once.Do(func() { _ = cmd.Process.Kill(); close(done) })
+				once.Do(func() { _ = proc.Kill(); close(done) })
 			}
 		}
 		fake.mu.Unlock()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
 		select {
 		case <-done:
 		case <-time.After(60 * time.Second):
