@@ -26,7 +26,8 @@ import (
 // its output is rewritten here, object by object. gopdf writes a classic
 // cross-reference table whose offsets are exact; every object is copied
 // byte for byte (so the pages, fonts and text are exactly those of the
-// plain PDF), the catalog is replaced by one that adds what PDF/A-3 and
+// plain PDF) but for annotations (a payment link's), which get the print
+// flag PDF/A requires of them (/F 4: gopdf writes none), the catalog is replaced by one that adds what PDF/A-3 and
 // Factur-X require (the XMP metadata, an sRGB output intent, the embedded
 // file in the EmbeddedFiles name tree and in /AF with /AFRelationship), and
 // a new cross-reference table and trailer are written (with the document
@@ -210,7 +211,7 @@ func embed(pdf, xmlData []byte, info pdfInfo) ([]byte, error) {
 	offsets := make([]int, infoObj+1)
 	for _, o := range objs {
 		offsets[o.num] = out.Len()
-		out.Write(o.body)
+		out.Write(printFlagged(o.body))
 		out.WriteString("\n")
 	}
 	xrefAt := out.Len()
@@ -226,6 +227,16 @@ func embed(pdf, xmlData []byte, info pdfInfo) ([]byte, error) {
 	fmt.Fprintf(&out, "trailer\n<< /Size %d /Root %d 0 R /Info %d 0 R /ID [<%x> <%x>] >>\nstartxref\n%d\n%%%%EOF\n",
 		infoObj+1, root, infoObj, id, id, xrefAt)
 	return out.Bytes(), nil
+}
+
+// printFlagged returns body, an object, with the print flag /F 4 added when
+// it is an annotation without flags (PDF/A: every annotation is printed).
+func printFlagged(body []byte) []byte {
+	const annot = "/Type /Annot "
+	if !bytes.Contains(body, []byte(annot)) || bytes.Contains(body, []byte("stream")) || bytes.Contains(body, []byte("/F ")) {
+		return body
+	}
+	return bytes.Replace(body, []byte(annot), []byte(annot+"/F 4 "), 1)
 }
 
 // streamObject writes a stream object with dict's entries and its length.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/billingd/billing"
 	"github.com/billingd/billing/einvoice"
 	"github.com/billingd/billing/internal/pdftext"
 	"github.com/billingd/billing/render"
@@ -75,4 +76,33 @@ func TestFacturXKeepsThePages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFacturXPaymentLinkIsPrinted: an invoice's payment link is a link
+// annotation in its PDF, and PDF/A requires every annotation to be printed:
+// the Factur-X PDF carries the link with the print flag (/F 4), which
+// gopdf does not write.
+func TestFacturXPaymentLinkIsPrinted(t *testing.T) {
+	for _, s := range sharedCorpus(t) {
+		if s.name != "payment-link" {
+			continue
+		}
+		d := *s.doc
+		inv := *d.Invoice
+		inv.PaymentLink, inv.RenderSettings.PaymentLinkDisplay = "https://pay.example.com/i/1", billing.ShowPaymentLink
+		d.Invoice = &inv
+		fx, _, err := einvoice.Write(&d, einvoice.FacturX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		annots := bytes.Count(fx, []byte("/Type /Annot "))
+		if annots == 0 || !bytes.Contains(fx, []byte("/URI (https://pay.example.com/i/1)")) {
+			t.Fatalf("no link annotation to the payment link in the Factur-X PDF (%d annotations)", annots)
+		}
+		if flagged := bytes.Count(fx, []byte("/Type /Annot /F 4 ")); flagged != annots {
+			t.Errorf("%d of %d annotations carry the print flag /F 4", flagged, annots)
+		}
+		return
+	}
+	t.Fatal("the corpus has no payment-link document")
 }

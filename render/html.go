@@ -67,7 +67,7 @@ table{border-collapse:collapse;width:100%}
 </div>
 {{range .Notes}}<div class="block">{{.}}</div>{{end}}
 {{with .Memo}}<div class="block"><div class="label">Memo</div>{{.}}</div>{{end}}
-{{range .Payment}}<div class="block"><div class="label">{{.Heading}}</div>{{range .Rows}}{{.Label}}: {{.Value}}<br>{{end}}</div>{{end}}
+{{range .Payment}}<div class="block"><div class="label">{{.Heading}}</div>{{range .Rows}}{{.Label}}: {{if .Link}}<a href="{{.Link}}">{{.Value}}</a>{{else}}{{.Value}}{{end}}<br>{{end}}</div>{{end}}
 {{with .Custom}}<div class="block"><div class="label">Details</div>{{range .}}{{.Label}}: {{.Value}}<br>{{end}}</div>{{end}}
 <div class="foot">{{.Footer}}</div>
 </div>

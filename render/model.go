@@ -41,7 +41,12 @@ type party struct {
 }
 
 // fact is a label and a value.
-type fact struct{ Label, Value string }
+type fact struct {
+	Label, Value string
+	// Link, when set, is where the value points: a link in the HTML and a
+	// link annotation over the value's lines in the PDF (a payment link).
+	Link string
+}
 
 // section is the ungrouped lines (no title) or one group of lines with its
 // subtotal.
@@ -149,7 +154,7 @@ func buildInvoice(v *view, d *billing.PrintableDocument) {
 	v.Sections, v.TaxRows = sections(cur, lines, groups)
 	v.Totals = facts("Net total", money(cur, inv.NetTotal), "Tax", money(cur, inv.TotalTax), "Total", money(cur, inv.GrossTotal))
 	for _, a := range inv.CreditApplications { // money on account, after tax
-		v.Totals = append(v.Totals, fact{"Credit applied: " + a.Name, money(cur, a.Amount.Neg())})
+		v.Totals = append(v.Totals, fact{Label: "Credit applied: " + a.Name, Value: money(cur, a.Amount.Neg())})
 	}
 	v.Totals = append(v.Totals, facts("Amount paid", money(cur, inv.AmountPaid), "Amount credited", money(cur, inv.AmountCredited),
 		"Amount due", money(cur, inv.AmountDue))...)
@@ -159,7 +164,7 @@ func buildInvoice(v *view, d *billing.PrintableDocument) {
 	v.Memo = inv.Memo
 	v.Payment = paymentBlocks(&d.Merchant, cur, inv.PaymentOptions)
 	if inv.PaymentLink != "" && inv.RenderSettings.PaymentLinkDisplay != billing.HidePaymentLink {
-		v.Payment = append(v.Payment, paymentBlock{Heading: "Pay online", Rows: []fact{{"Payment link", inv.PaymentLink}}})
+		v.Payment = append(v.Payment, paymentBlock{Heading: "Pay online", Rows: []fact{{Label: "Payment link", Value: inv.PaymentLink, Link: inv.PaymentLink}}})
 	}
 }
 
@@ -314,7 +319,7 @@ func paymentBlocks(md *billing.MerchantDetails, cur billing.Currency, options []
 		}
 	}
 	if len(ways) > 0 {
-		out = append(out, paymentBlock{Heading: "Payment options", Rows: []fact{{"Pay by", strings.Join(ways, ", ")}}})
+		out = append(out, paymentBlock{Heading: "Payment options", Rows: []fact{{Label: "Pay by", Value: strings.Join(ways, ", ")}}})
 	}
 	return out
 }
@@ -391,7 +396,7 @@ func facts(pairs ...string) []fact {
 	var out []fact
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] != "" {
-			out = append(out, fact{pairs[i], pairs[i+1]})
+			out = append(out, fact{Label: pairs[i], Value: pairs[i+1]})
 		}
 	}
 	return out
@@ -401,7 +406,7 @@ func facts(pairs ...string) []fact {
 func keyValues(kvs []billing.KeyValue) []fact {
 	var out []fact
 	for _, kv := range kvs {
-		out = append(out, fact{kv.Key, kv.Value})
+		out = append(out, fact{Label: kv.Key, Value: kv.Value})
 	}
 	return out
 }

@@ -462,13 +462,34 @@ func (w *pdfWriter) heading(text string) []textLine {
 	return []textLine{{w.accent, strings.ToUpper(text)}}
 }
 
-// factList is a heading over "label: value" rows.
+// factList is a heading over "label: value" rows. A fact with a Link gets
+// a link annotation over each of its lines, so the PDF's reader opens it.
 func (w *pdfWriter) factList(heading string, fs []fact) []*block {
 	var lines []textLine
+	var links []string // by line
 	for _, f := range fs {
-		lines = append(lines, w.wrap(contentW, textLine{stBody, f.Label + ": " + f.Value})...)
+		wrapped := w.wrap(contentW, textLine{stBody, f.Label + ": " + f.Value})
+		lines = append(lines, wrapped...)
+		for range wrapped {
+			links = append(links, f.Link)
+		}
 	}
-	return w.textBlocks(w.heading(heading), lines)
+	head := w.heading(heading)
+	blocks := w.textBlocks(head, lines)
+	for i, b := range blocks { // one block per line (textBlocks)
+		if links[i] == "" {
+			continue
+		}
+		draw, link, top, h := b.draw, links[i], 0.0, height(lines[i:i+1])
+		if i == 0 {
+			top = height(head)
+		}
+		b.draw = func(y float64) {
+			draw(y)
+			w.pdf.AddExternalLink(link, marginX, y+top, contentW, h)
+		}
+	}
+	return blocks
 }
 
 // textBlocks sets a heading and its text lines at full width, one block
