@@ -60,11 +60,7 @@ func (a api) customerRoutes() {
 // (the Service's now) when absent.
 func atParam(c *call) (time.Time, error) {
 	if v, ok := c.query["at"]; ok {
-		t, err := parseTimestampParam("at", v[0])
-		if err != nil { // a nil *billing.Error must not become a non-nil error
-			return time.Time{}, err
-		}
-		return t, nil
+		return parseTimestampParam("at", v[0])
 	}
 	return time.Time{}, nil
 }
@@ -166,15 +162,16 @@ func (v *timestampParams) parse(c *call, name string) *time.Time {
 	}
 	t, err := parseTimestampParam(name, s[0])
 	if err != nil {
-		v.errs = append(v.errs, err)
+		v.errs = append(v.errs, billing.Errors(err)...)
 		return nil
 	}
 	return &t
 }
 
 // parseTimestampParam parses the value of timestamp query parameter name;
-// its error names the parameter and says what is wrong (format or bounds).
-func parseTimestampParam(name, value string) (time.Time, *billing.Error) {
+// its error (an error, so that no nil *billing.Error becomes a non-nil
+// error) names the parameter and says what is wrong (format or bounds).
+func parseTimestampParam(name, value string) (time.Time, error) {
 	t, err := billing.ParseTimestamp(value)
 	if err != nil {
 		return t, billing.FieldError(name, "%s %s", name, billing.Errors(err)[0].Message)
