@@ -1,7 +1,6 @@
 package billing_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -14,107 +13,18 @@ import (
 	"github.com/billingd/billing/billingtest"
 )
 
-// fakeProvider is the recording test double of the payment-provider port
-// for stateful flows: it answers each charge with the next programmed
-// outcome, records every call, and honours idempotency keys (a key
-// charged before answers its first result again, as Stripe does).
-type fakeProvider struct {
-	mu       sync.Mutex
-	outcomes []billing.ChargeStatus // next charges' outcomes; SUCCEEDED when empty
-	charges  []billing.ChargeRequest
-	byKey    map[string]*billing.ChargeResult
-	pm       string // the customers' default payment method
-	// failAttempts makes every invoice's first failAttempts attempts fail
-	// (outcomes aside).
-	failAttempts int
-}
-
-func newFake() *fakeProvider {
-	return &fakeProvider{byKey: map[string]*billing.ChargeResult{}, pm: "pm_fake"}
-}
-
-func (f *fakeProvider) Name() billing.PaymentProviderName { return billing.PaymentProviderStripe }
-func (f *fakeProvider) Open(creds billing.ProviderCredentials) (billing.PaymentGateway, error) {
-	return &fakeGateway{f: f, secret: creds.WebhookSecret}, nil
-}
-
-// distinctCharges counts the charges made (idempotency keys seen).
-func (f *fakeProvider) distinctCharges() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.byKey)
-}
-
-type fakeGateway struct {
-	f      *fakeProvider
-	secret string
-}
-
-func (g *fakeGateway) CheckCurrency(billing.Currency) error { return nil }
-func (g *fakeGateway) CreateCustomer(_ context.Context, p billing.ProviderCustomerParams) (string, error) {
-	return "cus_" + p.CustomerID, nil
-}
-func (g *fakeGateway) DefaultPaymentMethod(context.Context, string) (string, error) {
-	return g.f.pm, nil
-}
-func (g *fakeGateway) Charge(_ context.Context, c billing.ChargeRequest) (*billing.ChargeResult, error) {
-	f := g.f
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.charges = append(f.charges, c)
-	if r, ok := f.byKey[c.IdempotencyKey]; ok {
-		return r, nil
-	}
-	st := billing.ChargeSucceeded
-	if c.Attempt <= f.failAttempts {
-		st = billing.ChargeFailed
-	} else if len(f.outcomes) > 0 {
-		st, f.outcomes = f.outcomes[0], f.outcomes[1:]
-	}
-	r := &billing.ChargeResult{Reference: "pi_" + c.IdempotencyKey, Status: st}
-	if st == billing.ChargeSucceeded {
-		r.Amount = c.Amount
-	} else if st == billing.ChargeFailed {
-		r.FailureMessage = "card declined"
-	}
-	f.byKey[c.IdempotencyKey] = r
-	return r, nil
-}
-func (g *fakeGateway) PaymentPage(_ context.Context, p billing.PaymentPageRequest) (*billing.HostedPage, error) {
-	return &billing.HostedPage{Reference: "cs_" + p.InvoiceID, URL: "https://pay.example/" + p.InvoiceID}, nil
-}
-func (g *fakeGateway) SetupPage(_ context.Context, p billing.SetupPageRequest) (*billing.HostedPage, error) {
-	return &billing.HostedPage{Reference: "cs_setup", URL: "https://pay.example/setup/" + p.CustomerID}, nil
-}
-func (g *fakeGateway) Refund(_ context.Context, r billing.RefundRequest) (*billing.RefundResult, error) {
-	return &billing.RefundResult{Reference: "re_" + r.IdempotencyKey, Status: billing.ChargeSucceeded}, nil
-}
-
-// ParseEvent accepts a JSON ProviderEvent signed by its Fake-Signature
-// header holding the webhook secret.
-func (g *fakeGateway) ParseEvent(payload []byte, h http.Header) (*billing.ProviderEvent, error) {
-	if h.Get("Fake-Signature") != g.secret {
-		return nil, billing.FieldError("Fake-Signature", "bad signature")
-	}
-	var ev billing.ProviderEvent
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return nil, billing.FieldError("body", "%v", err)
-	}
-	return &ev, nil
-}
-
 var testMasterKey = []byte("0123456789abcdef0123456789abcdef")
 
 // payEnv is a schedule fixture on a Service with the fake provider and a
 // configured account.
 type payEnv struct {
 	*sched
-	fake *fakeProvider
+	fake *billingtest.FakeProvider
 }
 
 func newPayEnv(t testing.TB, opts ...billingtest.Option) *payEnv {
 	t.Helper()
-	fake := newFake()
+	fake := billingtest.NewFakeProvider()
 	opts = append(opts, billingtest.WithConfig(billing.Config{PaymentProviders: []billing.PaymentProvider{fake}, MasterKey: testMasterKey}))
 	f := newSched(t, opts...)
 	_, err := f.svc.ConfigurePaymentProvider(f.ctx, f.account, billing.ConfigurePaymentProviderParams{
@@ -167,10 +77,10 @@ func TestChargedOnceWhenIssued(t *testing.T) {
 	}
 	run := e.collect()
 	e.collect()
-	if run.Succeeded != 1 || len(e.fake.charges) != 1 {
-		t.Fatalf("run %+v, charges %+v", run, e.fake.charges)
+	if run.Succeeded != 1 || len(e.fake.Charges) != 1 {
+		t.Fatalf("run %+v, charges %+v", run, e.fake.Charges)
 	}
-	c := e.fake.charges[0]
+	c := e.fake.Charges[0]
 	if c.IdempotencyKey != "billingd/"+inv.ID+"/attempt/1" || c.InvoiceID != inv.ID || c.Amount.String() != "49.99" || c.CustomerRef != "cus_"+e.customer {
 		t.Errorf("charge %+v", c)
 	}
@@ -197,8 +107,8 @@ func TestSendInvoiceIsNotCharged(t *testing.T) {
 	e := newPayEnv(t)
 	inv := e.autoChargedInvoice("10.00", billing.CurrencyUSD, false)
 	e.collect()
-	if len(e.fake.charges) != 0 || inv.DunningStatus != billing.DunningOverdueCheckScheduled {
-		t.Errorf("charges %d, dunning %s", len(e.fake.charges), inv.DunningStatus)
+	if len(e.fake.Charges) != 0 || inv.DunningStatus != billing.DunningOverdueCheckScheduled {
+		t.Errorf("charges %d, dunning %s", len(e.fake.Charges), inv.DunningStatus)
 	}
 }
 
@@ -207,7 +117,7 @@ func TestSendInvoiceIsNotCharged(t *testing.T) {
 func TestRetriesThenSuccess(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t)
-	e.fake.outcomes = []billing.ChargeStatus{billing.ChargeFailed, billing.ChargeFailed, billing.ChargeSucceeded}
+	e.fake.Outcomes = []billing.ChargeStatus{billing.ChargeFailed, billing.ChargeFailed, billing.ChargeSucceeded}
 	inv := e.autoChargedInvoice("20.00", billing.CurrencyUSD, true)
 	e.collect()
 	c, err := e.svc.GetInvoiceCollection(e.ctx, e.account, inv.ID)
@@ -218,18 +128,18 @@ func TestRetriesThenSuccess(t *testing.T) {
 	}
 	e.clock.Advance(3*24*time.Hour - time.Minute)
 	e.collect()
-	if len(e.fake.charges) != 1 {
-		t.Fatalf("retried before day 3: %d charges", len(e.fake.charges))
+	if len(e.fake.Charges) != 1 {
+		t.Fatalf("retried before day 3: %d charges", len(e.fake.Charges))
 	}
 	e.clock.Advance(time.Minute)
 	e.collect() // day 3: fails
 	e.clock.Advance(2 * 24 * time.Hour)
 	e.collect() // day 5: succeeds
-	if len(e.fake.charges) != 3 {
-		t.Fatalf("%d charges", len(e.fake.charges))
+	if len(e.fake.Charges) != 3 {
+		t.Fatalf("%d charges", len(e.fake.Charges))
 	}
 	keys := []string{}
-	for _, ch := range e.fake.charges {
+	for _, ch := range e.fake.Charges {
 		keys = append(keys, ch.IdempotencyKey[strings.LastIndex(ch.IdempotencyKey, "/")+1:])
 	}
 	if !slices.Equal(keys, []string{"1", "2", "3"}) {
@@ -250,14 +160,14 @@ func TestFinalActionAfterLastFailure(t *testing.T) {
 	_, err := e.svc.UpdateAccountPaymentSettings(e.ctx, e.account, e.account, billing.UpdateAccountPaymentSettingsParams{
 		RetryDays: []int{1, 2}, FinalAction: billing.FinalActionMarkUncollectible})
 	e.must(err)
-	e.fake.outcomes = []billing.ChargeStatus{billing.ChargeFailed, billing.ChargeFailed, billing.ChargeFailed, billing.ChargeSucceeded}
+	e.fake.Outcomes = []billing.ChargeStatus{billing.ChargeFailed, billing.ChargeFailed, billing.ChargeFailed, billing.ChargeSucceeded}
 	inv := e.autoChargedInvoice("20.00", billing.CurrencyUSD, true)
 	for range 4 {
 		e.collect()
 		e.clock.Advance(24 * time.Hour)
 	}
-	if len(e.fake.charges) != 3 {
-		t.Errorf("%d charges, want 3 (the first and two retries)", len(e.fake.charges))
+	if len(e.fake.Charges) != 3 {
+		t.Errorf("%d charges, want 3 (the first and two retries)", len(e.fake.Charges))
 	}
 	got := e.invoice(inv.ID)
 	if got.PaymentStatus != billing.PaymentStatusUncollectible || got.DunningStatus != billing.DunningFailed {
@@ -321,7 +231,7 @@ func deliveryTypes(t *testing.T, e *payEnv) map[billing.NotificationType]int {
 func TestWebhookPaymentSucceeded(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t)
-	e.fake.pm = "" // nothing to charge: the customer pays through the link
+	e.fake.PaymentMethod = "" // nothing to charge: the customer pays through the link
 	inv := e.autoChargedInvoice("30.00", billing.CurrencyUSD, false)
 	ev, _ := json.Marshal(billing.ProviderEvent{ID: "evt_1", Type: billing.ProviderEventPaymentSucceeded, InvoiceID: inv.ID,
 		PaymentRef: "pi_link", Amount: billing.MustDecimal("30.00"), Currency: billing.CurrencyUSD})
@@ -392,7 +302,7 @@ func TestSharedStoreChargesEachAttemptOnce(t *testing.T) {
 	t.Parallel()
 	store := billingtest.Store(t)
 	ids := billingtest.IDs()
-	fake := newFake()
+	fake := billingtest.NewFakeProvider()
 	cfg := billing.Config{ConcurrentBillingRuns: true, NewID: ids, PaymentProviders: []billing.PaymentProvider{fake}, MasterKey: testMasterKey}
 	f := newSched(t, billingtest.WithStore(store), billingtest.WithConfig(cfg))
 	cfg.Now = f.clock.Now
@@ -403,7 +313,7 @@ func TestSharedStoreChargesEachAttemptOnce(t *testing.T) {
 		Provider: billing.PaymentProviderStripe, SecretKey: "sk_test_x1234", WebhookSecret: "whsec_y5678"})
 	f.must(err)
 	const n = 12
-	fake.failAttempts = 1
+	fake.FailAttempts = 1
 	var invs []string
 	for range n {
 		invs = append(invs, e.autoChargedInvoice("15.00", billing.CurrencyUSD, true).ID)
@@ -421,7 +331,7 @@ func TestSharedStoreChargesEachAttemptOnce(t *testing.T) {
 		f.clock.Advance(3 * 24 * time.Hour)
 	}
 	keys := map[string]int{}
-	for _, c := range fake.charges {
+	for _, c := range fake.Charges {
 		keys[c.IdempotencyKey]++
 	}
 	for k, times := range keys {
@@ -429,8 +339,8 @@ func TestSharedStoreChargesEachAttemptOnce(t *testing.T) {
 			t.Errorf("%s charged %d times", k, times)
 		}
 	}
-	if len(fake.charges) != 2*n {
-		t.Errorf("%d charges, want %d (a failure and a retry per invoice)", len(fake.charges), 2*n)
+	if len(fake.Charges) != 2*n {
+		t.Errorf("%d charges, want %d (a failure and a retry per invoice)", len(fake.Charges), 2*n)
 	}
 	for _, id := range invs {
 		if got := e.invoice(id); got.PaymentStatus != billing.PaymentStatusPaid {
@@ -453,7 +363,9 @@ func TestTakeoverKeepsTheAttempt(t *testing.T) {
 		t.Fatalf("claimed %+v", steps)
 	}
 	// The dead instance had sent its charge before it died.
-	if _, err := (&fakeGateway{f: e.fake}).Charge(e.ctx, billing.ChargeRequest{InvoiceID: inv.ID, Attempt: 1, Amount: billing.MustDecimal("12.00"),
+	gw, err := e.fake.Open(billing.ProviderCredentials{})
+	e.must(err)
+	if _, err := gw.Charge(e.ctx, billing.ChargeRequest{InvoiceID: inv.ID, Attempt: 1, Amount: billing.MustDecimal("12.00"),
 		Currency: billing.CurrencyUSD, IdempotencyKey: "billingd/" + inv.ID + "/attempt/1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -463,8 +375,8 @@ func TestTakeoverKeepsTheAttempt(t *testing.T) {
 	}
 	e.clock.Advance(2 * time.Minute)
 	e.collect()
-	if e.fake.distinctCharges() != 1 || len(e.fake.charges) != 2 || e.fake.charges[1].IdempotencyKey != e.fake.charges[0].IdempotencyKey {
-		t.Errorf("charges %+v", e.fake.charges)
+	if e.fake.DistinctCharges() != 1 || len(e.fake.Charges) != 2 || e.fake.Charges[1].IdempotencyKey != e.fake.Charges[0].IdempotencyKey {
+		t.Errorf("charges %+v", e.fake.Charges)
 	}
 	pays, err := e.svc.ListPayments(e.ctx, e.account, inv.ID, "", billing.ListParams{})
 	e.must(err)
@@ -491,7 +403,7 @@ func (e *payEnv) creditNote(invoiceID, amount string) *billing.CreditNote {
 func TestRefundBoundedByWhatWasPaid(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t)
-	e.fake.pm = ""
+	e.fake.PaymentMethod = ""
 	inv := e.autoChargedInvoice("30.00", billing.CurrencyUSD, false)
 	// 10.00 arrive through the provider. (A credit note credits at most the
 	// gross less payments, so the invoice is left partly unpaid.)

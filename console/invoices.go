@@ -88,6 +88,9 @@ type invoicePage struct {
 	Groups   []billing.InvoiceLineItemGroup
 	Editable bool // DRAFT or IN_PROGRESS: lines may be added and removed
 	Payments []billing.Payment
+	// Collection is the invoice's collection through the account's
+	// payment provider; nil without one.
+	Collection *billing.InvoiceCollection
 }
 
 // invoice shows one invoice: its facts, its actions, its payments and the
@@ -109,6 +112,11 @@ func (c *Console) invoice(rq *request) error {
 		}
 		data.Lines = lines.Items
 		if data.Groups, _, err = rq.groupOptions(inv.ID); err != nil {
+			return err
+		}
+	}
+	if inv.DunningStatus != "" { // issued on an account with a payment provider
+		if data.Collection, err = c.svc.GetInvoiceCollection(rq.ctx, rq.account, inv.ID); err != nil {
 			return err
 		}
 	}
@@ -176,11 +184,18 @@ type invoiceAction struct {
 }
 
 // actionOrder is the order of the invoice page's action buttons.
-var actionOrder = []string{"finalize", "send", "pay", "apply-credits", "void"}
+var actionOrder = []string{"finalize", "send", "pay", "apply-credits", "retry-collection", "send-reminder", "void"}
 
 // actionLabels are the invoice page's buttons of the actions.
 var actionLabels = map[string]string{
-	"finalize": "Finalize…", "send": "Send…", "pay": "Record a payment…", "apply-credits": "Apply credits…", "void": "Void…",
+	"finalize": "Finalize…", "send": "Send…", "pay": "Record a payment…", "apply-credits": "Apply credits…",
+	"retry-collection": "Retry now…", "send-reminder": "Send a reminder…", "void": "Void…",
+}
+
+// collecting reports whether an issued invoice with money due is being
+// collected through the account's payment provider.
+func collecting(inv *billing.Invoice) bool {
+	return finalized(inv) && inv.DunningStatus != "" && inv.AmountDue.Sign() > 0
 }
 
 // finalized reports whether an invoice is FINAL or SENT.
@@ -212,6 +227,20 @@ var invoiceActions = map[string]invoiceAction{
 		button: "Record payment", done: "paid",
 		allowed: func(inv *billing.Invoice) bool { return finalized(inv) && inv.AmountDue.Sign() > 0 },
 		run:     recordPayment,
+	},
+	"retry-collection": {
+		heading: "Retry the collection now", question: "The collection's next step (a charge of the saved payment method, a payment link or a reminder) is made due now instead of when it is planned: the next collection run (every minute in billingd serve) takes it.",
+		button: "Retry now", done: "collection-retried", allowed: collecting,
+		run: func(ctx context.Context, rq *request, inv *billing.Invoice) (any, error) {
+			return rq.c.svc.RetryCollectionNow(ctx, rq.account, inv.ID)
+		},
+	},
+	"send-reminder": {
+		heading: "Send a payment reminder", question: "The customer's billing contacts are e-mailed a reminder of the amount due, with the payment link when there is one.",
+		button: "Send reminder", done: "reminder-sent", allowed: collecting,
+		run: func(ctx context.Context, rq *request, inv *billing.Invoice) (any, error) {
+			return rq.c.svc.SendPaymentReminder(ctx, rq.account, inv.ID)
+		},
 	},
 	"apply-credits": {
 		heading: "Apply credits", question: "The customer's cash credit in the invoice's currency, usable today, is applied: to a draft all of it (free credit as lines before tax), to an issued invoice the paid credit and credit note credit only, as money on account.",

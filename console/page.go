@@ -77,6 +77,8 @@ var doneMessages = map[string]string{
 	"voided":             "The invoice was voided.",
 	"paid":               "The payment was recorded.",
 	"credits-applied":    "The customer's credit was applied.",
+	"collection-retried": "The collection's next step is due now: the next collection run takes it.",
+	"reminder-sent":      "The payment reminder was queued for the customer's billing contacts.",
 	"created":            "The invoice was created.",
 	"customer-created":   "The customer was created.",
 	"customer-saved":     "The customer was saved.",
