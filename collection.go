@@ -471,6 +471,20 @@ func claimed(ctx context.Context, tx Tx, t CollectionStep) (*collectionRecord, e
 	return c, nil
 }
 
+// claimedInvoice is claimed and the invoice of t; nil, nil when the claim
+// no longer holds.
+func claimedInvoice(ctx context.Context, tx Tx, t CollectionStep) (*collectionRecord, *invoiceRecord, error) {
+	c, err := claimed(ctx, tx, t)
+	if err != nil || c == nil {
+		return nil, nil, err
+	}
+	r, err := loadDoc(ctx, tx, invoiceKind, t.Account, t.InvoiceID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, r, nil
+}
+
 // finishCollection ends a collection whose invoice needs nothing more
 // (paid, voided, uncollectible).
 func (s *Service) finishCollection(ctx context.Context, t CollectionStep, now time.Time) error {
@@ -653,12 +667,8 @@ func (s *Service) finalAction(ctx context.Context, tx Tx, action DunningFinalAct
 // reminder.
 func (s *Service) recordLink(ctx context.Context, t CollectionStep, page *HostedPage, now time.Time) error {
 	return s.store.Update(ctx, func(tx Tx) error {
-		c, err := claimed(ctx, tx, t)
+		c, r, err := claimedInvoice(ctx, tx, t)
 		if err != nil || c == nil {
-			return err
-		}
-		r, err := loadDoc(ctx, tx, invoiceKind, t.Account, t.InvoiceID)
-		if err != nil {
 			return err
 		}
 		c.Claim, c.PaymentLink, c.LinkGen = nil, page.URL, c.LinkGen+1
@@ -681,12 +691,8 @@ func (s *Service) recordLink(ctx context.Context, t CollectionStep, page *Hosted
 // date); then queues the next reminder.
 func (s *Service) sendReminder(ctx context.Context, t CollectionStep, now time.Time) error {
 	return s.store.Update(ctx, func(tx Tx) error {
-		c, err := claimed(ctx, tx, t)
+		c, r, err := claimedInvoice(ctx, tx, t)
 		if err != nil || c == nil {
-			return err
-		}
-		r, err := loadDoc(ctx, tx, invoiceKind, t.Account, t.InvoiceID)
-		if err != nil {
 			return err
 		}
 		c.Claim = nil
