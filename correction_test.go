@@ -1,12 +1,14 @@
 package billing_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	docrender "github.com/billingd/billing/render"
 	"github.com/billingd/billing/storage/faultstore"
 )
 
@@ -117,8 +119,12 @@ func TestLateUsageIsCorrectedOnce(t *testing.T) {
 		if len(lu.Items) != 1 || len(lu.Items[0].CorrectionInvoiceIDs) != 1 || lu.Items[0].CorrectionInvoiceIDs[0] != adj.ID {
 			t.Errorf("late usage %+v does not name the correction", lu.Items)
 		}
-		created := billing.NotificationTextsForTest(t, f.svc, f.account, billing.NotificationInvoiceCreated)
-		if len(created) != 1 || !strings.Contains(created[0], "Memo: Correction of invoice INV00001 after it was finalized: usage of Storage for 2024-01-01..2024-01-31 changed from 10 to 14") {
+		created := billing.NotificationPayloadsForTest(t, f.svc, f.account, billing.NotificationInvoiceCreated)
+		var n billing.Notification
+		if len(created) == 1 {
+			f.must(json.Unmarshal([]byte(created[0]), &n))
+		}
+		if len(created) != 1 || !strings.Contains(docrender.NotificationEmail(&n).Text, "Memo: Correction of invoice INV00001 after it was finalized: usage of Storage for 2024-01-01..2024-01-31 changed from 10 to 14") {
 			t.Errorf("INVOICE_CREATED of the correction does not say what happened: %v", created)
 		}
 	})

@@ -2,7 +2,6 @@ package billing
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -563,23 +562,8 @@ func (s *Service) SendCreditNote(ctx context.Context, account, id string) (*Cred
 		if len(cn.CustomerEmails) == 0 {
 			return true, nil
 		}
-		return true, s.queueEmail(ctx, tx, account, creditNoteEmail(cn))
+		return true, s.queueEmail(ctx, tx, account, documentEmail(cn.CustomerEmails, DocumentCreditNote, cn.ID))
 	})
-}
-
-// creditNoteEmail is the e-mail of a sent credit note, as queued (see
-// invoiceEmail).
-func creditNoteEmail(cn *CreditNote) Email {
-	text := fmt.Sprintf("Credit note %s of %s\n\nNet total: %s %s\nTax: %s %s\nTotal credited: %s %s\n",
-		cn.CreditNoteNumber, cn.IssueDate, cn.NetTotal, cn.Currency, cn.TotalTax, cn.Currency, cn.GrossTotal, cn.Currency)
-	if cn.InvoiceNumber != "" {
-		text += "Credits invoice " + cn.InvoiceNumber + "\n"
-	}
-	return Email{
-		To:      append([]string(nil), cn.CustomerEmails...),
-		Subject: fmt.Sprintf("Credit note %s: %s %s", cn.CreditNoteNumber, cn.GrossTotal, cn.Currency),
-		Text:    text, Document: &DocumentRef{Kind: DocumentCreditNote, ID: cn.ID},
-	}
 }
 
 // DraftCreditNote turns an IN_PROGRESS credit note into a DRAFT and emits

@@ -762,32 +762,11 @@ func (s *Service) sendInvoiceTx(ctx context.Context, tx Tx, account, id string) 
 	}
 	inv := &r.Invoice
 	if len(inv.CustomerEmails) > 0 {
-		if err := s.queueEmail(ctx, tx, account, invoiceEmail(inv)); err != nil {
+		if err := s.queueEmail(ctx, tx, account, documentEmail(inv.CustomerEmails, DocumentInvoice, inv.ID)); err != nil {
 			return nil, err
 		}
 	}
 	return inv, nil
-}
-
-// invoiceEmail is the e-mail of a sent invoice, as queued: the Dispatcher's
-// DocumentRenderer replaces its body with the rendered message and attaches
-// the PDF when it sends it. No JSON goes to an end customer.
-func invoiceEmail(inv *Invoice) Email {
-	name := inv.CustomerLegalCompanyName
-	if name == "" {
-		name = "customer"
-	}
-	text := fmt.Sprintf("Dear %s,\n\nplease find invoice %s of %s.\n\nNet total: %s %s\nTax: %s %s\nTotal due: %s %s\nDue date: %s\n",
-		name, inv.InvoiceNumber, inv.IssueDate, inv.NetTotal, inv.Currency, inv.TotalTax, inv.Currency,
-		inv.AmountDue, inv.Currency, inv.DueDate)
-	if inv.MerchantDetails != nil && inv.MerchantDetails.LegalCompanyName != "" {
-		text += "\n" + inv.MerchantDetails.LegalCompanyName + "\n"
-	}
-	return Email{
-		To:      append([]string(nil), inv.CustomerEmails...),
-		Subject: fmt.Sprintf("Invoice %s: %s %s due %s", inv.InvoiceNumber, inv.AmountDue, inv.Currency, inv.DueDate),
-		Text:    text, Document: &DocumentRef{Kind: DocumentInvoice, ID: inv.ID},
-	}
 }
 
 // VoidInvoice voids an invoice in any status but VOIDED, reverses its

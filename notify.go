@@ -59,15 +59,19 @@ type Mailer interface {
 	Send(ctx context.Context, e Email) error
 }
 
-// Email is an e-mail queued through the outbox: plain text (and an HTML
-// alternative), with the JSON payload attached for machines (notification
-// e-mails) or files attached for people (a document's PDF).
+// Email is an e-mail: plain text (and an HTML alternative), with the JSON
+// payload attached for machines (notification e-mails) or files attached
+// for people (a document's PDF). The outbox queues the e-mails of
+// notifications and documents without words, as references (a
+// notification delivery's NotificationID, Document): package render writes
+// their subject and text when the Dispatcher sends them.
 type Email struct {
 	// To are the recipients' addresses.
 	To []string `json:"to"`
-	// Subject is the subject line, plain text.
+	// Subject is the subject line, plain text. Empty in a queued e-mail of
+	// a notification or a document: the edge writes it when sending.
 	Subject string `json:"subject"`
-	// Text is the plain-text body.
+	// Text is the plain-text body; empty when Subject is.
 	Text string `json:"text"`
 	// HTML, when set, is an alternative body to Text.
 	HTML string `json:"html,omitempty"`
@@ -77,7 +81,8 @@ type Email struct {
 	Attachments []Attachment `json:"attachments,omitempty"`
 	// Document names the invoice or credit note the e-mail is about. The
 	// Dispatcher's DocumentRenderer turns it, when the e-mail is sent,
-	// into the message and its PDF; without one the e-mail goes as queued.
+	// into the message and its PDF; without one it goes as
+	// render.SummaryEmail, a plain-text summary.
 	Document *DocumentRef `json:"document,omitempty"`
 }
 
@@ -145,7 +150,7 @@ func (s *Service) emit(ctx context.Context, tx Tx, account string, typ Notificat
 				PolicyID: p.ID, Channel: p.Channel, Recipients: []string{r},
 			}, Payload: payload}
 			if p.Channel == ChannelEmail {
-				d.Email = notificationEmail(&n, r)
+				d.Email = &Email{To: []string{r}} // render.NotificationEmail writes it
 			}
 			if err := s.enqueue(ctx, tx, d, now); err != nil {
 				return err
@@ -168,33 +173,12 @@ func (s *Service) queueEmail(ctx context.Context, tx Tx, account string, e Email
 	return s.enqueue(ctx, tx, d, s.clock())
 }
 
-// notificationEmail is the e-mail of a notification for an EMAIL policy
-// recipient: the key facts of the resource in plain text, and the payload
-// attached.
-func notificationEmail(n *Notification, to string) *Email {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Notification %s\n\n", n.Type)
-	fmt.Fprintf(&b, "Notification id: %s\nAccount: %s\nCreated at: %s\n", n.ID, n.ServiceAccountID, FormatTimestamp(n.CreatedAt))
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(n.Data, &fields) == nil {
-		for _, f := range keyFacts {
-			var v string
-			if raw, ok := fields[f.field]; ok && json.Unmarshal(raw, &v) == nil && v != "" {
-				fmt.Fprintf(&b, "%s: %s\n", f.label, v)
-			}
-		}
-	}
-	b.WriteString("\nThe notification is attached as JSON.\n")
-	return &Email{To: []string{to}, Subject: "billingd: " + string(n.Type), Text: b.String()}
-}
-
-// keyFacts are the fields of a resource a notification e-mail shows.
-var keyFacts = []struct{ field, label string }{
-	{"id", "Resource id"}, {"legalName", "Legal name"}, {"number", "Number"},
-	{"invoiceNumber", "Invoice number"}, {"creditNoteNumber", "Credit note number"},
-	{"status", "Status"}, {"currency", "Currency"}, {"netTotal", "Net total"},
-	{"totalTax", "Total tax"}, {"grossTotal", "Gross total"}, {"dueDate", "Due date"},
-	{"memo", "Memo"}, // what happened, for the engine's late usage corrections
+// documentEmail is the e-mail of a sent invoice or credit note, as
+// queued: its recipients and the document it carries. The words, and the
+// PDF, are the edge's (package render), written when the Dispatcher sends
+// it from the document as stored then. No JSON goes to an end customer.
+func documentEmail(to []string, kind DocumentKind, id string) Email {
+	return Email{To: slices.Clone(to), Document: &DocumentRef{Kind: kind, ID: id}}
 }
 
 // Channel is how a notification policy delivers: WEBHOOK or EMAIL.

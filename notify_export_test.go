@@ -21,9 +21,9 @@ func (s *Service) QueueEmail(ctx context.Context, account string, e Email) error
 	return err
 }
 
-// NotificationTextsForTest returns, oldest first, the payload and the e-mail
-// text of every notification delivery of account of type typ.
-func NotificationTextsForTest(tb testing.TB, s *Service, account string, typ NotificationType) []string {
+// NotificationPayloadsForTest returns, oldest first, the payload of every
+// notification delivery of account of type typ.
+func NotificationPayloadsForTest(tb testing.TB, s *Service, account string, typ NotificationType) []string {
 	tb.Helper()
 	var out []string
 	err := s.store.View(context.Background(), func(tx Tx) error {
@@ -33,11 +33,7 @@ func NotificationTextsForTest(tb testing.TB, s *Service, account string, typ Not
 				return err
 			}
 			if d.NotificationType == typ {
-				text := string(d.Payload)
-				if d.Email != nil {
-					text += "\n" + d.Email.Text
-				}
-				out = append(out, text)
+				out = append(out, string(d.Payload))
 			}
 			return nil
 		})

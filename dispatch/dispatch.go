@@ -13,12 +13,14 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/render"
 )
 
 // Config holds the options of a Dispatcher. Every zero field takes
@@ -36,8 +38,8 @@ type Config struct {
 
 	// Documents renders the e-mails of sent invoices and credit notes when
 	// they are sent: the message and the PDF attached (render.Renderer).
-	// Defaults to none: those e-mails then go as queued, a plain-text
-	// summary without the document.
+	// Defaults to none: those e-mails then go as render.SummaryEmail, a
+	// plain-text summary without the document.
 	Documents billing.DocumentRenderer
 
 	// PollInterval is how often Run looks for due deliveries. Defaults to
@@ -230,32 +232,53 @@ func (d *Dispatcher) send(ctx context.Context, c *billing.DeliveryClaim) billing
 	return d.sendWebhook(ctx, c, now)
 }
 
-// email is the e-mail of a claimed delivery as it is sent: a notification
-// e-mail with its payload attached, a document's e-mail rendered by the
-// DocumentRenderer from the document as stored now. A document that is
-// gone is a not_found error (the delivery then fails for good).
+// email is the e-mail of a claimed delivery as it is sent. The outbox
+// queues references, and package render writes the words: a notification
+// e-mail (render.NotificationEmail) with its payload attached; a
+// document's e-mail rendered by the DocumentRenderer, or summarized in
+// plain text without one (render.SummaryEmail), from the document as
+// stored now. An e-mail queued with its words (a Subject: payment
+// e-mails, and those queued by earlier versions) goes as queued, but for
+// its document. A document that is gone is a not_found error (the
+// delivery then fails for good).
 func (d *Dispatcher) email(ctx context.Context, c *billing.DeliveryClaim) (*billing.Email, error) {
 	e := *c.Email
+	switch {
+	case e.Document != nil && (e.Subject == "" || d.cfg.Documents != nil):
+		return d.documentEmail(ctx, c.Account, &e)
+	case e.Subject == "" && c.NotificationID != "":
+		var n billing.Notification
+		if err := json.Unmarshal(c.Payload, &n); err != nil {
+			return nil, fmt.Errorf("reading the notification: %w", err)
+		}
+		written := render.NotificationEmail(&n)
+		written.To = e.To
+		e = *written
+	}
 	if e.JSON == nil && e.Document == nil {
 		e.JSON = c.Payload
 	}
-	if e.Document == nil || d.cfg.Documents == nil {
-		return &e, nil
-	}
+	return &e, nil
+}
+
+// documentEmail renders the e-mail of e's document to e.To.
+func (d *Dispatcher) documentEmail(ctx context.Context, account string, e *billing.Email) (*billing.Email, error) {
 	var doc *billing.PrintableDocument
 	var err error
 	switch e.Document.Kind {
 	case billing.DocumentCreditNote:
-		doc, err = d.svc.PrintableCreditNote(ctx, c.Account, e.Document.ID)
+		doc, err = d.svc.PrintableCreditNote(ctx, account, e.Document.ID)
 	default:
-		doc, err = d.svc.PrintableInvoice(ctx, c.Account, e.Document.ID)
+		doc, err = d.svc.PrintableInvoice(ctx, account, e.Document.ID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := d.cfg.Documents.DocumentEmail(doc)
-	if err != nil {
-		return nil, fmt.Errorf("rendering the document: %w", err)
+	rendered := render.SummaryEmail(doc)
+	if d.cfg.Documents != nil {
+		if rendered, err = d.cfg.Documents.DocumentEmail(doc); err != nil {
+			return nil, fmt.Errorf("rendering the document: %w", err)
+		}
 	}
 	rendered.To = e.To
 	return rendered, nil
