@@ -1,5 +1,22 @@
 // Package smtp sends billingd's e-mails over SMTP: Mailer implements
 // billing.Mailer for the Dispatcher.
+//
+// The message is built here, on the standard library (mime/multipart,
+// quoted-printable text, base64 attachments, the Subject Q-encoded after
+// its control characters became spaces, so no header can be injected) and
+// sent with net/smtp, whose DATA writer dot-stuffs. github.com/wneessen/go-mail
+// (v0.8.1) was tried in its place and not kept: it sent the same parts and
+// passed this package's tests after small changes, but (1) its automatic
+// AUTH refuses PLAIN without TLS even to localhost, where net/smtp allows it
+// (a local relay with a password stopped working), (2) when EHLO, STARTTLS
+// or AUTH fails it returns without closing the connection, so a retried
+// delivery with a wrong password leaks a socket per attempt, and (3) it adds
+// User-Agent and X-Mailer headers and the host's name to Message-ID unless
+// told not to. What it would add (AUTH LOGIN, SCRAM and XOAUTH2, implicit
+// TLS on port 465, a mandatory-TLS policy, RFC 2047 names of non-ASCII
+// attachments) are options billingd does not offer yet; when one is wanted
+// (AUTH LOGIN for Microsoft 365 is the likely first) it is a small
+// net/smtp Auth, or the time to look at go-mail again.
 package smtp
 
 import (

@@ -110,3 +110,22 @@ func TestMailerSendsEveryPart(t *testing.T) {
 		t.Errorf("attachments %q", pm.Files)
 	}
 }
+
+// TestMailerSubjectInjectsNoHeader: line breaks in a subject become spaces,
+// so a subject cannot add a header (a Bcc) to the message.
+func TestMailerSubjectInjectsNoHeader(t *testing.T) {
+	t.Parallel()
+	srv := billingtest.NewSMTPServer(t)
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mailer.Send(context.Background(), billing.Email{To: []string{"a@example.com"}, Subject: "Invoice\r\nBcc: x@evil.test", Text: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	pm := billingtest.ParseMail(t, srv.Messages()[0].Data)
+	subject, err := new(mime.WordDecoder).DecodeHeader(pm.Header.Get("Subject"))
+	if err != nil || subject != "Invoice  Bcc: x@evil.test" || pm.Header.Get("Bcc") != "" || len(srv.Messages()[0].To) != 1 {
+		t.Errorf("Subject %q (%v), Bcc %q, envelope %v", subject, err, pm.Header.Get("Bcc"), srv.Messages()[0].To)
+	}
+}
