@@ -235,7 +235,7 @@ func firstBillingDate(sc *BillingSchedule, prices map[string]*Price) (Date, bool
 
 // engineLine is one invoice line as the engine computes it, with what it
 // needs to apply discounts and minimums before it becomes an
-// InvoiceLineItemParams.
+// InvoiceLineItem (engineInvoiceLine).
 type engineLine struct {
 	phase      int
 	priceID    string // the price this line charges; "" for discount and minimum lines
@@ -563,22 +563,18 @@ func (s *Service) applyMinimum(lc *lineContext, lines []engineLine, pi int, m Mi
 	})
 }
 
-// lineParams converts engine lines to the documents' line parameters.
-func lineParams(cal Calendar, lines []engineLine) []InvoiceLineItemParams {
-	out := make([]InvoiceLineItemParams, len(lines))
+// engineInvoiceLines makes the engine's lines invoice lines.
+func engineInvoiceLines(cal Calendar, lines []engineLine) []InvoiceLineItem {
+	out := make([]InvoiceLineItem, len(lines))
 	for i, l := range lines {
-		q, r, t := l.quantity, l.rate, l.taxRate
-		start, end := cal.Start(l.period.Start), cal.Start(l.period.End)
 		display := RateDisplayAbsolute
 		if l.percentage {
 			display = RateDisplayPercentage
 		}
-		out[i] = InvoiceLineItemParams{
-			Title: l.title, Description: l.desc, Quantity: &q, Rate: &r, TaxRate: &t,
-			ServicePeriodStart: &start, ServicePeriodEnd: &end,
-			ServicePeriod: &ServicePeriod{StartDate: l.period.Start, EndDate: l.period.EndInclusive()},
-			PriceID:       l.priceID, ProductID: l.productID, RateDisplay: display, ExternalIDs: []KeyValue{},
-		}
+		out[i] = engineInvoiceLine(cal, l.period, LineItem{
+			Title: l.title, Description: l.desc, Quantity: l.quantity, Rate: l.rate, TaxRate: l.taxRate,
+			PriceID: l.priceID, ProductID: l.productID, RateDisplay: display,
+		})
 	}
 	return out
 }
@@ -586,7 +582,7 @@ func lineParams(cal Calendar, lines []engineLine) []InvoiceLineItemParams {
 // invoiceFor computes the invoice parameters and lines for the charges of
 // one billing date, measuring each charge; quantities are returned in
 // charge order.
-func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charges []charge) (InvoiceParams, []InvoiceLineItemParams, []chargeQuantity, error) {
+func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charges []charge) (InvoiceParams, []InvoiceLineItem, []chargeQuantity, error) {
 	qs := make([]chargeQuantity, len(charges))
 	for i, ch := range charges {
 		q, err := s.measure(ctx, tx, lc, ch)
@@ -604,7 +600,7 @@ func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charge
 			BillingPeriod: invoicePeriod(charges),
 		},
 	}
-	return p, lineParams(lc.cal, lines), qs, nil
+	return p, engineInvoiceLines(lc.cal, lines), qs, nil
 }
 
 // engineLines computes the lines of charges from their measured quantities

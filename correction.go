@@ -150,16 +150,16 @@ func (s *Service) issueCorrection(ctx context.Context, tx Tx, lc *lineContext, o
 	if orig != nil {
 		meta = append(meta, KeyValue{Key: "lateUsageCorrectionOfInvoiceId", Value: orig.ID})
 	}
-	params := make([]InvoiceLineItemParams, len(lines))
+	items := make([]InvoiceLineItem, len(lines))
 	sign := DecimalFromInt(int64(total.Sign()))
 	for i, l := range lines {
-		params[i] = correctionParams(lc, l, sign, number)
+		items[i] = correctionLineItem(lc, l, sign, number)
 	}
 	if total.Sign() > 0 {
 		p := InvoiceParams{Currency: lc.currency, CustomerID: sc.CustomerID, BillingScheduleID: sc.ID,
 			InvoiceUpdateParams: InvoiceUpdateParams{PurchaseOrderNumber: sc.PurchaseOrderNumber, Reference: sc.Reference,
 				Memo: memo, Metadata: meta, BillingPeriod: invoicePeriodOf(orig, lines)}}
-		inv, err := s.createInvoiceTx(ctx, tx, sc.ServiceAccountID, p, params, now)
+		inv, err := s.createInvoiceTx(ctx, tx, sc.ServiceAccountID, p, items, now)
 		if err != nil {
 			return correctionDoc{}, err
 		}
@@ -180,7 +180,7 @@ func (s *Service) issueCorrection(ctx context.Context, tx Tx, lc *lineContext, o
 		}
 		return correctionDoc{invoiceID: inv.ID}, nil
 	}
-	cn, err := s.createCorrectionCreditNote(ctx, tx, lc, orig, memo, meta, params, now)
+	cn, err := s.createCorrectionCreditNote(ctx, tx, lc, orig, memo, meta, items, now)
 	if err != nil {
 		return correctionDoc{}, err
 	}
@@ -206,10 +206,10 @@ func correctionMemo(of string, lines []correctionLine) string {
 	return fmt.Sprintf("Correction of %s after it was finalized: %s", of, strings.Join(parts, "; "))
 }
 
-// correctionParams is the line of one (price, period) difference, its rate
-// multiplied by sign (a credit note's lines credit the difference as a
+// correctionLineItem is the line of one (price, period) difference, its
+// rate multiplied by sign (a credit note's lines credit the difference as a
 // positive amount).
-func correctionParams(lc *lineContext, l correctionLine, sign Decimal, number string) InvoiceLineItemParams {
+func correctionLineItem(lc *lineContext, l correctionLine, sign Decimal, number string) InvoiceLineItem {
 	after := "its invoice was finalized"
 	if number != "" {
 		after = number + " was finalized"
@@ -220,14 +220,10 @@ func correctionParams(lc *lineContext, l correctionLine, sign Decimal, number st
 			l.usage[0], l.usage[1], after)
 	}
 	quantity, rate := l.perUnit(sign)
-	tax := lc.taxRates[l.priceID]
-	start, end := lc.cal.Start(l.period.Start), lc.cal.Start(l.period.End)
-	return InvoiceLineItemParams{
-		Title: "Late usage correction: " + l.name, Description: desc, Quantity: &quantity, Rate: &rate, TaxRate: &tax,
-		ServicePeriodStart: &start, ServicePeriodEnd: &end,
-		ServicePeriod: &ServicePeriod{StartDate: l.period.Start, EndDate: l.period.EndInclusive()},
-		PriceID:       l.priceID, RateDisplay: RateDisplayAbsolute, ExternalIDs: []KeyValue{},
-	}
+	return engineInvoiceLine(lc.cal, l.period, LineItem{
+		Title: "Late usage correction: " + l.name, Description: desc, Quantity: quantity, Rate: rate,
+		TaxRate: lc.taxRates[l.priceID], PriceID: l.priceID,
+	})
 }
 
 // perUnit returns the quantity and rate of a correction line, multiplied
@@ -266,8 +262,10 @@ func invoicePeriodOf(orig *Invoice, lines []correctionLine) *DateRange {
 }
 
 // createCorrectionCreditNote stores a DRAFT credit note crediting orig
-// with lines, and emits CREDIT_NOTE_CREATED.
-func (s *Service) createCorrectionCreditNote(ctx context.Context, tx Tx, lc *lineContext, orig *Invoice, memo string, meta []KeyValue, lines []InvoiceLineItemParams, now time.Time) (*CreditNote, error) {
+// with the engine's lines (their amounts, texts and periods; a credit
+// note's line names no price), and emits CREDIT_NOTE_CREATED. Returns
+// validation_failed when the customer is not taxed and a line is.
+func (s *Service) createCorrectionCreditNote(ctx context.Context, tx Tx, lc *lineContext, orig *Invoice, memo string, meta []KeyValue, lines []InvoiceLineItem, now time.Time) (*CreditNote, error) {
 	account := lc.sc.ServiceAccountID
 	p := CreditNoteParams{Currency: lc.currency, CustomerID: lc.sc.CustomerID, Memo: memo, Metadata: meta}
 	if orig != nil {
@@ -277,19 +275,27 @@ func (s *Service) createCorrectionCreditNote(ctx context.Context, tx Tx, lc *lin
 	if err != nil {
 		return nil, err
 	}
-	for _, lp := range lines {
+	st, err := s.creditNoteTaxStatus(ctx, tx, account, cn)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]*CreditNoteLineItem, len(lines))
+	cores := make([]*LineItem, len(lines))
+	for i, il := range lines {
 		var v validator
-		period := &DateRange{Start: lp.ServicePeriod.StartDate, EndInclusive: lp.ServicePeriod.EndDate}
-		l, err := s.buildCreditNoteLine(ctx, tx, &v, account, cn, &CreditNoteLineItemParams{
-			Title: lp.Title, Description: lp.Description, Quantity: lp.Quantity, Rate: lp.Rate, TaxRate: lp.TaxRate,
-			ExternalIDs: []KeyValue{}, ServicePeriod: period,
-		}, "")
-		if err == nil {
-			err = v.err()
+		if checkLineTax(&v, st, &il.TaxRate); v.err() != nil {
+			return nil, v.err()
 		}
-		if err != nil {
-			return nil, err
-		}
+		core := il.LineItem
+		core.PriceID, core.UnitCode = "", ""
+		sp := il.ServicePeriod
+		items[i] = &CreditNoteLineItem{LineItem: core, CreditNoteID: cn.ID, ServicePeriod: &DateRange{Start: sp.StartDate, EndInclusive: sp.EndDate}}
+		cores[i] = &items[i].LineItem
+	}
+	if err := s.completeEngineLines(ctx, tx, account, cn.ID, cn.Currency, cores); err != nil {
+		return nil, err
+	}
+	for _, l := range items {
 		if err := putNewLine(ctx, s, tx, tableCreditNoteLines, account, cn.ID, l); err != nil {
 			return nil, err
 		}

@@ -419,14 +419,13 @@ func (s *Service) insertGrant(ctx context.Context, tx Tx, g *grantRecord, reason
 // Finalizing that invoice credits the cost to deferred revenue and makes it
 // the grant's basis (fundPrepaidGrants).
 func (s *Service) createPrepaymentInvoice(ctx context.Context, tx Tx, account string, g *grantRecord) error {
-	cost := *g.CostOfCredit
-	tax := DecimalFromInt(0)
-	one := DecimalFromInt(1)
+	line := InvoiceLineItem{LineItem: LineItem{
+		Title: strings.TrimSpace("Credit purchase: " + g.Name), Quantity: DecimalFromInt(1), Rate: *g.CostOfCredit,
+		TaxRate: DecimalFromInt(0), RateDisplay: RateDisplayAbsolute, ExternalIDs: []KeyValue{},
+		RevenueClassification: RevenueClassificationPrepayment,
+	}, CreditGrantID: g.ID}
 	inv, err := s.createInvoiceTx(ctx, tx, account, InvoiceParams{Currency: g.Currency, CustomerID: g.CustomerID},
-		[]InvoiceLineItemParams{{
-			Title: "Credit purchase: " + g.Name, Quantity: &one, Rate: &cost, TaxRate: &tax, ExternalIDs: []KeyValue{},
-			RevenueClassification: RevenueClassificationPrepayment, CreditGrantID: g.ID,
-		}}, time.Time{})
+		[]InvoiceLineItem{line}, time.Time{})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ func (s *Service) buildCreditNoteLine(ctx context.Context, tx Tx, v *validator, 
 		Title: p.Title, Description: p.Description, Quantity: p.Quantity, Rate: p.Rate, TaxRate: p.TaxRate,
 		ExternalIDs: p.ExternalIDs, RateDisplay: p.RateDisplay, RevenueRecognitionMethod: p.RevenueRecognitionMethod,
 		RevenueClassification: p.RevenueClassification, ProductID: p.ProductID, GroupID: groupID,
-		UnitCode: p.UnitCode, TaxCategory: p.TaxCategory, strict: true, allowedRRM: creditNoteRRM,
+		UnitCode: p.UnitCode, TaxCategory: p.TaxCategory, allowedRRM: creditNoteRRM,
 	})
 	if err != nil {
 		return nil, err

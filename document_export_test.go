@@ -8,11 +8,24 @@ import (
 )
 
 // CreateEngineInvoiceForTest stores an invoice as the billing engine does
-// (createInvoiceTx with calculatedAt), for tests of engine-invoice rules.
+// (createInvoiceTx with calculatedAt, lines of the domain's own type made
+// from lines' fields), for tests of engine-invoice rules.
 func CreateEngineInvoiceForTest(tb testing.TB, s *Service, account string, p InvoiceParams, lines []InvoiceLineItemParams) *Invoice {
 	tb.Helper()
 	inv, err := mutate(context.Background(), s, account, func(tx Tx) (*Invoice, error) {
-		return s.createInvoiceTx(context.Background(), tx, account, p, lines, time.Date(2024, 7, 30, 12, 0, 0, 0, time.UTC))
+		items := make([]InvoiceLineItem, len(lines))
+		for i, l := range lines {
+			items[i] = InvoiceLineItem{LineItem: LineItem{
+				Title: l.Title, Description: l.Description, Quantity: *l.Quantity, Rate: *l.Rate, TaxRate: *l.TaxRate,
+				PriceID: l.PriceID, ProductID: l.ProductID, RateDisplay: l.RateDisplay, ExternalIDs: []KeyValue{},
+				RevenueClassification: l.RevenueClassification, RevenueRecognitionMethod: l.RevenueRecognitionMethod,
+				UnitCode: l.UnitCode, TaxCategory: l.TaxCategory,
+			}, CreditGrantID: l.CreditGrantID, ServicePeriod: l.ServicePeriod}
+			if items[i].RateDisplay == "" {
+				items[i].RateDisplay = RateDisplayAbsolute
+			}
+		}
+		return s.createInvoiceTx(context.Background(), tx, account, p, items, time.Date(2024, 7, 30, 12, 0, 0, 0, time.UTC))
 	})
 	if err != nil {
 		tb.Fatalf("createInvoiceTx: %v", err)

@@ -94,7 +94,7 @@ func (e *priceFailure) Unwrap() error { return e.err }
 // blamePrice ties a failure to bill a date to its price: the price of the
 // line the error's field names (lineItems[i]...), else the only price of
 // the date's charges. Other errors are returned as they are.
-func blamePrice(err error, todo []charge, lines []InvoiceLineItemParams) error {
+func blamePrice(err error, todo []charge, lines []InvoiceLineItem) error {
 	if err == nil || CodeOf(err) == CodeInternal || CodeOf(err) == CodeUnavailable {
 		return err
 	}
@@ -587,7 +587,7 @@ type dateInvoice struct {
 	date   Date
 	todo   []charge
 	params InvoiceParams
-	lines  []InvoiceLineItemParams
+	lines  []InvoiceLineItem
 	qs     []chargeQuantity
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -167,9 +168,7 @@ type lineInput struct {
 	GroupID                  string
 	UnitCode                 string
 	TaxCategory              TaxCategory
-	// strict requires externalIds (client calls; the engine may omit them)
-	// and limits revenueRecognitionMethod to allowedRRM when set.
-	strict     bool
+	// allowedRRM, when set, limits revenueRecognitionMethod.
 	allowedRRM []RevenueRecognitionMethod
 }
 
@@ -188,7 +187,7 @@ func (s *Service) checkLine(ctx context.Context, tx Tx, v *validator, groups Tab
 	if in.TaxRate != nil && (in.TaxRate.Sign() < 0 || in.TaxRate.Cmp(DecimalFromInt(1)) > 0) {
 		v.add("taxRate", "taxRate must be between 0 and 1 (\"0.2\" is 20%%)")
 	}
-	if in.strict && in.ExternalIDs == nil {
+	if in.ExternalIDs == nil {
 		v.add("externalIds", "externalIds is required (it may be [])")
 	}
 	s.checkKeyValues(v, "externalIds", in.ExternalIDs)
@@ -499,25 +498,24 @@ func (k docLines[D, L, G, PD, PL, PG]) deleteGroup(ctx context.Context, s *Servi
 }
 
 // buildInvoiceLine validates p for invoice r and returns the line it
-// describes (no id or index yet). strict requires externalIds.
-func (s *Service) buildInvoiceLine(ctx context.Context, tx Tx, account string, r *Invoice, p *InvoiceLineItemParams, strict bool) (*InvoiceLineItem, error) {
+// describes (no id or index yet).
+func (s *Service) buildInvoiceLine(ctx context.Context, tx Tx, account string, r *Invoice, p *InvoiceLineItemParams) (*InvoiceLineItem, error) {
 	var v validator
 	core, err := s.checkLine(ctx, tx, &v, tableInvoiceGroups, account, r.ID, r.Currency, lineInput{
 		Title: p.Title, Description: p.Description, Quantity: p.Quantity, Rate: p.Rate, TaxRate: p.TaxRate,
 		ExternalIDs: p.ExternalIDs, RateDisplay: p.RateDisplay, RevenueRecognitionMethod: p.RevenueRecognitionMethod,
 		RevenueClassification: p.RevenueClassification, ProductID: p.ProductID, PriceID: p.PriceID, GroupID: p.GroupID,
-		UnitCode: p.UnitCode, TaxCategory: p.TaxCategory, strict: strict,
+		UnitCode: p.UnitCode, TaxCategory: p.TaxCategory,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if strict {
-		st, err := s.customerTaxStatus(ctx, tx, account, r.CustomerID)
-		if err != nil {
-			return nil, err
-		}
-		checkLineTax(&v, st, p.TaxRate)
+	st, err := s.customerTaxStatus(ctx, tx, account, r.CustomerID)
+	if err != nil {
+		return nil, err
 	}
+	checkLineTax(&v, st, p.TaxRate)
+
 	s.checkString(&v, "creditGrantId", p.CreditGrantID, false)
 	if p.ServicePeriodStart != nil && p.ServicePeriodEnd != nil && p.ServicePeriodEnd.Before(*p.ServicePeriodStart) {
 		v.add("servicePeriodEnd", "servicePeriodEnd must not be before servicePeriodStart")
@@ -544,7 +542,7 @@ func (s *Service) buildInvoiceLine(ctx context.Context, tx Tx, account string, r
 // when the invoice is not editable.
 func (s *Service) CreateInvoiceLineItem(ctx context.Context, account, invoiceID string, p InvoiceLineItemParams) (*InvoiceLineItem, error) {
 	return invoiceLines.createLine(ctx, s, account, invoiceID, func(tx Tx, r *invoiceRecord) (*InvoiceLineItem, error) {
-		return s.buildInvoiceLine(ctx, tx, account, &r.Invoice, &p, true)
+		return s.buildInvoiceLine(ctx, tx, account, &r.Invoice, &p)
 	})
 }
 
@@ -562,7 +560,7 @@ func (s *Service) ListInvoiceLineItems(ctx context.Context, account, invoiceID s
 // validation_failed, and invalid_state when the invoice is not editable.
 func (s *Service) UpdateInvoiceLineItem(ctx context.Context, account, invoiceID, lineID string, p InvoiceLineItemParams) (*InvoiceLineItem, error) {
 	return invoiceLines.updateLine(ctx, s, account, invoiceID, lineID, func(tx Tx, r *invoiceRecord, _ *InvoiceLineItem) (*InvoiceLineItem, error) {
-		return s.buildInvoiceLine(ctx, tx, account, &r.Invoice, &p, true)
+		return s.buildInvoiceLine(ctx, tx, account, &r.Invoice, &p)
 	})
 }
 
@@ -608,7 +606,7 @@ func (s *Service) DeleteInvoiceLineItemGroup(ctx context.Context, account, invoi
 // draftInvoice builds, without storing, the invoice p with lines as create
 // would store it (customer fields copied, indexes, line/group/document
 // totals), for previews.
-func (s *Service) draftInvoice(ctx context.Context, tx Tx, account string, p InvoiceParams, lines []InvoiceLineItemParams, now time.Time) (*Invoice, []InvoiceLineItem, error) {
+func (s *Service) draftInvoice(ctx context.Context, tx Tx, account string, p InvoiceParams, lines []InvoiceLineItem, now time.Time) (*Invoice, []InvoiceLineItem, error) {
 	r, err := s.newInvoice(ctx, tx, account, p, NormalizeTime(now))
 	if err != nil {
 		return nil, nil, err
@@ -632,31 +630,66 @@ func (s *Service) draftInvoice(ctx context.Context, tx Tx, account string, p Inv
 	return &r.Invoice, out, nil
 }
 
-// buildEngineLines validates the engine's lines for invoice inv; errors name
-// the line (lineItems[i].field).
-func (s *Service) buildEngineLines(ctx context.Context, tx Tx, account string, inv *Invoice, lines []InvoiceLineItemParams) ([]*InvoiceLineItem, error) {
-	var v validator
-	out := make([]*InvoiceLineItem, 0, len(lines))
+// engineInvoiceLine is a line the engine bills for period: core's fields,
+// with the period as the customer's instants (cal) and as dates, no
+// external ids, and an ABSOLUTE rate unless core says otherwise. Its
+// totals are computed for its document (buildEngineLines).
+func engineInvoiceLine(cal Calendar, period billingPeriod, core LineItem) InvoiceLineItem {
+	start, end := NormalizeTime(cal.Start(period.Start)), NormalizeTime(cal.Start(period.End))
+	core.Title = strings.TrimSpace(core.Title)
+	core.ExternalIDs = []KeyValue{}
+	if core.RateDisplay == "" {
+		core.RateDisplay = RateDisplayAbsolute
+	}
+	return InvoiceLineItem{LineItem: core, ServicePeriodStart: &start, ServicePeriodEnd: &end,
+		ServicePeriod: &ServicePeriod{StartDate: period.Start, EndDate: period.EndInclusive()}}
+}
+
+// buildEngineLines returns the engine's lines as lines of invoice inv, with
+// their totals (completeEngineLines).
+func (s *Service) buildEngineLines(ctx context.Context, tx Tx, account string, inv *Invoice, lines []InvoiceLineItem) ([]*InvoiceLineItem, error) {
+	out := make([]*InvoiceLineItem, len(lines))
+	cores := make([]*LineItem, len(lines))
 	for i := range lines {
-		l, err := s.buildInvoiceLine(ctx, tx, account, inv, &lines[i], false)
-		if CodeOf(err) == CodeValidationFailed {
-			v.merge("lineItems["+strconv.Itoa(i)+"]", err)
-			continue
+		l := lines[i]
+		l.InvoiceID = inv.ID
+		out[i], cores[i] = &l, &l.LineItem
+	}
+	return out, s.completeEngineLines(ctx, tx, account, inv.ID, inv.Currency, cores)
+}
+
+// completeEngineLines completes the lines the engine made for document
+// docID of currency cur: the unit code of a line's price when it has none,
+// and its totals by the document's rounding. Engine lines are made from
+// stored prices, products and tax rates, so nothing is validated again;
+// what remains is the refusal of amounts that do not fit (validation_failed
+// naming the line, lineItems[i].quantity) and of more than maxLines lines.
+func (s *Service) completeEngineLines(ctx context.Context, tx Tx, account, docID string, cur Currency, lines []*LineItem) error {
+	mode, err := s.docRounding(ctx, tx, account, docID)
+	if err != nil {
+		return err
+	}
+	var v validator
+	for i, l := range lines {
+		if l.UnitCode == "" && l.PriceID != "" {
+			if l.UnitCode, err = s.priceUnitCode(ctx, tx, account, l.PriceID); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return nil, err
+		computeLine(l, cur, mode)
+		if err := checkTotalsFit("quantity", "the line's", Totals{}, l.Totals); err != nil {
+			v.add(joinField("lineItems["+strconv.Itoa(i)+"]", err.Field), "%s", err.Message)
 		}
-		out = append(out, l)
 	}
 	if len(lines) > maxLines {
 		v.add("lineItems", "a document has at most %d line items", maxLines)
 	}
-	return out, v.err()
+	return v.err()
 }
 
 // createInvoiceTx stores a new DRAFT invoice with its lines inside tx
 // (calculatedAt set when non-zero). Emits nothing: callers emit.
-func (s *Service) createInvoiceTx(ctx context.Context, tx Tx, account string, p InvoiceParams, lines []InvoiceLineItemParams, calculatedAt time.Time) (*Invoice, error) {
+func (s *Service) createInvoiceTx(ctx context.Context, tx Tx, account string, p InvoiceParams, lines []InvoiceLineItem, calculatedAt time.Time) (*Invoice, error) {
 	now := s.clock()
 	r, err := s.newInvoice(ctx, tx, account, p, now)
 	if err != nil {
@@ -681,9 +714,9 @@ func (s *Service) createInvoiceTx(ctx context.Context, tx Tx, account string, p 
 	return &r.Invoice, nil
 }
 
-// storeEngineLines validates and stores lines as the invoice's lines, at
+// storeEngineLines stores the engine's lines as the invoice's lines, at
 // indexes from 0.
-func (s *Service) storeEngineLines(ctx context.Context, tx Tx, account string, inv *Invoice, lines []InvoiceLineItemParams) error {
+func (s *Service) storeEngineLines(ctx context.Context, tx Tx, account string, inv *Invoice, lines []InvoiceLineItem) error {
 	built, err := s.buildEngineLines(ctx, tx, account, inv, lines)
 	if err != nil {
 		return err
@@ -700,7 +733,7 @@ func (s *Service) storeEngineLines(ctx context.Context, tx Tx, account string, i
 // replaceInvoiceLinesTx replaces all lines of a DRAFT/IN_PROGRESS invoice
 // and recomputes totals (the engine's recomputation); it reports whether
 // anything changed. When nothing changed, nothing is written. Emits nothing.
-func (s *Service) replaceInvoiceLinesTx(ctx context.Context, tx Tx, account, invoiceID string, lines []InvoiceLineItemParams, calculatedAt time.Time) (*Invoice, bool, error) {
+func (s *Service) replaceInvoiceLinesTx(ctx context.Context, tx Tx, account, invoiceID string, lines []InvoiceLineItem, calculatedAt time.Time) (*Invoice, bool, error) {
 	now := s.clock()
 	r, err := loadDoc(ctx, tx, invoiceKind, account, invoiceID)
 	if err != nil {

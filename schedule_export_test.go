@@ -12,7 +12,7 @@ import (
 type DueInvoice struct {
 	BillingDate Date
 	Params      InvoiceParams
-	Lines       []InvoiceLineItemParams
+	Lines       []InvoiceLineItem
 }
 
 // DueInvoices exposes the engine's charge and line computation to the

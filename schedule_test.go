@@ -156,7 +156,7 @@ func (f *sched) renderDue(id, asOf string) string {
 	for _, inv := range due {
 		fmt.Fprintf(&b, "%s:", inv.BillingDate)
 		for _, l := range inv.Lines {
-			net := inv.Params.Currency.Round(l.Quantity.Mul(*l.Rate), billing.RoundHalfUp)
+			net := inv.Params.Currency.Round(l.Quantity.Mul(l.Rate), billing.RoundHalfUp)
 			fmt.Fprintf(&b, " %s|%s|%s|%s|%s|%s..%s;", l.Title, l.Quantity, l.Rate, l.TaxRate, net,
 				l.ServicePeriod.StartDate, l.ServicePeriod.EndDate)
 		}
