@@ -26,27 +26,10 @@ type CreditNoteSettings struct {
 // CreditNote reduces what a customer owes, usually against an invoice.
 // Every field the specification marks "always" is present in its JSON.
 type CreditNote struct {
-	ID string `json:"id"`
-	// ServiceAccountID is the account that owns the credit note.
-	ServiceAccountID string `json:"serviceAccountId"`
-	// Status is IN_PROGRESS or DRAFT while editable, then FINAL, SENT or VOIDED.
-	Status DocumentStatus `json:"status"`
-	// Currency of every amount; the credited invoice's when there is one.
-	Currency Currency `json:"currency"`
-	// CustomerID is the customer credited; the credited invoice's when there is
-	// one.
-	CustomerID string `json:"customerId"`
-	// CustomerEmails receive the credit note on send: from the invoice, else the
-	// customer's billing contacts, unless given; always present.
-	CustomerEmails []string `json:"customerEmails"`
-	// CustomerLegalCompanyName is printed: from the invoice or customer unless
-	// given.
-	CustomerLegalCompanyName string `json:"customerLegalCompanyName,omitempty"`
-	// CustomerBillingAddress is printed: from the invoice or customer unless
-	// given.
-	CustomerBillingAddress Address `json:"customerBillingAddress"`
-	// CustomerShippingAddress: as CustomerBillingAddress.
-	CustomerShippingAddress Address `json:"customerShippingAddress"`
+	// DocumentHeader: the credit note's id, account, status, currency and
+	// customer (the credited invoice's currency, customer, e-mails and
+	// addresses when there is one, unless given).
+	DocumentHeader
 	Totals
 	// Metadata is free key-value data of the caller; always present.
 	Metadata []KeyValue `json:"metadata"`
@@ -266,10 +249,7 @@ var creditNoteKind = docKind[CreditNote]{
 	number: "CN", updated: NotificationCreditNoteUpdated,
 }
 
-func (c *CreditNote) docID() string             { return c.ID }
-func (c *CreditNote) docStatus() DocumentStatus { return c.Status }
-func (c *CreditNote) docCurrency() Currency     { return c.Currency }
-func (c *CreditNote) docTotals() Totals         { return c.Totals }
+func (c *CreditNote) docTotals() Totals { return c.Totals }
 func (c *CreditNote) setTotals(t Totals, now time.Time) {
 	c.Totals, c.UpdatedAt = t, now
 }
@@ -354,8 +334,8 @@ func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string,
 		return nil, Errorf(CodeInvalidState, "only FINAL or SENT invoices can be credited; this one is %s", inv.Status)
 	}
 	cn := &CreditNote{
-		ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID,
-		Totals: zeroTotals(p.Currency), Metadata: append([]KeyValue{}, p.Metadata...), LinkedServices: []LinkedService{},
+		DocumentHeader: DocumentHeader{ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID},
+		Totals:         zeroTotals(p.Currency), Metadata: append([]KeyValue{}, p.Metadata...), LinkedServices: []LinkedService{},
 		Settings:            CreditNoteSettings{GenerateCashCreditGrant: CashCreditGrantDisabled},
 		PurchaseOrderNumber: p.PurchaseOrderNumber, Memo: p.Memo, CreatedAt: now, UpdatedAt: now,
 		BillingPeriodStart: normalizedPtr(p.BillingPeriodStart), BillingPeriodEnd: normalizedPtr(p.BillingPeriodEnd),
@@ -365,8 +345,7 @@ func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string,
 	}
 	base := fromCustomer(c)
 	if inv != nil {
-		base = customerFields{Emails: inv.CustomerEmails, LegalName: inv.CustomerLegalCompanyName,
-			Billing: inv.CustomerBillingAddress, Shipping: inv.CustomerShippingAddress, TaxID: inv.CustomerTaxID}
+		base = inv.customer(inv.CustomerTaxID)
 		cn.InvoiceID, cn.InvoiceNumber, cn.BillingScheduleID = inv.ID, inv.InvoiceNumber, inv.BillingScheduleID
 		if bp := inv.BillingPeriod; bp != nil && cn.BillingPeriodStart == nil && cn.BillingPeriodEnd == nil {
 			cal, err := s.calendarFor(ctx, tx, account, c.ID)
@@ -383,8 +362,8 @@ func (s *Service) createCreditNoteTx(ctx context.Context, tx Tx, account string,
 		}
 	}
 	cf := base.fill(p.CustomerEmails, p.CustomerLegalCompanyName, p.CustomerBillingAddress, p.CustomerShippingAddress, p.CustomerTaxID)
-	cn.CustomerEmails, cn.CustomerLegalCompanyName, cn.CustomerTaxID = cf.Emails, cf.LegalName, cf.TaxID
-	cn.CustomerBillingAddress, cn.CustomerShippingAddress = cf.Billing, cf.Shipping
+	cn.setCustomer(cf)
+	cn.CustomerTaxID = cf.TaxID
 	switch {
 	case p.BuyerReference != "":
 		cn.BuyerReference = p.BuyerReference

@@ -122,6 +122,53 @@ type ServicePeriod struct {
 	EndDate Date `json:"endDate"`
 }
 
+// DocumentHeader is what an invoice and a credit note both begin with:
+// the document, its account and status, its currency and the customer it
+// is issued to, with the customer's details as the document prints them
+// (copied at creation, changeable while the document is editable). Its
+// fields are the first of both documents' JSON.
+type DocumentHeader struct {
+	ID string `json:"id"`
+	// ServiceAccountID is the account that owns the document.
+	ServiceAccountID string `json:"serviceAccountId"`
+	// Status is IN_PROGRESS or DRAFT while editable, then FINAL, SENT or VOIDED.
+	Status DocumentStatus `json:"status"`
+	// Currency of every amount of the document and its lines; fixed at
+	// creation.
+	Currency Currency `json:"currency"`
+	// CustomerID is the customer billed or credited; fixed at creation.
+	CustomerID string `json:"customerId"`
+	// CustomerEmails are the addresses the document is e-mailed to on send:
+	// the customer's billing contacts unless given; always present, []
+	// when none.
+	CustomerEmails []string `json:"customerEmails"`
+	// CustomerLegalCompanyName is printed on the document: the customer's
+	// legal name unless given.
+	CustomerLegalCompanyName string `json:"customerLegalCompanyName,omitempty"`
+	// CustomerBillingAddress is printed on the document: the customer's
+	// address unless given; empty strings where unknown.
+	CustomerBillingAddress Address `json:"customerBillingAddress"`
+	// CustomerShippingAddress: as CustomerBillingAddress.
+	CustomerShippingAddress Address `json:"customerShippingAddress"`
+}
+
+// customer returns the customer details the header prints, with taxID.
+func (h *DocumentHeader) customer(taxID string) customerFields {
+	return customerFields{Emails: h.CustomerEmails, LegalName: h.CustomerLegalCompanyName,
+		Billing: h.CustomerBillingAddress, Shipping: h.CustomerShippingAddress, TaxID: taxID}
+}
+
+// setCustomer makes the header print f (all but its TaxID, which each
+// document keeps in its own place).
+func (h *DocumentHeader) setCustomer(f customerFields) {
+	h.CustomerEmails, h.CustomerLegalCompanyName = f.Emails, f.LegalName
+	h.CustomerBillingAddress, h.CustomerShippingAddress = f.Billing, f.Shipping
+}
+
+func (h *DocumentHeader) docID() string             { return h.ID }
+func (h *DocumentHeader) docStatus() DocumentStatus { return h.Status }
+func (h *DocumentHeader) docCurrency() Currency     { return h.Currency }
+
 // Totals are the money totals of a line, a group or a document, in the
 // document's currency with exactly its minor-unit digits.
 type Totals struct {

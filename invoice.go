@@ -17,26 +17,11 @@ type RenderSettings struct {
 // "always" is present in its JSON: empty lists as [], unknown addresses with
 // empty strings, totals "0.00" while it has no lines.
 type Invoice struct {
-	ID string `json:"id"`
-	// ServiceAccountID is the account that owns the invoice.
-	ServiceAccountID string `json:"serviceAccountId"`
-	// Status is IN_PROGRESS or DRAFT while editable, then FINAL, SENT or VOIDED.
-	Status DocumentStatus `json:"status"`
-	// Currency of every amount of the invoice and its lines; fixed at creation.
-	Currency Currency `json:"currency"`
-	// CustomerID is the customer billed; fixed at creation.
-	CustomerID string `json:"customerId"`
-	// CustomerEmails are the addresses the invoice is e-mailed to on send: the
-	// customer's billing contacts unless given; always present, [] when none.
-	CustomerEmails []string `json:"customerEmails"`
-	// CustomerLegalCompanyName is printed on the invoice: the customer's legal
-	// name unless given.
-	CustomerLegalCompanyName string `json:"customerLegalCompanyName,omitempty"`
-	// CustomerBillingAddress is printed on the invoice: the customer's address
-	// unless given; empty strings where unknown.
-	CustomerBillingAddress Address `json:"customerBillingAddress"`
-	// CustomerShippingAddress: as CustomerBillingAddress.
-	CustomerShippingAddress Address `json:"customerShippingAddress"`
+	// DocumentHeader: the invoice's id, account, status, currency and
+	// customer (CustomerID is the customer billed, fixed at creation;
+	// CustomerEmails receive the invoice on send: the customer's billing
+	// contacts unless given).
+	DocumentHeader
 	// CustomerTaxID is printed on the invoice: the customer's tax id unless given.
 	CustomerTaxID string `json:"customerTaxId,omitempty"`
 	// CustomerTaxStatus is the customer's tax status, copied with the other
@@ -315,10 +300,7 @@ var invoiceKind = docKind[invoiceRecord]{
 	number: "INV", updated: NotificationInvoiceUpdated,
 }
 
-func (r *invoiceRecord) docID() string             { return r.ID }
-func (r *invoiceRecord) docStatus() DocumentStatus { return r.Status }
-func (r *invoiceRecord) docCurrency() Currency     { return r.Currency }
-func (r *invoiceRecord) docTotals() Totals         { return r.Totals }
+func (r *invoiceRecord) docTotals() Totals { return r.Totals }
 func (r *invoiceRecord) setTotals(t Totals, now time.Time) {
 	r.Totals, r.UpdatedAt = t, now
 	r.refreshAmounts()
@@ -392,8 +374,8 @@ func (s *Service) checkInvoiceHeader(v *validator, p *InvoiceUpdateParams) {
 // fields from c; created is the date of r's creation in c's calendar.
 func applyInvoiceHeader(r *invoiceRecord, h *InvoiceUpdateParams, c *Customer, created Date) {
 	cf := fromCustomer(c).fill(h.CustomerEmails, h.CustomerLegalCompanyName, h.CustomerBillingAddress, h.CustomerShippingAddress, h.CustomerTaxID)
-	r.CustomerEmails, r.CustomerLegalCompanyName, r.CustomerTaxID = cf.Emails, cf.LegalName, cf.TaxID
-	r.CustomerBillingAddress, r.CustomerShippingAddress = cf.Billing, cf.Shipping
+	r.setCustomer(cf)
+	r.CustomerTaxID = cf.TaxID
 	r.CustomerTaxStatus, r.IsCustomerArchived = c.TaxStatus, c.ArchivedAt != nil
 	r.PurchaseOrderNumber, r.Reference, r.Memo = h.PurchaseOrderNumber, h.Reference, h.Memo
 	r.BuyerReference = h.BuyerReference
@@ -448,8 +430,8 @@ func (s *Service) newInvoice(ctx context.Context, tx Tx, account string, p Invoi
 		return nil, Errorf(CodeInvalidState, "the customer is archived; archived customers get no new invoices")
 	}
 	r := &invoiceRecord{Invoice: Invoice{
-		ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID,
-		CreatedAt: now, UpdatedAt: now, CreditNoteIDs: []string{}, LinkedServices: []LinkedService{},
+		DocumentHeader: DocumentHeader{ID: s.newID(), ServiceAccountID: account, Status: status, Currency: p.Currency, CustomerID: c.ID},
+		CreatedAt:      now, UpdatedAt: now, CreditNoteIDs: []string{}, LinkedServices: []LinkedService{},
 		RenderSettings: RenderSettings{PaymentLinkDisplay: "HIDE_PAYMENT_LINK"}, BillingScheduleID: p.BillingScheduleID,
 		PaymentStatus: PaymentStatusUnpaid, AmountPaid: p.Currency.Zero(), AmountCredited: p.Currency.Zero(),
 		CreditsApplied: p.Currency.Zero(), CreditApplications: []CreditApplication{},

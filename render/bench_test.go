@@ -12,10 +12,10 @@ import (
 // in two groups, as the store would return it.
 func printable(n int) *billing.PrintableDocument {
 	d := &billing.PrintableDocument{Kind: billing.DocumentInvoice, Merchant: merchant, TemplateVersion: 1}
-	inv := &billing.Invoice{ID: "inv", Status: billing.StatusFinal, Currency: billing.CurrencyGBP, InvoiceNumber: "INV00042",
+	inv := &billing.Invoice{DocumentHeader: billing.DocumentHeader{ID: "inv", Status: billing.StatusFinal, Currency: billing.CurrencyGBP,
 		CustomerLegalCompanyName: "Müller GmbH", CustomerEmails: []string{"ap@customer.test"},
-		CustomerBillingAddress: billing.Address{Line1: "Hauptstraße 5", Town: "München", Postcode: "80331", Country: "DE"},
-		IssueDate:              billing.Date{Year: 2026, Month: 11, Day: 24}, DueDate: billing.Date{Year: 2026, Month: 12, Day: 24}}
+		CustomerBillingAddress: billing.Address{Line1: "Hauptstraße 5", Town: "München", Postcode: "80331", Country: "DE"}},
+		InvoiceNumber: "INV00042", IssueDate: billing.Date{Year: 2026, Month: 11, Day: 24}, DueDate: billing.Date{Year: 2026, Month: 12, Day: 24}}
 	one, tax, zero := billing.MustDecimal("1.00"), billing.MustDecimal("0.20"), billing.MustDecimal("0.00")
 	d.InvoiceGroups = []billing.InvoiceLineItemGroup{
 		{LineItemGroup: billing.LineItemGroup{ID: "g1", Title: "Platform", Index: 0}},

@@ -13,8 +13,8 @@ import (
 // note, word for word, and the document each names.
 func TestSummaryEmails(t *testing.T) {
 	t.Parallel()
-	inv := &billing.Invoice{ID: "inv-1", Currency: billing.CurrencyGBP, InvoiceNumber: "INV00007",
-		CustomerLegalCompanyName: "Globex", MerchantDetails: &billing.MerchantDetails{LegalCompanyName: "Acme Ltd"}}
+	inv := &billing.Invoice{DocumentHeader: billing.DocumentHeader{ID: "inv-1", Currency: billing.CurrencyGBP, CustomerLegalCompanyName: "Globex"},
+		InvoiceNumber: "INV00007", MerchantDetails: &billing.MerchantDetails{LegalCompanyName: "Acme Ltd"}}
 	inv.NetTotal, inv.TotalTax, inv.AmountDue = billing.MustDecimal("10.00"), billing.MustDecimal("2.00"), billing.MustDecimal("12.00")
 	inv.IssueDate, inv.DueDate = date(t, "2024-08-01"), date(t, "2024-08-31")
 	e := render.SummaryEmail(&billing.PrintableDocument{Kind: billing.DocumentInvoice, Invoice: inv})
@@ -28,7 +28,7 @@ func TestSummaryEmails(t *testing.T) {
 		t.Errorf("document %+v, JSON %q", e.Document, e.JSON)
 	}
 
-	cn := &billing.CreditNote{ID: "cn-1", Currency: billing.CurrencyGBP, CreditNoteNumber: "CN00002", InvoiceNumber: "INV00007"}
+	cn := &billing.CreditNote{DocumentHeader: billing.DocumentHeader{ID: "cn-1", Currency: billing.CurrencyGBP}, CreditNoteNumber: "CN00002", InvoiceNumber: "INV00007"}
 	cn.NetTotal, cn.TotalTax, cn.GrossTotal = billing.MustDecimal("1.00"), billing.MustDecimal("0.20"), billing.MustDecimal("1.20")
 	cn.IssueDate = date(t, "2024-09-02")
 	e = render.SummaryEmail(&billing.PrintableDocument{Kind: billing.DocumentCreditNote, CreditNote: cn})

@@ -31,7 +31,7 @@ func hostileDocument() *billing.PrintableDocument {
 	one, tax := billing.MustDecimal("1.00"), billing.MustDecimal("0.20")
 	d := &billing.PrintableDocument{Kind: billing.DocumentInvoice, TemplateVersion: 1,
 		Merchant: billing.MerchantDetails{LegalCompanyName: "Acme Widgets Ltd"}}
-	inv := &billing.Invoice{ID: "inv", Status: billing.StatusDraft, Currency: billing.CurrencyGBP, CustomerLegalCompanyName: "Müller GmbH"}
+	inv := &billing.Invoice{DocumentHeader: billing.DocumentHeader{ID: "inv", Status: billing.StatusDraft, Currency: billing.CurrencyGBP, CustomerLegalCompanyName: "Müller GmbH"}}
 	for i, s := range shapes {
 		d.InvoiceLines = append(d.InvoiceLines, billing.InvoiceLineItem{LineItem: billing.LineItem{ID: fmt.Sprint(i), Index: i,
 			Title: s.title, Description: s.desc, Quantity: billing.MustDecimal("1"), Rate: one, TaxRate: billing.MustDecimal("0.2"),

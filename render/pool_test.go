@@ -51,7 +51,7 @@ func TestRendererRendersInItsPool(t *testing.T) {
 	p := NewPool(PoolConfig{})
 	d := &billing.PrintableDocument{Kind: billing.DocumentInvoice, TemplateVersion: 1}
 	one := billing.MustDecimal("1.00")
-	d.Invoice = &billing.Invoice{ID: "inv", Status: billing.StatusFinal, Currency: billing.CurrencyGBP, InvoiceNumber: "INV00001",
+	d.Invoice = &billing.Invoice{DocumentHeader: billing.DocumentHeader{ID: "inv", Status: billing.StatusFinal, Currency: billing.CurrencyGBP}, InvoiceNumber: "INV00001",
 		Totals: billing.Totals{NetTotal: one, TotalTax: billing.MustDecimal("0.00"), GrossTotal: one}}
 	d.Invoice.AmountPaid, d.Invoice.AmountCredited, d.Invoice.AmountDue = billing.MustDecimal("0.00"), billing.MustDecimal("0.00"), one
 	pdf, err := p.PDF(context.Background(), d)
