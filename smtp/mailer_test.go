@@ -79,11 +79,7 @@ func TestSMTPStartTLS(t *testing.T) {
 // every recipient of the envelope.
 func TestMailerSendsEveryPart(t *testing.T) {
 	t.Parallel()
-	srv := billingtest.NewSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, mailer := newMailer(t)
 	e := billing.Email{
 		To: []string{"a@example.com", "b@example.com"}, Subject: "Rechnung für Müller",
 		Text: "Grüße, Ωmega\n", HTML: "<p>Grüße</p>", JSON: []byte(`{"id":"n1"}`),
@@ -115,11 +111,7 @@ func TestMailerSendsEveryPart(t *testing.T) {
 // so a subject cannot add a header (a Bcc) to the message.
 func TestMailerSubjectInjectsNoHeader(t *testing.T) {
 	t.Parallel()
-	srv := billingtest.NewSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, mailer := newMailer(t)
 	if err := mailer.Send(context.Background(), billing.Email{To: []string{"a@example.com"}, Subject: "Invoice\r\nBcc: x@evil.test", Text: "t"}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +120,15 @@ func TestMailerSubjectInjectsNoHeader(t *testing.T) {
 	if err != nil || subject != "Invoice  Bcc: x@evil.test" || pm.Header.Get("Bcc") != "" || len(srv.Messages()[0].To) != 1 {
 		t.Errorf("Subject %q (%v), Bcc %q, envelope %v", subject, err, pm.Header.Get("Bcc"), srv.Messages()[0].To)
 	}
+}
+
+// newMailer is a loopback SMTP server without TLS and a mailer to it.
+func newMailer(t *testing.T) (*billingtest.SMTPServer, *smtp.Mailer) {
+	t.Helper()
+	srv := billingtest.NewSMTPServer(t)
+	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, mailer
 }
