@@ -260,7 +260,8 @@ type DeliveryClaim struct {
 	// Payload is the notification's JSON body.
 	Payload []byte
 	// Email is the e-mail to send (EMAIL), as queued: a document's names
-	// the document to render (Email.Document).
+	// the document to render (Email.Document); a notification's has only
+	// its recipient, the words being written from Payload when it is sent.
 	Email *Email
 
 	lease   string
