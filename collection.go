@@ -395,9 +395,14 @@ func (s *Service) performStep(ctx context.Context, t CollectionStep, now time.Ti
 				return "", err
 			}
 		}
-		pm, err := gw.DefaultPaymentMethod(ctx, custRef)
-		if err != nil {
-			return "", err
+		pm := ""
+		if cust != nil {
+			pm = cust.DefaultPaymentMethod // saved through a set-up page
+		}
+		if pm == "" {
+			if pm, err = gw.DefaultPaymentMethod(ctx, custRef); err != nil {
+				return "", err
+			}
 		}
 		if pm == "" {
 			res.FailureMessage = "the customer has no saved payment method (send it POST /customers/{id}/payment-method-setup)"
@@ -425,40 +430,6 @@ func (s *Service) performStep(ctx context.Context, t CollectionStep, now time.Ti
 		return "", s.sendReminder(ctx, t, now)
 	}
 	return "", fmt.Errorf("unknown collection step %q", t.claim.Step)
-}
-
-// ensureProviderCustomer creates the provider customer of a billingd
-// customer (idempotently) and links it in the customer's payment settings.
-func (s *Service) ensureProviderCustomer(ctx context.Context, gw PaymentGateway, account string, c *Customer) (string, error) {
-	email := ""
-	if len(c.Contacts) > 0 {
-		email = c.Contacts[0].Email
-	}
-	ref, err := gw.CreateCustomer(ctx, ProviderCustomerParams{CustomerID: c.ID, Name: c.LegalName, Email: email,
-		IdempotencyKey: "billingd/customer/" + c.ID})
-	if err != nil {
-		return "", err
-	}
-	now, id := s.clock(), s.newID()
-	err = s.store.Update(ctx, func(tx Tx) error {
-		t, err := s.targetFor(ctx, tx, account, targetCustomer, c.ID)
-		if err != nil {
-			return err
-		}
-		if t == nil {
-			t = &paymentTarget{Kind: targetCustomer, ID: id, ServiceAccountID: account, TargetID: c.ID, CreatedAt: now}
-			if err := tx.Put(ctx, tablePaymentTargetIndex, key(account, string(targetCustomer), c.ID), []byte(id)); err != nil {
-				return err
-			}
-		}
-		if t.ProviderCustomerID != "" {
-			ref = t.ProviderCustomerID
-			return nil
-		}
-		t.PaymentProvider, t.ProviderCustomerID, t.UpdatedAt = PaymentProviderStripe, ref, now
-		return putRecord(ctx, tx, tablePaymentTargets, key(account, t.ID), t)
-	})
-	return ref, err
 }
 
 // claimed loads the collection of t inside tx when t's claim still holds
@@ -803,54 +774,4 @@ func (s *Service) RetryCollectionNow(ctx context.Context, account, invoiceID str
 		}
 		return &c.InvoiceCollection, c.save(ctx, tx, now)
 	})
-}
-
-// PaymentMethodSetupParams say where the set-up page sends the customer
-// back; both optional.
-type PaymentMethodSetupParams struct {
-	// SuccessURL is where the page sends the customer after saving; empty: the adapter's return URL.
-	SuccessURL string `json:"successUrl"`
-	// CancelURL is where the page sends a customer who gives up; empty: none.
-	CancelURL string `json:"cancelUrl"`
-}
-
-// PaymentMethodSetup answers a hosted page at the account's provider where
-// the customer saves a payment method for automatic charges (POST
-// /customers/{id}/payment-method-setup); the provider customer is created
-// on the way when the customer has none. Returns not_found, and
-// invalid_state without a provider.
-func (s *Service) PaymentMethodSetup(ctx context.Context, account, customerID string, p PaymentMethodSetupParams) (*HostedPage, error) {
-	var v validator
-	s.checkString(&v, "successUrl", p.SuccessURL, false)
-	s.checkString(&v, "cancelUrl", p.CancelURL, false)
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	var c *Customer
-	var t *paymentTarget
-	err := s.view(ctx, func(tx Tx) error {
-		var err error
-		if c, err = getOwned[Customer](ctx, tx, tableCustomers, account, customerID, "customer"); err != nil {
-			return err
-		}
-		t, err = s.targetFor(ctx, tx, account, targetCustomer, customerID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	gw, _, err := s.openGateway(ctx, account)
-	if err != nil {
-		return nil, err
-	}
-	ref := ""
-	if t != nil {
-		ref = t.ProviderCustomerID
-	}
-	if ref == "" {
-		if ref, err = s.ensureProviderCustomer(ctx, gw, account, c); err != nil {
-			return nil, err
-		}
-	}
-	return gw.SetupPage(ctx, SetupPageRequest{CustomerID: c.ID, CustomerRef: ref, Currency: CurrencyUSD, SuccessURL: p.SuccessURL, CancelURL: p.CancelURL})
 }

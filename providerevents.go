@@ -38,10 +38,26 @@ func (s *Service) HandleProviderWebhook(ctx context.Context, account string, pay
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock()
 	res := &ProviderEventResult{EventID: ev.ID, Type: ev.Type}
+	seen, err := read(ctx, s, func(tx Tx) (bool, error) { return exists(ctx, tx, tableProviderEvents, key(account, ev.ID)) })
+	if err != nil || seen {
+		res.Replay = seen
+		return res, err // a replay asks nothing of the provider either
+	}
+	if ev.Type == ProviderEventPaymentMethodSaved && ev.PaymentMethod == "" && ev.SetupRef != "" {
+		custRef, pm, err := gw.SetupPaymentMethod(ctx, ev.SetupRef)
+		if err != nil { // the provider sends the event again
+			return nil, &Error{Code: CodeUnavailable, Message: "the provider did not say which payment method the set-up saved: " + err.Error()}
+		}
+		ev.PaymentMethod = pm
+		if ev.CustomerRef == "" {
+			ev.CustomerRef = custRef
+		}
+	}
+	now := s.clock()
+	var custRef, pm string
 	err = s.store.Update(ctx, func(tx Tx) error {
-		res.Replay = false
+		res.Replay, custRef, pm = false, "", ""
 		err := tx.Insert(ctx, tableProviderEvents, key(account, ev.ID), []byte(FormatTimestamp(now)))
 		if errors.Is(err, ErrConflict) {
 			res.Replay = true
@@ -50,8 +66,19 @@ func (s *Service) HandleProviderWebhook(ctx context.Context, account string, pay
 		if err != nil {
 			return err
 		}
+		if ev.Type == ProviderEventPaymentMethodSaved {
+			custRef, pm, err = s.paymentMethodSaved(ctx, tx, account, ev, now)
+			return err
+		}
 		return s.handleEvent(ctx, tx, account, ev, now)
 	})
+	if err == nil && pm != "" && custRef != "" {
+		// The provider customer's default follows, so that the provider's
+		// dashboard agrees; billingd charges the method it recorded either way.
+		if err := gw.SetDefaultPaymentMethod(ctx, custRef, pm); err != nil {
+			s.log.Warn("the provider customer's default payment method was not updated", "account", account, "err", err)
+		}
+	}
 	return res, err
 }
 

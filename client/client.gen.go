@@ -2635,7 +2635,10 @@ type CustomerPaymentSettings struct {
 	// Examples: 2024-07-30T12:00:00Z
 	CreatedAt  Timestamp `json:"createdAt"`
 	CustomerId string    `json:"customerId"`
-	Id         string    `json:"id"`
+
+	// DefaultPaymentMethod Read-only. The payment method the customer saved last through a set-up page (POST /customers/{id}/payment-method-setup); automatic charges use it, else the provider customer's default.
+	DefaultPaymentMethod *string `json:"defaultPaymentMethod,omitempty"`
+	Id                   string  `json:"id"`
 
 	// PaymentProvider The payment provider: NONE or STRIPE.
 	PaymentProvider string `json:"paymentProvider"`
