@@ -112,6 +112,11 @@ type collectionRecord struct {
 	CustomerID string           `json:"customerId"`
 	Claim      *collectionClaim `json:"claim,omitempty"`
 	LinkGen    int              `json:"linkGen,omitempty"`
+	// LinkRef is the provider's page behind PaymentLink, LinkExpiresAt
+	// when it stops working (nil: never), LinkAmount what it asks for.
+	LinkRef       string     `json:"linkRef,omitempty"`
+	LinkExpiresAt *time.Time `json:"linkExpiresAt,omitempty"`
+	LinkAmount    *Decimal   `json:"linkAmount,omitempty"`
 }
 
 // collectionClaim reserves one step for one run until Until. A claim whose
@@ -203,7 +208,7 @@ func (s *Service) startCollection(ctx context.Context, tx Tx, account string, r 
 		err = c.schedule(ctx, tx, stepLink, &now)
 	default:
 		r.DunningStatus = DunningOverdueCheckScheduled
-		err = s.scheduleReminder(ctx, tx, c, &r.Invoice)
+		_, err = s.scheduleReminder(ctx, tx, c, &r.Invoice)
 	}
 	if err != nil {
 		return err
@@ -213,17 +218,24 @@ func (s *Service) startCollection(ctx context.Context, tx Tx, account string, r 
 }
 
 // scheduleReminder queues the next reminder of c on the account's
-// reminder days, or ends the plan when none is left.
-func (s *Service) scheduleReminder(ctx context.Context, tx Tx, c *collectionRecord, inv *Invoice) error {
+// reminder days, or the refresh of its payment link when the link expires
+// first, or ends the plan when neither is left. It reports whether
+// reminders remain.
+func (s *Service) scheduleReminder(ctx context.Context, tx Tx, c *collectionRecord, inv *Invoice) (bool, error) {
 	st, err := s.paymentSettingsTx(ctx, tx, c.ServiceAccountID)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if c.RemindersSent >= len(st.ReminderDays) {
-		return c.schedule(ctx, tx, "", nil)
+	step, at := "", (*time.Time)(nil)
+	left := c.RemindersSent < len(st.ReminderDays)
+	if left {
+		t := inv.DueDate.AddDays(st.ReminderDays[c.RemindersSent]).Time()
+		step, at = stepReminder, &t
 	}
-	at := inv.DueDate.AddDays(st.ReminderDays[c.RemindersSent]).Time()
-	return c.schedule(ctx, tx, stepReminder, &at)
+	if c.LinkRef != "" && c.LinkExpiresAt != nil && (at == nil || c.LinkExpiresAt.Before(*at)) {
+		step, at = stepLink, c.LinkExpiresAt // the page is made anew when it expires
+	}
+	return left, c.schedule(ctx, tx, step, at)
 }
 
 // CollectionRun is what one RunCollection did.
@@ -381,6 +393,11 @@ func (s *Service) performStep(ctx context.Context, t CollectionStep, now time.Ti
 		return "", err
 	}
 	if inv.Status == StatusVoided || inv.AmountDue.Sign() <= 0 || inv.PaymentStatus == PaymentStatusUncollectible {
+		if c.LinkRef != "" { // the page takes no more payment
+			if err := gw.ClosePage(ctx, c.LinkRef); err != nil {
+				return "", err
+			}
+		}
 		return "", s.finishCollection(ctx, t, now)
 	}
 	switch t.claim.Step {
@@ -420,12 +437,17 @@ func (s *Service) performStep(ctx context.Context, t CollectionStep, now time.Ti
 		if cust != nil {
 			custRef = cust.ProviderCustomerID
 		}
+		if c.LinkRef != "" { // expired, or for another amount: closed before its successor is made
+			if err := gw.ClosePage(ctx, c.LinkRef); err != nil {
+				return "", err
+			}
+		}
 		page, err := gw.PaymentPage(ctx, PaymentPageRequest{InvoiceID: inv.ID, InvoiceNumber: inv.InvoiceNumber, Amount: inv.AmountDue,
 			Currency: inv.Currency, CustomerRef: custRef, IdempotencyKey: fmt.Sprintf("billingd/%s/link/%d", inv.ID, c.LinkGen+1)})
 		if err != nil {
 			return "", err
 		}
-		return "", s.recordLink(ctx, t, page, now)
+		return "", s.recordLink(ctx, t, page, inv.AmountDue, now)
 	case stepReminder:
 		return "", s.sendReminder(ctx, t, now)
 	}
@@ -476,7 +498,8 @@ func (s *Service) finishCollection(ctx context.Context, t CollectionStep, now ti
 		if r.PaymentStatus == PaymentStatusPaid {
 			c.DunningStatus = DunningCompleted
 		}
-		r.DunningStatus = c.DunningStatus
+		c.PaymentLink, c.LinkRef, c.LinkExpiresAt, c.LinkAmount = "", "", nil, nil // closed
+		r.DunningStatus, r.PaymentLink = c.DunningStatus, ""
 		if err := saveDoc(ctx, tx, invoiceKind, t.Account, r); err != nil {
 			return err
 		}
@@ -548,11 +571,8 @@ func (s *Service) providerPaid(ctx context.Context, tx Tx, c *collectionRecord, 
 			return err
 		}
 	}
-	if r.AmountDue.Sign() <= 0 {
-		c.DunningStatus = DunningCompleted
-		if err := c.schedule(ctx, tx, "", nil); err != nil {
-			return err
-		}
+	if err := c.follow(ctx, tx, r, now); err != nil {
+		return err
 	}
 	r.DunningStatus = c.DunningStatus
 	if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
@@ -634,29 +654,6 @@ func (s *Service) finalAction(ctx context.Context, tx Tx, action DunningFinalAct
 	return nil
 }
 
-// recordLink stores a payment link on the invoice and queues the first
-// reminder.
-func (s *Service) recordLink(ctx context.Context, t CollectionStep, page *HostedPage, now time.Time) error {
-	return s.store.Update(ctx, func(tx Tx) error {
-		c, r, err := claimedInvoice(ctx, tx, t)
-		if err != nil || c == nil {
-			return err
-		}
-		c.Claim, c.PaymentLink, c.LinkGen = nil, page.URL, c.LinkGen+1
-		r.PaymentLink, r.UpdatedAt = page.URL, now
-		if err := s.scheduleReminder(ctx, tx, c, &r.Invoice); err != nil {
-			return err
-		}
-		if err := saveDoc(ctx, tx, invoiceKind, t.Account, r); err != nil {
-			return err
-		}
-		if err := c.save(ctx, tx, now); err != nil {
-			return err
-		}
-		return s.emit(ctx, tx, t.Account, NotificationInvoiceUpdated, &r.Invoice)
-	})
-}
-
 // sendReminder e-mails the customer a reminder of an unpaid invoice and
 // emits PAYMENT_REMINDER_SENT (and INVOICE_OVERDUE once past the due
 // date); then queues the next reminder.
@@ -671,10 +668,11 @@ func (s *Service) sendReminder(ctx context.Context, t CollectionStep, now time.T
 			return err
 		}
 		c.RemindersSent++
-		if err := s.scheduleReminder(ctx, tx, c, &r.Invoice); err != nil {
+		left, err := s.scheduleReminder(ctx, tx, c, &r.Invoice)
+		if err != nil {
 			return err
 		}
-		if c.NextAt == nil {
+		if !left {
 			c.DunningStatus = DunningFailed // the last reminder went unanswered
 		}
 		r.DunningStatus = c.DunningStatus

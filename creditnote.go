@@ -736,6 +736,9 @@ func (s *Service) creditInvoice(ctx context.Context, tx Tx, account string, inv 
 	inv.AmountCredited = inv.AmountCredited.Add(amount)
 	inv.UpdatedAt = now
 	inv.refreshAmounts()
+	if err := s.followCollection(ctx, tx, inv, now); err != nil {
+		return err
+	}
 	return saveDoc(ctx, tx, invoiceKind, account, inv)
 }
 

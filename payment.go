@@ -94,6 +94,9 @@ func (s *Service) recordPaymentTx(ctx context.Context, tx Tx, account, invoiceID
 		r.AmountPaid = r.AmountPaid.Add(pay.Amount)
 		r.UpdatedAt = now
 		r.refreshAmounts()
+		if err := s.followCollection(ctx, tx, r, now); err != nil {
+			return nil, err
+		}
 		if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
 			return nil, err
 		}
@@ -154,13 +157,13 @@ func (s *Service) SetPaymentStatus(ctx context.Context, account, invoiceID strin
 	default:
 		return nil, FieldError("paymentStatus", "paymentStatus must be UNCOLLECTIBLE, or the derived UNPAID, PARTIALLY_PAID or PAID")
 	}
-	return s.invoiceOp(ctx, account, invoiceID, NotificationInvoiceUpdated, func(_ Tx, r *invoiceRecord, _ time.Time) error {
+	return s.invoiceOp(ctx, account, invoiceID, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
 		if !r.Status.finalized() {
 			return Errorf(CodeInvalidState, "the payment status of a %s invoice cannot be set", r.Status)
 		}
 		if st == PaymentStatusUncollectible {
 			r.PaymentStatus = st
-			return nil
+			return s.followCollection(ctx, tx, r, now)
 		}
 		if derived := r.derivedPaymentStatus(); st != derived {
 			return FieldError("paymentStatus", "paymentStatus is derived from the amount due; it can only go back to %s", derived)
