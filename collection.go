@@ -102,6 +102,9 @@ type InvoiceCollection struct {
 	// FirstFailureAt is when the first automatic charge failed: retries
 	// are counted from it.
 	FirstFailureAt *time.Time `json:"firstFailureAt,omitempty"`
+	// Disputes are the disputes of the invoice's provider payments, oldest
+	// first; absent when there were none.
+	Disputes []CollectionDispute `json:"disputes,omitempty"`
 	UpdatedAt      time.Time  `json:"updatedAt"`
 }
 

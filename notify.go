@@ -231,6 +231,7 @@ func NotificationTypes() []NotificationType {
 		NotificationQuotePublished, NotificationQuoteAccepted,
 		NotificationCreditGrantCreated, NotificationCreditGrantConsumed, NotificationCreditGrantExpired,
 		NotificationPaymentSucceeded, NotificationPaymentFailed, NotificationInvoiceOverdue, NotificationPaymentReminderSent,
+		NotificationPaymentDisputeOpened, NotificationPaymentDisputeWon, NotificationPaymentDisputeLost,
 	}
 }
 

@@ -22,8 +22,12 @@ type Payment struct {
 	// Method is free text ("bank transfer"); empty when not given.
 	Method string `json:"method,omitempty"`
 	// Reference is the payer's reference; empty when not given.
-	Reference string    `json:"reference,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+	Reference string `json:"reference,omitempty"`
+	// AmountReversed is what the provider took back of this payment (a
+	// dispute lost); absent when nothing was. amountPaid counts the
+	// payment less it.
+	AmountReversed *Decimal  `json:"amountReversed,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
 }
 
 // PaymentParams are the fields of a new payment. Amount (positive, with at

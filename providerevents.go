@@ -83,6 +83,14 @@ func (s *Service) HandleProviderWebhook(ctx context.Context, account string, pay
 }
 
 func (s *Service) handleEvent(ctx context.Context, tx Tx, account string, ev *ProviderEvent, now time.Time) error {
+	if ev.InvoiceID == "" && ev.PaymentRef != "" {
+		// A dispute names the payment only: the payment names the invoice.
+		inv, err := tx.Get(ctx, tableProviderPayment, key(account, ev.PaymentRef))
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		ev.InvoiceID = string(inv)
+	}
 	if ev.InvoiceID == "" {
 		return nil
 	}
@@ -119,12 +127,8 @@ func (s *Service) handleEvent(ctx context.Context, tx Tx, account string, ev *Pr
 				return s.chargeFailed(ctx, tx, c, ev.FailureMessage, now)
 			}
 		}
-	case ProviderEventDisputeOpened:
-		r, err := loadDoc(ctx, tx, invoiceKind, account, ev.InvoiceID)
-		if err != nil {
-			return err
-		}
-		return s.emit(ctx, tx, account, NotificationInvoiceUpdated, &r.Invoice)
+	case ProviderEventDisputeOpened, ProviderEventDisputeClosed:
+		return s.handleDispute(ctx, tx, c, ev, now)
 	}
 	return nil
 }

@@ -97,7 +97,11 @@ func (s *Service) RefundCreditNote(ctx context.Context, account, creditNoteID st
 				}
 				continue // a payment recorded by hand: not the provider's to refund
 			}
-			if l := p.Amount.Sub(fromPay[p.Reference]); best == nil || l.Cmp(bestLeft) > 0 {
+			l := p.Amount.Sub(fromPay[p.Reference])
+			if p.AmountReversed != nil {
+				l = l.Sub(*p.AmountReversed) // a dispute lost took it back already
+			}
+			if best == nil || l.Cmp(bestLeft) > 0 {
 				best, bestLeft = &pays[i], l
 			}
 		}
