@@ -104,8 +104,8 @@ type InvoiceCollection struct {
 	FirstFailureAt *time.Time `json:"firstFailureAt,omitempty"`
 	// Disputes are the disputes of the invoice's provider payments, oldest
 	// first; absent when there were none.
-	Disputes []CollectionDispute `json:"disputes,omitempty"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
+	Disputes  []CollectionDispute `json:"disputes,omitempty"`
+	UpdatedAt time.Time           `json:"updatedAt"`
 }
 
 // collectionRecord is a collection as stored: its state and the claim of

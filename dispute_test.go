@@ -51,7 +51,7 @@ func TestDisputeLostReversesThePayment(t *testing.T) {
 	for range 2 {
 		e.webhook(dispute("1", pi, "LOST", true))
 	}
-	e.webhook(dispute("2", pi, "LOST", true))            // the same close under another event id
+	e.webhook(dispute("2", pi, "LOST", true))          // the same close under another event id
 	e.webhook(dispute("3", pi, "UNDER_REVIEW", false)) // a late open
 	got := e.invoice(inv.ID)
 	if got.PaymentStatus != billing.PaymentStatusUnpaid || got.AmountDue.String() != "50.00" || !got.AmountPaid.IsZero() || got.DunningStatus != billing.DunningFailed {
