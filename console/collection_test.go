@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -75,4 +76,28 @@ func TestInvoiceCollectionShownRetriedAndReminded(t *testing.T) {
 			t.Errorf("a paid invoice offers %s", action)
 		}
 	}
+}
+
+// TestInvoiceDisputeShown: a lost dispute shows on the invoice page: in
+// the collection's disputes and beside the payment it took back.
+func TestInvoiceDisputeShown(t *testing.T) {
+	fake := billingtest.NewFakeProvider()
+	f := newFixture(t, billingtest.WithConfig(billing.Config{PaymentProviders: []billing.PaymentProvider{fake},
+		MasterKey: []byte("0123456789abcdef0123456789abcdef")}))
+	ctx := context.Background()
+	must(f.svc.ConfigurePaymentProvider(ctx, f.account, billing.ConfigurePaymentProviderParams{
+		Provider: billing.PaymentProviderStripe, SecretKey: "sk_test_console1234", WebhookSecret: "whsec_console5678"}))
+	must(f.svc.FinalizeInvoice(ctx, f.account, f.invoice.ID))
+	inv := must(f.svc.GetInvoice(ctx, f.account, f.invoice.ID))
+	for i, ev := range []billing.ProviderEvent{
+		{ID: "evt_paid", Type: billing.ProviderEventPaymentSucceeded, InvoiceID: inv.ID, PaymentRef: "pi_9", Amount: inv.AmountDue, Currency: inv.Currency},
+		{ID: "evt_lost", Type: billing.ProviderEventDisputeClosed, PaymentRef: "pi_9", DisputeRef: "dp_9", DisputeStatus: "LOST", Amount: inv.AmountDue, Currency: inv.Currency},
+	} {
+		body := must(json.Marshal(ev))
+		if _, err := f.svc.HandleProviderWebhook(ctx, f.account, body, http.Header{"Fake-Signature": {"whsec_console5678"}}); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	_, body := f.signedIn().get("/console/invoices/" + inv.ID)
+	contains(t, body, "<caption>Disputes</caption>", "dp_9", "LOST", "taken back by a dispute: £433.80")
 }
