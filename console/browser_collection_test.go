@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/billingd/billing"
-	"github.com/billingd/billing/billingtest"
 )
 
 // TestCollectionInABrowser walks an automatically charged invoice's
@@ -20,13 +19,9 @@ import (
 //
 // Long on purpose: one person's session on one invoice, step after step.
 func TestCollectionInABrowser(t *testing.T) {
-	fake := billingtest.NewFakeProvider()
+	f, fake := payFixture(t)
 	fake.Outcomes = []billing.ChargeStatus{billing.ChargeFailed, billing.ChargeSucceeded}
-	f := newFixture(t, billingtest.WithConfig(billing.Config{PaymentProviders: []billing.PaymentProvider{fake},
-		MasterKey: []byte("0123456789abcdef0123456789abcdef")}))
 	ctx := context.Background()
-	must(f.svc.ConfigurePaymentProvider(ctx, f.account, billing.ConfigurePaymentProviderParams{
-		Provider: billing.PaymentProviderStripe, SecretKey: "sk_test_browser1234", WebhookSecret: "whsec_browser5678"}))
 	product := must(f.svc.CreateProduct(ctx, f.account, billing.CreateProductParams{Name: "Platform"}))
 	price := must(f.svc.CreatePrice(ctx, f.account, billing.CreatePriceParams{ProductID: product.ID, Name: "Pro", Currency: billing.CurrencyGBP,
 		Structure:        billing.PriceStructure{PricingType: billing.PricingFixed, Price: new(billing.MustDecimal("49.00"))},
