@@ -24,8 +24,14 @@ type ProviderEventResult struct {
 // recorded by id in the transaction that handles it, so a replay changes
 // nothing. Payment succeeded records the payment (once per provider
 // payment, whichever of the charge's answer and the webhook comes first);
-// payment failed fails a pending attempt (retries follow); other events are
-// acknowledged. Returns not_found for an account without a provider.
+// payment failed fails a pending attempt (retries follow); a completed
+// payment method set-up makes the method the customer's default
+// (paymentMethodSaved; the provider is asked which method only when the
+// event does not say, and told the new default after); disputes are noted,
+// and a lost one takes its payment back (handleDispute); other events are
+// acknowledged. A replay asks nothing of the provider. Returns not_found
+// for an account without a provider, unavailable when the provider cannot
+// say which method a set-up saved.
 func (s *Service) HandleProviderWebhook(ctx context.Context, account string, payload []byte, header http.Header) (*ProviderEventResult, error) {
 	gw, _, err := s.openGateway(ctx, account)
 	if err != nil {
