@@ -102,7 +102,10 @@ type InvoiceCollection struct {
 	// FirstFailureAt is when the first automatic charge failed: retries
 	// are counted from it.
 	FirstFailureAt *time.Time `json:"firstFailureAt,omitempty"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
+	// Disputes are the disputes of the invoice's provider payments, oldest
+	// first; absent when there were none.
+	Disputes  []CollectionDispute `json:"disputes,omitempty"`
+	UpdatedAt time.Time           `json:"updatedAt"`
 }
 
 // collectionRecord is a collection as stored: its state and the claim of
@@ -112,6 +115,11 @@ type collectionRecord struct {
 	CustomerID string           `json:"customerId"`
 	Claim      *collectionClaim `json:"claim,omitempty"`
 	LinkGen    int              `json:"linkGen,omitempty"`
+	// LinkRef is the provider's page behind PaymentLink, LinkExpiresAt
+	// when it stops working (nil: never), LinkAmount what it asks for.
+	LinkRef       string     `json:"linkRef,omitempty"`
+	LinkExpiresAt *time.Time `json:"linkExpiresAt,omitempty"`
+	LinkAmount    *Decimal   `json:"linkAmount,omitempty"`
 }
 
 // collectionClaim reserves one step for one run until Until. A claim whose
@@ -203,7 +211,7 @@ func (s *Service) startCollection(ctx context.Context, tx Tx, account string, r 
 		err = c.schedule(ctx, tx, stepLink, &now)
 	default:
 		r.DunningStatus = DunningOverdueCheckScheduled
-		err = s.scheduleReminder(ctx, tx, c, &r.Invoice)
+		_, err = s.scheduleReminder(ctx, tx, c, &r.Invoice)
 	}
 	if err != nil {
 		return err
@@ -213,17 +221,24 @@ func (s *Service) startCollection(ctx context.Context, tx Tx, account string, r 
 }
 
 // scheduleReminder queues the next reminder of c on the account's
-// reminder days, or ends the plan when none is left.
-func (s *Service) scheduleReminder(ctx context.Context, tx Tx, c *collectionRecord, inv *Invoice) error {
+// reminder days, or the refresh of its payment link when the link expires
+// first, or ends the plan when neither is left. It reports whether
+// reminders remain.
+func (s *Service) scheduleReminder(ctx context.Context, tx Tx, c *collectionRecord, inv *Invoice) (bool, error) {
 	st, err := s.paymentSettingsTx(ctx, tx, c.ServiceAccountID)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if c.RemindersSent >= len(st.ReminderDays) {
-		return c.schedule(ctx, tx, "", nil)
+	step, at := "", (*time.Time)(nil)
+	left := c.RemindersSent < len(st.ReminderDays)
+	if left {
+		t := inv.DueDate.AddDays(st.ReminderDays[c.RemindersSent]).Time()
+		step, at = stepReminder, &t
 	}
-	at := inv.DueDate.AddDays(st.ReminderDays[c.RemindersSent]).Time()
-	return c.schedule(ctx, tx, stepReminder, &at)
+	if c.LinkRef != "" && c.LinkExpiresAt != nil && (at == nil || c.LinkExpiresAt.Before(*at)) {
+		step, at = stepLink, c.LinkExpiresAt // the page is made anew when it expires
+	}
+	return left, c.schedule(ctx, tx, step, at)
 }
 
 // CollectionRun is what one RunCollection did.
@@ -381,6 +396,11 @@ func (s *Service) performStep(ctx context.Context, t CollectionStep, now time.Ti
 		return "", err
 	}
 	if inv.Status == StatusVoided || inv.AmountDue.Sign() <= 0 || inv.PaymentStatus == PaymentStatusUncollectible {
+		if c.LinkRef != "" { // the page takes no more payment
+			if err := gw.ClosePage(ctx, c.LinkRef); err != nil {
+				return "", err
+			}
+		}
 		return "", s.finishCollection(ctx, t, now)
 	}
 	switch t.claim.Step {
@@ -395,9 +415,14 @@ func (s *Service) performStep(ctx context.Context, t CollectionStep, now time.Ti
 				return "", err
 			}
 		}
-		pm, err := gw.DefaultPaymentMethod(ctx, custRef)
-		if err != nil {
-			return "", err
+		pm := ""
+		if cust != nil {
+			pm = cust.DefaultPaymentMethod // saved through a set-up page
+		}
+		if pm == "" {
+			if pm, err = gw.DefaultPaymentMethod(ctx, custRef); err != nil {
+				return "", err
+			}
 		}
 		if pm == "" {
 			res.FailureMessage = "the customer has no saved payment method (send it POST /customers/{id}/payment-method-setup)"
@@ -415,50 +440,21 @@ func (s *Service) performStep(ctx context.Context, t CollectionStep, now time.Ti
 		if cust != nil {
 			custRef = cust.ProviderCustomerID
 		}
+		if c.LinkRef != "" { // expired, or for another amount: closed before its successor is made
+			if err := gw.ClosePage(ctx, c.LinkRef); err != nil {
+				return "", err
+			}
+		}
 		page, err := gw.PaymentPage(ctx, PaymentPageRequest{InvoiceID: inv.ID, InvoiceNumber: inv.InvoiceNumber, Amount: inv.AmountDue,
 			Currency: inv.Currency, CustomerRef: custRef, IdempotencyKey: fmt.Sprintf("billingd/%s/link/%d", inv.ID, c.LinkGen+1)})
 		if err != nil {
 			return "", err
 		}
-		return "", s.recordLink(ctx, t, page, now)
+		return "", s.recordLink(ctx, t, page, inv.AmountDue, now)
 	case stepReminder:
 		return "", s.sendReminder(ctx, t, now)
 	}
 	return "", fmt.Errorf("unknown collection step %q", t.claim.Step)
-}
-
-// ensureProviderCustomer creates the provider customer of a billingd
-// customer (idempotently) and links it in the customer's payment settings.
-func (s *Service) ensureProviderCustomer(ctx context.Context, gw PaymentGateway, account string, c *Customer) (string, error) {
-	email := ""
-	if len(c.Contacts) > 0 {
-		email = c.Contacts[0].Email
-	}
-	ref, err := gw.CreateCustomer(ctx, ProviderCustomerParams{CustomerID: c.ID, Name: c.LegalName, Email: email,
-		IdempotencyKey: "billingd/customer/" + c.ID})
-	if err != nil {
-		return "", err
-	}
-	now, id := s.clock(), s.newID()
-	err = s.store.Update(ctx, func(tx Tx) error {
-		t, err := s.targetFor(ctx, tx, account, targetCustomer, c.ID)
-		if err != nil {
-			return err
-		}
-		if t == nil {
-			t = &paymentTarget{Kind: targetCustomer, ID: id, ServiceAccountID: account, TargetID: c.ID, CreatedAt: now}
-			if err := tx.Put(ctx, tablePaymentTargetIndex, key(account, string(targetCustomer), c.ID), []byte(id)); err != nil {
-				return err
-			}
-		}
-		if t.ProviderCustomerID != "" {
-			ref = t.ProviderCustomerID
-			return nil
-		}
-		t.PaymentProvider, t.ProviderCustomerID, t.UpdatedAt = PaymentProviderStripe, ref, now
-		return putRecord(ctx, tx, tablePaymentTargets, key(account, t.ID), t)
-	})
-	return ref, err
 }
 
 // claimed loads the collection of t inside tx when t's claim still holds
@@ -505,7 +501,8 @@ func (s *Service) finishCollection(ctx context.Context, t CollectionStep, now ti
 		if r.PaymentStatus == PaymentStatusPaid {
 			c.DunningStatus = DunningCompleted
 		}
-		r.DunningStatus = c.DunningStatus
+		c.PaymentLink, c.LinkRef, c.LinkExpiresAt, c.LinkAmount = "", "", nil, nil // closed
+		r.DunningStatus, r.PaymentLink = c.DunningStatus, ""
 		if err := saveDoc(ctx, tx, invoiceKind, t.Account, r); err != nil {
 			return err
 		}
@@ -577,11 +574,8 @@ func (s *Service) providerPaid(ctx context.Context, tx Tx, c *collectionRecord, 
 			return err
 		}
 	}
-	if r.AmountDue.Sign() <= 0 {
-		c.DunningStatus = DunningCompleted
-		if err := c.schedule(ctx, tx, "", nil); err != nil {
-			return err
-		}
+	if err := c.follow(ctx, tx, r, now); err != nil {
+		return err
 	}
 	r.DunningStatus = c.DunningStatus
 	if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
@@ -663,29 +657,6 @@ func (s *Service) finalAction(ctx context.Context, tx Tx, action DunningFinalAct
 	return nil
 }
 
-// recordLink stores a payment link on the invoice and queues the first
-// reminder.
-func (s *Service) recordLink(ctx context.Context, t CollectionStep, page *HostedPage, now time.Time) error {
-	return s.store.Update(ctx, func(tx Tx) error {
-		c, r, err := claimedInvoice(ctx, tx, t)
-		if err != nil || c == nil {
-			return err
-		}
-		c.Claim, c.PaymentLink, c.LinkGen = nil, page.URL, c.LinkGen+1
-		r.PaymentLink, r.UpdatedAt = page.URL, now
-		if err := s.scheduleReminder(ctx, tx, c, &r.Invoice); err != nil {
-			return err
-		}
-		if err := saveDoc(ctx, tx, invoiceKind, t.Account, r); err != nil {
-			return err
-		}
-		if err := c.save(ctx, tx, now); err != nil {
-			return err
-		}
-		return s.emit(ctx, tx, t.Account, NotificationInvoiceUpdated, &r.Invoice)
-	})
-}
-
 // sendReminder e-mails the customer a reminder of an unpaid invoice and
 // emits PAYMENT_REMINDER_SENT (and INVOICE_OVERDUE once past the due
 // date); then queues the next reminder.
@@ -700,10 +671,11 @@ func (s *Service) sendReminder(ctx context.Context, t CollectionStep, now time.T
 			return err
 		}
 		c.RemindersSent++
-		if err := s.scheduleReminder(ctx, tx, c, &r.Invoice); err != nil {
+		left, err := s.scheduleReminder(ctx, tx, c, &r.Invoice)
+		if err != nil {
 			return err
 		}
-		if c.NextAt == nil {
+		if !left {
 			c.DunningStatus = DunningFailed // the last reminder went unanswered
 		}
 		r.DunningStatus = c.DunningStatus
@@ -803,54 +775,4 @@ func (s *Service) RetryCollectionNow(ctx context.Context, account, invoiceID str
 		}
 		return &c.InvoiceCollection, c.save(ctx, tx, now)
 	})
-}
-
-// PaymentMethodSetupParams say where the set-up page sends the customer
-// back; both optional.
-type PaymentMethodSetupParams struct {
-	// SuccessURL is where the page sends the customer after saving; empty: the adapter's return URL.
-	SuccessURL string `json:"successUrl"`
-	// CancelURL is where the page sends a customer who gives up; empty: none.
-	CancelURL string `json:"cancelUrl"`
-}
-
-// PaymentMethodSetup answers a hosted page at the account's provider where
-// the customer saves a payment method for automatic charges (POST
-// /customers/{id}/payment-method-setup); the provider customer is created
-// on the way when the customer has none. Returns not_found, and
-// invalid_state without a provider.
-func (s *Service) PaymentMethodSetup(ctx context.Context, account, customerID string, p PaymentMethodSetupParams) (*HostedPage, error) {
-	var v validator
-	s.checkString(&v, "successUrl", p.SuccessURL, false)
-	s.checkString(&v, "cancelUrl", p.CancelURL, false)
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	var c *Customer
-	var t *paymentTarget
-	err := s.view(ctx, func(tx Tx) error {
-		var err error
-		if c, err = getOwned[Customer](ctx, tx, tableCustomers, account, customerID, "customer"); err != nil {
-			return err
-		}
-		t, err = s.targetFor(ctx, tx, account, targetCustomer, customerID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	gw, _, err := s.openGateway(ctx, account)
-	if err != nil {
-		return nil, err
-	}
-	ref := ""
-	if t != nil {
-		ref = t.ProviderCustomerID
-	}
-	if ref == "" {
-		if ref, err = s.ensureProviderCustomer(ctx, gw, account, c); err != nil {
-			return nil, err
-		}
-	}
-	return gw.SetupPage(ctx, SetupPageRequest{CustomerID: c.ID, CustomerRef: ref, Currency: CurrencyUSD, SuccessURL: p.SuccessURL, CancelURL: p.CancelURL})
 }

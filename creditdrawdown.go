@@ -654,6 +654,9 @@ func (s *Service) ApplyCredits(ctx context.Context, account, invoiceID string) (
 		if err != nil {
 			return err
 		}
-		return s.applyCash(ctx, tx, account, r, today, false, now)
+		if err := s.applyCash(ctx, tx, account, r, today, false, now); err != nil {
+			return err
+		}
+		return s.followCollection(ctx, tx, r, now)
 	})
 }

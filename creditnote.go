@@ -566,7 +566,8 @@ func (s *Service) DraftCreditNote(ctx context.Context, account, id string) (*Cre
 // CREDIT_NOTE_UPDATED. Returns not_found, and invalid_state for any other
 // status, for a credit note without lines, when its invoice is VOIDED, when
 // the invoice's FINAL and SENT credit notes, this one included, would exceed
-// its gross total (less its payments, for those that are not credit), or
+// its gross total (less its payments not made through the payment
+// provider, for those that are not credit: checkCreditingLimit), or
 // when a grant is asked of a gross total that is not positive, or when its
 // gross total is negative (checkNotNegative). A refused
 // finalization burns no number.
@@ -664,12 +665,19 @@ func (s *Service) finalizeCreditNote(ctx context.Context, tx Tx, account string,
 // invoice would be credited twice over: its FINAL and SENT credit notes,
 // cn included, may not exceed its gross total, and those that reduce what
 // is due (no grant) not its gross total less payments and credit applied
-// as money on account.
+// as money on account. Payments the provider collected (less what
+// disputes took back) do not count against that limit: what a credit note
+// credits of them can be refunded through the provider
+// (RefundCreditNote), so a fully paid invoice can be credited and refunded.
 func (s *Service) checkCreditingLimit(ctx context.Context, tx Tx, account string, inv *invoiceRecord, cn *CreditNote) error {
 	if cn.Settings.GenerateCashCreditGrant != CashCreditGrantEnabled {
-		limit := inv.GrossTotal.Sub(inv.AmountPaid).Sub(inv.CreditsApplied)
+		refundable, err := providerHeld(ctx, tx, account, inv.ID)
+		if err != nil {
+			return err
+		}
+		limit := inv.GrossTotal.Sub(inv.AmountPaid).Sub(inv.CreditsApplied).Add(refundable)
 		if after := inv.AmountCredited.Add(cn.GrossTotal); after.Cmp(limit) > 0 {
-			return Errorf(CodeInvalidState, "crediting %s %s would bring the invoice's credits to %s, above its gross total less payments (%s)",
+			return Errorf(CodeInvalidState, "crediting %s %s would bring the invoice's credits to %s, above its gross total less payments not made through the payment provider (%s)",
 				cn.GrossTotal, cn.Currency, after, limit)
 		}
 	}
@@ -699,6 +707,9 @@ func (s *Service) creditInvoice(ctx context.Context, tx Tx, account string, inv 
 	inv.AmountCredited = inv.AmountCredited.Add(amount)
 	inv.UpdatedAt = now
 	inv.refreshAmounts()
+	if err := s.followCollection(ctx, tx, inv, now); err != nil {
+		return err
+	}
 	return saveDoc(ctx, tx, invoiceKind, account, inv)
 }
 

@@ -783,6 +783,9 @@ func (s *Service) VoidInvoice(ctx context.Context, account, id string) (*Invoice
 		r.Status = StatusVoided
 		r.CreditsApplied, r.CreditApplications = r.Currency.Zero(), []CreditApplication{}
 		r.refreshAmounts()
+		if err := s.followCollection(ctx, tx, r, now); err != nil {
+			return err
+		}
 		if wasFinal {
 			if err := s.reverseJournal(ctx, tx, account, r.ID, now); err != nil {
 				return err

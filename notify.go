@@ -215,6 +215,7 @@ func NotificationTypes() []NotificationType {
 		NotificationQuotePublished, NotificationQuoteAccepted,
 		NotificationCreditGrantCreated, NotificationCreditGrantConsumed, NotificationCreditGrantExpired,
 		NotificationPaymentSucceeded, NotificationPaymentFailed, NotificationInvoiceOverdue, NotificationPaymentReminderSent,
+		NotificationPaymentDisputeOpened, NotificationPaymentDisputeWon, NotificationPaymentDisputeLost,
 	}
 }
 

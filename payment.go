@@ -22,8 +22,12 @@ type Payment struct {
 	// Method is free text ("bank transfer"); empty when not given.
 	Method string `json:"method,omitempty"`
 	// Reference is the payer's reference; empty when not given.
-	Reference string    `json:"reference,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+	Reference string `json:"reference,omitempty"`
+	// AmountReversed is what the provider took back of this payment (a
+	// dispute lost); absent when nothing was. amountPaid counts the
+	// payment less it.
+	AmountReversed *Decimal  `json:"amountReversed,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
 }
 
 // PaymentParams are the fields of a new payment. Amount (positive, with at
@@ -94,6 +98,9 @@ func (s *Service) recordPaymentTx(ctx context.Context, tx Tx, account, invoiceID
 		r.AmountPaid = r.AmountPaid.Add(pay.Amount)
 		r.UpdatedAt = now
 		r.refreshAmounts()
+		if err := s.followCollection(ctx, tx, r, now); err != nil {
+			return nil, err
+		}
 		if err := saveDoc(ctx, tx, invoiceKind, account, r); err != nil {
 			return nil, err
 		}
@@ -154,13 +161,13 @@ func (s *Service) SetPaymentStatus(ctx context.Context, account, invoiceID strin
 	default:
 		return nil, FieldError("paymentStatus", "paymentStatus must be UNCOLLECTIBLE, or the derived UNPAID, PARTIALLY_PAID or PAID")
 	}
-	return s.invoiceOp(ctx, account, invoiceID, NotificationInvoiceUpdated, func(_ Tx, r *invoiceRecord, _ time.Time) error {
+	return s.invoiceOp(ctx, account, invoiceID, NotificationInvoiceUpdated, func(tx Tx, r *invoiceRecord, now time.Time) error {
 		if !r.Status.finalized() {
 			return Errorf(CodeInvalidState, "the payment status of a %s invoice cannot be set", r.Status)
 		}
 		if st == PaymentStatusUncollectible {
 			r.PaymentStatus = st
-			return nil
+			return s.followCollection(ctx, tx, r, now)
 		}
 		if derived := r.derivedPaymentStatus(); st != derived {
 			return FieldError("paymentStatus", "paymentStatus is derived from the amount due; it can only go back to %s", derived)

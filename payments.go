@@ -68,6 +68,18 @@ type PaymentGateway interface {
 	// SetupPage creates a hosted page where the customer saves a payment
 	// method for later charges.
 	SetupPage(ctx context.Context, p SetupPageRequest) (*HostedPage, error)
+	// SetupPaymentMethod returns the provider customer and the payment
+	// method a completed set-up saved (Stripe: the SetupIntent's customer
+	// and payment_method).
+	SetupPaymentMethod(ctx context.Context, setupRef string) (customerRef, paymentMethod string, err error)
+	// SetDefaultPaymentMethod makes paymentMethod the provider customer's
+	// default for later charges (Stripe: its
+	// invoice_settings.default_payment_method).
+	SetDefaultPaymentMethod(ctx context.Context, customerRef, paymentMethod string) error
+	// ClosePage closes a hosted payment page so that it takes no more
+	// payment (Stripe: expires an open Checkout Session). A page already
+	// completed, expired or closed is not an error.
+	ClosePage(ctx context.Context, ref string) error
 	// Refund gives back part or all of a charge.
 	Refund(ctx context.Context, r RefundRequest) (*RefundResult, error)
 	// ParseEvent verifies the signature of an inbound webhook (the
@@ -203,7 +215,13 @@ const (
 	ProviderEventRefundSucceeded   ProviderEventType = "REFUND_SUCCEEDED"
 	ProviderEventCheckoutCompleted ProviderEventType = "CHECKOUT_COMPLETED"
 	ProviderEventDisputeOpened     ProviderEventType = "DISPUTE_OPENED"
-	ProviderEventOther             ProviderEventType = "OTHER"
+	// ProviderEventDisputeClosed: a dispute ended; DisputeStatus says how
+	// (WON or LOST, or another of the provider's closing states).
+	ProviderEventDisputeClosed ProviderEventType = "DISPUTE_CLOSED"
+	// ProviderEventPaymentMethodSaved: a set-up page was completed (Stripe:
+	// checkout.session.completed in setup mode, setup_intent.succeeded).
+	ProviderEventPaymentMethodSaved ProviderEventType = "PAYMENT_METHOD_SAVED"
+	ProviderEventOther              ProviderEventType = "OTHER"
 )
 
 // ProviderEvent is an inbound provider event, verified and parsed by the
@@ -237,6 +255,11 @@ type ProviderEvent struct {
 	SetupRef string
 	// FailureMessage says why a payment failed.
 	FailureMessage string
+	// DisputeRef is the provider's dispute (DISPUTE_OPENED, DISPUTE_CLOSED).
+	DisputeRef string
+	// DisputeStatus is the dispute's state in upper case (WON, LOST,
+	// NEEDS_RESPONSE, ...).
+	DisputeStatus string
 	// Created is when the provider made the event.
 	Created time.Time
 }

@@ -193,8 +193,12 @@ type paymentTarget struct {
 	PaymentProvider    PaymentProviderName `json:"paymentProvider"`
 	ProviderCustomerID string              `json:"providerCustomerId,omitempty"`
 	AutoCharge         bool                `json:"autoCharge,omitempty"`
-	CreatedAt          time.Time           `json:"createdAt"`
-	UpdatedAt          time.Time           `json:"updatedAt"`
+	// DefaultPaymentMethod (customers) is the payment method the last
+	// completed set-up saved, PaymentMethodAt the provider's time of it.
+	DefaultPaymentMethod string     `json:"defaultPaymentMethod,omitempty"`
+	PaymentMethodAt      *time.Time `json:"paymentMethodAt,omitempty"`
+	CreatedAt            time.Time  `json:"createdAt"`
+	UpdatedAt            time.Time  `json:"updatedAt"`
 }
 
 // CustomerPaymentSettings link a customer to a payment provider.
@@ -209,9 +213,14 @@ type CustomerPaymentSettings struct {
 	// ProviderCustomerID is the provider's customer (Stripe: cus_...):
 	// given to link an existing one, else set when billingd creates it on
 	// first need. Its default payment method is what automatic charges use.
-	ProviderCustomerID string    `json:"providerCustomerId,omitempty"`
-	CreatedAt          time.Time `json:"createdAt"`
-	UpdatedAt          time.Time `json:"updatedAt"`
+	ProviderCustomerID string `json:"providerCustomerId,omitempty"`
+	// DefaultPaymentMethod is the payment method the customer saved last
+	// through a set-up page (POST /customers/{id}/payment-method-setup);
+	// automatic charges use it, else the provider customer's default.
+	// Read-only; empty until a set-up completed.
+	DefaultPaymentMethod string    `json:"defaultPaymentMethod,omitempty"`
+	CreatedAt            time.Time `json:"createdAt"`
+	UpdatedAt            time.Time `json:"updatedAt"`
 }
 
 // BillingSchedulePaymentSettings say how a billing schedule's invoices are
@@ -268,7 +277,8 @@ type PaymentSettingsParams struct {
 
 func (t *paymentTarget) customer() *CustomerPaymentSettings {
 	return &CustomerPaymentSettings{ID: t.ID, ServiceAccountID: t.ServiceAccountID, CustomerID: t.TargetID,
-		PaymentProvider: t.PaymentProvider, ProviderCustomerID: t.ProviderCustomerID, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		PaymentProvider: t.PaymentProvider, ProviderCustomerID: t.ProviderCustomerID, DefaultPaymentMethod: t.DefaultPaymentMethod,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 func (t *paymentTarget) schedule() *BillingSchedulePaymentSettings {

@@ -24,8 +24,14 @@ type ProviderEventResult struct {
 // recorded by id in the transaction that handles it, so a replay changes
 // nothing. Payment succeeded records the payment (once per provider
 // payment, whichever of the charge's answer and the webhook comes first);
-// payment failed fails a pending attempt (retries follow); other events are
-// acknowledged. Returns not_found for an account without a provider.
+// payment failed fails a pending attempt (retries follow); a completed
+// payment method set-up makes the method the customer's default
+// (paymentMethodSaved; the provider is asked which method only when the
+// event does not say, and told the new default after); disputes are noted,
+// and a lost one takes its payment back (handleDispute); other events are
+// acknowledged. A replay asks nothing of the provider. Returns not_found
+// for an account without a provider, unavailable when the provider cannot
+// say which method a set-up saved.
 func (s *Service) HandleProviderWebhook(ctx context.Context, account string, payload []byte, header http.Header) (*ProviderEventResult, error) {
 	gw, _, err := s.openGateway(ctx, account)
 	if err != nil {
@@ -38,10 +44,26 @@ func (s *Service) HandleProviderWebhook(ctx context.Context, account string, pay
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock()
 	res := &ProviderEventResult{EventID: ev.ID, Type: ev.Type}
+	seen, err := read(ctx, s, func(tx Tx) (bool, error) { return exists(ctx, tx, tableProviderEvents, key(account, ev.ID)) })
+	if err != nil || seen {
+		res.Replay = seen
+		return res, err // a replay asks nothing of the provider either
+	}
+	if ev.Type == ProviderEventPaymentMethodSaved && ev.PaymentMethod == "" && ev.SetupRef != "" {
+		custRef, pm, err := gw.SetupPaymentMethod(ctx, ev.SetupRef)
+		if err != nil { // the provider sends the event again
+			return nil, &Error{Code: CodeUnavailable, Message: "the provider did not say which payment method the set-up saved: " + err.Error()}
+		}
+		ev.PaymentMethod = pm
+		if ev.CustomerRef == "" {
+			ev.CustomerRef = custRef
+		}
+	}
+	now := s.clock()
+	var custRef, pm string
 	err = s.store.Update(ctx, func(tx Tx) error {
-		res.Replay = false
+		res.Replay, custRef, pm = false, "", ""
 		err := tx.Insert(ctx, tableProviderEvents, key(account, ev.ID), []byte(FormatTimestamp(now)))
 		if errors.Is(err, ErrConflict) {
 			res.Replay = true
@@ -50,12 +72,31 @@ func (s *Service) HandleProviderWebhook(ctx context.Context, account string, pay
 		if err != nil {
 			return err
 		}
+		if ev.Type == ProviderEventPaymentMethodSaved {
+			custRef, pm, err = s.paymentMethodSaved(ctx, tx, account, ev, now)
+			return err
+		}
 		return s.handleEvent(ctx, tx, account, ev, now)
 	})
+	if err == nil && pm != "" && custRef != "" {
+		// The provider customer's default follows, so that the provider's
+		// dashboard agrees; billingd charges the method it recorded either way.
+		if err := gw.SetDefaultPaymentMethod(ctx, custRef, pm); err != nil {
+			s.log.Warn("the provider customer's default payment method was not updated", "account", account, "err", err)
+		}
+	}
 	return res, err
 }
 
 func (s *Service) handleEvent(ctx context.Context, tx Tx, account string, ev *ProviderEvent, now time.Time) error {
+	if ev.InvoiceID == "" && ev.PaymentRef != "" {
+		// A dispute names the payment only: the payment names the invoice.
+		inv, err := tx.Get(ctx, tableProviderPayment, key(account, ev.PaymentRef))
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		ev.InvoiceID = string(inv)
+	}
 	if ev.InvoiceID == "" {
 		return nil
 	}
@@ -92,12 +133,8 @@ func (s *Service) handleEvent(ctx context.Context, tx Tx, account string, ev *Pr
 				return s.chargeFailed(ctx, tx, c, ev.FailureMessage, now)
 			}
 		}
-	case ProviderEventDisputeOpened:
-		r, err := loadDoc(ctx, tx, invoiceKind, account, ev.InvoiceID)
-		if err != nil {
-			return err
-		}
-		return s.emit(ctx, tx, account, NotificationInvoiceUpdated, &r.Invoice)
+	case ProviderEventDisputeOpened, ProviderEventDisputeClosed:
+		return s.handleDispute(ctx, tx, c, ev, now)
 	}
 	return nil
 }

@@ -40,8 +40,10 @@ type Refund struct {
 
 // RefundCreditNote refunds a FINAL or SENT credit note through the
 // account's provider (POST /credit-notes/{id}/refund): at most the credit
-// note's gross less what was refunded for it already, and at most what the
-// invoice's provider payments hold less what was refunded from them. The
+// note's gross less what was refunded for it already, at most what the
+// invoice's provider payments hold less what was refunded from them, and
+// at most what the invoice is overpaid by (refundable). A credit note that
+// became customer credit is not refunded. The
 // refund is recorded before the provider is called (with an idempotency key
 // derived from it) and its outcome after; a successful refund posts Dr
 // accounts_receivable / Cr cash. Returns not_found, and invalid_state when
@@ -66,51 +68,15 @@ func (s *Service) RefundCreditNote(ctx context.Context, account, creditNoteID st
 		if !cn.Status.finalized() || cn.InvoiceID == "" {
 			return nil, Errorf(CodeInvalidState, "a refund needs a FINAL or SENT credit note of an invoice; this one is %s", cn.Status)
 		}
-		pays, err := scanRecords[Payment](ctx, tx, tablePayments, Range{Prefix: prefix(account, cn.InvoiceID)})
+		if cn.Settings.GenerateCashCreditGrant == CashCreditGrantEnabled {
+			return nil, Errorf(CodeInvalidState, "this credit note's amount became the customer's credit (generateCashCreditGrant); it is not refunded")
+		}
+		amount, best, err := s.refundable(ctx, tx, account, cn)
 		if err != nil {
 			return nil, err
-		}
-		refunds, err := scanRecords[Refund](ctx, tx, tableRefunds, Range{Prefix: prefix(account, cn.InvoiceID)})
-		if err != nil {
-			return nil, err
-		}
-		forNote, fromPay := cn.Currency.Zero(), map[string]Decimal{}
-		for _, r := range refunds {
-			if r.Status == ChargeFailed {
-				continue
-			}
-			if r.CreditNoteID == cn.ID {
-				forNote = forNote.Add(r.Amount)
-			}
-			fromPay[r.PaymentReference] = fromPay[r.PaymentReference].Add(r.Amount)
-		}
-		left := cn.GrossTotal.Sub(forNote)
-		var best *Payment
-		var bestLeft Decimal
-		for i, p := range pays {
-			if p.Reference == "" {
-				continue
-			}
-			if ok, err := exists(ctx, tx, tableProviderPayment, key(account, p.Reference)); err != nil || !ok {
-				if err != nil {
-					return nil, err
-				}
-				continue // a payment recorded by hand: not the provider's to refund
-			}
-			if l := p.Amount.Sub(fromPay[p.Reference]); best == nil || l.Cmp(bestLeft) > 0 {
-				best, bestLeft = &pays[i], l
-			}
-		}
-		if best == nil || bestLeft.Sign() <= 0 || left.Sign() <= 0 {
-			return nil, Errorf(CodeInvalidState, "nothing to refund: the credit note has %s %s left to refund and the invoice's provider payments %s",
-				left, cn.Currency, bestLeft)
-		}
-		amount := left
-		if bestLeft.Cmp(amount) < 0 {
-			amount = bestLeft
 		}
 		r := &Refund{ID: id, ServiceAccountID: account, CreditNoteID: cn.ID, InvoiceID: cn.InvoiceID, Amount: amount, Currency: cn.Currency,
-			PaymentReference: best.Reference, Status: ChargePending, CreatedAt: now, UpdatedAt: now}
+			PaymentReference: best, Status: ChargePending, CreatedAt: now, UpdatedAt: now}
 		return r, putRecord(ctx, tx, tableRefunds, key(account, cn.InvoiceID, id), r)
 	})
 	if err != nil {
@@ -142,4 +108,101 @@ func (s *Service) RefundCreditNote(ctx context.Context, account, creditNoteID st
 		err = &Error{Code: CodeUnavailable, Message: "the provider did not refund (the refund is recorded FAILED; ask again): " + perr.Error()}
 	}
 	return ref, err
+}
+
+// refundable returns how much of credit note cn can be refunded now, and
+// from which provider payment: the least of what the credit note has left
+// to refund, what that payment holds (less what refunds and disputes took
+// from it) and what the invoice is overpaid by (its payments, credit notes
+// and credit applied beyond its gross total, less the refunds made):
+// a refund gives back only money the customer no longer owes. Returns
+// invalid_state when nothing can be refunded.
+//
+// Long on purpose: the three bounds, each a scan, read best side by side.
+func (s *Service) refundable(ctx context.Context, tx Tx, account string, cn *CreditNote) (Decimal, string, error) {
+	inv, err := loadDoc(ctx, tx, invoiceKind, account, cn.InvoiceID)
+	if err != nil {
+		return Decimal{}, "", err
+	}
+	pays, err := scanRecords[Payment](ctx, tx, tablePayments, Range{Prefix: prefix(account, cn.InvoiceID)})
+	if err != nil {
+		return Decimal{}, "", err
+	}
+	refunds, err := scanRecords[Refund](ctx, tx, tableRefunds, Range{Prefix: prefix(account, cn.InvoiceID)})
+	if err != nil {
+		return Decimal{}, "", err
+	}
+	forNote, all, fromPay := cn.Currency.Zero(), cn.Currency.Zero(), map[string]Decimal{}
+	for _, r := range refunds {
+		if r.Status == ChargeFailed {
+			continue
+		}
+		if r.CreditNoteID == cn.ID {
+			forNote = forNote.Add(r.Amount)
+		}
+		all = all.Add(r.Amount)
+		fromPay[r.PaymentReference] = fromPay[r.PaymentReference].Add(r.Amount)
+	}
+	left := cn.GrossTotal.Sub(forNote)
+	overpaid := inv.AmountPaid.Add(inv.AmountCredited).Add(inv.CreditsApplied).Sub(inv.GrossTotal).Sub(all)
+	best, bestLeft := "", cn.Currency.Zero()
+	for _, p := range pays {
+		ok, err := isProviderPayment(ctx, tx, account, &p)
+		if err != nil {
+			return Decimal{}, "", err
+		}
+		if !ok {
+			continue // a payment recorded by hand: not the provider's to refund
+		}
+		l := p.Amount.Sub(fromPay[p.Reference])
+		if p.AmountReversed != nil {
+			l = l.Sub(*p.AmountReversed) // a dispute lost took it back already
+		}
+		if best == "" || l.Cmp(bestLeft) > 0 {
+			best, bestLeft = p.Reference, l
+		}
+	}
+	amount := left
+	for _, bound := range []Decimal{bestLeft, overpaid} {
+		if bound.Cmp(amount) < 0 {
+			amount = bound
+		}
+	}
+	if best == "" || amount.Sign() <= 0 {
+		return Decimal{}, "", Errorf(CodeInvalidState, "nothing to refund: the credit note has %s %s left to refund, the invoice's provider payments %s, and the invoice is overpaid by %s",
+			left, cn.Currency, bestLeft, overpaid)
+	}
+	return amount, best, nil
+}
+
+// isProviderPayment reports whether p was collected by the payment
+// provider (its reference is a provider payment billingd recorded).
+func isProviderPayment(ctx context.Context, tx Tx, account string, p *Payment) (bool, error) {
+	if p.Reference == "" {
+		return false, nil
+	}
+	return exists(ctx, tx, tableProviderPayment, key(account, p.Reference))
+}
+
+// providerHeld returns what the invoice's provider payments hold, less
+// what lost disputes took back of them.
+func providerHeld(ctx context.Context, tx Tx, account, invoiceID string) (Decimal, error) {
+	pays, err := scanRecords[Payment](ctx, tx, tablePayments, Range{Prefix: prefix(account, invoiceID)})
+	if err != nil {
+		return Decimal{}, err
+	}
+	var sum Decimal
+	for _, p := range pays {
+		ok, err := isProviderPayment(ctx, tx, account, &p)
+		if err != nil {
+			return Decimal{}, err
+		}
+		if ok {
+			sum = sum.Add(p.Amount)
+			if p.AmountReversed != nil {
+				sum = sum.Sub(*p.AmountReversed)
+			}
+		}
+	}
+	return sum, nil
 }

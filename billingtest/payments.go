@@ -3,8 +3,10 @@ package billingtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/billingd/billing"
 )
@@ -25,6 +27,19 @@ type FakeProvider struct {
 	// FailAttempts makes every invoice's first FailAttempts attempts fail
 	// (Outcomes aside).
 	FailAttempts int
+	// Pages are the payment pages made, in order.
+	Pages []billing.PaymentPageRequest
+	// Closed are the references of the pages closed, in order.
+	Closed []string
+	// Defaults are the default payment methods set, "customer ref/method".
+	Defaults []string
+	// SetupMethods answer SetupPaymentMethod: set-up reference → payment
+	// method (the customer is left to the event to name).
+	SetupMethods map[string]string
+	// LinkTTL, with Now, gives payment pages an expiry (none when zero).
+	LinkTTL time.Duration
+	// Now is the clock of LinkTTL.
+	Now func() time.Time
 }
 
 // NewFakeProvider returns a FakeProvider whose customers pay with
@@ -93,9 +108,56 @@ func (g *fakeGateway) Charge(_ context.Context, c billing.ChargeRequest) (*billi
 	return r, nil
 }
 
-// PaymentPage implements billing.PaymentGateway.
+// PaymentPage implements billing.PaymentGateway: page n of an invoice is
+// cs_<invoice id>_<n>.
 func (g *fakeGateway) PaymentPage(_ context.Context, p billing.PaymentPageRequest) (*billing.HostedPage, error) {
-	return &billing.HostedPage{Reference: "cs_" + p.InvoiceID, URL: "https://pay.example/" + p.InvoiceID}, nil
+	f := g.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Pages = append(f.Pages, p)
+	n := 0
+	for _, q := range f.Pages {
+		if q.InvoiceID == p.InvoiceID {
+			n++
+		}
+	}
+	page := &billing.HostedPage{Reference: fmt.Sprintf("cs_%s_%d", p.InvoiceID, n), URL: fmt.Sprintf("https://pay.example/%s/%d", p.InvoiceID, n)}
+	if f.LinkTTL > 0 {
+		at := f.Now().Add(f.LinkTTL).UTC().Truncate(time.Second)
+		page.ExpiresAt = &at
+	}
+	return page, nil
+}
+
+// ClosePage implements billing.PaymentGateway.
+func (g *fakeGateway) ClosePage(_ context.Context, ref string) error {
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	g.f.Closed = append(g.f.Closed, ref)
+	return nil
+}
+
+// SetupPaymentMethod implements billing.PaymentGateway.
+func (g *fakeGateway) SetupPaymentMethod(_ context.Context, setupRef string) (string, string, error) {
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	return "", g.f.SetupMethods[setupRef], nil
+}
+
+// SetDefaultPaymentMethod implements billing.PaymentGateway.
+func (g *fakeGateway) SetDefaultPaymentMethod(_ context.Context, customerRef, pm string) error {
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	g.f.Defaults = append(g.f.Defaults, customerRef+"/"+pm)
+	return nil
+}
+
+// Snapshot returns copies of what the fake recorded: pages made, pages
+// closed, defaults set.
+func (f *FakeProvider) Snapshot() (pages []billing.PaymentPageRequest, closed, defaults []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]billing.PaymentPageRequest(nil), f.Pages...), append([]string(nil), f.Closed...), append([]string(nil), f.Defaults...)
 }
 
 // SetupPage implements billing.PaymentGateway.

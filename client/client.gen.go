@@ -265,6 +265,30 @@ func (e CollectionAttemptStatus) Valid() bool {
 	}
 }
 
+// Defines values for CollectionDisputeStatus.
+const (
+	CLOSED CollectionDisputeStatus = "CLOSED"
+	LOST   CollectionDisputeStatus = "LOST"
+	OPEN   CollectionDisputeStatus = "OPEN"
+	WON    CollectionDisputeStatus = "WON"
+)
+
+// Valid indicates whether the value is a known member of the CollectionDisputeStatus enum.
+func (e CollectionDisputeStatus) Valid() bool {
+	switch e {
+	case CLOSED:
+		return true
+	case LOST:
+		return true
+	case OPEN:
+		return true
+	case WON:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreditGrantStatus.
 const (
 	CreditGrantStatusACTIVE   CreditGrantStatus = "ACTIVE"
@@ -820,6 +844,9 @@ const (
 	INVOICEOVERDUE            NotificationType = "INVOICE_OVERDUE"
 	INVOICEUPDATED            NotificationType = "INVOICE_UPDATED"
 	MERCHANTUPDATED           NotificationType = "MERCHANT_UPDATED"
+	PAYMENTDISPUTELOST        NotificationType = "PAYMENT_DISPUTE_LOST"
+	PAYMENTDISPUTEOPENED      NotificationType = "PAYMENT_DISPUTE_OPENED"
+	PAYMENTDISPUTEWON         NotificationType = "PAYMENT_DISPUTE_WON"
 	PAYMENTFAILED             NotificationType = "PAYMENT_FAILED"
 	PAYMENTREMINDERSENT       NotificationType = "PAYMENT_REMINDER_SENT"
 	PAYMENTSUCCEEDED          NotificationType = "PAYMENT_SUCCEEDED"
@@ -867,6 +894,12 @@ func (e NotificationType) Valid() bool {
 	case INVOICEUPDATED:
 		return true
 	case MERCHANTUPDATED:
+		return true
+	case PAYMENTDISPUTELOST:
+		return true
+	case PAYMENTDISPUTEOPENED:
+		return true
+	case PAYMENTDISPUTEWON:
 		return true
 	case PAYMENTFAILED:
 		return true
@@ -2002,6 +2035,40 @@ type CollectionAttempt struct {
 // CollectionAttemptStatus defines model for CollectionAttempt.Status.
 type CollectionAttemptStatus string
 
+// CollectionDispute A dispute (chargeback) of one of the invoice's provider payments. A LOST dispute took the payment back (amountReversed; journal entries under reversalId).
+type CollectionDispute struct {
+	// Amount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Amount Decimal `json:"amount"`
+
+	// AmountReversed A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	AmountReversed *Decimal `json:"amountReversed,omitempty"`
+
+	// ClosedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	ClosedAt *Timestamp `json:"closedAt,omitempty"`
+	Currency Currency   `json:"currency"`
+
+	// Id The provider's dispute (Stripe dp_...).
+	Id string `json:"id"`
+
+	// OpenedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	OpenedAt         Timestamp               `json:"openedAt"`
+	PaymentReference string                  `json:"paymentReference"`
+	ProviderStatus   *string                 `json:"providerStatus,omitempty"`
+	ReversalId       *string                 `json:"reversalId,omitempty"`
+	Status           CollectionDisputeStatus `json:"status"`
+}
+
+// CollectionDisputeStatus defines model for CollectionDispute.Status.
+type CollectionDisputeStatus string
+
 // Contact defines model for Contact.
 type Contact struct {
 	BillingPreference BillingPreference `json:"billingPreference"`
@@ -2635,7 +2702,10 @@ type CustomerPaymentSettings struct {
 	// Examples: 2024-07-30T12:00:00Z
 	CreatedAt  Timestamp `json:"createdAt"`
 	CustomerId string    `json:"customerId"`
-	Id         string    `json:"id"`
+
+	// DefaultPaymentMethod Read-only. The payment method the customer saved last through a set-up page (POST /customers/{id}/payment-method-setup); automatic charges use it, else the provider customer's default.
+	DefaultPaymentMethod *string `json:"defaultPaymentMethod,omitempty"`
+	Id                   string  `json:"id"`
 
 	// PaymentProvider The payment provider: NONE or STRIPE.
 	PaymentProvider string `json:"paymentProvider"`
@@ -3049,7 +3119,10 @@ type Invoice struct {
 
 // InvoiceCollection defines model for InvoiceCollection.
 type InvoiceCollection struct {
-	Attempts      []CollectionAttempt            `json:"attempts"`
+	Attempts []CollectionAttempt `json:"attempts"`
+
+	// Disputes The disputes of the invoice's provider payments, oldest first; absent when there were none.
+	Disputes      *[]CollectionDispute           `json:"disputes,omitempty"`
 	DunningStatus InvoiceCollectionDunningStatus `json:"dunningStatus"`
 
 	// FirstFailureAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
@@ -3578,6 +3651,11 @@ type Payment struct {
 	//
 	// Examples: 12.30, 0.2, -3.50
 	Amount Decimal `json:"amount"`
+
+	// AmountReversed A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	AmountReversed *Decimal `json:"amountReversed,omitempty"`
 
 	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,12 +19,8 @@ import (
 // "Send a reminder"; each goes through the Service, as the API's state
 // after it shows.
 func TestInvoiceCollectionShownRetriedAndReminded(t *testing.T) {
-	fake := billingtest.NewFakeProvider()
-	f := newFixture(t, billingtest.WithConfig(billing.Config{PaymentProviders: []billing.PaymentProvider{fake},
-		MasterKey: []byte("0123456789abcdef0123456789abcdef")}))
+	f, _ := payFixture(t)
 	ctx := context.Background()
-	must(f.svc.ConfigurePaymentProvider(ctx, f.account, billing.ConfigurePaymentProviderParams{
-		Provider: billing.PaymentProviderStripe, SecretKey: "sk_test_console1234", WebhookSecret: "whsec_console5678"}))
 	unpaid := f.newInvoice(f.account, f.customer.ID, "1", "10.00")
 	must(f.svc.FinalizeInvoice(ctx, f.account, unpaid.ID))
 	b := f.signedIn()
@@ -75,4 +72,37 @@ func TestInvoiceCollectionShownRetriedAndReminded(t *testing.T) {
 			t.Errorf("a paid invoice offers %s", action)
 		}
 	}
+}
+
+// TestInvoiceDisputeShown: a lost dispute shows on the invoice page: in
+// the collection's disputes and beside the payment it took back.
+func TestInvoiceDisputeShown(t *testing.T) {
+	f, _ := payFixture(t)
+	ctx := context.Background()
+	must(f.svc.FinalizeInvoice(ctx, f.account, f.invoice.ID))
+	inv := must(f.svc.GetInvoice(ctx, f.account, f.invoice.ID))
+	for i, ev := range []billing.ProviderEvent{
+		{ID: "evt_paid", Type: billing.ProviderEventPaymentSucceeded, InvoiceID: inv.ID, PaymentRef: "pi_9", Amount: inv.AmountDue, Currency: inv.Currency},
+		{ID: "evt_lost", Type: billing.ProviderEventDisputeClosed, PaymentRef: "pi_9", DisputeRef: "dp_9", DisputeStatus: "LOST", Amount: inv.AmountDue, Currency: inv.Currency},
+	} {
+		body := must(json.Marshal(ev))
+		if _, err := f.svc.HandleProviderWebhook(ctx, f.account, body, http.Header{"Fake-Signature": {"whsec_console5678"}}); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	_, body := f.signedIn().get("/console/invoices/" + inv.ID)
+	contains(t, body, "<caption>Disputes</caption>", "dp_9", "LOST", "taken back by a dispute: £433.80")
+}
+
+// payFixture is a fixture whose Service has the recording fake payment
+// provider, its account configured with it (webhook secret
+// whsec_console5678).
+func payFixture(t *testing.T) (*fixture, *billingtest.FakeProvider) {
+	t.Helper()
+	fake := billingtest.NewFakeProvider()
+	f := newFixture(t, billingtest.WithConfig(billing.Config{PaymentProviders: []billing.PaymentProvider{fake},
+		MasterKey: []byte("0123456789abcdef0123456789abcdef")}))
+	must(f.svc.ConfigurePaymentProvider(context.Background(), f.account, billing.ConfigurePaymentProviderParams{
+		Provider: billing.PaymentProviderStripe, SecretKey: "sk_test_console1234", WebhookSecret: "whsec_console5678"}))
+	return f, fake
 }

@@ -174,3 +174,42 @@ func TestPaymentSettingsSurface(t *testing.T) {
 	body, _ := json.Marshal(col)
 	_ = body
 }
+
+// TestStripeSetupAndDisputeWebhooks: signed Stripe events end to end. A
+// setup_intent.succeeded names the customer's saved payment method: the
+// customer's payment settings answer it as defaultPaymentMethod. A
+// charge.dispute.closed (lost) of the PaymentIntent that paid an invoice
+// makes it due again; the collection answers the dispute and the payment
+// what was taken back.
+func TestStripeSetupAndDisputeWebhooks(t *testing.T) {
+	t.Parallel()
+	e, _ := newPayEnv(t)
+	cust := e.createAs(e.auth, "/customers", `{"legalName":"Saver Ltd","customerAliases":["saver"]}`)
+	cs := decode[map[string]any](t, e.post("/payments/settings/customers", `{"customerId":"`+cust+`","paymentProvider":"STRIPE","providerCustomerId":"cus_Saver"}`))
+	setup := []byte(`{"id":"evt_setup","object":"event","type":"setup_intent.succeeded","created":1722340000,"data":{"object":` +
+		`{"id":"seti_1","object":"setup_intent","customer":"cus_Saver","payment_method":"pm_Saved","metadata":{"customer_id":"` + cust + `"}}}}`)
+	wantStatus(t, e.webhook(setup, sign(setup, testWebhookSecret)), http.StatusOK)
+	if got := decode[map[string]any](t, e.get("/payments/settings/customers/"+cs["id"].(string))); got["defaultPaymentMethod"] != "pm_Saved" {
+		t.Errorf("customer payment settings after the set-up: %v", got)
+	}
+
+	inv := e.sentUSDInvoice()
+	paid := stripeEvent("evt_paid", "payment_intent.succeeded", inv, 3000)
+	wantStatus(t, e.webhook(paid, sign(paid, testWebhookSecret)), http.StatusOK)
+	lost := []byte(`{"id":"evt_lost","object":"event","type":"charge.dispute.closed","created":1722350000,"data":{"object":` +
+		`{"id":"dp_1","object":"dispute","amount":3000,"currency":"usd","payment_intent":"pi_3Pay","status":"lost"}}}`)
+	wantStatus(t, e.webhook(lost, sign(lost, testWebhookSecret)), http.StatusOK)
+	got := decode[map[string]any](t, e.get("/invoices/"+inv))
+	if got["paymentStatus"] != "UNPAID" || got["amountDue"] != "30.00" || got["dunningStatus"] != "FAILED" {
+		t.Errorf("invoice after the lost dispute: %v %v %v", got["paymentStatus"], got["amountDue"], got["dunningStatus"])
+	}
+	col := decode[map[string]any](t, e.get("/invoices/"+inv+"/collection"))
+	ds, _ := col["disputes"].([]any)
+	if len(ds) != 1 || ds[0].(map[string]any)["status"] != "LOST" || ds[0].(map[string]any)["amountReversed"] != "30.00" {
+		t.Errorf("collection %v", col)
+	}
+	pays := decode[page](t, e.get("/invoices/"+inv+"/payments"))
+	if len(pays.Items) != 1 || pays.Items[0]["amountReversed"] != "30.00" {
+		t.Errorf("payments %v", pays.Items)
+	}
+}

@@ -43,6 +43,8 @@ type object struct {
 	Metadata       map[string]string `json:"metadata"`
 	PaymentIntent  json.RawMessage   `json:"payment_intent"`
 	SetupIntent    json.RawMessage   `json:"setup_intent"`
+	PaymentMethod  json.RawMessage   `json:"payment_method"`
+	Status         string            `json:"status"`
 	Mode           string            `json:"mode"`
 	LastError      *struct {
 		Message string `json:"message"`
@@ -97,8 +99,17 @@ func mapEvent(ev *stripe.Event) (*billing.ProviderEvent, error) {
 	case "checkout.session.completed":
 		out.Type, out.PaymentRef = billing.ProviderEventCheckoutCompleted, ref(o.PaymentIntent)
 		out.SetupRef = ref(o.SetupIntent)
-	case "charge.dispute.created":
+		if o.Mode == "setup" {
+			out.Type = billing.ProviderEventPaymentMethodSaved
+		}
+	case "setup_intent.succeeded":
+		out.Type, out.SetupRef, out.PaymentMethod = billing.ProviderEventPaymentMethodSaved, o.ID, ref(o.PaymentMethod)
+	case "charge.dispute.created", "charge.dispute.closed":
 		out.Type, out.PaymentRef, out.Amount = billing.ProviderEventDisputeOpened, ref(o.PaymentIntent), FromMinorUnits(o.Amount, cur)
+		out.DisputeRef, out.DisputeStatus = o.ID, strings.ToUpper(o.Status)
+		if ev.Type == "charge.dispute.closed" {
+			out.Type = billing.ProviderEventDisputeClosed
+		}
 	}
 	return out, nil
 }

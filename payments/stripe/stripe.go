@@ -291,11 +291,57 @@ func (g *gateway) SetupPage(ctx context.Context, r billing.SetupPageRequest) (*b
 		params.CancelURL = stripe.String(cancel)
 	}
 	params.AddMetadata("customer_id", r.CustomerID)
+	// The SetupIntent carries the customer too, so that
+	// setup_intent.succeeded names billingd's customer.
+	params.SetupIntentData = &stripe.CheckoutSessionCreateSetupIntentDataParams{Metadata: map[string]string{"customer_id": r.CustomerID}}
 	s, err := g.c.V1CheckoutSessions.Create(ctx, params)
 	if err != nil {
 		return nil, g.describe(err)
 	}
 	return hosted(s), nil
+}
+
+// SetupPaymentMethod reads a SetupIntent: its customer and the payment
+// method it saved.
+func (g *gateway) SetupPaymentMethod(ctx context.Context, setupRef string) (string, string, error) {
+	si, err := g.c.V1SetupIntents.Retrieve(ctx, setupRef, nil)
+	if err != nil {
+		return "", "", g.describe(err)
+	}
+	cust, pm := "", ""
+	if si.Customer != nil {
+		cust = si.Customer.ID
+	}
+	if si.PaymentMethod != nil {
+		pm = si.PaymentMethod.ID
+	}
+	return cust, pm, nil
+}
+
+// SetDefaultPaymentMethod sets the customer's
+// invoice_settings.default_payment_method.
+func (g *gateway) SetDefaultPaymentMethod(ctx context.Context, customerRef, paymentMethod string) error {
+	params := &stripe.CustomerUpdateParams{InvoiceSettings: &stripe.CustomerUpdateInvoiceSettingsParams{DefaultPaymentMethod: stripe.String(paymentMethod)}}
+	if _, err := g.c.V1Customers.Update(ctx, customerRef, params); err != nil {
+		return g.describe(err)
+	}
+	return nil
+}
+
+// ClosePage expires a Checkout Session while it is open; a session already
+// complete or expired is left as it is.
+func (g *gateway) ClosePage(ctx context.Context, ref string) error {
+	s, err := g.c.V1CheckoutSessions.Retrieve(ctx, ref, nil)
+	if err != nil {
+		return g.describe(err)
+	}
+	if s.Status != "" && s.Status != stripe.CheckoutSessionStatusOpen {
+		return nil
+	}
+	if _, err := g.c.V1CheckoutSessions.Expire(ctx, ref, nil); err != nil {
+		return g.describe(err)
+	}
+	return nil
 }
 
 // Refund refunds part of a PaymentIntent.

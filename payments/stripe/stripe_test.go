@@ -201,3 +201,86 @@ func TestErrorsNameNoSecret(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestPaymentMethodSetupWire runs the calls of a payment method set-up
+// against stripe-mock and checks what reached the wire: the Checkout
+// Session in setup mode (the customer, metadata.customer_id on the session
+// and on its SetupIntent), the SetupIntent read back, the customer's
+// invoice_settings.default_payment_method set.
+func TestPaymentMethodSetupWire(t *testing.T) {
+	t.Parallel()
+	rec := stripemock.NewRecorder(t, stripemock.Start(t))
+	g := open(t, rec.URL)
+	ctx := context.Background()
+	page, err := g.SetupPage(ctx, billing.SetupPageRequest{CustomerID: "c1", CustomerRef: "cus_1", Currency: "EUR", SuccessURL: "https://shop.example/saved"})
+	if err != nil || page.URL == "" || page.Reference == "" {
+		t.Fatalf("SetupPage: %+v %v", page, err)
+	}
+	f := rec.Requests("/v1/checkout/sessions")[0].Form
+	if f.Get("mode") != "setup" || f.Get("customer") != "cus_1" || f.Get("metadata[customer_id]") != "c1" ||
+		f.Get("setup_intent_data[metadata][customer_id]") != "c1" || f.Get("success_url") != "https://shop.example/saved" || f.Get("currency") != "eur" {
+		t.Errorf("set-up session form %v", f)
+	}
+	if _, _, err := g.SetupPaymentMethod(ctx, "seti_123"); err != nil {
+		t.Errorf("SetupPaymentMethod: %v", err)
+	}
+	if r := rec.Requests("/v1/setup_intents/seti_123"); len(r) != 1 || r[0].Method != http.MethodGet {
+		t.Errorf("set-up read %+v", r)
+	}
+	if err := g.SetDefaultPaymentMethod(ctx, "cus_1", "pm_saved"); err != nil {
+		t.Fatal(err)
+	}
+	if r := rec.Requests("/v1/customers/cus_1"); len(r) != 1 || r[0].Method != http.MethodPost || r[0].Form.Get("invoice_settings[default_payment_method]") != "pm_saved" {
+		t.Errorf("default payment method update %+v", r)
+	}
+}
+
+// TestClosePageWire: closing a payment page reads the Checkout Session and
+// expires it while it is open.
+func TestClosePageWire(t *testing.T) {
+	t.Parallel()
+	rec := stripemock.NewRecorder(t, stripemock.Start(t))
+	g := open(t, rec.URL)
+	if err := g.ClosePage(context.Background(), "cs_123"); err != nil {
+		t.Fatal(err)
+	}
+	if r := rec.Requests("/v1/checkout/sessions/cs_123"); len(r) != 1 || r[0].Method != http.MethodGet {
+		t.Errorf("session read %+v", r)
+	}
+	if r := rec.Requests("/v1/checkout/sessions/cs_123/expire"); len(r) != 1 || r[0].Method != http.MethodPost {
+		t.Errorf("session expire %+v (stripe-mock's session is open)", r)
+	}
+}
+
+// TestParseSetupAndDisputeEvents maps the set-up and dispute events.
+func TestParseSetupAndDisputeEvents(t *testing.T) {
+	t.Parallel()
+	g := open(t, "http://127.0.0.1:1")
+	for _, c := range []struct {
+		body string
+		want billing.ProviderEvent
+	}{
+		{`{"id":"evt_a","object":"event","type":"checkout.session.completed","created":1700000000,"data":{"object":{"id":"cs_1","object":"checkout.session","mode":"setup","customer":"cus_1","setup_intent":"seti_1","metadata":{"customer_id":"c1"}}}}`,
+			billing.ProviderEvent{Type: billing.ProviderEventPaymentMethodSaved, SetupRef: "seti_1", CustomerRef: "cus_1", CustomerID: "c1"}},
+		{`{"id":"evt_b","object":"event","type":"setup_intent.succeeded","created":1700000000,"data":{"object":{"id":"seti_1","object":"setup_intent","customer":"cus_1","payment_method":"pm_1","metadata":{"customer_id":"c1"}}}}`,
+			billing.ProviderEvent{Type: billing.ProviderEventPaymentMethodSaved, SetupRef: "seti_1", CustomerRef: "cus_1", CustomerID: "c1", PaymentMethod: "pm_1"}},
+		{`{"id":"evt_c","object":"event","type":"charge.dispute.created","created":1700000000,"data":{"object":{"id":"dp_1","object":"dispute","amount":1999,"currency":"usd","payment_intent":"pi_1","status":"needs_response"}}}`,
+			billing.ProviderEvent{Type: billing.ProviderEventDisputeOpened, DisputeRef: "dp_1", PaymentRef: "pi_1", DisputeStatus: "NEEDS_RESPONSE", Amount: billing.MustDecimal("19.99")}},
+		{`{"id":"evt_d","object":"event","type":"charge.dispute.closed","created":1700000000,"data":{"object":{"id":"dp_1","object":"dispute","amount":1999,"currency":"usd","payment_intent":"pi_1","status":"lost"}}}`,
+			billing.ProviderEvent{Type: billing.ProviderEventDisputeClosed, DisputeRef: "dp_1", PaymentRef: "pi_1", DisputeStatus: "LOST", Amount: billing.MustDecimal("19.99")}},
+	} {
+		payload := []byte(c.body)
+		h := http.Header{}
+		h.Set("Stripe-Signature", webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: payload, Secret: "whsec_test", Timestamp: time.Now()}).Header)
+		ev, err := g.ParseEvent(payload, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := c.want
+		if ev.Type != w.Type || ev.SetupRef != w.SetupRef || ev.CustomerRef != w.CustomerRef || ev.CustomerID != w.CustomerID ||
+			ev.PaymentMethod != w.PaymentMethod || ev.DisputeRef != w.DisputeRef || ev.DisputeStatus != w.DisputeStatus ||
+			ev.PaymentRef != w.PaymentRef || (w.Amount != billing.Decimal{} && ev.Amount.Cmp(w.Amount) != 0) {
+			t.Errorf("%s: %+v", ev.RawType, ev)
+		}
+	}
+}
