@@ -627,11 +627,13 @@ func (s *Service) chargeFailed(ctx context.Context, tx Tx, c *collectionRecord, 
 		return err
 	}
 	if st.FailureNotifications.CustomerNotifications == SendNotifications && len(r.CustomerEmails) > 0 {
-		e := Email{To: slices.Clone(r.CustomerEmails), Subject: fmt.Sprintf("Payment of invoice %s failed", r.InvoiceNumber),
-			Text: fmt.Sprintf("Dear customer,\n\nwe could not collect %s %s for invoice %s: %s.\n", r.AmountDue, r.Currency, r.InvoiceNumber, message)}
+		n := paymentNotice(PaymentNoticeFailed, &r.Invoice)
+		n.Failure = message
 		if c.DunningStatus == DunningScheduled {
-			e.Text += fmt.Sprintf("We will try again on %s.\n", DateOf(*c.NextAt))
+			next := DateOf(*c.NextAt)
+			n.NextAttempt = &next
 		}
+		e := Email{To: slices.Clone(r.CustomerEmails), Payment: n}
 		if err := s.queueEmail(ctx, tx, account, e); err != nil {
 			return err
 		}
@@ -686,18 +688,21 @@ func (s *Service) sendReminder(ctx context.Context, t CollectionStep, now time.T
 	})
 }
 
+// paymentNotice is the facts of a payment e-mail about inv.
+func paymentNotice(kind PaymentNoticeKind, inv *Invoice) *PaymentNotice {
+	return &PaymentNotice{Kind: kind, InvoiceNumber: inv.InvoiceNumber, IssueDate: inv.IssueDate,
+		DueDate: inv.DueDate, AmountDue: inv.AmountDue, Currency: inv.Currency}
+}
+
 // remind queues one reminder e-mail and its notifications.
 func (s *Service) remind(ctx context.Context, tx Tx, c *collectionRecord, r *invoiceRecord, now time.Time) error {
 	today, err := s.dateOf(ctx, tx, r.ServiceAccountID, "", now)
 	if err != nil {
 		return err
 	}
-	text := fmt.Sprintf("Dear customer,\n\ninvoice %s of %s is due on %s: %s %s remain to be paid.\n", r.InvoiceNumber, r.IssueDate, r.DueDate, r.AmountDue, r.Currency)
-	if c.PaymentLink != "" {
-		text += "Pay online: " + c.PaymentLink + "\n"
-	}
-	if err := s.queueEmail(ctx, tx, r.ServiceAccountID, Email{To: slices.Clone(r.CustomerEmails),
-		Subject: fmt.Sprintf("Reminder: invoice %s, %s %s due %s", r.InvoiceNumber, r.AmountDue, r.Currency, r.DueDate), Text: text}); err != nil {
+	n := paymentNotice(PaymentNoticeReminder, &r.Invoice)
+	n.PaymentLink = c.PaymentLink
+	if err := s.queueEmail(ctx, tx, r.ServiceAccountID, Email{To: slices.Clone(r.CustomerEmails), Payment: n}); err != nil {
 		return err
 	}
 	if err := s.emit(ctx, tx, r.ServiceAccountID, NotificationPaymentReminderSent, &r.Invoice); err != nil {

@@ -84,6 +84,45 @@ type Email struct {
 	// into the message and its PDF; without one it goes as
 	// render.SummaryEmail, a plain-text summary.
 	Document *DocumentRef `json:"document,omitempty"`
+	// Payment, when set, is what a payment e-mail to the customer is
+	// about (a failed charge, a reminder); package render writes its words
+	// when it is sent.
+	Payment *PaymentNotice `json:"payment,omitempty"`
+}
+
+// PaymentNoticeKind says which payment e-mail a PaymentNotice is.
+type PaymentNoticeKind string
+
+// The payment e-mails billingd sends customers.
+const (
+	// PaymentNoticeFailed: a charge of the customer's saved payment method failed.
+	PaymentNoticeFailed PaymentNoticeKind = "PAYMENT_FAILED"
+	// PaymentNoticeReminder: a reminder of an unpaid invoice.
+	PaymentNoticeReminder PaymentNoticeKind = "PAYMENT_REMINDER"
+)
+
+// PaymentNotice holds the facts of a payment e-mail, as they were when it
+// was queued; the words are package render's (render.PaymentEmail).
+type PaymentNotice struct {
+	// Kind says which e-mail this is.
+	Kind PaymentNoticeKind `json:"kind"`
+	// InvoiceNumber is the invoice's number.
+	InvoiceNumber string `json:"invoiceNumber"`
+	// IssueDate and DueDate are the invoice's.
+	IssueDate Date `json:"issueDate"`
+	// DueDate is when the invoice is due.
+	DueDate Date `json:"dueDate"`
+	// AmountDue is what remains to be paid, in Currency.
+	AmountDue Decimal `json:"amountDue"`
+	// Currency is the invoice's currency.
+	Currency Currency `json:"currency"`
+	// Failure is the provider's reason a charge failed (PAYMENT_FAILED).
+	Failure string `json:"failure,omitempty"`
+	// NextAttempt is the day of the next charge, if one is scheduled
+	// (PAYMENT_FAILED).
+	NextAttempt *Date `json:"nextAttempt,omitempty"`
+	// PaymentLink is where the customer can pay online (PAYMENT_REMINDER).
+	PaymentLink string `json:"paymentLink,omitempty"`
 }
 
 // Attachment is a file attached to an e-mail.

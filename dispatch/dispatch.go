@@ -234,18 +234,22 @@ func (d *Dispatcher) send(ctx context.Context, c *billing.DeliveryClaim) billing
 
 // email is the e-mail of a claimed delivery as it is sent. The outbox
 // queues references, and package render writes the words: a notification
-// e-mail (render.NotificationEmail) with its payload attached; a
-// document's e-mail rendered by the DocumentRenderer, or summarized in
-// plain text without one (render.SummaryEmail), from the document as
-// stored now. An e-mail queued with its words (a Subject: payment
-// e-mails, and those queued by earlier versions) goes as queued, but for
-// its document. A document that is gone is a not_found error (the
+// e-mail (render.NotificationEmail) with its payload attached; a payment
+// e-mail to a customer (render.PaymentEmail); a document's e-mail rendered
+// by the DocumentRenderer, or summarized in plain text without one
+// (render.SummaryEmail), from the document as stored now. An e-mail queued
+// with its words (a Subject: those queued by earlier versions) goes as
+// queued, but for its document. A document that is gone is a not_found error (the
 // delivery then fails for good).
 func (d *Dispatcher) email(ctx context.Context, c *billing.DeliveryClaim) (*billing.Email, error) {
 	e := *c.Email
 	switch {
 	case e.Document != nil && (e.Subject == "" || d.cfg.Documents != nil):
 		return d.documentEmail(ctx, c.Account, &e)
+	case e.Subject == "" && e.Payment != nil:
+		written := render.PaymentEmail(e.Payment)
+		written.To = e.To
+		e = *written
 	case e.Subject == "" && c.NotificationID != "":
 		var n billing.Notification
 		if err := json.Unmarshal(c.Payload, &n); err != nil {

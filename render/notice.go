@@ -83,3 +83,22 @@ func creditNoteSummary(cn *billing.CreditNote) *billing.Email {
 		Text:    text, Document: &billing.DocumentRef{Kind: billing.DocumentCreditNote, ID: cn.ID},
 	}
 }
+
+// PaymentEmail writes a payment e-mail to a customer: a failed charge
+// (with the next attempt, if one is scheduled) or a reminder of an unpaid
+// invoice (with where to pay online). To is left for the caller.
+func PaymentEmail(n *billing.PaymentNotice) *billing.Email {
+	if n.Kind == billing.PaymentNoticeReminder {
+		text := fmt.Sprintf("Dear customer,\n\ninvoice %s of %s is due on %s: %s %s remain to be paid.\n",
+			n.InvoiceNumber, n.IssueDate, n.DueDate, n.AmountDue, n.Currency)
+		if n.PaymentLink != "" {
+			text += "Pay online: " + n.PaymentLink + "\n"
+		}
+		return &billing.Email{Subject: fmt.Sprintf("Reminder: invoice %s, %s %s due %s", n.InvoiceNumber, n.AmountDue, n.Currency, n.DueDate), Text: text}
+	}
+	text := fmt.Sprintf("Dear customer,\n\nwe could not collect %s %s for invoice %s: %s.\n", n.AmountDue, n.Currency, n.InvoiceNumber, n.Failure)
+	if n.NextAttempt != nil {
+		text += fmt.Sprintf("We will try again on %s.\n", *n.NextAttempt)
+	}
+	return &billing.Email{Subject: fmt.Sprintf("Payment of invoice %s failed", n.InvoiceNumber), Text: text}
+}
