@@ -27,6 +27,9 @@ var migrations = []string{
 	ownTable("usage_events") + ownTable("usage_event_ids") + ownTable("usage_event_keys"),
 	// 3: the reporting schema and its read-only views (see reporting.go).
 	reportingMigration,
+	// 4: the hourly usage rollups the Service keeps on this store
+	// (billing.RollupTx) get a table of their own.
+	ownTable("usage_rollups"),
 }
 
 // ownTable is the SQL that creates the table of its own of a Store table
