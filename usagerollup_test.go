@@ -56,7 +56,7 @@ func (s *rollupSwitch) Batch(ctx context.Context, fn func(billing.Tx) error) err
 // TestUsageRollupsAgreeWithTheScan stores random usage events (values with
 // 12 decimal places, numbers written with different scales, decimal
 // strings, non-numbers, missing values; timestamps to the second over
-// three days, sent out of order, so many arrive late; supersede by
+// 16 hours, sent out of order, so many arrive late; supersede by
 // customerEventId within and across batches; several aliases) and checks
 // that every calculation answers the same, to the last digit of its JSON,
 // from the hourly rollups as from a scan of the events: COUNT, SUM, MIN and
@@ -94,6 +94,10 @@ func TestUsageRollupsAgreeWithTheScan(t *testing.T) {
 	}
 }
 
+// tiePool are numbers equal to others written differently, the greatest
+// and least of the world among them.
+var tiePool = []string{"-1000", "-1000.0", "-1000.000000000000", "1000", "1000.0", "1000.00", "1", "1.0", "0.00000000001", "0.000000000010"}
+
 // checkRollupWorld ingests random batches into sw and compares the two
 // paths after each; it returns the number of calculations compared.
 func checkRollupWorld(t *testing.T, sw *rollupSwitch, r *rand.Rand) int {
@@ -121,12 +125,13 @@ func checkRollupWorld(t *testing.T, sw *rollupSwitch, r *rand.Rand) int {
 			metrics = append(metrics, createMetric(t, svc, acct, p))
 		}
 	}
+	const span = 16 * 3600 // seconds of events: many in each hour
 	compared := 0
 	for batch := range 12 {
 		var b billing.UsageEventBatchParams
-		for range 1 + r.IntN(40) {
+		for range 1 + r.IntN(60) {
 			e, p := randomGaugeEvent(r, 0, start, []string{"c-a", "c-b", c.ID})
-			at := start.Add(time.Duration(r.Int64N(3*24*3600)) * time.Second)
+			at := start.Add(time.Duration(r.Int64N(span)) * time.Second)
 			p.EventTimestamp = &at
 			if _, frac, dot := strings.Cut(deref(e.value), "."); e.valueIsNumeric && len(frac) < 12 && r.IntN(2) == 0 {
 				// The same number with one more digit: equal, written
@@ -137,17 +142,20 @@ func checkRollupWorld(t *testing.T, sw *rollupSwitch, r *rand.Rand) int {
 				}
 				p.EventProperties["v"] = billing.NumberProperty(billing.MustDecimal(v))
 			}
+			if r.IntN(3) == 0 { // few distinct numbers, many ways to write them: ties
+				p.EventProperties["v"] = billing.NumberProperty(billing.MustDecimal(tiePool[r.IntN(len(tiePool))]))
+			}
 			b.Events = append(b.Events, p)
 		}
 		if _, err := svc.CreateUsageEventBatch(ctx, acct, b); err != nil {
 			t.Fatalf("CreateUsageEventBatch: %v", err)
 		}
 		for range 6 {
-			from := start.Add(time.Duration(r.Int64N(3*24)) * time.Hour)
+			from := start.Add(time.Duration(r.Int64N(span/3600)) * time.Hour)
 			if r.IntN(2) == 0 {
 				from = from.Add(time.Duration(r.Int64N(3600)) * time.Second)
 			}
-			to := from.Add(time.Duration(1+r.Int64N(3*24)) * time.Hour)
+			to := from.Add(time.Duration(1+r.Int64N(span/3600)) * time.Hour)
 			if r.IntN(2) == 0 {
 				to = to.Add(time.Duration(r.Int64N(3600)) * time.Second)
 			}
@@ -168,4 +176,40 @@ func checkRollupWorld(t *testing.T, sw *rollupSwitch, r *rand.Rand) int {
 		}
 	}
 	return compared
+}
+
+// TestUsageRollupsBreakTiesAsTheScan: equal numbers written differently
+// ("1000.00", "1000.0", "1000"), the later in time sent first: MIN and MAX
+// answer the one a scan meets first (the earliest), from rollups too.
+func TestUsageRollupsBreakTiesAsTheScan(t *testing.T) {
+	t.Parallel()
+	mem := memstore.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	sw := &rollupSwitch{Store: mem}
+	ctx := context.Background()
+	svc, clock := billingtest.NewService(t, billingtest.WithStore(sw))
+	acct := billingtest.Account(t, svc, "acme")
+	hour := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
+	clock.Set(hour.Add(48 * time.Hour))
+	c := must(svc.CreateCustomer(ctx, acct, billing.CustomerParams{LegalName: "C"})).of(t, "CreateCustomer")
+	for i, v := range []string{"1000.00", "1000.0", "1000", "-1000.00", "-1000.0", "-1000"} {
+		at := hour.Add(time.Duration(50-i*5) * time.Minute) // each earlier than the one before
+		must(svc.CreateUsageEvent(ctx, acct, billing.UsageEventParams{CustomerAlias: c.ID, EventType: "e", EventTimestamp: &at,
+			EventProperties: billing.EventProperties{"v": billing.NumberProperty(billing.MustDecimal(v))}})).of(t, "CreateUsageEvent")
+	}
+	for agg, want := range map[billing.AggregationType]string{billing.AggregationMax: "1000", billing.AggregationMin: "-1000"} {
+		m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: string(agg), MetricType: billing.MetricTypeSimple, EventType: "e", AggregationType: agg, AggregationProperty: "v"})
+		p := billing.CalculateUsageParams{UsageMetricID: m.ID, CustomerAliases: []string{c.ID},
+			PeriodStart: billing.FormatTimestamp(hour.Add(-time.Hour)), PeriodEnd: billing.FormatTimestamp(hour.Add(2 * time.Hour))}
+		for _, rollups := range []bool{true, false} {
+			sw.read.Store(rollups)
+			got := must(svc.CalculateUsage(ctx, acct, p)).of(t, "CalculateUsage")
+			if got.Value.String() != want {
+				t.Errorf("%s (rollups %t) = %s, want %s (the earliest event's)", agg, rollups, got.Value, want)
+			}
+		}
+	}
+	if sw.rollupReads.Load() == 0 {
+		t.Fatal("no calculation read the rollups")
+	}
 }
