@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -62,15 +63,46 @@ type usageRollup struct {
 }
 
 // rollupProp aggregates the numeric values of one property in an hour.
-// Decimals are kept as apd's scientific text, which reads back with the
-// same coefficient and exponent.
 type rollupProp struct {
+	N              int64
+	Sum, Min, Max  Decimal
+	MinKey, MaxKey []byte // the key suffixes (time | id) of Min's and Max's events
+}
+
+// rollupPropJSON is rollupProp as stored: decimals in apd's scientific
+// text, which reads back with the same coefficient and exponent (so "1.50"
+// stays "1.50").
+type rollupPropJSON struct {
 	N      int64  `json:"n"`
 	Sum    string `json:"s"`
 	Min    string `json:"lo"`
 	MinKey []byte `json:"lk"`
 	Max    string `json:"hi"`
 	MaxKey []byte `json:"hk"`
+}
+
+// MarshalJSON writes the stored form.
+func (p *rollupProp) MarshalJSON() ([]byte, error) {
+	return json.Marshal(rollupPropJSON{N: p.N, Sum: p.Sum.d.String(), Min: p.Min.d.String(), MinKey: p.MinKey,
+		Max: p.Max.d.String(), MaxKey: p.MaxKey})
+}
+
+// UnmarshalJSON reads the stored form.
+func (p *rollupProp) UnmarshalJSON(b []byte) error {
+	var j rollupPropJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	p.N, p.MinKey, p.MaxKey = j.N, j.MinKey, j.MaxKey
+	for _, f := range []struct {
+		d *Decimal
+		s string
+	}{{&p.Sum, j.Sum}, {&p.Min, j.Min}, {&p.Max, j.Max}} {
+		if _, _, err := f.d.d.SetString(f.s); err != nil {
+			return fmt.Errorf("billing: malformed usage rollup: %w", err)
+		}
+	}
+	return nil
 }
 
 // rollupKey returns the key of the rollup of series (its first 4 bytes)
@@ -113,34 +145,24 @@ func (r *usageRollup) add(k, v []byte) {
 // add adds value d of the event whose key suffix (time | id) is tie.
 func (p *rollupProp) add(d Decimal, tie []byte) {
 	if p.N == 0 {
-		p.N, p.Sum, p.Min, p.Max = 1, d.d.String(), d.d.String(), d.d.String()
+		p.N, p.Sum, p.Min, p.Max = 1, d, d, d
 		p.MinKey, p.MaxKey = slices.Clone(tie), slices.Clone(tie)
 		return
 	}
 	p.N++
-	sum := rollupDecimal(p.Sum).Add(d)
-	p.Sum = sum.d.String()
-	if c := d.Cmp(rollupDecimal(p.Min)); c < 0 || c == 0 && bytes.Compare(tie, p.MinKey) < 0 {
-		p.Min, p.MinKey = d.d.String(), slices.Clone(tie)
+	p.Sum = p.Sum.Add(d)
+	if c := d.Cmp(p.Min); c < 0 || c == 0 && bytes.Compare(tie, p.MinKey) < 0 {
+		p.Min, p.MinKey = d, slices.Clone(tie)
 	}
-	if c := d.Cmp(rollupDecimal(p.Max)); c > 0 || c == 0 && bytes.Compare(tie, p.MaxKey) < 0 {
-		p.Max, p.MaxKey = d.d.String(), slices.Clone(tie)
+	if c := d.Cmp(p.Max); c > 0 || c == 0 && bytes.Compare(tie, p.MaxKey) < 0 {
+		p.Max, p.MaxKey = d, slices.Clone(tie)
 	}
-}
-
-// rollupDecimal reads a decimal a rollup wrote (never malformed).
-func rollupDecimal(s string) Decimal {
-	var d Decimal
-	if _, _, err := d.d.SetString(s); err != nil {
-		panic("billing: malformed usage rollup decimal " + s)
-	}
-	return d
 }
 
 // rollupWriter collects one ingestion run's changes of rollups: the events
-// added per hour, and the hours that lost an event.
+// added, by series, and the hours that lost an event.
 type rollupWriter struct {
-	added map[string][][2][]byte // rollup key → (event key, value) added
+	added map[string][][2][]byte // series no → (event key, value) added
 	dirty map[string]bool        // rollup key → rebuild from a scan
 }
 
@@ -157,8 +179,7 @@ func (w *rollupWriter) put(pk, v []byte) {
 	if w == nil {
 		return
 	}
-	k := string(rollupKey(pk, hourOf(eventcodec.ReadTime(pk[4:12]).Unix())))
-	w.added[k] = append(w.added[k], [2][]byte{pk, v})
+	w.added[string(pk[:4])] = append(w.added[string(pk[:4])], [2][]byte{pk, v})
 }
 
 // deleted records that the event stored under pk was deleted.
@@ -166,39 +187,64 @@ func (w *rollupWriter) deleted(pk []byte) {
 	if w == nil {
 		return
 	}
-	w.dirty[string(rollupKey(pk, hourOf(eventcodec.ReadTime(pk[4:12]).Unix())))] = true
+	w.dirty[string(rollupKey(pk, eventHour(pk)))] = true
 }
 
+// eventHour is the hour of the event stored under key k.
+func eventHour(k []byte) int64 { return hourOf(eventcodec.ReadTime(k[4:12]).Unix()) }
+
 // flush writes the changed rollups: an hour that lost an event is rebuilt
-// from its events (this run's included), the others get their new events
-// added.
+// from its events (this run's included); the others get the run's events
+// added, each series' rollups read in one scan over the hours it touched.
 func (w *rollupWriter) flush(ctx context.Context, tx Tx) error {
 	if w == nil {
 		return nil
 	}
-	for _, k := range sortedKeys(w.added) {
-		if w.dirty[k] {
-			continue
-		}
-		var r usageRollup
-		v, err := tx.Get(ctx, tableUsageRollups, []byte(k))
-		switch {
-		case err == nil:
-			if err := json.Unmarshal(v, &r); err != nil {
-				return err
-			}
-		case !errors.Is(err, ErrNotFound):
-			return err
-		}
-		for _, e := range w.added[k] {
-			r.add(e[0], e[1])
-		}
-		if err := putRecord(ctx, tx, tableUsageRollups, []byte(k), &r); err != nil {
+	for _, series := range sortedKeys(w.added) {
+		if err := w.addSeries(ctx, tx, []byte(series)); err != nil {
 			return err
 		}
 	}
 	for _, k := range sortedKeys(w.dirty) {
 		if err := rebuildRollup(ctx, tx, []byte(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addSeries adds the run's events of series to the rollups of their hours
+// (but those to be rebuilt).
+func (w *rollupWriter) addSeries(ctx context.Context, tx Tx, series []byte) error {
+	events := w.added[string(series)]
+	lo, hi := eventHour(events[0][0]), eventHour(events[0][0])
+	for _, e := range events {
+		lo, hi = min(lo, eventHour(e[0])), max(hi, eventHour(e[0]))
+	}
+	hours := map[string]*usageRollup{}
+	err := tx.Scan(ctx, tableUsageRollups, Range{Start: rollupKey(series, lo), End: rollupKey(series, hi+rollupHour)},
+		func(k, v []byte) error {
+			r := &usageRollup{}
+			hours[string(k)] = r
+			return json.Unmarshal(v, r)
+		})
+	if err != nil {
+		return err
+	}
+	changed := map[string]bool{}
+	for _, e := range events {
+		k := string(rollupKey(e[0], eventHour(e[0])))
+		if w.dirty[k] {
+			continue
+		}
+		if hours[k] == nil {
+			hours[k] = &usageRollup{}
+		}
+		hours[k].add(e[0], e[1])
+		changed[k] = true
+	}
+	for _, k := range sortedKeys(changed) {
+		if err := putRecord(ctx, tx, tableUsageRollups, []byte(k), hours[k]); err != nil {
 			return err
 		}
 	}
@@ -314,11 +360,10 @@ func (c *usageCalc) addRollup(r *usageRollup) {
 	a.invalid += r.Events - p.N
 	switch c.m.AggregationType {
 	case AggregationSum:
-		sum := rollupDecimal(p.Sum)
-		a.sum.addBig(&sum.d)
+		a.sum.addBig(&p.Sum.d)
 	case AggregationMin:
-		c.addGauge(a, rollupDecimal(p.Min))
+		c.addGauge(a, p.Min)
 	case AggregationMax:
-		c.addGauge(a, rollupDecimal(p.Max))
+		c.addGauge(a, p.Max)
 	}
 }
