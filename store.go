@@ -249,6 +249,7 @@ const (
 	tableUsageEvents      Table = "usage_events"       // series no | timestamp | event id → encoded event
 	tableUsageEventIDs    Table = "usage_event_ids"    // account no | first event id → series no | timestamp, then an entry per other event of its batch and millisecond (appendIDRecord)
 	tableUsageEventKeys   Table = "usage_event_keys"   // account no | customerEventId → usage_events key (explicit ids only)
+	tableUsageRollups     Table = "usage_rollups"      // series no | hour → usageRollup; series no → empty (usagerollup.go; RollupTx stores only)
 )
 
 // The tables of invoices and credit notes. Lines and groups are keyed under

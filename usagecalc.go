@@ -321,6 +321,12 @@ func (src *usageSource) each(c *usageCalc) error {
 	// A plain SUM, the metric of most usage prices, is inlined here.
 	sum, prop, total := c.plain && c.m.AggregationType == AggregationSum, c.m.AggregationProperty, &c.total
 	for _, s := range src.series {
+		if done, err := src.eachRolledUp(c, &s); done || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		no, end := eventcodec.No(s.no), eventcodec.TimeBound(s.end)
 		r := Range{Start: src.rangeOf(s).Start}
 		err := src.tx.Scan(src.ctx, tableUsageEvents, r, func(k, v []byte) error {

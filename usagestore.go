@@ -85,6 +85,9 @@ func seriesNo(ctx context.Context, tx Tx, account, eventType, alias string, crea
 		if err != nil {
 			return nil, err
 		}
+		if err := markRolledUp(ctx, tx, no); err != nil {
+			return nil, err
+		}
 		return no, tx.Put(ctx, tableUsageSeriesNames, no, key(eventType, alias))
 	}
 	return number(ctx, tx, tableUsageSeries, k, false)
@@ -328,10 +331,14 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 	}
 	ew.keys = sized(w.keyBuf, n) // one block for every key
 	defer func() { w.keyBuf, w.added, w.indexBuf = ew.keys, ew.ids.added, ew.ids.buf }()
+	ew.rollups = newRollupWriter(tx)
 	for i := range w.events {
 		if err := ew.put(ctx, tx, i); err != nil {
 			return err
 		}
+	}
+	if err := ew.rollups.flush(ctx, tx); err != nil {
+		return err
 	}
 	return ew.ids.flush(ctx, tx)
 }
@@ -348,8 +355,9 @@ type eventWriter struct {
 	// explicitIDs is whether usage_event_keys may hold an entry of the
 	// account: false only while neither the store nor this call has one.
 	explicitIDs bool
-	ids         idIndex // the run's changes of usage_event_ids
-	keys        []byte  // memory of the run's usage_events keys
+	ids         idIndex       // the run's changes of usage_event_ids
+	keys        []byte        // memory of the run's usage_events keys
+	rollups     *rollupWriter // nil unless the store keeps usage rollups
 }
 
 func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
@@ -385,6 +393,7 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 		}
 	}
 	ew.ids.added = append(ew.ids.added, idEntry{id: pk[12:], loc: pk[:12]})
+	ew.rollups.put(pk, ew.w.vals[i])
 	return putKept(ctx, tx, tableUsageEvents, pk, ew.w.vals[i]) // encoded once, never changed
 }
 
@@ -442,6 +451,7 @@ func (ew *eventWriter) delete(ctx context.Context, tx Tx, pk []byte, spot idSpot
 	if err := tx.Delete(ctx, tableUsageEvents, pk); err != nil {
 		return err
 	}
+	ew.rollups.deleted(pk)
 	ew.ids.drop(spot)
 	return nil
 }

@@ -62,8 +62,11 @@ func dropSchemas() error {
 	pgSchemas.Lock()
 	defer pgSchemas.Unlock()
 	for _, s := range pgSchemas.names {
-		if _, err := conn.Exec(ctx, `drop schema if exists `+pgx.Identifier{s}.Sanitize()+` cascade`); err != nil {
-			return err
+		// The store's schema, and that of its reporting views.
+		for _, name := range []string{s, s + "_reporting"} {
+			if _, err := conn.Exec(ctx, `drop schema if exists `+pgx.Identifier{name}.Sanitize()+` cascade`); err != nil {
+				return err
+			}
 		}
 	}
 	pgSchemas.names = nil

@@ -12,6 +12,7 @@ import (
 
 // migrations are the schema changes, in order; migrations[i] brings the
 // schema to version i+1. Append only: a released migration never changes.
+// "{reporting}" in a migration stands for the quoted reporting schema.
 var migrations = []string{
 	// 1: every Store table in one table; the primary key is the ordered
 	// index every Get, Scan and Insert uses.
@@ -24,6 +25,11 @@ var migrations = []string{
 	// 2: the usage event tables move to tables of their own (see
 	// ownRelations): same columns, rows moved as they are.
 	ownTable("usage_events") + ownTable("usage_event_ids") + ownTable("usage_event_keys"),
+	// 3: the reporting schema and its read-only views (see reporting.go).
+	reportingMigration,
+	// 4: the hourly usage rollups the Service keeps on this store
+	// (billing.RollupTx) get a table of their own.
+	ownTable("usage_rollups"),
 }
 
 // ownTable is the SQL that creates the table of its own of a Store table
@@ -110,8 +116,13 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 			return fmt.Errorf("%w: the database is at schema version %d, this binary knows versions up to %d; run a billingd at least as new as the one that last upgraded it",
 				ErrSchemaTooNew, version, SchemaVersion)
 		}
+		reporting, err := s.reportingSchema(ctx, ptx)
+		if err != nil {
+			return err
+		}
+		s.reporting = reporting
 		for v := version + 1; v <= SchemaVersion; v++ {
-			if _, err := ptx.Exec(ctx, migrations[v-1]); err != nil {
+			if _, err := ptx.Exec(ctx, withReportingSchema(migrations[v-1], reporting)); err != nil {
 				return fmt.Errorf("migration %d: %w", v, err)
 			}
 			if _, err := ptx.Exec(ctx, `insert into billing_schema (version) values ($1)`, v); err != nil {

@@ -12,7 +12,10 @@
 // ordinary rows holding an 8-byte big-endian integer, as in boltstore, so a
 // copy between the two backends is byte for byte. The schema is created and
 // upgraded on Open by numbered migrations recorded in billing_schema; a
-// database whose schema is newer than this package knows is refused.
+// database whose schema is newer than this package knows is refused. The
+// migrations also keep read-only views of the financial records, with typed
+// columns, in a reporting schema (see Options.ReportingSchema and
+// docs/reporting.md).
 //
 // # Transactions
 //
@@ -79,6 +82,15 @@ type Options struct {
 	// "public"), which a search_path parameter of the URL can set.
 	Schema string
 
+	// ReportingSchema is the PostgreSQL schema of the read-only reporting
+	// views (docs/reporting.md), created by the migration that creates the
+	// views. Defaults to billing_reporting for a store whose tables are in
+	// "public", else to the store's schema followed by "_reporting" (a
+	// store in schema "billing" reports in billing_reporting). It only
+	// matters when the views are created: views that exist stay where they
+	// are.
+	ReportingSchema string
+
 	// MaxConns bounds the connection pool. A URL's pool_max_conns wins.
 	// Defaults to 16.
 	MaxConns int32
@@ -127,6 +139,8 @@ type Store struct {
 	// retried counts transaction functions run again after a
 	// serialization failure or deadlock (for tests and metrics).
 	retried atomic.Int64
+	// reporting is the schema of the reporting views (set by migrate).
+	reporting string
 }
 
 var _ billing.Store = (*Store)(nil)

@@ -49,6 +49,7 @@ var cases = []struct {
 	{"GetMissingIsErrNotFound", testGetMissing},
 	{"PutReplacesValue", testPutReplaces},
 	{"PutKeptStoresLikePut", testPutKept},
+	{"RollupTxOnEveryTxOrNone", testRollupTx},
 	{"InsertNewKeyStoresValue", testInsertNew},
 	{"InsertExistingIsErrConflictAndKeepsValue", testInsertConflict},
 	{"DeleteRemovesKey", testDelete},
@@ -220,6 +221,32 @@ func testPutKept(t *testing.T, s billing.Store) {
 	if kept {
 		wantValue(t, s, tableA, "k1", "new")
 		wantValue(t, s, tableA, "k2", "v2")
+	}
+}
+
+// testRollupTx: billing.RollupTx is offered, with one answer, by the Tx of
+// View, Update and Batch alike: the Service keeps usage rollups where
+// events are written and reads them in calculations, and a Tx that wrote
+// events without them would leave calculations wrong.
+func testRollupTx(t *testing.T, s billing.Store) {
+	ctx := context.Background()
+	var answers []bool
+	note := func(tx billing.Tx) error {
+		r, ok := tx.(billing.RollupTx)
+		answers = append(answers, ok && r.KeepsUsageRollups())
+		return nil
+	}
+	for _, run := range []func(func(billing.Tx) error) error{
+		func(fn func(billing.Tx) error) error { return s.View(ctx, fn) },
+		func(fn func(billing.Tx) error) error { return s.Update(ctx, fn) },
+		func(fn func(billing.Tx) error) error { return s.Batch(ctx, fn) },
+	} {
+		if err := run(note); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if answers[0] != answers[1] || answers[1] != answers[2] {
+		t.Errorf("KeepsUsageRollups of View, Update and Batch: %v, want one answer", answers)
 	}
 }
 

@@ -92,6 +92,10 @@ func Schema(tb testing.TB) string {
 		if _, err := pool.Exec(ctx, `drop schema `+pgx.Identifier{name}.Sanitize()+` cascade`); err != nil {
 			tb.Errorf("pgtest: drop schema %s: %v", name, err)
 		}
+		// The schema of the store's reporting views, named after it.
+		if _, err := pool.Exec(ctx, `drop schema if exists `+pgx.Identifier{name + "_reporting"}.Sanitize()+` cascade`); err != nil {
+			tb.Errorf("pgtest: drop schema %s_reporting: %v", name, err)
+		}
 	})
 	return name
 }

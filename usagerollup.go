@@ -1,0 +1,369 @@
+package billing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/billingd/billing/internal/eventcodec"
+)
+
+// Usage rollups: hourly aggregates of a series' events, kept by the
+// Service in the events' own transactions on a store whose Tx asks for
+// them (RollupTx: PostgreSQL, where every event a scan reads travels from
+// the server). A plain COUNT, SUM, MIN or MAX calculation (no property
+// filters, no groups) then reads one record per hour of the period and
+// scans only the events of its partial first and last hours; the other
+// aggregations and metrics scan, as on every other store.
+//
+//   - usage_rollups: series no | hour (AppendTime of its first second) →
+//     usageRollup: the hour's event count and, per property holding a
+//     number, how many events hold one, their exact sum, and the least and
+//     greatest value with the key of the first event (in key order) that
+//     holds each, so that ties between equal numbers written differently
+//     ("1.0", "1.00") resolve as a scan resolves them.
+//   - usage_rollups: series no → empty: the series has had rollups since
+//     it was created. A series without it (created by a store or a release
+//     that kept none, or copied from bbolt by migrate-store) is scanned.
+//
+// An ingestion adds its events to the records of their hours (a late event
+// is added to its own hour, whatever the time); an hour that lost an event
+// (supersede) is rebuilt from a scan of that hour in the same transaction.
+// Rollups cover every numeric property, so a metric created later finds
+// them complete.
+
+// RollupTx is a Tx on which the Service keeps usage rollups (above): a
+// backend whose scans are costly per record offers it, returning true, and
+// stores the table usage_rollups like any other. A backend must offer it
+// on every Tx or on none: a Tx without it writes events without rollups.
+type RollupTx interface {
+	Tx
+	// KeepsUsageRollups reports whether the Service keeps usage rollups
+	// in this store.
+	KeepsUsageRollups() bool
+}
+
+// rollupHour is the length of a rollup's bucket, in seconds.
+const rollupHour = 3600
+
+// keepsRollups reports whether the Service keeps rollups through tx.
+func keepsRollups(tx Tx) bool {
+	r, ok := tx.(RollupTx)
+	return ok && r.KeepsUsageRollups()
+}
+
+// usageRollup is the record of one series' hour.
+type usageRollup struct {
+	Events int64                  `json:"n"`
+	Props  map[string]*rollupProp `json:"p,omitempty"`
+}
+
+// rollupProp aggregates the numeric values of one property in an hour.
+type rollupProp struct {
+	N              int64
+	Sum, Min, Max  Decimal
+	MinKey, MaxKey []byte // the key suffixes (time | id) of Min's and Max's events
+}
+
+// rollupPropJSON is rollupProp as stored: decimals in apd's scientific
+// text, which reads back with the same coefficient and exponent (so "1.50"
+// stays "1.50").
+type rollupPropJSON struct {
+	N      int64  `json:"n"`
+	Sum    string `json:"s"`
+	Min    string `json:"lo"`
+	MinKey []byte `json:"lk"`
+	Max    string `json:"hi"`
+	MaxKey []byte `json:"hk"`
+}
+
+// MarshalJSON writes the stored form.
+func (p *rollupProp) MarshalJSON() ([]byte, error) {
+	return json.Marshal(rollupPropJSON{N: p.N, Sum: p.Sum.d.String(), Min: p.Min.d.String(), MinKey: p.MinKey,
+		Max: p.Max.d.String(), MaxKey: p.MaxKey})
+}
+
+// UnmarshalJSON reads the stored form.
+func (p *rollupProp) UnmarshalJSON(b []byte) error {
+	var j rollupPropJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	p.N, p.MinKey, p.MaxKey = j.N, j.MinKey, j.MaxKey
+	for _, f := range []struct {
+		d *Decimal
+		s string
+	}{{&p.Sum, j.Sum}, {&p.Min, j.Min}, {&p.Max, j.Max}} {
+		if _, _, err := f.d.d.SetString(f.s); err != nil {
+			return fmt.Errorf("billing: malformed usage rollup: %w", err)
+		}
+	}
+	return nil
+}
+
+// rollupKey returns the key of the rollup of series (its first 4 bytes)
+// for the hour starting at Unix second hour.
+func rollupKey(series []byte, hour int64) []byte {
+	return eventcodec.AppendTime(slices.Clone(series[:4]), time.Unix(hour, 0))
+}
+
+// hourOf returns the first second of the hour holding Unix second sec.
+func hourOf(sec int64) int64 {
+	h := sec / rollupHour * rollupHour
+	if h > sec {
+		h -= rollupHour
+	}
+	return h
+}
+
+// add adds the event stored under key k with encoded value v.
+func (r *usageRollup) add(k, v []byte) {
+	r.Events++
+	rd, _, n := eventcodec.Open(v)
+	for range n {
+		name, p := rd.Next()
+		d, ok := propertyDecimal(p)
+		if !ok {
+			continue
+		}
+		if r.Props == nil {
+			r.Props = map[string]*rollupProp{}
+		}
+		rp := r.Props[string(name)]
+		if rp == nil {
+			rp = &rollupProp{}
+			r.Props[string(name)] = rp
+		}
+		rp.add(d, k[4:])
+	}
+}
+
+// add adds value d of the event whose key suffix (time | id) is tie.
+func (p *rollupProp) add(d Decimal, tie []byte) {
+	if p.N == 0 {
+		p.N, p.Sum, p.Min, p.Max = 1, d, d, d
+		p.MinKey, p.MaxKey = slices.Clone(tie), slices.Clone(tie)
+		return
+	}
+	p.N++
+	p.Sum = p.Sum.Add(d)
+	if c := d.Cmp(p.Min); c < 0 || c == 0 && bytes.Compare(tie, p.MinKey) < 0 {
+		p.Min, p.MinKey = d, slices.Clone(tie)
+	}
+	if c := d.Cmp(p.Max); c > 0 || c == 0 && bytes.Compare(tie, p.MaxKey) < 0 {
+		p.Max, p.MaxKey = d, slices.Clone(tie)
+	}
+}
+
+// rollupWriter collects one ingestion run's changes of rollups: the events
+// added, by series, and the hours that lost an event.
+type rollupWriter struct {
+	added map[string][][2][]byte // series no → (event key, value) added
+	dirty map[string]bool        // rollup key → rebuild from a scan
+}
+
+// newRollupWriter returns a writer when tx keeps rollups, else nil.
+func newRollupWriter(tx Tx) *rollupWriter {
+	if !keepsRollups(tx) {
+		return nil
+	}
+	return &rollupWriter{added: map[string][][2][]byte{}, dirty: map[string]bool{}}
+}
+
+// put records the event stored under pk (series no | time | id).
+func (w *rollupWriter) put(pk, v []byte) {
+	if w == nil {
+		return
+	}
+	w.added[string(pk[:4])] = append(w.added[string(pk[:4])], [2][]byte{pk, v})
+}
+
+// deleted records that the event stored under pk was deleted.
+func (w *rollupWriter) deleted(pk []byte) {
+	if w == nil {
+		return
+	}
+	w.dirty[string(rollupKey(pk, eventHour(pk)))] = true
+}
+
+// eventHour is the hour of the event stored under key k.
+func eventHour(k []byte) int64 { return hourOf(eventcodec.ReadTime(k[4:12]).Unix()) }
+
+// flush writes the changed rollups: an hour that lost an event is rebuilt
+// from its events (this run's included); the others get the run's events
+// added, each series' rollups read in one scan over the hours it touched.
+func (w *rollupWriter) flush(ctx context.Context, tx Tx) error {
+	if w == nil {
+		return nil
+	}
+	for _, series := range sortedKeys(w.added) {
+		if err := w.addSeries(ctx, tx, []byte(series)); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(w.dirty) {
+		if err := rebuildRollup(ctx, tx, []byte(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addSeries adds the run's events of series to the rollups of their hours
+// (but those to be rebuilt).
+func (w *rollupWriter) addSeries(ctx context.Context, tx Tx, series []byte) error {
+	events := w.added[string(series)]
+	lo, hi := eventHour(events[0][0]), eventHour(events[0][0])
+	for _, e := range events {
+		lo, hi = min(lo, eventHour(e[0])), max(hi, eventHour(e[0]))
+	}
+	hours := map[string]*usageRollup{}
+	err := tx.Scan(ctx, tableUsageRollups, Range{Start: rollupKey(series, lo), End: rollupKey(series, hi+rollupHour)},
+		func(k, v []byte) error {
+			r := &usageRollup{}
+			hours[string(k)] = r
+			return json.Unmarshal(v, r)
+		})
+	if err != nil {
+		return err
+	}
+	changed := map[string]bool{}
+	for _, e := range events {
+		k := string(rollupKey(e[0], eventHour(e[0])))
+		if w.dirty[k] {
+			continue
+		}
+		if hours[k] == nil {
+			hours[k] = &usageRollup{}
+		}
+		hours[k].add(e[0], e[1])
+		changed[k] = true
+	}
+	for _, k := range sortedKeys(changed) {
+		if err := putRecord(ctx, tx, tableUsageRollups, []byte(k), hours[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rebuildRollup recomputes the rollup under key k from the hour's events.
+func rebuildRollup(ctx context.Context, tx Tx, k []byte) error {
+	hour := eventcodec.ReadTime(k[4:]).Unix()
+	var r usageRollup
+	err := tx.Scan(ctx, tableUsageEvents, Range{
+		Start: k, End: eventcodec.AppendTime(slices.Clone(k[:4]), time.Unix(hour+rollupHour, 0)),
+	}, func(ek, ev []byte) error {
+		r.add(ek, ev)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if r.Events == 0 {
+		return deleteIfPresent(ctx, tx, tableUsageRollups, k)
+	}
+	return putRecord(ctx, tx, tableUsageRollups, k, &r)
+}
+
+// markRolledUp records that series no has had rollups since its creation.
+func markRolledUp(ctx context.Context, tx Tx, no []byte) error {
+	if !keepsRollups(tx) {
+		return nil
+	}
+	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), []byte{})
+}
+
+// rollupReadable reports whether c can read series s from rollups: a plain
+// COUNT, SUM, MIN or MAX metric, on a store that keeps rollups, of a
+// series that has them.
+func (src *usageSource) rollupReadable(c *usageCalc, s *usageSeries) (bool, error) {
+	switch c.m.AggregationType {
+	case AggregationCount, AggregationSum, AggregationMin, AggregationMax:
+	default:
+		return false, nil
+	}
+	if !c.plain || !keepsRollups(src.tx) {
+		return false, nil
+	}
+	_, err := src.tx.Get(src.ctx, tableUsageRollups, s.no[:4])
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// eachRolledUp adds the events of series s in the period to c from its
+// rollups: the events of the partial first and last hours one by one, the
+// full hours between from their records, in key order (ties of MIN and
+// MAX go to the first event, as in a scan). It reports false, having added
+// nothing, when the series cannot be read so (rollupReadable).
+func (src *usageSource) eachRolledUp(c *usageCalc, s *usageSeries) (bool, error) {
+	if ok, err := src.rollupReadable(c, s); !ok || err != nil {
+		return false, err
+	}
+	lo, hi := s.start.Unix(), s.end.Unix()
+	first, last := hourOf(lo+rollupHour-1), hourOf(hi) // the full hours are [first, last)
+	if first >= last {
+		return false, nil
+	}
+	if err := src.scanSeconds(c, s, lo, first); err != nil {
+		return true, err
+	}
+	err := src.tx.Scan(src.ctx, tableUsageRollups, Range{
+		Start: rollupKey(s.no, first), End: rollupKey(s.no, last),
+	}, func(_, v []byte) error {
+		var r usageRollup
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		c.addRollup(&r)
+		return nil
+	})
+	if err != nil {
+		return true, err
+	}
+	return true, src.scanSeconds(c, s, last, hi)
+}
+
+// scanSeconds adds the events of series s in Unix seconds [from, to) to c.
+func (src *usageSource) scanSeconds(c *usageCalc, s *usageSeries, from, to int64) error {
+	if from >= to {
+		return nil
+	}
+	return src.tx.Scan(src.ctx, tableUsageEvents, Range{
+		Start: eventcodec.AppendTime(slices.Clone(s.no), time.Unix(from, 0)),
+		End:   eventcodec.AppendTime(slices.Clone(s.no), time.Unix(to, 0)),
+	}, func(k, v []byte) error {
+		c.key, c.series = k, s
+		c.add(eventcodec.View(v))
+		return nil
+	})
+}
+
+// addRollup adds an hour's rollup to the total of a plain metric.
+func (c *usageCalc) addRollup(r *usageRollup) {
+	a := &c.total
+	a.count += r.Events
+	if c.m.AggregationType == AggregationCount {
+		return
+	}
+	p := r.Props[c.m.AggregationProperty]
+	if p == nil {
+		a.invalid += r.Events
+		return
+	}
+	a.invalid += r.Events - p.N
+	switch c.m.AggregationType {
+	case AggregationSum:
+		a.sum.addBig(&p.Sum.d)
+	case AggregationMin:
+		c.addGauge(a, p.Min)
+	case AggregationMax:
+		c.addGauge(a, p.Max)
+	}
+}
