@@ -324,6 +324,10 @@ type docKind[D any] struct {
 	groups  Table
 	number  string // number prefix and counter name: INV, CN
 	updated NotificationType
+	// kept is the kind's list, whose counts and indexes saveDoc keeps
+	// with a document's filter values.
+	kept   keptList
+	values func(*D) []string
 }
 
 // loadDoc reads document id of account; not_found names the kind.
@@ -336,7 +340,10 @@ func saveDoc[D any, PD interface {
 	*D
 	document
 }](ctx context.Context, tx Tx, k docKind[D], account string, d PD) error {
-	return putRecord(ctx, tx, k.docs, key(account, d.docID()), d)
+	if err := putRecord(ctx, tx, k.docs, key(account, d.docID()), d); err != nil {
+		return err
+	}
+	return k.kept.put(ctx, tx, account, d.docID(), k.values((*D)(d)))
 }
 
 // normalizedPtr returns a copy of the instant t points to, normalized

@@ -628,8 +628,10 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 			table:  tableUsageEventIDs,
 			prefix: acct,
 			desc:   true,
-			expand: func(k, v []byte, yield func(usageEventRef, []byte) error) error {
-				return eachIndexEntry(k[len(acct):], v, true, func(id, loc, pos []byte) error {
+			seekAsc: idRecordOf,
+			count:   func(ctx context.Context, tx Tx) (int, error) { return s.countUsageEvents(ctx, tx, account, acct, &f) },
+			expand: func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error {
+				return eachIndexEntry(k[len(acct):], v, reverse, func(id, loc, pos []byte) error {
 					if deadEntry(loc) {
 						return nil // superseded: kept only as the record's key
 					}
