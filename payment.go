@@ -310,5 +310,7 @@ func (s *Service) ListJournalEntries(ctx context.Context, account string, f Jour
 		}),
 	}
 	given := []string{f.SourceID, string(f.SourceType)}
-	return read(ctx, s, func(tx Tx) (Page[JournalEntry], error) { return listKept(ctx, s, tx, keptJournal, account, given, q, p) })
+	return read(ctx, s, func(tx Tx) (Page[JournalEntry], error) {
+		return listKept(ctx, s, tx, keptJournal, account, given, q, p)
+	})
 }

@@ -623,11 +623,11 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 		}
 		names := seriesNames{}
 		q := listQuery[usageEventRef]{
-			name:   "usage_events",
-			filter: fmt.Sprintf("%q|%q|%v|%v", f.CustomerAlias, f.EventType, f.EventTimestampAfter, f.EventTimestampBefore),
-			table:  tableUsageEventIDs,
-			prefix: acct,
-			desc:   true,
+			name:    "usage_events",
+			filter:  fmt.Sprintf("%q|%q|%v|%v", f.CustomerAlias, f.EventType, f.EventTimestampAfter, f.EventTimestampBefore),
+			table:   tableUsageEventIDs,
+			prefix:  acct,
+			desc:    true,
 			seekAsc: idRecordOf,
 			count:   func(ctx context.Context, tx Tx) (int, error) { return s.countUsageEvents(ctx, tx, account, acct, &f) },
 			expand: func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error {
