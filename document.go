@@ -328,6 +328,9 @@ type docKind[D any] struct {
 	// with a document's filter values.
 	kept   keptList
 	values func(*D) []string
+	// sums, when set, keeps what else is kept of a document (invoices:
+	// keepStanding) as saveDoc stores it.
+	sums func(ctx context.Context, tx Tx, account, id string, d *D) error
 }
 
 // loadDoc reads document id of account; not_found names the kind.
@@ -342,6 +345,11 @@ func saveDoc[D any, PD interface {
 }](ctx context.Context, tx Tx, k docKind[D], account string, d PD) error {
 	if err := putRecord(ctx, tx, k.docs, key(account, d.docID()), d); err != nil {
 		return err
+	}
+	if k.sums != nil {
+		if err := k.sums(ctx, tx, account, d.docID(), (*D)(d)); err != nil {
+			return err
+		}
 	}
 	return k.kept.put(ctx, tx, account, d.docID(), k.values((*D)(d)))
 }

@@ -313,7 +313,7 @@ type InvoiceFilter struct {
 var invoiceKind = docKind[invoiceRecord]{
 	name: "invoice", docs: tableInvoices, lines: tableInvoiceLines, groups: tableInvoiceGroups,
 	number: "INV", updated: NotificationInvoiceUpdated,
-	kept: keptInvoices, values: invoiceValues,
+	kept: keptInvoices, values: invoiceValues, sums: keepStanding,
 }
 
 func (r *invoiceRecord) docID() string             { return r.ID }
@@ -609,6 +609,9 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 			}
 		}
 		if err := deleteIfPresent(ctx, tx, tableDocumentRounding, key(account, id)); err != nil {
+			return struct{}{}, err
+		}
+		if err := keepStanding(ctx, tx, account, id, nil); err != nil {
 			return struct{}{}, err
 		}
 		if err := keptInvoices.put(ctx, tx, account, id, nil); err != nil {

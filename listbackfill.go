@@ -74,7 +74,7 @@ func valuesOf[T any](values func(*T) []string) func(v []byte) ([]string, error) 
 // rebuildListCounts replaces every kept count and index with those of the
 // records stored.
 func rebuildListCounts(ctx context.Context, tx Tx) error {
-	for _, t := range []Table{tableListCounts, tableListIndex} {
+	for _, t := range []Table{tableListCounts, tableListIndex, tableInvoiceStanding, tableOpenInvoices, tableInvoiceSums} {
 		if err := deleteRange(ctx, tx, t, Range{}, 0); err != nil {
 			return err
 		}
@@ -115,6 +115,9 @@ func rebuildListCounts(ctx context.Context, tx Tx) error {
 	if err := countStoredUsage(ctx, tx, deltas); err != nil {
 		return err
 	}
+	if err := rebuildStandings(ctx, tx); err != nil {
+		return err
+	}
 	return addCounts(ctx, tx, deltas)
 }
 
@@ -151,4 +154,24 @@ func countStoredUsage(ctx context.Context, tx Tx, deltas map[string]int64) error
 		}
 	}
 	return nil
+}
+
+// rebuildStandings keeps the standing of every invoice stored
+// (invoicestanding.go), on emptied tables.
+func rebuildStandings(ctx context.Context, tx Tx) error {
+	type stored struct {
+		account, id string
+		r           *invoiceRecord
+	}
+	var all []stored
+	err := eachRecord(ctx, tx, tableInvoices, Range{}, func(r *invoiceRecord) error {
+		all = append(all, stored{r.ServiceAccountID, r.ID, r})
+		return nil
+	})
+	for _, s := range all {
+		if err == nil {
+			err = keepStanding(ctx, tx, s.account, s.id, s.r)
+		}
+	}
+	return err
 }

@@ -313,6 +313,13 @@ const (
 	tableListIndex Table = "list_index" // account id / list / "" / record id → values; account id / list / filter / value / record id → values
 )
 
+// The tables of the kept sums of issued invoices (invoicestanding.go).
+const (
+	tableInvoiceStanding Table = "invoice_standing" // account id / invoice id → standing (FINAL and SENT invoices)
+	tableOpenInvoices    Table = "open_invoices"    // account id / invoice id → standing (those with an amount due to collect)
+	tableInvoiceSums     Table = "invoice_sums"     // account id / "invoiced" / currency / YYYY-MM → keptSum; account id / "due" / currency / due date or "-" → keptSum
+)
+
 // The tables of notification policies.
 const (
 	tableNotificationPolicies Table = "notification_policies" // account id / policy id → policyRecord
