@@ -188,20 +188,9 @@ func readCount(ctx context.Context, tx Tx, k []byte) (int64, error) {
 // the index of the one with the smallest count, and count by it. q.decode
 // still decides each record it loads.
 func keep[T any](ctx context.Context, tx Tx, kl keptList, account string, given []string, q *listQuery[T]) error {
-	narrowest, best := -1, int64(0)
-	set := 0
-	for i, v := range given {
-		if v == "" {
-			continue
-		}
-		set++
-		n, err := readCount(ctx, tx, key(account, kl.name, kl.filters[i], v))
-		if err != nil {
-			return err
-		}
-		if narrowest < 0 || n < best {
-			narrowest, best = i, n
-		}
+	narrowest, best, set, err := kl.narrowest(ctx, tx, account, given)
+	if err != nil {
+		return err
 	}
 	if narrowest < 0 {
 		q.count = func(ctx context.Context, tx Tx) (int, error) {
@@ -282,6 +271,26 @@ func putDelivery(ctx context.Context, tx Tx, account, id string, d *deliveryReco
 		return err
 	}
 	return keptDeliveries.put(ctx, tx, account, id, deliveryValues(&d.Delivery))
+}
+
+// narrowest returns which of the filters given has the smallest kept count
+// (-1: none is given), that count, and how many filters are given.
+func (kl keptList) narrowest(ctx context.Context, tx Tx, account string, given []string) (narrowest int, best int64, set int, err error) {
+	narrowest = -1
+	for i, v := range given {
+		if v == "" {
+			continue
+		}
+		set++
+		n, err := readCount(ctx, tx, key(account, kl.name, kl.filters[i], v))
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if narrowest < 0 || n < best {
+			narrowest, best = i, n
+		}
+	}
+	return narrowest, best, set, nil
 }
 
 // listKept is list over q, a list of kl, through kl's kept counts and

@@ -53,34 +53,52 @@ func newListScenario(t *testing.T, svc *billing.Service, clock *billingtest.Cloc
 
 // step runs one random operation.
 func (sc *listScenario) step() {
-	t, ctx, svc, acct := sc.t, sc.ctx, sc.svc, sc.acct
-	t.Helper()
-	pick := func(ids []string) string { return ids[sc.rnd.IntN(len(ids))] }
-	withStatus := func(st ...string) []string {
-		var out []string
-		for _, id := range sc.m.invOrder {
-			if slices.Contains(st, sc.m.invoices[id][1]) {
-				out = append(out, id)
-			}
-		}
-		return out
-	}
+	sc.t.Helper()
 	switch op := sc.rnd.IntN(13); {
 	case op == 0 || len(sc.m.customers) == 0:
-		c := must(svc.CreateCustomer(ctx, acct, billing.CustomerParams{LegalName: fmt.Sprintf("Customer %d", len(sc.m.customers))})).of(t, "CreateCustomer")
+		c := must(sc.svc.CreateCustomer(sc.ctx, sc.acct, billing.CustomerParams{LegalName: fmt.Sprintf("Customer %d", len(sc.m.customers))})).of(sc.t, "CreateCustomer")
 		sc.m.customers = append(sc.m.customers, c.ID)
+	case op <= 5:
+		sc.invoiceStep(op)
+	case op <= 9:
+		sc.ingest()
+	default:
+		sc.collectionStep(op)
+	}
+}
+
+// pick returns one of ids at random.
+func (sc *listScenario) pick(ids []string) string { return ids[sc.rnd.IntN(len(ids))] }
+
+// withStatus returns the oracle's invoices in one of the statuses st.
+func (sc *listScenario) withStatus(st ...string) []string {
+	var out []string
+	for _, id := range sc.m.invOrder {
+		if slices.Contains(st, sc.m.invoices[id][1]) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// invoiceStep creates (op 1, 2), finalizes (3), voids (4) or deletes (5)
+// an invoice.
+func (sc *listScenario) invoiceStep(op int) {
+	t, ctx, svc, acct := sc.t, sc.ctx, sc.svc, sc.acct
+	t.Helper()
+	switch {
 	case op <= 2:
 		st := []billing.DocumentStatus{billing.StatusDraft, billing.StatusInProgress}[sc.rnd.IntN(2)]
-		inv := must(svc.CreateInvoice(ctx, acct, billing.InvoiceParams{Currency: "EUR", CustomerID: pick(sc.m.customers), Status: st})).of(t, "CreateInvoice")
+		inv := must(svc.CreateInvoice(ctx, acct, billing.InvoiceParams{Currency: "EUR", CustomerID: sc.pick(sc.m.customers), Status: st})).of(t, "CreateInvoice")
 		sc.m.invoices[inv.ID] = [2]string{inv.CustomerID, string(inv.Status)}
 		sc.m.invOrder = append(sc.m.invOrder, inv.ID)
-	case op == 3 && len(withStatus("DRAFT", "IN_PROGRESS")) > 0:
-		id := pick(withStatus("DRAFT", "IN_PROGRESS"))
+	case op == 3 && len(sc.withStatus("DRAFT", "IN_PROGRESS")) > 0:
+		id := sc.pick(sc.withStatus("DRAFT", "IN_PROGRESS"))
 		must(svc.CreateInvoiceLineItem(ctx, acct, id, invLine("Work", "1", "10", "0"))).of(t, "CreateInvoiceLineItem")
 		inv := must(svc.FinalizeInvoice(ctx, acct, id)).of(t, "FinalizeInvoice")
 		sc.m.invoices[id] = [2]string{inv.CustomerID, string(inv.Status)}
-	case op == 4 && len(withStatus("FINAL", "SENT")) > 0:
-		id := pick(withStatus("FINAL", "SENT"))
+	case op == 4 && len(sc.withStatus("FINAL", "SENT")) > 0:
+		id := sc.pick(sc.withStatus("FINAL", "SENT"))
 		inv, err := svc.VoidInvoice(ctx, acct, id)
 		switch {
 		case billing.CodeOf(err) == billing.CodeInvalidState: // paid in part: credited, not voided
@@ -89,15 +107,24 @@ func (sc *listScenario) step() {
 		default:
 			sc.m.invoices[id] = [2]string{inv.CustomerID, string(inv.Status)}
 		}
-	case op == 5 && len(withStatus("DRAFT", "IN_PROGRESS")) > 0:
-		id := pick(withStatus("DRAFT", "IN_PROGRESS"))
+	case op == 5 && len(sc.withStatus("DRAFT", "IN_PROGRESS")) > 0:
+		id := sc.pick(sc.withStatus("DRAFT", "IN_PROGRESS"))
 		if err := svc.DeleteInvoice(ctx, acct, id); err != nil {
 			t.Fatalf("DeleteInvoice: %v", err)
 		}
 		delete(sc.m.invoices, id)
 		sc.m.invOrder = slices.DeleteFunc(sc.m.invOrder, func(s string) bool { return s == id })
-	case op == 10 && len(withStatus("FINAL", "SENT")) > 0:
-		id := pick(withStatus("FINAL", "SENT"))
+	}
+}
+
+// collectionStep records a payment (op 10), marks an invoice
+// uncollectible or unpaid again (11), or lets days pass (12).
+func (sc *listScenario) collectionStep(op int) {
+	t, ctx, svc, acct := sc.t, sc.ctx, sc.svc, sc.acct
+	t.Helper()
+	switch {
+	case op == 10 && len(sc.withStatus("FINAL", "SENT")) > 0:
+		id := sc.pick(sc.withStatus("FINAL", "SENT"))
 		if inv := must(svc.GetInvoice(ctx, acct, id)).of(t, "GetInvoice"); inv.AmountDue.Sign() > 0 {
 			amount := billing.MustDecimal([]string{"2.50", "4", "0.01"}[sc.rnd.IntN(3)])
 			if amount.Cmp(inv.AmountDue) > 0 {
@@ -106,16 +133,14 @@ func (sc *listScenario) step() {
 			paidAt := billing.DateOf(sc.clock.Now())
 			must(svc.RecordPayment(ctx, acct, id, billing.PaymentParams{Amount: &amount, PaidAt: &paidAt})).of(t, "RecordPayment")
 		}
-	case op == 11 && len(withStatus("FINAL")) > 0:
-		id := pick(withStatus("FINAL"))
+	case op == 11 && len(sc.withStatus("FINAL")) > 0:
+		id := sc.pick(sc.withStatus("FINAL"))
 		st := []billing.PaymentStatus{billing.PaymentStatusUncollectible, billing.PaymentStatusUnpaid}[sc.rnd.IntN(2)]
 		if _, err := svc.SetPaymentStatus(ctx, acct, id, st); err != nil && billing.CodeOf(err) != billing.CodeInvalidState && billing.CodeOf(err) != billing.CodeValidationFailed {
 			t.Fatalf("SetPaymentStatus: %v", err)
 		}
 	case op == 12:
 		sc.clock.Advance(time.Duration(5+sc.rnd.IntN(40)) * 24 * time.Hour)
-	default:
-		sc.ingest()
 	}
 }
 

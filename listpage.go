@@ -24,36 +24,7 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 	if err != nil {
 		return Page[T]{}, err
 	}
-	var (
-		page       []T
-		keys       [][]byte
-		more, prev bool
-	)
-	if cur == nil || cur.After {
-		var from []byte
-		if cur != nil {
-			from = cur.Key
-		}
-		if page, keys, err = q.walk(ctx, tx, true, from, false, limit+1); err != nil {
-			return Page[T]{}, err
-		}
-		if more = len(page) > limit; more {
-			page, keys = page[:limit], keys[:limit]
-		}
-		if cur != nil {
-			prev, err = q.any(ctx, tx, false, cur.Key, true)
-		}
-	} else {
-		if page, keys, err = q.walk(ctx, tx, false, cur.Key, cur.Inclusive, limit+1); err != nil {
-			return Page[T]{}, err
-		}
-		if prev = len(page) > limit; prev {
-			page, keys = page[:limit], keys[:limit]
-		}
-		slices.Reverse(page)
-		slices.Reverse(keys)
-		more, err = q.any(ctx, tx, true, cur.Key, !cur.Inclusive)
-	}
+	page, keys, more, prev, err := q.page(ctx, tx, cur, limit)
 	if err != nil {
 		return Page[T]{}, err
 	}
@@ -80,6 +51,38 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 		}
 	}
 	return out, nil
+}
+
+// page reads the page of at most limit items at cur (nil: the first page),
+// with their positions, and whether items follow it (more) and precede it
+// (prev).
+func (q listQuery[T]) page(ctx context.Context, tx Tx, cur *cursor.Cursor, limit int) (page []T, keys [][]byte, more, prev bool, err error) {
+	if cur == nil || cur.After {
+		var from []byte
+		if cur != nil {
+			from = cur.Key
+		}
+		if page, keys, err = q.walk(ctx, tx, true, from, false, limit+1); err != nil {
+			return nil, nil, false, false, err
+		}
+		if more = len(page) > limit; more {
+			page, keys = page[:limit], keys[:limit]
+		}
+		if cur != nil {
+			prev, err = q.any(ctx, tx, false, cur.Key, true)
+		}
+		return page, keys, more, prev, err
+	}
+	if page, keys, err = q.walk(ctx, tx, false, cur.Key, cur.Inclusive, limit+1); err != nil {
+		return nil, nil, false, false, err
+	}
+	if prev = len(page) > limit; prev {
+		page, keys = page[:limit], keys[:limit]
+	}
+	slices.Reverse(page)
+	slices.Reverse(keys)
+	more, err = q.any(ctx, tx, true, cur.Key, !cur.Inclusive)
+	return page, keys, more, prev, err
 }
 
 // total is the list's TotalResultSize: q.count's, or the number of items
