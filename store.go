@@ -111,6 +111,35 @@ type KeepingTx interface {
 	PutKept(ctx context.Context, table Table, key, value []byte) error
 }
 
+// MultiGetTx is a Tx that reads many keys in one request: a backend whose
+// Get costs a round trip (PostgreSQL) implements it, and the list path
+// reads a page's records with it (listpage.go). storagetest.Run checks
+// that GetMany answers what Get does.
+type MultiGetTx interface {
+	Tx
+	// GetMany returns the value under each key of table, in the order of
+	// keys, nil for a key that does not exist. The values are the
+	// caller's, as Get's.
+	GetMany(ctx context.Context, table Table, keys [][]byte) ([][]byte, error)
+}
+
+// getMany is tx.GetMany when tx has it, else a Get of each key; a
+// missing key gives nil.
+func getMany(ctx context.Context, tx Tx, table Table, keys [][]byte) ([][]byte, error) {
+	if m, ok := tx.(MultiGetTx); ok && len(keys) > 1 {
+		return m.GetMany(ctx, table, keys)
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := tx.Get(ctx, table, k)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // putKept is tx.PutKept when tx has it, else tx.Put.
 func putKept(ctx context.Context, tx Tx, table Table, key, value []byte) error {
 	if k, ok := tx.(KeepingTx); ok {

@@ -648,10 +648,18 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 			return err
 		}
 		page = Page[UsageEvent]{After: refs.After, Before: refs.Before, TotalResultSize: refs.TotalResultSize}
-		for _, r := range refs.Items {
-			v, err := tx.Get(ctx, tableUsageEvents, r.pk)
-			if err != nil {
-				return err
+		pks := make([][]byte, len(refs.Items))
+		for i, r := range refs.Items {
+			pks[i] = r.pk
+		}
+		vals, err := getMany(ctx, tx, tableUsageEvents, pks)
+		if err != nil {
+			return err
+		}
+		for i, r := range refs.Items {
+			v := vals[i]
+			if v == nil {
+				return fmt.Errorf("billing: usage event %q of the id index is missing", r.pk)
 			}
 			e, err := decodeUsageEvent(account, r.eventType, r.alias, r.pk, v)
 			if err != nil {

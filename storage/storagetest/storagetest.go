@@ -49,6 +49,7 @@ var cases = []struct {
 	{"GetMissingIsErrNotFound", testGetMissing},
 	{"PutReplacesValue", testPutReplaces},
 	{"PutKeptStoresLikePut", testPutKept},
+	{"GetManyAnswersAsGet", testGetMany},
 	{"InsertNewKeyStoresValue", testInsertNew},
 	{"InsertExistingIsErrConflictAndKeepsValue", testInsertConflict},
 	{"DeleteRemovesKey", testDelete},
@@ -221,6 +222,51 @@ func testPutKept(t *testing.T, s billing.Store) {
 		wantValue(t, s, tableA, "k1", "new")
 		wantValue(t, s, tableA, "k2", "v2")
 	}
+}
+
+// testGetMany: a backend whose Tx offers billing.MultiGetTx answers with
+// GetMany what Get answers, key by key in the order asked (a missing key
+// nil, an empty value empty, a key asked twice twice), in a View and in an
+// Update that wrote some of the keys and deleted one; a backend without it
+// passes trivially.
+func testGetMany(t *testing.T, s billing.Store) {
+	put(t, s, tableA, "a", "1", "b", "", "c", "3", "gone", "4")
+	put(t, s, tableB, "a", "other table")
+	keys := [][]byte{[]byte("c"), []byte("missing"), []byte("a"), []byte("b"), []byte("a"), []byte("gone"), []byte("new")}
+	check := func(ctx context.Context, tx billing.Tx) error {
+		m, ok := tx.(billing.MultiGetTx)
+		if !ok {
+			return nil
+		}
+		got, err := m.GetMany(ctx, tableA, keys)
+		if err != nil || len(got) != len(keys) {
+			return fmt.Errorf("GetMany: %d values, %v", len(got), err)
+		}
+		for i, k := range keys {
+			v, err := tx.Get(ctx, tableA, k)
+			switch {
+			case errors.Is(err, billing.ErrNotFound):
+				if got[i] != nil {
+					return fmt.Errorf("GetMany %q = %q, Get finds nothing", k, got[i])
+				}
+			case err != nil:
+				return err
+			case got[i] == nil || string(got[i]) != string(v):
+				return fmt.Errorf("GetMany %q = %q, Get %q", k, got[i], v)
+			}
+		}
+		return nil
+	}
+	view(t, s, check)
+	update(t, s, func(ctx context.Context, tx billing.Tx) error {
+		if err := tx.Put(ctx, tableA, []byte("new"), []byte("5")); err != nil {
+			return err
+		}
+		if err := tx.Delete(ctx, tableA, []byte("gone")); err != nil {
+			return err
+		}
+		return check(ctx, tx)
+	})
 }
 
 func testEmptyValue(t *testing.T, s billing.Store) {
