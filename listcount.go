@@ -229,17 +229,30 @@ func keep[T any](ctx context.Context, tx Tx, kl keptList, account string, given 
 		}
 	}
 	decode := q.decode
-	q.decode = func(k, v []byte) (T, bool, error) {
+	q.decode = func(_, v []byte) (T, bool, error) {
 		var zero T
-		if ok, err := matches(v); err != nil || !ok {
-			return zero, false, err
+		ok, err := matches(v)
+		return zero, ok, err
+	}
+	q.load = func(ctx context.Context, tx Tx, pos [][]byte) ([]T, error) {
+		keys := make([][]byte, len(pos))
+		for i, id := range pos {
+			keys[i] = key(account, string(id))
 		}
-		rk := key(account, string(k[len(idx):]))
-		rv, err := tx.Get(ctx, q.table, rk)
+		vals, err := getMany(ctx, tx, q.table, keys)
 		if err != nil {
-			return zero, false, fmt.Errorf("billing: %s index entry %q: %w", kl.name, k, err)
+			return nil, err
 		}
-		return decode(rk, rv)
+		items := make([]T, len(pos))
+		for i, v := range vals {
+			if v == nil {
+				return nil, fmt.Errorf("billing: %s index entry of %q without its record", kl.name, pos[i])
+			}
+			if items[i], _, err = decode(keys[i], v); err != nil {
+				return nil, err
+			}
+		}
+		return items, nil
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListP
 		return Page[T]{}, err
 	}
 	page, keys, more, prev, err := q.page(ctx, tx, cur, limit)
+	if err == nil && q.load != nil {
+		page, err = q.load(ctx, tx, keys)
+	}
 	if err != nil {
 		return Page[T]{}, err
 	}

@@ -646,6 +646,10 @@ type listQuery[T any] struct {
 	// identifies the list for its cursors.
 	scanTable  Table
 	scanPrefix []byte
+	// load, when set, makes the page's items from their positions after
+	// the scan (decode then only decides which entries match): a kept
+	// index's list reads the page's records in one request (getMany).
+	load func(ctx context.Context, tx Tx, pos [][]byte) ([]T, error)
 	// seekAsc, when set, maps a position to the key suffix an ascending
 	// scan starts from to reach it: for expand, the key of the record
 	// holding the position.
