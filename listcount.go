@@ -234,12 +234,20 @@ func keep[T any](ctx context.Context, tx Tx, kl keptList, account string, given 
 		ok, err := matches(v)
 		return zero, ok, err
 	}
-	q.load = func(ctx context.Context, tx Tx, pos [][]byte) ([]T, error) {
+	q.load = keptLoad(kl, account, q.table, decode)
+	return nil
+}
+
+// keptLoad returns the load of a list of kl read through its index: the
+// records of the page's positions (record ids) of account in table, read in
+// one request and decoded by decode.
+func keptLoad[T any](kl keptList, account string, table Table, decode func(k, v []byte) (T, bool, error)) func(context.Context, Tx, [][]byte) ([]T, error) {
+	return func(ctx context.Context, tx Tx, pos [][]byte) ([]T, error) {
 		keys := make([][]byte, len(pos))
 		for i, id := range pos {
 			keys[i] = key(account, string(id))
 		}
-		vals, err := getMany(ctx, tx, q.table, keys)
+		vals, err := getMany(ctx, tx, table, keys)
 		if err != nil {
 			return nil, err
 		}
@@ -254,7 +262,6 @@ func keep[T any](ctx context.Context, tx Tx, kl keptList, account string, given 
 		}
 		return items, nil
 	}
-	return nil
 }
 
 // invoiceValues are an invoice's values of keptInvoices' filters.
