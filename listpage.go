@@ -95,7 +95,7 @@ func (q listQuery[T]) total(ctx context.Context, tx Tx) (int, error) {
 		return q.count(ctx, tx)
 	}
 	n := 0
-	err := q.each(ctx, tx, true, nil, false, func(T, []byte) error {
+	err := q.each(ctx, tx, true, nil, false, 0, func(T, []byte) error {
 		n++
 		return nil
 	})
@@ -109,7 +109,7 @@ func (q listQuery[T]) total(ctx context.Context, tx Tx) (int, error) {
 // in that direction.
 func (q listQuery[T]) walk(ctx context.Context, tx Tx, forward bool, from []byte, inclusive bool, n int) ([]T, [][]byte, error) {
 	items, keys := make([]T, 0, min(n, 128)), make([][]byte, 0, min(n, 128))
-	err := q.each(ctx, tx, forward, from, inclusive, func(item T, pos []byte) error {
+	err := q.each(ctx, tx, forward, from, inclusive, n, func(item T, pos []byte) error {
 		items, keys = append(items, item), append(keys, bytes.Clone(pos))
 		if len(items) == n {
 			return ErrStopScan
@@ -123,7 +123,7 @@ func (q listQuery[T]) walk(ctx context.Context, tx Tx, forward bool, from []byte
 // walk takes with forward and inclusive.
 func (q listQuery[T]) any(ctx context.Context, tx Tx, forward bool, from []byte, inclusive bool) (bool, error) {
 	found := false
-	err := q.each(ctx, tx, forward, from, inclusive, func(T, []byte) error {
+	err := q.each(ctx, tx, forward, from, inclusive, 1, func(T, []byte) error {
 		found = true
 		return ErrStopScan
 	})
@@ -131,16 +131,20 @@ func (q listQuery[T]) any(ctx context.Context, tx Tx, forward bool, from []byte,
 }
 
 // each calls fn with the list's matching items from position from on, in
-// the direction walk describes, until fn returns ErrStopScan. The scan
+// the direction walk describes, until fn returns ErrStopScan; expect is
+// how many items fn means to take (0: all), the scan's Range.Expect. The scan
 // seeks to from: the items before it are not read (but for the other
 // items of a record holding several, which expand visits and each skips).
-func (q listQuery[T]) each(ctx context.Context, tx Tx, forward bool, from []byte, inclusive bool, fn func(T, []byte) error) error {
+func (q listQuery[T]) each(ctx context.Context, tx Tx, forward bool, from []byte, inclusive bool, expect int, fn func(T, []byte) error) error {
 	table, pfx := q.table, q.prefix
 	if q.scanTable != "" {
 		table, pfx = q.scanTable, q.scanPrefix
 	}
 	reverse := q.desc == forward
-	r := Range{Prefix: pfx, Reverse: reverse}
+	r := Range{Prefix: pfx, Reverse: reverse, Expect: expect}
+	if q.expand != nil {
+		r.Expect = min(expect, 8) // records of several items each
+	}
 	if from != nil {
 		if reverse {
 			r.End = PrefixEnd(append(bytes.Clone(pfx), from...))

@@ -173,6 +173,11 @@ type Range struct {
 	End []byte
 	// Reverse scans from the largest key down.
 	Reverse bool
+	// Expect, when set, is about how many keys the caller reads before it
+	// ends the scan (ErrStopScan): a backend that reads in chunks may size
+	// its first chunk by it (a list's page, listpage.go). It never changes
+	// what the scan visits.
+	Expect int
 }
 
 // Contains reports whether key lies within r.

@@ -62,6 +62,7 @@ var cases = []struct {
 	{"ScanReverseIsDescending", testScanReverse},
 	{"ScanSelectsRange", testScanRanges},
 	{"ScanErrStopScanEndsWithoutError", testScanStop},
+	{"ScanExpectChangesNothingVisited", testScanExpect},
 	{"ScanCallbackErrorIsReturned", testScanError},
 	{"ReturnedBytesAreCallerOwned", testCallerOwned},
 	{"ScanInUpdateSeesOwnWrites", testScanOwnWrites},
@@ -647,6 +648,33 @@ func testScanStop(t *testing.T, s billing.Store) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("keys seen before ErrStopScan, reverse=%v (-want +got):\n%s", reverse, diff)
+		}
+	}
+}
+
+// testScanExpect: Range.Expect is a hint of how many keys the caller reads;
+// a scan that reads more, or fewer, visits exactly what it would without
+// it, in both directions and within bounds.
+func testScanExpect(t *testing.T, s billing.Store) {
+	var pairs []string
+	for i := range 150 {
+		pairs = append(pairs, fmt.Sprintf("k%03d", i), "v")
+	}
+	put(t, s, tableA, pairs...)
+	for _, r := range []billing.Range{{}, {Reverse: true}, {Start: []byte("k010"), End: []byte("k140")}, {Start: []byte("k010"), End: []byte("k140"), Reverse: true}} {
+		var want []string
+		view(t, s, func(ctx context.Context, tx billing.Tx) error {
+			return tx.Scan(ctx, tableA, r, func(k, _ []byte) error { want = append(want, string(k)); return nil })
+		})
+		for _, expect := range []int{1, 2, 100, 1000} {
+			var got []string
+			r.Expect = expect
+			view(t, s, func(ctx context.Context, tx billing.Tx) error {
+				return tx.Scan(ctx, tableA, r, func(k, _ []byte) error { got = append(got, string(k)); return nil })
+			})
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("scan of %+v (-without Expect +with):\n%s", r, diff)
+			}
 		}
 	}
 }
