@@ -3,7 +3,6 @@ package billing
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -168,40 +167,33 @@ func putStanding(ctx context.Context, tx Tx, k []byte, st *standing, raw []byte)
 	return tx.Put(ctx, tableOpenInvoices, k, raw)
 }
 
-// addSum adds amount and count to the sum under k (deleted when it counts
-// no invoice any more).
-func addSum(ctx context.Context, tx Tx, k []byte, amount Decimal, count int64) error {
-	if count == 0 && amount.IsZero() {
-		return nil
-	}
-	s, err := findRecord[keptSum](ctx, tx, tableInvoiceSums, k)
-	if err != nil {
-		return err
-	}
-	if s == nil {
-		s = &keptSum{}
-	}
-	s.Amount, s.Count = s.Amount.Add(amount), s.Count+count
-	switch {
-	case s.Count < 0:
-		return fmt.Errorf("billing: invoice sum %q would count %d invoices", k, s.Count)
-	case s.Count == 0:
-		return deleteIfPresent(ctx, tx, tableInvoiceSums, k)
-	}
-	return putRecord(ctx, tx, tableInvoiceSums, k, s)
-}
-
 // eachSum calls fn with the currency, the last part of the key (a month or
 // a due date) and the sum of each of account's sums of kind ("invoiced",
 // "due").
 func eachSum(ctx context.Context, tx Tx, account, kind string, fn func(c Currency, part string, s *keptSum) error) error {
 	pfx := prefix(account, kind)
-	return tx.Scan(ctx, tableInvoiceSums, Range{Prefix: pfx}, func(k, v []byte) error {
-		cur, part, _ := strings.Cut(string(k[len(pfx):]), string(rune(keySep)))
-		s := new(keptSum)
-		if err := json.Unmarshal(v, s); err != nil {
-			return fmt.Errorf("decoding %s record: %w", tableInvoiceSums, err)
+	var order []string
+	sums := map[string]*keptSum{}
+	err := tx.Scan(ctx, tableInvoiceSums, Range{Prefix: pfx}, func(k, v []byte) error {
+		base, _, _ := strings.Cut(string(k[len(pfx):]), string(rune(deltaSep)))
+		s := sums[base]
+		if s == nil {
+			s = new(keptSum)
+			sums[base] = s
+			order = append(order, base)
 		}
-		return fn(Currency(cur), part, s)
+		return s.add(v)
 	})
+	if err != nil {
+		return err
+	}
+	for _, base := range order {
+		if s := sums[base]; s.Count != 0 {
+			cur, part, _ := strings.Cut(base, string(rune(keySep)))
+			if err := fn(Currency(cur), part, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

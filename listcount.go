@@ -136,8 +136,8 @@ func boolDelta(b bool) int64 {
 	return 0
 }
 
-// addCounts adds each delta to its count in list_counts, in key order (a
-// count that reaches zero is deleted).
+// addCounts adds each delta to its count in list_counts (addDelta: a row
+// of its own, folded now and then), in key order.
 func addCounts(ctx context.Context, tx Tx, deltas map[string]int64) error {
 	keys := make([]string, 0, len(deltas))
 	for k, d := range deltas {
@@ -147,38 +147,12 @@ func addCounts(ctx context.Context, tx Tx, deltas map[string]int64) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		n, err := readCount(ctx, tx, []byte(k))
-		if err != nil {
-			return err
-		}
-		n += deltas[k]
-		switch {
-		case n < 0:
-			return fmt.Errorf("billing: list count %q would be %d", k, n)
-		case n == 0:
-			err = tx.Delete(ctx, tableListCounts, []byte(k))
-		default:
-			err = tx.Put(ctx, tableListCounts, []byte(k), binary.BigEndian.AppendUint64(nil, uint64(n)))
-		}
-		if err != nil {
+		v := binary.BigEndian.AppendUint64(nil, uint64(deltas[k]))
+		if err := addDelta(ctx, tx, tableListCounts, []byte(k), v, foldCount); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// readCount reads one count of list_counts (0 when there is none).
-func readCount(ctx context.Context, tx Tx, k []byte) (int64, error) {
-	v, err := tx.Get(ctx, tableListCounts, k)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return 0, nil
-	case err != nil:
-		return 0, err
-	case len(v) != 8:
-		return 0, fmt.Errorf("billing: list count %q of %d bytes", k, len(v))
-	}
-	return int64(binary.BigEndian.Uint64(v)), nil
 }
 
 // keep makes q, a list of kl over records keyed (account, id) in q.table,
