@@ -310,6 +310,9 @@ func New(store Store, cfg *Config) (*Service, error) {
 		return nil, fmt.Errorf("billing: preparing the store: %w", err)
 	}
 	s.cursors = cursor.NewCodec(key)
+	if err := s.keepListCounts(context.Background()); err != nil {
+		return nil, fmt.Errorf("billing: counting the lists of the store: %w", err)
+	}
 	return s, nil
 }
 
@@ -478,7 +481,7 @@ func WithCommitHook(ctx context.Context, hook CommitHook) context.Context {
 // own records, for the tables of adapters (httpserver's idempotency
 // records).
 func Sweep(ctx context.Context, st Store, t Table, due func(value []byte) (bool, error)) (int, error) {
-	return sweepTable(ctx, st, t, due)
+	return sweepTable(ctx, st, t, nil, due)
 }
 
 // sweep deletes every record of table t that is due, and returns how many
@@ -487,8 +490,10 @@ func Sweep(ctx context.Context, st Store, t Table, due func(value []byte) (bool,
 // due keys; they are deleted in write transactions of 1,000 keys, each
 // checking again that a record is still due (it may have changed since the
 // scan), so a sweep never holds the writer for long.
-func sweep[R any](ctx context.Context, s *Service, t Table, due func(*R) bool) (int, error) {
-	return sweepTable(ctx, s.store, t, func(v []byte) (bool, error) {
+// deleted, when set, runs in the transaction of each deletion, with the
+// key deleted (to keep what is kept of the record: listcount.go).
+func sweep[R any](ctx context.Context, s *Service, t Table, deleted func(context.Context, Tx, []byte) error, due func(*R) bool) (int, error) {
+	return sweepTable(ctx, s.store, t, deleted, func(v []byte) (bool, error) {
 		var r R
 		if err := json.Unmarshal(v, &r); err != nil {
 			return false, err
@@ -498,7 +503,7 @@ func sweep[R any](ctx context.Context, s *Service, t Table, due func(*R) bool) (
 }
 
 // sweepTable is sweep over the stored bytes of the records.
-func sweepTable(ctx context.Context, st Store, t Table, due func(value []byte) (bool, error)) (int, error) {
+func sweepTable(ctx context.Context, st Store, t Table, onDelete func(context.Context, Tx, []byte) error, due func(value []byte) (bool, error)) (int, error) {
 	var keys [][]byte
 	err := internal(st.View(ctx, func(tx Tx) error {
 		return tx.Scan(ctx, t, Range{}, func(k, v []byte) error {
@@ -530,6 +535,11 @@ func sweepTable(ctx context.Context, st Store, t Table, due func(value []byte) (
 				}
 				if err := tx.Delete(ctx, t, k); err != nil {
 					return err
+				}
+				if onDelete != nil {
+					if err := onDelete(ctx, tx, k); err != nil {
+						return err
+					}
 				}
 				n++
 			}

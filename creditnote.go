@@ -247,6 +247,7 @@ type CreditNoteFilter struct {
 var creditNoteKind = docKind[CreditNote]{
 	name: "credit note", docs: tableCreditNotes, lines: tableCreditNoteLines, groups: tableCreditNoteGroups,
 	number: "CN", updated: NotificationCreditNoteUpdated,
+	kept: keptCreditNotes, values: creditNoteValues,
 }
 
 func (c *CreditNote) docTotals() Totals { return c.Totals }
@@ -404,7 +405,10 @@ func (s *Service) ListCreditNotes(ctx context.Context, account string, f CreditN
 				(f.Status == "" || cn.Status == f.Status)
 		}),
 	}
-	return read(ctx, s, func(tx Tx) (Page[CreditNote], error) { return list(ctx, s, tx, q, p) })
+	given := []string{f.CustomerID, f.InvoiceID, string(f.Status)}
+	return read(ctx, s, func(tx Tx) (Page[CreditNote], error) {
+		return listKept(ctx, s, tx, keptCreditNotes, account, given, q, p)
+	})
 }
 
 // creditNoteOp runs one mutating credit note operation: load, fn, store,

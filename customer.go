@@ -274,6 +274,9 @@ func (s *Service) CreateCustomer(ctx context.Context, account string, p Customer
 		if err := putRecord(ctx, tx, tableCustomers, key(account, c.ID), c); err != nil {
 			return nil, err
 		}
+		if err := keptCustomers.put(ctx, tx, account, c.ID, []string{}); err != nil {
+			return nil, err
+		}
 		if c.TimeZone != "" { // the customer's zone from the start: it has no period yet
 			if err := putRecord(ctx, tx, tableTimeZones, key(account, c.ID), []zoneChange{{Zone: c.TimeZone}}); err != nil {
 				return nil, err
@@ -467,7 +470,12 @@ func (s *Service) endCustomerSchedules(ctx context.Context, tx Tx, account, cust
 // newest first unless f.SortOrder says ASC. Returns validation_failed for a
 // bad sort order, limit or cursor.
 func (s *Service) ListCustomers(ctx context.Context, account string, f CustomerFilter, p ListParams) (Page[Customer], error) {
-	return listByCreation[Customer](ctx, s, "customers", tableCustomers, account, f.SortOrder, p)
+	order, err := ParseSortOrder(string(f.SortOrder), SortDesc)
+	if err != nil {
+		return Page[Customer]{}, err
+	}
+	q := listQuery[Customer]{name: "customers", table: tableCustomers, prefix: prefix(account), desc: order == SortDesc, decode: decodeAll[Customer](nil)}
+	return read(ctx, s, func(tx Tx) (Page[Customer], error) { return listKept(ctx, s, tx, keptCustomers, account, nil, q, p) })
 }
 
 // customerByAlias returns the customer whose id or alias is value, or nil

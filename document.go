@@ -371,6 +371,13 @@ type docKind[D any] struct {
 	groups  Table
 	number  string // number prefix and counter name: INV, CN
 	updated NotificationType
+	// kept is the kind's list, whose counts and indexes saveDoc keeps
+	// with a document's filter values.
+	kept   keptList
+	values func(*D) []string
+	// sums, when set, keeps what else is kept of a document (invoices:
+	// keepStanding) as saveDoc stores it.
+	sums func(ctx context.Context, tx Tx, account, id string, d *D) error
 }
 
 // loadDoc reads document id of account; not_found names the kind.
@@ -383,7 +390,15 @@ func saveDoc[D any, PD interface {
 	*D
 	document
 }](ctx context.Context, tx Tx, k docKind[D], account string, d PD) error {
-	return putRecord(ctx, tx, k.docs, key(account, d.docID()), d)
+	if err := putRecord(ctx, tx, k.docs, key(account, d.docID()), d); err != nil {
+		return err
+	}
+	if k.sums != nil {
+		if err := k.sums(ctx, tx, account, d.docID(), (*D)(d)); err != nil {
+			return err
+		}
+	}
+	return k.kept.put(ctx, tx, account, d.docID(), k.values((*D)(d)))
 }
 
 // normalizedPtr returns a copy of the instant t points to, normalized

@@ -298,6 +298,7 @@ type InvoiceFilter struct {
 var invoiceKind = docKind[invoiceRecord]{
 	name: "invoice", docs: tableInvoices, lines: tableInvoiceLines, groups: tableInvoiceGroups,
 	number: "INV", updated: NotificationInvoiceUpdated,
+	kept: keptInvoices, values: invoiceValues, sums: keepStanding,
 }
 
 func (r *invoiceRecord) docTotals() Totals { return r.Totals }
@@ -501,7 +502,8 @@ func (s *Service) ListInvoices(ctx context.Context, account string, f InvoiceFil
 				(f.BillingScheduleID == "" || inv.BillingScheduleID == f.BillingScheduleID)
 		}),
 	}
-	return read(ctx, s, func(tx Tx) (Page[Invoice], error) { return list(ctx, s, tx, q, p) })
+	given := []string{f.CustomerID, string(f.Status), f.BillingScheduleID}
+	return read(ctx, s, func(tx Tx) (Page[Invoice], error) { return listKept(ctx, s, tx, keptInvoices, account, given, q, p) })
 }
 
 // checkStatusFilter validates a status filter.
@@ -589,6 +591,12 @@ func (s *Service) DeleteInvoice(ctx context.Context, account, id string) error {
 			}
 		}
 		if err := deleteIfPresent(ctx, tx, tableDocumentRounding, key(account, id)); err != nil {
+			return struct{}{}, err
+		}
+		if err := keepStanding(ctx, tx, account, id, nil); err != nil {
+			return struct{}{}, err
+		}
+		if err := keptInvoices.put(ctx, tx, account, id, nil); err != nil {
 			return struct{}{}, err
 		}
 		return struct{}{}, tx.Delete(ctx, tableInvoices, key(account, id))

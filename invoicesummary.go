@@ -48,9 +48,9 @@ const maxSummaryMonths = 120
 // SummarizeInvoices adds up the account's issued invoices (FINAL and SENT)
 // per currency: the gross total invoiced in each of the last months months
 // (by issue date, the current month last), the amount due and the amount
-// overdue. It reads every invoice of the account in one transaction, through
-// the record memo, so its cost grows with the number of invoices; the
-// console's overview uses it. Today is the date of the Service's clock in
+// overdue. It reads the sums kept as invoices are written
+// (invoicestanding.go): its cost grows with the months and due dates
+// summed, not with the invoices; the console's overview uses it. Today is the date of the Service's clock in
 // the account's time zone.
 // Returns validation_failed when months is not between 1 and 120.
 func (s *Service) SummarizeInvoices(ctx context.Context, account string, months int) (*InvoiceSummary, error) {
@@ -68,18 +68,39 @@ func (s *Service) SummarizeInvoices(ctx context.Context, account string, months 
 		for i := months - 1; i >= 0; i-- {
 			sum.Months = append(sum.Months, DateOf(time.Date(today.Year, today.Month-time.Month(i), 1, 0, 0, 0, 0, time.UTC)))
 		}
-		return tx.Scan(ctx, tableInvoices, Range{Prefix: prefix(account)}, func(k, v []byte) error {
-			_, inv, err := memoDecode[invoiceRecord](s, tableInvoices, k, v)
-			if err != nil || !inv.Status.finalized() {
+		of := func(cur Currency) *CurrencySummary {
+			c := byCurrency[cur]
+			if c == nil {
+				c = &CurrencySummary{Currency: cur, Invoiced: make([]Decimal, months)}
+				byCurrency[cur] = c
+			}
+			return c
+		}
+		err = eachSum(ctx, tx, account, "invoiced", func(cur Currency, month string, ks *keptSum) error {
+			d, err := ParseDate(month + "-01")
+			if err != nil {
 				return err
 			}
-			c := byCurrency[inv.Currency]
-			if c == nil {
-				c = &CurrencySummary{Currency: inv.Currency, Invoiced: make([]Decimal, months)}
-				byCurrency[inv.Currency] = c
+			c := of(cur)
+			if back := (today.Year-d.Year)*12 + int(today.Month-d.Month); back >= 0 && back < months {
+				c.Invoiced[months-1-back] = c.Invoiced[months-1-back].Add(ks.Amount)
 			}
-			c.add(&inv.Invoice, sum.Today, months)
 			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return eachSum(ctx, tx, account, "due", func(cur Currency, due string, ks *keptSum) error {
+			c := of(cur)
+			c.AmountDue, c.UnpaidInvoices = c.AmountDue.Add(ks.Amount), c.UnpaidInvoices+int(ks.Count)
+			if due == "-" {
+				return nil
+			}
+			d, err := ParseDate(due)
+			if err == nil && d.Before(today) {
+				c.AmountOverdue, c.OverdueInvoices = c.AmountOverdue.Add(ks.Amount), c.OverdueInvoices+int(ks.Count)
+			}
+			return err
 		})
 	})
 	if err != nil {
@@ -90,19 +111,4 @@ func (s *Service) SummarizeInvoices(ctx context.Context, account string, months 
 	}
 	slices.SortFunc(sum.Currencies, func(a, b CurrencySummary) int { return strings.Compare(string(a.Currency), string(b.Currency)) })
 	return sum, nil
-}
-
-// add counts one issued invoice into c.
-func (c *CurrencySummary) add(inv *Invoice, today Date, months int) {
-	back := (today.Year-inv.IssueDate.Year)*12 + int(today.Month-inv.IssueDate.Month)
-	if back >= 0 && back < months {
-		c.Invoiced[months-1-back] = c.Invoiced[months-1-back].Add(inv.GrossTotal)
-	}
-	if inv.PaymentStatus == PaymentStatusUncollectible || inv.AmountDue.Sign() <= 0 {
-		return
-	}
-	c.AmountDue, c.UnpaidInvoices = c.AmountDue.Add(inv.AmountDue), c.UnpaidInvoices+1
-	if !inv.DueDate.IsZero() && inv.DueDate.Before(today) {
-		c.AmountOverdue, c.OverdueInvoices = c.AmountOverdue.Add(inv.AmountDue), c.OverdueInvoices+1
-	}
 }

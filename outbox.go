@@ -149,7 +149,7 @@ func (s *Service) enqueue(ctx context.Context, tx Tx, d *deliveryRecord, now tim
 	if err := tx.Put(ctx, tableDeliveryQueue, d.queueKey(), nil); err != nil {
 		return err
 	}
-	return putRecord(ctx, tx, tableDeliveries, key(d.ServiceAccountID, d.ID), d)
+	return putDelivery(ctx, tx, d.ServiceAccountID, d.ID, d)
 }
 
 // reschedule moves a delivery's queue entry to next (nil: out of the queue).
@@ -194,7 +194,10 @@ func (s *Service) ListDeliveries(ctx context.Context, account string, f Delivery
 				(f.NotificationID == "" || d.NotificationID == f.NotificationID)
 		}),
 	}
-	return read(ctx, s, func(tx Tx) (Page[Delivery], error) { return list(ctx, s, tx, q, p) })
+	given := []string{f.PolicyID, string(f.Status), f.NotificationID}
+	return read(ctx, s, func(tx Tx) (Page[Delivery], error) {
+		return listKept(ctx, s, tx, keptDeliveries, account, given, q, p)
+	})
 }
 
 // GetDelivery returns a delivery. Returns not_found.
@@ -225,7 +228,7 @@ func (s *Service) RetryDelivery(ctx context.Context, account, id string) (*Deliv
 		if err := reschedule(ctx, tx, d, &now); err != nil {
 			return nil, err
 		}
-		return &d.Delivery, putRecord(ctx, tx, tableDeliveries, key(account, id), d)
+		return &d.Delivery, putDelivery(ctx, tx, account, id, d)
 	})
 }
 
@@ -239,7 +242,11 @@ func (s *Service) PruneDeliveries(ctx context.Context, olderThan time.Duration) 
 		Status    DeliveryStatus `json:"status"`
 		UpdatedAt time.Time      `json:"updatedAt"`
 	}
-	return sweep(ctx, s, tableDeliveries, func(d *lastChange) bool {
+	deleted := func(ctx context.Context, tx Tx, k []byte) error {
+		account, id, _ := strings.Cut(string(k), string(rune(keySep)))
+		return keptDeliveries.put(ctx, tx, account, id, nil)
+	}
+	return sweep(ctx, s, tableDeliveries, deleted, func(d *lastChange) bool {
 		return d.Status != DeliveryPending && d.UpdatedAt.Before(cutoff)
 	})
 }
@@ -343,7 +350,7 @@ func (s *Service) claimOne(ctx context.Context, tx Tx, k []byte, now time.Time, 
 	if err := reschedule(ctx, tx, d, &until); err != nil {
 		return nil, err
 	}
-	return c, putRecord(ctx, tx, tableDeliveries, key(account, id), d)
+	return c, putDelivery(ctx, tx, account, id, d)
 }
 
 // ReleaseDelivery gives back a claimed delivery that was not sent (the
@@ -363,7 +370,7 @@ func (s *Service) ReleaseDelivery(ctx context.Context, c *DeliveryClaim) {
 		if err := reschedule(ctx, tx, d, &now); err != nil {
 			return err
 		}
-		return putRecord(ctx, tx, tableDeliveries, key(c.Account, c.ID), d)
+		return putDelivery(ctx, tx, c.Account, c.ID, d)
 	})
 	if err != nil {
 		s.log.Warn("releasing a claimed delivery", "delivery", c.ID, "err", err)
@@ -377,7 +384,7 @@ func (s *Service) finish(ctx context.Context, tx Tx, d *deliveryRecord, now time
 	if err := reschedule(ctx, tx, d, nil); err != nil {
 		return err
 	}
-	return putRecord(ctx, tx, tableDeliveries, key(d.ServiceAccountID, d.ID), d)
+	return putDelivery(ctx, tx, d.ServiceAccountID, d.ID, d)
 }
 
 // DeliveryResult is the outcome of one attempt of a claimed delivery.
@@ -433,7 +440,7 @@ func (s *Service) RecordDeliveryAttempt(ctx context.Context, c *DeliveryClaim, r
 		if err := reschedule(ctx, tx, d, &next); err != nil {
 			return err
 		}
-		return putRecord(ctx, tx, tableDeliveries, key(c.Account, c.ID), d)
+		return putDelivery(ctx, tx, c.Account, c.ID, d)
 	}))
 }
 

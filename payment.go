@@ -274,7 +274,10 @@ func (s *Service) putJournalEntry(ctx context.Context, tx Tx, e *JournalEntry) e
 	if err := putRecord(ctx, tx, tableJournal, key(e.ServiceAccountID, e.ID), e); err != nil {
 		return err
 	}
-	return putRecord(ctx, tx, tableJournalBySource, key(e.ServiceAccountID, e.SourceID, e.ID), e)
+	if err := putRecord(ctx, tx, tableJournalBySource, key(e.ServiceAccountID, e.SourceID, e.ID), e); err != nil {
+		return err
+	}
+	return keptJournal.put(ctx, tx, e.ServiceAccountID, e.ID, journalValues(e))
 }
 
 // reverseJournal posts, for every entry of source srcID, an entry with
@@ -313,8 +316,8 @@ func (s *Service) ListJournalEntries(ctx context.Context, account string, f Jour
 			return f.SourceType == "" || e.SourceType == f.SourceType
 		}),
 	}
-	if f.SourceID != "" {
-		q.table, q.prefix = tableJournalBySource, prefix(account, f.SourceID)
-	}
-	return read(ctx, s, func(tx Tx) (Page[JournalEntry], error) { return list(ctx, s, tx, q, p) })
+	given := []string{f.SourceID, string(f.SourceType)}
+	return read(ctx, s, func(tx Tx) (Page[JournalEntry], error) {
+		return listKept(ctx, s, tx, keptJournal, account, given, q, p)
+	})
 }

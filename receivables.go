@@ -84,8 +84,8 @@ type Receivables struct {
 // invoices as InvoiceSummary.AmountDue (FINAL and SENT with an amount due,
 // except UNCOLLECTIBLE ones), so the totals per currency agree with it and
 // with the sum of amountDue of those invoices in the API's list. It reads
-// every invoice of the account in one transaction, through the record
-// memo, like SummarizeInvoices. Today is the date of the Service's clock in
+// the standings of the open invoices only, kept as invoices are written
+// (invoicestanding.go). Today is the date of the Service's clock in
 // the account's time zone.
 func (s *Service) AgeReceivables(ctx context.Context, account string) (*Receivables, error) {
 	var ag ager
@@ -95,10 +95,13 @@ func (s *Service) AgeReceivables(ctx context.Context, account string) (*Receivab
 			return err
 		}
 		ag = ager{today: today, byCurrency: map[Currency]*owed{}, named: map[string]Date{}}
-		return tx.Scan(ctx, tableInvoices, Range{Prefix: prefix(account)}, func(k, v []byte) error {
-			_, r, err := memoDecode[invoiceRecord](s, tableInvoices, k, v)
+		return tx.Scan(ctx, tableOpenInvoices, Range{Prefix: prefix(account)}, func(_, v []byte) error {
+			st, err := decodeStanding(v)
 			if err == nil {
-				ag.add(&r.Invoice)
+				ag.add(&Invoice{
+					DocumentHeader: DocumentHeader{Status: StatusFinal, Currency: st.Currency, CustomerID: st.CustomerID, CustomerLegalCompanyName: st.CustomerName},
+					IssueDate: st.IssueDate, DueDate: st.DueDate, AmountDue: st.AmountDue,
+				})
 			}
 			return err
 		})

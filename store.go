@@ -111,6 +111,35 @@ type KeepingTx interface {
 	PutKept(ctx context.Context, table Table, key, value []byte) error
 }
 
+// MultiGetTx is a Tx that reads many keys in one request: a backend whose
+// Get costs a round trip (PostgreSQL) implements it, and the list path
+// reads a page's records with it (listpage.go). storagetest.Run checks
+// that GetMany answers what Get does.
+type MultiGetTx interface {
+	Tx
+	// GetMany returns the value under each key of table, in the order of
+	// keys, nil for a key that does not exist. The values are the
+	// caller's, as Get's.
+	GetMany(ctx context.Context, table Table, keys [][]byte) ([][]byte, error)
+}
+
+// getMany is tx.GetMany when tx has it, else a Get of each key; a
+// missing key gives nil.
+func getMany(ctx context.Context, tx Tx, table Table, keys [][]byte) ([][]byte, error) {
+	if m, ok := tx.(MultiGetTx); ok && len(keys) > 1 {
+		return m.GetMany(ctx, table, keys)
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := tx.Get(ctx, table, k)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // putKept is tx.PutKept when tx has it, else tx.Put.
 func putKept(ctx context.Context, tx Tx, table Table, key, value []byte) error {
 	if k, ok := tx.(KeepingTx); ok {
@@ -144,6 +173,11 @@ type Range struct {
 	End []byte
 	// Reverse scans from the largest key down.
 	Reverse bool
+	// Expect, when set, is about how many keys the caller reads before it
+	// ends the scan (ErrStopScan): a backend that reads in chunks may size
+	// its first chunk by it (a list's page, listpage.go). It never changes
+	// what the scan visits.
+	Expect int
 }
 
 // Contains reports whether key lies within r.
@@ -302,6 +336,23 @@ const (
 	tableBillingLeases Table = "billing_leases" // account id / schedule id → engineLease
 	// tableBillingRuns keeps the newest billing run records of each account.
 	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord
+)
+
+// The tables of kept counts and indexes of lists (listcount.go).
+const (
+	// tableListCounts holds how many records each list has, in all and
+	// per value of each kept filter.
+	tableListCounts Table = "list_counts" // account id / list → int64; account id / list / filter / value → int64 (8 bytes, big-endian)
+	// tableListIndex holds, per record of a kept list, the values it is
+	// counted under, and an entry per filter value, sorted as the list.
+	tableListIndex Table = "list_index" // account id / list / "" / record id → values; account id / list / filter / value / record id → values
+)
+
+// The tables of the kept sums of issued invoices (invoicestanding.go).
+const (
+	tableInvoiceStanding Table = "invoice_standing" // account id / invoice id → standing (FINAL and SENT invoices)
+	tableOpenInvoices    Table = "open_invoices"    // account id / invoice id → standing (those with an amount due to collect)
+	tableInvoiceSums     Table = "invoice_sums"     // account id / "invoiced" / currency / YYYY-MM → keptSum; account id / "due" / currency / due date or "-" → keptSum
 )
 
 // The tables of notification policies.
@@ -582,121 +633,33 @@ type listQuery[T any] struct {
 	// expand, when set, is used instead of decode for a table whose
 	// records hold several items (usage_event_ids: one record per batch's
 	// millisecond, usagestore.go): it calls yield with each item of the
-	// record that matches the list's filters, in the list's order, and its
+	// record that matches the list's filters, in descending key order when
+	// reverse (ascending otherwise), and its
 	// position: the key suffix of the record, extended for all but its
 	// first item so that positions sort in the order the scan visits them
 	// (a cursor carries a position). yield's position is copied.
-	expand func(key, value []byte, yield func(item T, pos []byte) error) error
+	expand func(key, value []byte, reverse bool, yield func(item T, pos []byte) error) error
 	// clone, when set, makes a deep copy of an item; list applies it to
 	// the items of the page when decode shares items between calls
 	// (memoized).
 	clone func(T) T
-}
-
-// list is the one list path: every list of the product pages through it.
-// It makes one pass over the matching keys, counting them all for
-// TotalResultSize and keeping at most one page of items in memory.
-//
-// Long on purpose: the one list path keeps its scan, its cursor boundaries and
-// its page assembly together so that every list's paging rules can be read, and
-// checked, in one place.
-func list[T any](ctx context.Context, s *Service, tx Tx, q listQuery[T], p ListParams) (Page[T], error) {
-	limit, cur, err := s.checkListParams(q, p)
-	if err != nil {
-		return Page[T]{}, err
-	}
-	var (
-		page = make([]T, 0, limit)
-		// first and last are the key suffixes of the page's first and
-		// last items (reused buffers: only these two make cursors).
-		first, last []byte
-		// keys are the key suffixes of the page's items, kept only for a
-		// before cursor, whose page slides.
-		keys    [][]byte
-		total   int
-		before  int  // matching items before the page (in list order)
-		more    bool // matching items after the page
-		reached bool // the cursor's position was passed
-	)
-	add := func(item T, suffix []byte) {
-		if len(page) == 0 {
-			first = append(first[:0], suffix...)
-		}
-		last = append(last[:0], suffix...)
-		page = append(page, item)
-	}
-	visit := func(item T, suffix []byte) error {
-		total++
-		switch {
-		case cur == nil:
-			if len(page) < limit {
-				add(item, suffix)
-			} else {
-				more = true
-			}
-		case cur.After:
-			if !reached && !q.beyond(suffix, cur.Key) {
-				before++
-				return nil
-			}
-			reached = true
-			if len(page) < limit {
-				add(item, suffix)
-			} else {
-				more = true
-			}
-		default: // a before cursor: keep the last limit items before it
-			if !q.beyond(cur.Key, suffix) && !(cur.Inclusive && bytes.Equal(cur.Key, suffix)) {
-				more = true
-				return nil
-			}
-			if len(page) == limit {
-				copy(page, page[1:])
-				copy(keys, keys[1:])
-				page, keys = page[:limit-1], keys[:limit-1]
-				before++
-			}
-			page, keys = append(page, item), append(keys, bytes.Clone(suffix))
-		}
-		return nil
-	}
-	r := Range{Prefix: q.prefix, Reverse: q.desc}
-	err = tx.Scan(ctx, q.table, r, func(k, v []byte) error {
-		if q.expand != nil {
-			return q.expand(k, v, visit)
-		}
-		item, ok, err := q.decode(k, v)
-		if err != nil || !ok {
-			return err
-		}
-		return visit(item, k[len(q.prefix):])
-	})
-	if err != nil {
-		return Page[T]{}, err
-	}
-	if len(keys) > 0 {
-		first, last = keys[0], keys[len(keys)-1]
-	}
-	if q.clone != nil {
-		for i := range page {
-			page[i] = q.clone(page[i])
-		}
-	}
-	out := Page[T]{Items: page, TotalResultSize: total}
-	if more && len(page) > 0 {
-		out.After = s.cursors.Encode(cursor.Cursor{List: q.id(), After: true, Key: last})
-	}
-	if before > 0 {
-		switch {
-		case len(page) > 0:
-			out.Before = s.cursors.Encode(cursor.Cursor{List: q.id(), Key: first})
-		case cur != nil:
-			// An empty page after the end: the previous page ends with
-			// the cursor's own item.
-			out.Before = s.cursors.Encode(cursor.Cursor{List: q.id(), Key: cur.Key, Inclusive: true})
-		}
-	}
-	return out, nil
+	// count, when set, gives TotalResultSize (kept counts, listcount.go);
+	// otherwise list counts by visiting every matching item.
+	count func(ctx context.Context, tx Tx) (int, error)
+	// scanTable and scanPrefix, when set, are where the list's scan reads
+	// instead of table and prefix: a kept index of the list whose key
+	// suffixes are the list's positions (listcount.go). prefix still
+	// identifies the list for its cursors.
+	scanTable  Table
+	scanPrefix []byte
+	// load, when set, makes the page's items from their positions after
+	// the scan (decode then only decides which entries match): a kept
+	// index's list reads the page's records in one request (getMany).
+	load func(ctx context.Context, tx Tx, pos [][]byte) ([]T, error)
+	// seekAsc, when set, maps a position to the key suffix an ascending
+	// scan starts from to reach it: for expand, the key of the record
+	// holding the position.
+	seekAsc func(pos []byte) []byte
 }
 
 // beyond reports whether key a comes strictly after key b in the list's order.
@@ -824,6 +787,7 @@ func NewRendering[T, R any](render func(*T) (R, error)) *Rendering[T, R] {
 func listRendered[T, R any](ctx context.Context, s *Service, tx Tx, q listQuery[T], keep func(*T) bool, p ListParams, r *Rendering[T, R]) (Page[R], error) {
 	qm := listQuery[*memo.Record]{
 		name: q.name, filter: q.filter, table: q.table, prefix: q.prefix, desc: q.desc,
+		count: q.count,
 		decode: func(k, v []byte) (*memo.Record, bool, error) {
 			rec, item, err := memoDecode[T](s, q.table, k, v)
 			if err != nil {

@@ -623,13 +623,15 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 		}
 		names := seriesNames{}
 		q := listQuery[usageEventRef]{
-			name:   "usage_events",
-			filter: fmt.Sprintf("%q|%q|%v|%v", f.CustomerAlias, f.EventType, f.EventTimestampAfter, f.EventTimestampBefore),
-			table:  tableUsageEventIDs,
-			prefix: acct,
-			desc:   true,
-			expand: func(k, v []byte, yield func(usageEventRef, []byte) error) error {
-				return eachIndexEntry(k[len(acct):], v, true, func(id, loc, pos []byte) error {
+			name:    "usage_events",
+			filter:  fmt.Sprintf("%q|%q|%v|%v", f.CustomerAlias, f.EventType, f.EventTimestampAfter, f.EventTimestampBefore),
+			table:   tableUsageEventIDs,
+			prefix:  acct,
+			desc:    true,
+			seekAsc: idRecordOf,
+			count:   func(ctx context.Context, tx Tx) (int, error) { return s.countUsageEvents(ctx, tx, account, acct, &f) },
+			expand: func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error {
+				return eachIndexEntry(k[len(acct):], v, reverse, func(id, loc, pos []byte) error {
 					if deadEntry(loc) {
 						return nil // superseded: kept only as the record's key
 					}
@@ -646,10 +648,18 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 			return err
 		}
 		page = Page[UsageEvent]{After: refs.After, Before: refs.Before, TotalResultSize: refs.TotalResultSize}
-		for _, r := range refs.Items {
-			v, err := tx.Get(ctx, tableUsageEvents, r.pk)
-			if err != nil {
-				return err
+		pks := make([][]byte, len(refs.Items))
+		for i, r := range refs.Items {
+			pks[i] = r.pk
+		}
+		vals, err := getMany(ctx, tx, tableUsageEvents, pks)
+		if err != nil {
+			return err
+		}
+		for i, r := range refs.Items {
+			v := vals[i]
+			if v == nil {
+				return fmt.Errorf("billing: usage event %q of the id index is missing", r.pk)
 			}
 			e, err := decodeUsageEvent(account, r.eventType, r.alias, r.pk, v)
 			if err != nil {

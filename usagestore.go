@@ -340,7 +340,10 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 	if err := ew.rollups.flush(ctx, tx); err != nil {
 		return err
 	}
-	return ew.ids.flush(ctx, tx)
+	if err := ew.ids.flush(ctx, tx); err != nil {
+		return err
+	}
+	return addCounts(ctx, tx, usageCountDeltas(w.account, ew.counts))
 }
 
 // seriesName is the (event type, alias) of a series within an account.
@@ -358,6 +361,9 @@ type eventWriter struct {
 	ids         idIndex       // the run's changes of usage_event_ids
 	keys        []byte        // memory of the run's usage_events keys
 	rollups     *rollupWriter // nil unless the store keeps usage rollups
+	// counts is how the run changed the number of events of each series
+	// (usagecount.go).
+	counts map[seriesName]int64
 }
 
 func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
@@ -394,6 +400,7 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 	}
 	ew.ids.added = append(ew.ids.added, idEntry{id: pk[12:], loc: pk[:12]})
 	ew.rollups.put(pk, ew.w.vals[i])
+	ew.count(name, 1)
 	return putKept(ctx, tx, tableUsageEvents, pk, ew.w.vals[i]) // encoded once, never changed
 }
 
@@ -453,6 +460,11 @@ func (ew *eventWriter) delete(ctx context.Context, tx Tx, pk []byte, spot idSpot
 	}
 	ew.rollups.deleted(pk)
 	ew.ids.drop(spot)
+	name, err := seriesNameOf(ctx, tx, pk[:4])
+	if err != nil {
+		return err
+	}
+	ew.count(name, -1)
 	return nil
 }
 

@@ -387,6 +387,9 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 		lower = []byte{} // bytea, never NULL, in the chunk queries
 	}
 	cursor := scanCursor{lower: lower, upper: upper, reverse: r.Reverse, limit: firstChunk}
+	if r.Expect > 0 && r.Expect < firstChunk {
+		cursor.limit = r.Expect // a list's page: no more rows than it reads
+	}
 	var keys, vals [][]byte
 	for {
 		var err error

@@ -50,6 +50,7 @@ var cases = []struct {
 	{"PutReplacesValue", testPutReplaces},
 	{"PutKeptStoresLikePut", testPutKept},
 	{"RollupTxOnEveryTxOrNone", testRollupTx},
+	{"GetManyAnswersAsGet", testGetMany},
 	{"InsertNewKeyStoresValue", testInsertNew},
 	{"InsertExistingIsErrConflictAndKeepsValue", testInsertConflict},
 	{"DeleteRemovesKey", testDelete},
@@ -62,6 +63,7 @@ var cases = []struct {
 	{"ScanReverseIsDescending", testScanReverse},
 	{"ScanSelectsRange", testScanRanges},
 	{"ScanErrStopScanEndsWithoutError", testScanStop},
+	{"ScanExpectChangesNothingVisited", testScanExpect},
 	{"ScanCallbackErrorIsReturned", testScanError},
 	{"ReturnedBytesAreCallerOwned", testCallerOwned},
 	{"ScanInUpdateSeesOwnWrites", testScanOwnWrites},
@@ -248,6 +250,51 @@ func testRollupTx(t *testing.T, s billing.Store) {
 	if answers[0] != answers[1] || answers[1] != answers[2] {
 		t.Errorf("KeepsUsageRollups of View, Update and Batch: %v, want one answer", answers)
 	}
+}
+
+// testGetMany: a backend whose Tx offers billing.MultiGetTx answers with
+// GetMany what Get answers, key by key in the order asked (a missing key
+// nil, an empty value empty, a key asked twice twice), in a View and in an
+// Update that wrote some of the keys and deleted one; a backend without it
+// passes trivially.
+func testGetMany(t *testing.T, s billing.Store) {
+	put(t, s, tableA, "a", "1", "b", "", "c", "3", "gone", "4")
+	put(t, s, tableB, "a", "other table")
+	keys := [][]byte{[]byte("c"), []byte("missing"), []byte("a"), []byte("b"), []byte("a"), []byte("gone"), []byte("new")}
+	check := func(ctx context.Context, tx billing.Tx) error {
+		m, ok := tx.(billing.MultiGetTx)
+		if !ok {
+			return nil
+		}
+		got, err := m.GetMany(ctx, tableA, keys)
+		if err != nil || len(got) != len(keys) {
+			return fmt.Errorf("GetMany: %d values, %v", len(got), err)
+		}
+		for i, k := range keys {
+			v, err := tx.Get(ctx, tableA, k)
+			switch {
+			case errors.Is(err, billing.ErrNotFound):
+				if got[i] != nil {
+					return fmt.Errorf("GetMany %q = %q, Get finds nothing", k, got[i])
+				}
+			case err != nil:
+				return err
+			case got[i] == nil || string(got[i]) != string(v):
+				return fmt.Errorf("GetMany %q = %q, Get %q", k, got[i], v)
+			}
+		}
+		return nil
+	}
+	view(t, s, check)
+	update(t, s, func(ctx context.Context, tx billing.Tx) error {
+		if err := tx.Put(ctx, tableA, []byte("new"), []byte("5")); err != nil {
+			return err
+		}
+		if err := tx.Delete(ctx, tableA, []byte("gone")); err != nil {
+			return err
+		}
+		return check(ctx, tx)
+	})
 }
 
 func testEmptyValue(t *testing.T, s billing.Store) {
@@ -628,6 +675,33 @@ func testScanStop(t *testing.T, s billing.Store) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("keys seen before ErrStopScan, reverse=%v (-want +got):\n%s", reverse, diff)
+		}
+	}
+}
+
+// testScanExpect: Range.Expect is a hint of how many keys the caller reads;
+// a scan that reads more, or fewer, visits exactly what it would without
+// it, in both directions and within bounds.
+func testScanExpect(t *testing.T, s billing.Store) {
+	var pairs []string
+	for i := range 150 {
+		pairs = append(pairs, fmt.Sprintf("k%03d", i), "v")
+	}
+	put(t, s, tableA, pairs...)
+	for _, r := range []billing.Range{{}, {Reverse: true}, {Start: []byte("k010"), End: []byte("k140")}, {Start: []byte("k010"), End: []byte("k140"), Reverse: true}} {
+		var want []string
+		view(t, s, func(ctx context.Context, tx billing.Tx) error {
+			return tx.Scan(ctx, tableA, r, func(k, _ []byte) error { want = append(want, string(k)); return nil })
+		})
+		for _, expect := range []int{1, 2, 100, 1000} {
+			var got []string
+			r.Expect = expect
+			view(t, s, func(ctx context.Context, tx billing.Tx) error {
+				return tx.Scan(ctx, tableA, r, func(k, _ []byte) error { got = append(got, string(k)); return nil })
+			})
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("scan of %+v (-without Expect +with):\n%s", r, diff)
+			}
 		}
 	}
 }
