@@ -100,7 +100,7 @@ func (s *Service) AgeReceivables(ctx context.Context, account string) (*Receivab
 			if err == nil {
 				ag.add(&Invoice{
 					DocumentHeader: DocumentHeader{Status: StatusFinal, Currency: st.Currency, CustomerID: st.CustomerID, CustomerLegalCompanyName: st.CustomerName},
-					IssueDate: st.IssueDate, DueDate: st.DueDate, AmountDue: st.AmountDue,
+					IssueDate:      st.IssueDate, DueDate: st.DueDate, AmountDue: st.AmountDue,
 				})
 			}
 			return err
