@@ -59,11 +59,16 @@ func addDelta(ctx context.Context, tx Tx, table Table, k, v []byte, fold func(co
 // foldCount folds the deltas of the count k into its base row (deleted at
 // zero).
 func foldCount(ctx context.Context, tx Tx, k []byte) error {
-	n, err := readCount(ctx, tx, k)
+	n, err := readBase(ctx, tx, k)
 	if err != nil {
 		return err
 	}
-	if err := deleteDeltas(ctx, tx, tableListCounts, k); err != nil {
+	err = takeDeltas(ctx, tx, tableListCounts, k, func(dk, dv []byte) error {
+		d, err := countDelta(dk, dv)
+		n += d
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	switch {
@@ -75,12 +80,13 @@ func foldCount(ctx context.Context, tx Tx, k []byte) error {
 	return tx.Put(ctx, tableListCounts, k, binary.BigEndian.AppendUint64(nil, uint64(n)))
 }
 
-// deleteDeltas deletes every delta of k in table.
-func deleteDeltas(ctx context.Context, tx Tx, table Table, k []byte) error {
+// takeDeltas calls fn with each delta of k in table, then deletes them:
+// one scan serves the fold's sum and its deletions.
+func takeDeltas(ctx context.Context, tx Tx, table Table, k []byte, fn func(dk, dv []byte) error) error {
 	var keys [][]byte
-	err := tx.Scan(ctx, table, deltasOf(k), func(dk, _ []byte) error {
+	err := tx.Scan(ctx, table, deltasOf(k), func(dk, dv []byte) error {
 		keys = append(keys, slices.Clone(dk))
-		return nil
+		return fn(dk, dv)
 	})
 	if err != nil {
 		return err
@@ -96,25 +102,38 @@ func deleteDeltas(ctx context.Context, tx Tx, table Table, k []byte) error {
 // readCount reads one count of list_counts: its base row and its deltas
 // (0 when there is none).
 func readCount(ctx context.Context, tx Tx, k []byte) (int64, error) {
-	var n int64
+	n, err := readBase(ctx, tx, k)
+	if err != nil {
+		return 0, err
+	}
+	err = tx.Scan(ctx, tableListCounts, deltasOf(k), func(dk, dv []byte) error {
+		d, err := countDelta(dk, dv)
+		n += d
+		return err
+	})
+	return n, err
+}
+
+// readBase reads the base row of the count k (0 when there is none).
+func readBase(ctx context.Context, tx Tx, k []byte) (int64, error) {
 	v, err := tx.Get(ctx, tableListCounts, k)
 	switch {
 	case errors.Is(err, ErrNotFound):
+		return 0, nil
 	case err != nil:
 		return 0, err
 	case len(v) != 8:
 		return 0, fmt.Errorf("billing: list count %q of %d bytes", k, len(v))
-	default:
-		n = int64(binary.BigEndian.Uint64(v))
 	}
-	err = tx.Scan(ctx, tableListCounts, deltasOf(k), func(dk, dv []byte) error {
-		if len(dv) != 8 {
-			return fmt.Errorf("billing: list count delta %q of %d bytes", dk, len(dv))
-		}
-		n += int64(binary.BigEndian.Uint64(dv))
-		return nil
-	})
-	return n, err
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// countDelta decodes the count delta dv stored under dk.
+func countDelta(dk, dv []byte) (int64, error) {
+	if len(dv) != 8 {
+		return 0, fmt.Errorf("billing: list count delta %q of %d bytes", dk, len(dv))
+	}
+	return int64(binary.BigEndian.Uint64(dv)), nil
 }
 
 // addSum adds amount and count to the sum under k of invoice_sums, as a
@@ -139,13 +158,7 @@ func foldSum(ctx context.Context, tx Tx, k []byte) error {
 	if s == nil {
 		s = &keptSum{}
 	}
-	err = tx.Scan(ctx, tableInvoiceSums, deltasOf(k), func(_, v []byte) error {
-		return s.add(v)
-	})
-	if err != nil {
-		return err
-	}
-	if err := deleteDeltas(ctx, tx, tableInvoiceSums, k); err != nil {
+	if err := takeDeltas(ctx, tx, tableInvoiceSums, k, func(_, v []byte) error { return s.add(v) }); err != nil {
 		return err
 	}
 	switch {

@@ -108,7 +108,7 @@ type PaymentNotice struct {
 	Kind PaymentNoticeKind `json:"kind"`
 	// InvoiceNumber is the invoice's number.
 	InvoiceNumber string `json:"invoiceNumber"`
-	// IssueDate and DueDate are the invoice's.
+	// IssueDate is the invoice's issue date.
 	IssueDate Date `json:"issueDate"`
 	// DueDate is when the invoice is due.
 	DueDate Date `json:"dueDate"`
