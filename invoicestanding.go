@@ -15,16 +15,15 @@ import (
 // Every write of an invoice (saveDoc, DeleteInvoice) calls keepStanding in
 // its transaction with the invoice as stored. An issued invoice (FINAL or
 // SENT) has a standing: the few fields the two read. The standing of each
-// issued invoice is kept in invoice_standing, that of each open one (an
-// amount due that may be collected) also in open_invoices, and
-// invoice_sums adds them up per currency: the gross total invoiced per
-// month of issue, the amount due per due date. keepStanding subtracts the
+// issued invoice is kept in invoice_standing, and invoice_sums adds them
+// up per currency: the gross total invoiced per month of issue, and of the
+// open ones (an amount due that may be collected) the amount due per due
+// date, in all and per customer. keepStanding subtracts the
 // invoice's old standing and adds its new one, so the sums stay exact under
 // payments, voids and corrections.
 
 // standing is what the kept sums know of an issued invoice. It is stored
-// as its fields joined by NUL (encode), which AgeReceivables reads back
-// for every open invoice without a JSON decoder.
+// as its fields joined by NUL (encode), read back without a JSON decoder.
 type standing struct {
 	Currency     Currency
 	CustomerID   string
@@ -104,6 +103,7 @@ func (st *standing) sums(account string) map[string]Decimal {
 			due = "-"
 		}
 		out[string(key(account, "due", string(st.Currency), due))] = st.AmountDue
+		out[string(key(account, "cdue", st.CustomerID, string(st.Currency), due))] = st.AmountDue
 	}
 	return out
 }
@@ -153,25 +153,20 @@ func keepStanding(ctx context.Context, tx Tx, account, id string, r *invoiceReco
 }
 
 // putStanding stores (or, for nil, deletes) the standing under k in
-// invoice_standing, and in open_invoices when it is open.
+// invoice_standing.
 func putStanding(ctx context.Context, tx Tx, k []byte, st *standing, raw []byte) error {
 	if st == nil {
-		return errors.Join(deleteIfPresent(ctx, tx, tableInvoiceStanding, k), deleteIfPresent(ctx, tx, tableOpenInvoices, k))
+		return deleteIfPresent(ctx, tx, tableInvoiceStanding, k)
 	}
-	if err := tx.Put(ctx, tableInvoiceStanding, k, raw); err != nil {
-		return err
-	}
-	if !st.Open {
-		return deleteIfPresent(ctx, tx, tableOpenInvoices, k)
-	}
-	return tx.Put(ctx, tableOpenInvoices, k, raw)
+	return tx.Put(ctx, tableInvoiceStanding, k, raw)
 }
 
 // eachSum calls fn with the currency, the last part of the key (a month or
-// a due date) and the sum of each of account's sums of kind ("invoiced",
-// "due").
-func eachSum(ctx context.Context, tx Tx, account, kind string, fn func(c Currency, part string, s *keptSum) error) error {
-	pfx := prefix(account, kind)
+// a due date) and the sum of each of the sums under prefix(parts...):
+// account and kind ("invoiced", "due"), or account, "cdue" and a customer
+// id.
+func eachSum(ctx context.Context, tx Tx, fn func(c Currency, part string, s *keptSum) error, parts ...string) error {
+	pfx := prefix(parts...)
 	var order []string
 	sums := map[string]*keptSum{}
 	err := tx.Scan(ctx, tableInvoiceSums, Range{Prefix: pfx}, func(k, v []byte) error {

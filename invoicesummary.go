@@ -76,7 +76,7 @@ func (s *Service) SummarizeInvoices(ctx context.Context, account string, months 
 			}
 			return c
 		}
-		err = eachSum(ctx, tx, account, "invoiced", func(cur Currency, month string, ks *keptSum) error {
+		err = eachSum(ctx, tx, func(cur Currency, month string, ks *keptSum) error {
 			d, err := ParseDate(month + "-01")
 			if err != nil {
 				return err
@@ -86,11 +86,11 @@ func (s *Service) SummarizeInvoices(ctx context.Context, account string, months 
 				c.Invoiced[months-1-back] = c.Invoiced[months-1-back].Add(ks.Amount)
 			}
 			return nil
-		})
+		}, account, "invoiced")
 		if err != nil {
 			return err
 		}
-		return eachSum(ctx, tx, account, "due", func(cur Currency, due string, ks *keptSum) error {
+		return eachSum(ctx, tx, func(cur Currency, due string, ks *keptSum) error {
 			c := of(cur)
 			c.AmountDue, c.UnpaidInvoices = c.AmountDue.Add(ks.Amount), c.UnpaidInvoices+int(ks.Count)
 			if due == "-" {
@@ -101,7 +101,7 @@ func (s *Service) SummarizeInvoices(ctx context.Context, account string, months 
 				c.AmountOverdue, c.OverdueInvoices = c.AmountOverdue.Add(ks.Amount), c.OverdueInvoices+int(ks.Count)
 			}
 			return err
-		})
+		}, account, "due")
 	})
 	if err != nil {
 		return nil, internal(err)

@@ -11,7 +11,7 @@ import (
 // and indexes of lists (listcount.go) are complete. A store written before
 // they existed (or by a version that kept them otherwise) has another or
 // none, and New builds them from the records, once.
-const listCountsVersion = "1"
+const listCountsVersion = "2"
 
 // keepListCounts builds the kept counts and indexes of lists when the
 // store's marker says they are not complete, in one transaction that also

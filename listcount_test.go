@@ -204,6 +204,43 @@ func (sc *listScenario) checkSums() {
 			}
 		}
 	}
+	sc.checkReceivablesPages(rec)
+}
+
+// checkReceivablesPages reads the receivables a customer a page and checks
+// that the pages together are all, in the same order, with the same
+// totals.
+func (sc *listScenario) checkReceivablesPages(all *billing.Receivables) {
+	sc.t.Helper()
+	got := map[billing.Currency][]string{}
+	p := billing.ReceivablesPage{Limit: 1}
+	for pages := 0; ; pages++ {
+		page := must(sc.svc.AgeReceivablesPage(sc.ctx, sc.acct, p)).of(sc.t, "AgeReceivablesPage")
+		for i, c := range page.Currencies {
+			if c.Total != all.Currencies[i].Total || c.Invoices != all.Currencies[i].Invoices {
+				sc.t.Fatalf("page %d's total in %s: %+v, all: %+v", pages, c.Currency, c.Total, all.Currencies[i].Total)
+			}
+			for _, cu := range c.Customers {
+				got[c.Currency] = append(got[c.Currency], fmt.Sprint(cu.CustomerID, cu.Total))
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		if pages > 10 {
+			sc.t.Fatalf("more pages than customers")
+		}
+		p.After = page.Next
+	}
+	for _, c := range all.Currencies {
+		var want []string
+		for _, cu := range c.Customers {
+			want = append(want, fmt.Sprint(cu.CustomerID, cu.Total))
+		}
+		if fmt.Sprint(got[c.Currency]) != fmt.Sprint(want) {
+			sc.t.Fatalf("receivables in %s a customer a page: %v, all at once: %v", c.Currency, got[c.Currency], want)
+		}
+	}
 }
 
 // ingest sends a batch of 1 to 5 events, some superseding stored ones (by

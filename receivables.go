@@ -1,7 +1,9 @@
 package billing
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"slices"
 	"strings"
 )
@@ -51,124 +53,218 @@ func (b *AgeBuckets) add(amount Decimal, daysLate int) {
 type CustomerReceivables struct {
 	// CustomerID is the customer who owes.
 	CustomerID string `json:"customerId"`
-	// CustomerName is the legal name on the customer's newest unpaid invoice.
+	// CustomerName is the customer's legal name.
 	CustomerName string `json:"customerName"`
 	// Invoices counts the customer's invoices with an amount due.
 	Invoices int `json:"invoices"`
 	AgeBuckets
 }
 
-// CurrencyReceivables is what is owed in one currency: the total and each
-// customer's share (by name).
+// CurrencyReceivables is what is owed in one currency: the total and the
+// share of each customer of the page (by name).
 type CurrencyReceivables struct {
 	// Currency of every amount.
 	Currency Currency `json:"currency"`
 	// Invoices counts the invoices with an amount due in the currency.
 	Invoices int `json:"invoices"`
-	// Total is what all the customers owe.
+	// Total is what all the customers owe, those of other pages too.
 	Total AgeBuckets `json:"total"`
-	// Customers are the customers who owe, by name.
+	// Customers are the page's customers who owe in the currency, by name.
 	Customers []CustomerReceivables `json:"customers"`
 }
 
-// Receivables is the account's accounts receivable on Today, by age.
+// Receivables is the account's accounts receivable on Today, by age: the
+// totals of every customer, and the shares of a page of them.
 type Receivables struct {
 	// Today is the date the ages are counted on: the account's day.
 	Today Date `json:"today"`
 	// Currencies are by code; [] when nothing is due.
 	Currencies []CurrencyReceivables `json:"currencies"`
+	// Next is the cursor of the next page of customers (ReceivablesPage.After),
+	// "" on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// ReceivablesPage chooses the customers whose shares AgeReceivablesPage
+// returns: those who owe, by legal name, after the cursor After, at most
+// Limit of them (0: all).
+type ReceivablesPage struct {
+	// After is a Receivables.Next; "" for the first page.
+	After string
+	// Limit is how many customers a page has at most; 0 for all.
+	Limit int
 }
 
 // AgeReceivables returns what the account's customers owe, per currency and
-// customer, in age buckets by days past the due date. It counts the same
+// customer, in age buckets by days past the due date: AgeReceivablesPage
+// with every customer on one page.
+func (s *Service) AgeReceivables(ctx context.Context, account string) (*Receivables, error) {
+	return s.AgeReceivablesPage(ctx, account, ReceivablesPage{})
+}
+
+// AgeReceivablesPage returns what the account's customers owe in age
+// buckets by days past the due date: per currency in all, and per customer
+// for a page of the customers who owe, by legal name. It counts the same
 // invoices as InvoiceSummary.AmountDue (FINAL and SENT with an amount due,
 // except UNCOLLECTIBLE ones), so the totals per currency agree with it and
 // with the sum of amountDue of those invoices in the API's list. It reads
-// the standings of the open invoices only, kept as invoices are written
-// (invoicestanding.go). Today is the date of the Service's clock in
-// the account's time zone.
-func (s *Service) AgeReceivables(ctx context.Context, account string) (*Receivables, error) {
-	var ag ager
+// the sums kept as invoices are written (invoicestanding.go): per currency
+// and due date for the totals, per customer, currency and due date for the
+// page, walking the customers by name until the page has Limit who owe (a
+// page costs the customers it passes, few when most customers owe). Today is
+// the date of the Service's clock in the account's time zone. A bad cursor
+// is validation_failed.
+func (s *Service) AgeReceivablesPage(ctx context.Context, account string, p ReceivablesPage) (*Receivables, error) {
+	if p.Limit < 0 {
+		return nil, FieldError("limit", "must not be negative")
+	}
+	var after []byte
+	if p.After != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(p.After)
+		if err != nil || !bytes.HasPrefix(raw, prefix(account)) {
+			return nil, FieldError("after", "is not a cursor of this list")
+		}
+		after = raw
+	}
+	var out *Receivables
 	err := s.view(ctx, func(tx Tx) error {
 		today, err := s.dateOf(ctx, tx, account, "", s.clock())
 		if err != nil {
 			return err
 		}
-		ag = ager{today: today, byCurrency: map[Currency]*owed{}, named: map[string]Date{}}
-		return tx.Scan(ctx, tableOpenInvoices, Range{Prefix: prefix(account)}, func(_, v []byte) error {
-			st, err := decodeStanding(v)
-			if err == nil {
-				ag.add(&Invoice{
-					DocumentHeader: DocumentHeader{Status: StatusFinal, Currency: st.Currency, CustomerID: st.CustomerID, CustomerLegalCompanyName: st.CustomerName},
-					IssueDate:      st.IssueDate, DueDate: st.DueDate, AmountDue: st.AmountDue,
-				})
-			}
+		ag := &ager{today: today, byCurrency: map[Currency]*CurrencyReceivables{}}
+		err = eachSum(ctx, tx, func(cur Currency, due string, ks *keptSum) error {
+			c := ag.currency(cur)
+			c.Invoices += int(ks.Count)
+			return ag.add(&c.Total, due, ks.Amount)
+		}, account, "due")
+		if err != nil {
 			return err
-		})
+		}
+		if err := ag.page(ctx, tx, account, after, p.Limit); err != nil {
+			return err
+		}
+		out = ag.receivables()
+		return nil
 	})
 	if err != nil {
 		return nil, internal(err)
 	}
-	return ag.receivables(), nil
+	return out, nil
 }
 
-// ager adds up the invoices of AgeReceivables.
+// ager adds up the kept sums of AgeReceivablesPage.
 type ager struct {
 	today      Date
-	byCurrency map[Currency]*owed
-	named      map[string]Date // the issue date of the invoice a customer's name is from
+	byCurrency map[Currency]*CurrencyReceivables
+	next       []byte // the customer_names key of the page's last customer when there are more
 }
 
-// owed is what is owed in one currency, in total and by customer id.
-type owed struct {
-	cur   *CurrencyReceivables
-	byCus map[string]*CustomerReceivables
-}
-
-// add counts inv when it is issued and has an amount due that may be
-// collected.
-func (a *ager) add(inv *Invoice) {
-	if !inv.Status.finalized() || inv.PaymentStatus == PaymentStatusUncollectible || inv.AmountDue.Sign() <= 0 {
-		return
-	}
-	o := a.byCurrency[inv.Currency]
-	if o == nil {
-		o = &owed{cur: &CurrencyReceivables{Currency: inv.Currency, Total: zeroBuckets(inv.Currency)}, byCus: map[string]*CustomerReceivables{}}
-		a.byCurrency[inv.Currency] = o
-	}
-	late := 0
-	if !inv.DueDate.IsZero() {
-		late = int(a.today.Time().Sub(inv.DueDate.Time()).Hours() / 24)
-	}
-	c := o.byCus[inv.CustomerID]
+// currency returns the receivables of cur, made empty when new.
+func (a *ager) currency(cur Currency) *CurrencyReceivables {
+	c := a.byCurrency[cur]
 	if c == nil {
-		c = &CustomerReceivables{CustomerID: inv.CustomerID, AgeBuckets: zeroBuckets(inv.Currency)}
-		o.byCus[inv.CustomerID] = c
+		c = &CurrencyReceivables{Currency: cur, Total: zeroBuckets(cur), Customers: []CustomerReceivables{}}
+		a.byCurrency[cur] = c
 	}
-	if at, ok := a.named[inv.CustomerID]; !ok || !inv.IssueDate.Before(at) {
-		c.CustomerName, a.named[inv.CustomerID] = inv.CustomerLegalCompanyName, inv.IssueDate
-	}
-	c.Invoices++
-	c.add(inv.AmountDue, late)
-	o.cur.Invoices++
-	o.cur.Total.add(inv.AmountDue, late)
+	return c
 }
 
-// receivables returns what a added up, currencies by code and customers
-// by name.
+// add counts amount, due on due (a date, or "-" for none), into b.
+func (a *ager) add(b *AgeBuckets, due string, amount Decimal) error {
+	late := 0
+	if due != "-" {
+		d, err := ParseDate(due)
+		if err != nil {
+			return err
+		}
+		late = int(a.today.Time().Sub(d.Time()).Hours() / 24)
+	}
+	b.add(amount, late)
+	return nil
+}
+
+// namesChunk is how many customers' names page reads at a time.
+const namesChunk = 64
+
+// page adds the shares of up to limit (0: every) customers who owe, by
+// name after the customer_names key after, and sets a.next when more
+// customers follow. It reads the names a chunk at a time and each
+// customer's sums after the chunk's scan, not inside it.
+func (a *ager) page(ctx context.Context, tx Tx, account string, after []byte, limit int) error {
+	shown := 0
+	start := after
+	for {
+		type named struct {
+			k        []byte
+			id, name string
+		}
+		var chunk []named
+		r := Range{Prefix: prefix(account), Expect: namesChunk}
+		if start != nil {
+			r.Start = append(slices.Clip(start), 0)
+		}
+		err := tx.Scan(ctx, tableCustomerNames, r, func(k, v []byte) error {
+			name, _, _ := strings.Cut(string(k[len(r.Prefix):]), string(rune(keySep)))
+			chunk = append(chunk, named{slices.Clone(k), string(v), name})
+			if len(chunk) == namesChunk {
+				return ErrStopScan
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, n := range chunk {
+			owes, err := a.customer(ctx, tx, account, n.id, n.name, limit > 0 && shown == limit)
+			if err != nil {
+				return err
+			}
+			if owes && limit > 0 && shown == limit {
+				return nil
+			}
+			if owes {
+				shown++
+				a.next = n.k
+			}
+		}
+		if len(chunk) < namesChunk {
+			a.next = nil
+			return nil
+		}
+		start = chunk[len(chunk)-1].k
+	}
+}
+
+// customer adds the shares of customer id (named name) to a, or with probe
+// only reports whether it owes anything.
+func (a *ager) customer(ctx context.Context, tx Tx, account, id, name string, probe bool) (bool, error) {
+	owes := false
+	err := eachSum(ctx, tx, func(cur Currency, due string, ks *keptSum) error {
+		owes = true
+		if probe {
+			return nil
+		}
+		c := a.currency(cur)
+		i := len(c.Customers) - 1
+		if i < 0 || c.Customers[i].CustomerID != id {
+			c.Customers = append(c.Customers, CustomerReceivables{CustomerID: id, CustomerName: name, AgeBuckets: zeroBuckets(cur)})
+			i++
+		}
+		c.Customers[i].Invoices += int(ks.Count)
+		return a.add(&c.Customers[i].AgeBuckets, due, ks.Amount)
+	}, account, "cdue", id)
+	return owes, err
+}
+
+// receivables returns what a added up, currencies by code.
 func (a *ager) receivables() *Receivables {
 	out := &Receivables{Today: a.today, Currencies: []CurrencyReceivables{}}
-	for _, o := range a.byCurrency {
-		for _, c := range o.byCus {
-			o.cur.Customers = append(o.cur.Customers, *c)
-		}
-		slices.SortFunc(o.cur.Customers, func(a, b CustomerReceivables) int {
-			if n := strings.Compare(strings.ToLower(a.CustomerName), strings.ToLower(b.CustomerName)); n != 0 {
-				return n
-			}
-			return strings.Compare(a.CustomerID, b.CustomerID)
-		})
-		out.Currencies = append(out.Currencies, *o.cur)
+	if a.next != nil {
+		out.Next = base64.RawURLEncoding.EncodeToString(a.next)
+	}
+	for _, c := range a.byCurrency {
+		out.Currencies = append(out.Currencies, *c)
 	}
 	slices.SortFunc(out.Currencies, func(a, b CurrencyReceivables) int { return strings.Compare(string(a.Currency), string(b.Currency)) })
 	return out

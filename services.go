@@ -107,6 +107,7 @@ type InvoiceService interface {
 	VoidInvoice(ctx context.Context, account, id string) (*Invoice, error)
 	SummarizeInvoices(ctx context.Context, account string, months int) (*InvoiceSummary, error)
 	AgeReceivables(ctx context.Context, account string) (*Receivables, error)
+	AgeReceivablesPage(ctx context.Context, account string, p ReceivablesPage) (*Receivables, error)
 	PrintableInvoice(ctx context.Context, account, id string) (*PrintableDocument, error)
 
 	// Payments and the journal.

@@ -351,8 +351,8 @@ const (
 // The tables of the kept sums of issued invoices (invoicestanding.go).
 const (
 	tableInvoiceStanding Table = "invoice_standing" // account id / invoice id → standing (FINAL and SENT invoices)
-	tableOpenInvoices    Table = "open_invoices"    // account id / invoice id → standing (those with an amount due to collect)
-	tableInvoiceSums     Table = "invoice_sums"     // account id / "invoiced" / currency / YYYY-MM → keptSum; account id / "due" / currency / due date or "-" → keptSum
+	tableOpenInvoices    Table = "open_invoices"    // no longer written: emptied when the kept sums are rebuilt (listbackfill.go)
+	tableInvoiceSums     Table = "invoice_sums"     // account id / "invoiced" / currency / YYYY-MM → keptSum; account id / "due" / currency / due date or "-" → keptSum; account id / "cdue" / customer id / currency / due date or "-" → keptSum
 )
 
 // The tables of notification policies.

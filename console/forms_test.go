@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -280,6 +282,33 @@ func TestReceivablesAgeTheAmountsDueAndAgreeWithTheAPI(t *testing.T) {
 	}
 	if sum.String() != "3720.00" {
 		t.Fatalf("the API's sum %s", sum)
+	}
+}
+
+// TestReceivablesPageTheCustomers lists 25 customers who owe a page of 20
+// by name, then the other 5, the totals of all 25 on both pages.
+func TestReceivablesPageTheCustomers(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for i := range 25 {
+		cu := f.newCustomer(f.account, fmt.Sprintf("Owing %02d", i), fmt.Sprintf("owing-%02d", i))
+		must(f.svc.FinalizeInvoice(ctx, f.account, f.newInvoice(f.account, cu.ID, "1", "10.00").ID))
+	}
+	b := f.signedIn()
+	_, page := b.get("/console/receivables")
+	contains(t, page, "Owing 00", "Owing 19", "£300.00", `rel="next"`) // 25 invoices of £12.00
+	if strings.Contains(page, "Owing 20") {
+		t.Fatalf("the first page shows the 21st customer")
+	}
+	next := html.UnescapeString(regexp.MustCompile(`href="([^"]*)" rel="next"`).FindStringSubmatch(page)[1])
+	_, page = b.get(next)
+	contains(t, page, "Owing 20", "Owing 24", "£300.00", "First page")
+	if strings.Contains(page, "Owing 19") || strings.Contains(page, `rel="next"`) {
+		t.Fatalf("the second page:\n%s", page)
+	}
+	resp, _ := b.get("/console/receivables?after=nonsense")
+	if resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("a bad cursor: %d", resp.StatusCode)
 	}
 }
 

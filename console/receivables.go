@@ -10,11 +10,16 @@ import (
 
 // receivables shows what the account's customers owe, per currency, in age
 // buckets by days past the due date (current, 1-30, 31-60, 61-90, over
-// 90), each customer linking to its unpaid invoices; ?format=csv is the
-// same table as CSV (one row per currency and customer, and the currency's
-// total).
+// 90): the totals of every customer, and a page of customers by name
+// (?after= the next page's cursor), each linking to its unpaid invoices;
+// ?format=csv is the same table for every customer as CSV (one row per
+// currency and customer, and the currency's total).
 func (c *Console) receivables(rq *request) error {
-	rec, err := c.svc.AgeReceivables(rq.ctx, rq.account)
+	p := billing.ReceivablesPage{Limit: pageSize, After: rq.r.URL.Query().Get("after")}
+	if rq.wantsCSV() {
+		p = billing.ReceivablesPage{}
+	}
+	rec, err := c.svc.AgeReceivablesPage(rq.ctx, rq.account, p)
 	if err != nil {
 		return err
 	}
@@ -33,10 +38,15 @@ func (c *Console) receivables(rq *request) error {
 		}
 		return rq.writeCSV("receivables", header, rows)
 	}
+	first := ""
+	if p.After != "" {
+		first = rq.r.URL.Path
+	}
 	return rq.render(http.StatusOK, "receivables", "Receivables", struct {
 		*billing.Receivables
-		CSV string
-	}{rec, rq.csvLink()})
+		CSV   string
+		Pager pager
+	}{rec, rq.csvLink(), pager{Prev: first, Next: rq.pager("", rec.Next, -1).Next, Total: -1}})
 }
 
 // scheduleRow is a schedule as the schedule tables show it: with its name
