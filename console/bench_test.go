@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -80,13 +81,17 @@ func BenchmarkPagesAtScale(b *testing.B) {
 	f := newFixture(b)
 	ctx := context.Background()
 	paidAt := must(billing.ParseDate("2024-07-30"))
-	var last *billing.Customer
+	var first, last *billing.Customer
 	var lastInvoice *billing.Invoice
+	lastInvoiceNumber := ""
 	for i := range customers {
 		last = f.newCustomer(f.account, fmt.Sprintf("Customer %05d", i), fmt.Sprintf("c%05d", i))
+		if first == nil {
+			first = last
+		}
 		for j := range 10 {
 			lastInvoice = f.newInvoice(f.account, last.ID, "1", "10")
-			must(f.svc.FinalizeInvoice(ctx, f.account, lastInvoice.ID))
+			lastInvoiceNumber = must(f.svc.FinalizeInvoice(ctx, f.account, lastInvoice.ID)).InvoiceNumber
 			if j%2 == 0 {
 				must(f.svc.RecordPayment(ctx, f.account, lastInvoice.ID, billing.PaymentParams{Amount: new(billing.MustDecimal("12.00")), PaidAt: &paidAt}))
 			}
@@ -103,6 +108,15 @@ func BenchmarkPagesAtScale(b *testing.B) {
 		{"new-invoice", Prefix + "invoices/new", "New invoice"},
 		{"new-credit", Prefix + "credits/new?customerId=" + last.ID, "Grant credit"},
 		{"schedules", Prefix + "schedules", "Billing schedules"},
+		{"credit-notes", Prefix + "credit-notes", "Credit notes"},
+		{"billing-runs", Prefix + "billing-runs", "Billing runs"},
+		{"deliveries", Prefix + "deliveries", "deliveries"},
+		{"usage-metrics", Prefix + "usage-metrics", "Usage metrics"},
+		{"search-customers-first", Prefix + "customers?q=" + url.QueryEscape(last.LegalName), last.LegalName},
+		{"search-customers-oldest", Prefix + "customers?q=" + url.QueryEscape(first.LegalName), first.LegalName},
+		{"search-invoices-oldest-customer", Prefix + "invoices?q=" + url.QueryEscape(first.LegalName), first.LegalName},
+		{"search-invoices-number", Prefix + "invoices?q=" + url.QueryEscape(lastInvoiceNumber), lastInvoiceNumber},
+		{"new-customer", Prefix + "customers/new", "New customer"},
 	} {
 		b.Run(p.name, func(b *testing.B) { benchPage(b, f, p.path, p.want) })
 	}
