@@ -37,6 +37,7 @@ func (c *Console) routes() {
 
 	c.handle("GET "+Prefix+"schedules", c.schedules)
 	c.handle("GET "+Prefix+"schedules/{id}", c.schedule)
+	c.form("schedules/{id}/phases", c.editSchedulePhases)
 	c.form("schedules/{id}/{action}", c.scheduleAction)
 
 	c.handle("GET "+Prefix+"billing-runs", c.billingRuns)

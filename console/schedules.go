@@ -140,6 +140,9 @@ func (c *Console) schedule(rq *request) error {
 			data.Actions = append(data.Actions, option{name, scheduleActions[name].label})
 		}
 	}
+	if sc.Status == billing.ScheduleStatusDraft && sc.ArchivedAt == nil {
+		data.Actions = append([]option{{"phases", "Edit phases…"}}, data.Actions...)
+	}
 	if data.Customer, err = c.svc.GetCustomer(rq.ctx, rq.account, sc.CustomerID); err != nil {
 		return err
 	}
