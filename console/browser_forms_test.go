@@ -3,12 +3,14 @@ package console
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/billingd/billing"
+	"github.com/billingd/billing/httpserver"
 )
 
 // TestFormErrorsInABrowser submits each form of the console with a value
@@ -32,6 +34,7 @@ func TestFormErrorsInABrowser(t *testing.T) {
 	no := false
 	sc := must(f.svc.CreateBillingSchedule(ctx, f.account, billing.BillingScheduleParams{CustomerID: f.customer.ID, StartDate: &start,
 		AutoIssueInvoices: &no, IsDraft: &no, Phases: []billing.PhaseParams{{StartDate: &start, PriceIDs: []string{price.ID}}}}))
+	draft := f.draftSchedule(t, price)
 	b := newTab(t, f.srv.URL)
 	b.run("a phone's width", chromedp.EmulateViewport(390, 844))
 	if st := b.signIn(f.key.ID, f.key.Secret); st != http.StatusOK {
@@ -60,6 +63,7 @@ func TestFormErrorsInABrowser(t *testing.T) {
 		{"/console/schedules/new", map[string]string{"f-customerId": f.customer.ID, "f-phases[0].priceIds[0]": price.ID,
 			"f-startDate": "2024-08-01", "f-endDate": "2024-07-01"}, "endDate", http.StatusBadRequest},
 		{"/console/schedules/" + sc.ID + "/cancel", map[string]string{"f-at": "2024-01-01"}, "at", http.StatusBadRequest},
+		{"/console/schedules/" + draft.ID + "/phases", map[string]string{"f-phases[0].endDate": "2024-07-01"}, "phases[0].endDate", http.StatusBadRequest},
 	} {
 		b.open(c.path)
 		var steps []chromedp.Action[chromedp.Void]
@@ -106,4 +110,93 @@ func (b *tab) formVerdict(field string) (msg string, unlabelled int, wide bool) 
 		b.t.Fatalf("reading the form: %v", err)
 	}
 	return msg, unlabelled, wide
+}
+
+// TestConfirmationRefusalsInABrowser presses the button of each
+// confirmation-only action (finalize, send and void an invoice, suspend and
+// cancel a schedule) where the Service refuses it, in headless chromium:
+// the confirmation comes back with the API's 4xx status and the Service's
+// own message in its alert, never an error page; and the API's state is
+// unchanged. Archiving a customer someone archived meanwhile is no refusal
+// (the Service answers with the archived customer): it leads to the
+// customer's page.
+//
+// Long on purpose: its table names every action with the state that
+// refuses it, which reads best in one place.
+func TestConfirmationRefusalsInABrowser(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	issued := f.newInvoice(f.account, f.customer.ID, "2", "50.00")
+	must(f.svc.FinalizeInvoice(ctx, f.account, issued.ID))
+	voided := f.newInvoice(f.account, f.customer.ID, "1", "10.00")
+	must(f.svc.FinalizeInvoice(ctx, f.account, voided.ID))
+	must(f.svc.VoidInvoice(ctx, f.account, voided.ID))
+	pro, _ := f.twoPrices(t)
+	draft := f.draftSchedule(t, pro)
+	gone := f.newCustomer(f.account, "Hooli Inc", "hooli")
+	b := newTab(t, f.srv.URL)
+	if st := b.signIn(f.key.ID, f.key.Secret); st != http.StatusOK {
+		t.Fatalf("sign-in: %d", st)
+	}
+	for _, c := range []struct {
+		path   string
+		before func() // changes the state after the confirmation is shown (another person's action)
+		call   func() error
+	}{
+		{"/console/invoices/" + issued.ID + "/finalize", nil, func() error { _, err := f.svc.FinalizeInvoice(ctx, f.account, issued.ID); return err }},
+		{"/console/invoices/" + voided.ID + "/send", nil, func() error { _, err := f.svc.SendInvoice(ctx, f.account, voided.ID); return err }},
+		{"/console/invoices/" + voided.ID + "/void", nil, func() error { _, err := f.svc.VoidInvoice(ctx, f.account, voided.ID); return err }},
+		{"/console/customers/" + gone.ID + "/archive", func() { must(f.svc.ArchiveCustomer(ctx, f.account, gone.ID)) }, nil},
+		{"/console/schedules/" + draft.ID + "/suspend", nil, func() error { _, err := f.svc.SuspendBillingSchedule(ctx, f.account, draft.ID); return err }},
+		{"/console/schedules/" + draft.ID + "/cancel", nil, func() error {
+			_, err := f.svc.CancelBillingSchedule(ctx, f.account, draft.ID, billing.CancelBillingScheduleParams{})
+			return err
+		}},
+	} {
+		b.open(c.path)
+		if c.before != nil {
+			c.before()
+		}
+		st := b.click("main form.form button[type=submit]")
+		if c.call == nil {
+			if st != http.StatusOK || b.alert() != "" {
+				t.Errorf("%s: status %d, alert %q", c.path, st, b.alert())
+			}
+			b.see("Hooli Inc", "Archived")
+			continue
+		}
+		refusal := c.call()
+		errs := billing.Errors(refusal)
+		if len(errs) == 0 {
+			t.Fatalf("%s: the Service does not refuse it", c.path)
+		}
+		if want := int64(httpserver.StatusOf(errs[0].Code)); st != want || st >= 500 {
+			t.Errorf("%s: status %d, want %d", c.path, st, want)
+		}
+		alert := b.alert()
+		if !strings.Contains(alert, errs[0].Message) {
+			t.Errorf("%s: the alert %q lacks the Service's message %q", c.path, alert, errs[0].Message)
+		}
+		if c.path == "/console/invoices/"+voided.ID+"/void" {
+			b.shot("refused-void")
+		}
+	}
+	if inv := must(f.svc.GetInvoice(ctx, f.account, f.invoice.ID)); inv.Status != billing.StatusDraft {
+		t.Errorf("the draft invoice is %s after the refusals", inv.Status)
+	}
+	if sc := must(f.svc.GetBillingSchedule(ctx, f.account, draft.ID)); sc.Status != billing.ScheduleStatusDraft {
+		t.Errorf("the draft schedule is %s after the refusals", sc.Status)
+	}
+}
+
+// alert returns the text of the page's alert ("" when it has none).
+func (b *tab) alert() string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector('main [role="alert"]') || {textContent: ""}).textContent`))
+	if err != nil {
+		b.t.Fatalf("reading the alert: %v", err)
+	}
+	return s
 }

@@ -63,6 +63,23 @@ func TestOverviewCreditNotesSchedulesAndRunsInABrowser(t *testing.T) {
 	b.see("Upcoming invoice", "Billing date 1 Sep 2024", "Platform fee", "£49.00", "Phase 1")
 	b.shot("schedule")
 
+	// A draft schedule's phases: a second phase from 1 November.
+	pro, plus := f.twoPrices(t)
+	draft := f.draftSchedule(t, pro)
+	b.open("/console/schedules/" + draft.ID)
+	b.click(`.toolbar a[href$="/phases"]`)
+	b.see("Phases · Pro plan", "Phase 1", "Phase 2")
+	b.run("fill the phases", chromedp.SetValue(chromedp.CSS(`[id="f-phases[0].endDate"]`), "2024-10-31"),
+		chromedp.SetValue(chromedp.CSS(`[id="f-phases[1].name"]`), "Growth"),
+		chromedp.SetValue(chromedp.CSS(`[id="f-phases[1].priceIds[0]"]`), plus.ID))
+	b.shot("schedule-phases")
+	b.click("main form.form button[type=submit]")
+	b.see("The phases of the billing schedule were saved.", "Growth 1 Nov 2024", "Pro plus")
+	if sc := must(f.svc.GetBillingSchedule(context.Background(), f.account, draft.ID)); len(sc.Phases) != 2 ||
+		sc.Phases[1].StartDate.String() != "2024-11-01" || sc.Phases[1].PriceIDs[0] != plus.ID {
+		t.Fatalf("the API's phases after the form: %+v", sc.Phases)
+	}
+
 	// The billing runs and the failure of the last one.
 	b.click(`nav a[href="/console/billing-runs"]`)
 	b.see("Billing runs", "Failing now", "Huge calls")
