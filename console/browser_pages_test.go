@@ -63,7 +63,25 @@ func TestOverviewCreditNotesSchedulesAndRunsInABrowser(t *testing.T) {
 	b.see("Upcoming invoice", "Billing date 1 Sep 2024", "Platform fee", "£49.00", "Phase 1")
 	b.shot("schedule")
 
-	// A draft schedule's phases: a second phase from 1 November.
+	editPhasesInABrowser(t, f, b)
+
+	// The billing runs and the failure of the last one.
+	b.click(`nav a[href="/console/billing-runs"]`)
+	b.see("Billing runs", "Failing now", "Huge calls")
+	b.shot("billing-runs")
+
+	// Another account's credit note is not found.
+	their := f.newBrowser()
+	their.signIn(f.otherKey.ID, f.otherKey.Secret)
+	if resp, _ := their.get("/console/credit-notes/" + bl.creditNote.ID); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("another account's credit note: %d", resp.StatusCode)
+	}
+}
+
+// editPhasesInABrowser edits a draft schedule's phases in the tab b: a
+// second phase from 1 November, checked in the Service.
+func editPhasesInABrowser(t *testing.T, f *fixture, b *tab) {
+	t.Helper()
 	pro, plus := f.twoPrices(t)
 	draft := f.draftSchedule(t, pro)
 	b.open("/console/schedules/" + draft.ID)
@@ -78,17 +96,5 @@ func TestOverviewCreditNotesSchedulesAndRunsInABrowser(t *testing.T) {
 	if sc := must(f.svc.GetBillingSchedule(context.Background(), f.account, draft.ID)); len(sc.Phases) != 2 ||
 		sc.Phases[1].StartDate.String() != "2024-11-01" || sc.Phases[1].PriceIDs[0] != plus.ID {
 		t.Fatalf("the API's phases after the form: %+v", sc.Phases)
-	}
-
-	// The billing runs and the failure of the last one.
-	b.click(`nav a[href="/console/billing-runs"]`)
-	b.see("Billing runs", "Failing now", "Huge calls")
-	b.shot("billing-runs")
-
-	// Another account's credit note is not found.
-	their := f.newBrowser()
-	their.signIn(f.otherKey.ID, f.otherKey.Secret)
-	if resp, _ := their.get("/console/credit-notes/" + bl.creditNote.ID); resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("another account's credit note: %d", resp.StatusCode)
 	}
 }
