@@ -146,13 +146,9 @@ func (c *Console) newSchedule(rq *request) error {
 	if err != nil {
 		return err
 	}
-	prices, err := c.svc.ListPrices(rq.ctx, rq.account, billing.PriceFilter{}, billing.ListParams{Limit: 100})
+	priceOptions, err := rq.priceOptions()
 	if err != nil {
 		return err
-	}
-	var priceOptions []option
-	for _, p := range prices.Items {
-		priceOptions = append(priceOptions, option{p.ID, p.Name + " · " + string(p.Currency) + " · " + string(p.BillingFrequency)})
 	}
 	today, err := rq.today()
 	if err != nil {
@@ -199,4 +195,18 @@ func (c *Console) newSchedule(rq *request) error {
 			StartDate: start, EndDate: end, AutoIssueInvoices: &auto, IsDraft: &draft, Label: rq.formValue("label"),
 			Phases: []billing.PhaseParams{{PriceIDs: ids, StartDate: start, EndDate: end}}})
 	})
+}
+
+// priceOptions are the choices of a price in the schedule forms: the
+// catalogue's first 100 prices, each by name, currency and frequency.
+func (rq *request) priceOptions() ([]option, error) {
+	prices, err := rq.c.svc.ListPrices(rq.ctx, rq.account, billing.PriceFilter{}, billing.ListParams{Limit: 100})
+	if err != nil {
+		return nil, err
+	}
+	var out []option
+	for _, p := range prices.Items {
+		out = append(out, option{p.ID, p.Name + " · " + string(p.Currency) + " · " + string(p.BillingFrequency)})
+	}
+	return out, nil
 }

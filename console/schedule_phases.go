@@ -25,13 +25,9 @@ func (c *Console) editSchedulePhases(rq *request) error {
 	if err != nil {
 		return err
 	}
-	prices, err := c.svc.ListPrices(rq.ctx, rq.account, billing.PriceFilter{}, billing.ListParams{Limit: 100})
+	priceOptions, err := rq.priceOptions()
 	if err != nil {
 		return err
-	}
-	var priceOptions []option
-	for _, p := range prices.Items {
-		priceOptions = append(priceOptions, option{p.ID, p.Name + " · " + string(p.Currency) + " · " + string(p.BillingFrequency)})
 	}
 	page := Prefix + "schedules/" + sc.ID
 	cf := confirmation{Heading: "Phases · " + scheduleName(sc), Wide: true, Action: page + "/phases", Button: "Save phases", Back: page,
