@@ -287,6 +287,28 @@ func TestSeatBalances(t *testing.T) {
 			})
 		}
 
+		t.Run("OneCustomer", func(t *testing.T) {
+			for _, tc := range []struct {
+				id   string
+				asOf *time.Time
+				want string
+			}{
+				{acme.ID, nil, all[0]}, {beta.ID, nil, all[1]},
+				{acme.ID, ptr(billingtest.Start.Add(2 * time.Hour)), "Acme:9[editor=9@2h0m0s]@2h0m0s"},
+			} {
+				b, err := svc.GetSeatBalance(ctx, a, tc.id, tc.asOf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := renderBalances([]billing.SeatBalance{*b}); !slices.Equal(got, []string{tc.want}) {
+					t.Errorf("GetSeatBalance(%s) = %q, want %q", tc.id, got, tc.want)
+				}
+			}
+			if _, err := svc.GetSeatBalance(ctx, a, foreign.ID, nil); billing.CodeOf(err) != billing.CodeNotFound {
+				t.Errorf("another account's customer: %v, want not_found", err)
+			}
+		})
+
 		t.Run("Paginated", func(t *testing.T) {
 			got, page := list(billing.SeatBalanceFilter{}, billing.ListParams{Limit: 2})
 			if !slices.Equal(got, all[:2]) || page.After == "" || page.TotalResultSize != 3 {

@@ -442,6 +442,30 @@ type SeatBalanceFilter struct {
 	AsOfDate *Date
 }
 
+// GetSeatBalance returns the seat balance of one customer at asOf (now
+// when nil), as ListSeatBalances answers it for that customer, reading
+// only that customer's records: the console's customer page uses it.
+// Returns not_found for a customer the account does not have.
+func (s *Service) GetSeatBalance(ctx context.Context, account, customerID string, asOf *time.Time) (*SeatBalance, error) {
+	at := s.clock()
+	if asOf != nil {
+		at = NormalizeTime(*asOf)
+	}
+	var b SeatBalance
+	err := s.view(ctx, func(tx Tx) error {
+		c, err := s.getCustomer(ctx, tx, account, customerID)
+		if err != nil {
+			return err
+		}
+		b, err = s.seatBalance(ctx, tx, c, at)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
 // ListSeatBalances returns one balance per customer of the account
 // (archived ones included), ordered by legal name (byte order) then id, and
 // paginated (operation 8). Events count from their timestamp, so future

@@ -64,6 +64,7 @@ type UsageService interface {
 	GetSeatEvent(ctx context.Context, account, id string) (*SeatEvent, error)
 	ListSeatEvents(ctx context.Context, account string, f SeatEventFilter, p ListParams) (Page[SeatEvent], error)
 	ListSeatBalances(ctx context.Context, account string, f SeatBalanceFilter, p ListParams) (Page[SeatBalance], error)
+	GetSeatBalance(ctx context.Context, account, customerID string, asOf *time.Time) (*SeatBalance, error)
 }
 
 // CatalogService is the operations on what an account sells and to whom:

@@ -100,13 +100,11 @@ func (c *Console) customer(rq *request) error {
 	if data.Credits, err = c.svc.GetCreditBalances(rq.ctx, rq.account, id, nil); err != nil {
 		return err
 	}
-	seats, err := c.svc.ListSeatBalances(rq.ctx, rq.account, billing.SeatBalanceFilter{CustomerIDs: []string{id}}, first)
+	seats, err := c.svc.GetSeatBalance(rq.ctx, rq.account, id, nil)
 	if err != nil {
 		return err
 	}
-	for _, b := range seats.Items {
-		data.Seats = append(data.Seats, b.Balances...)
-	}
+	data.Seats = seats.Balances
 	if data.Usage, err = c.customerUsage(rq, cu); err != nil {
 		return err
 	}
