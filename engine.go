@@ -573,6 +573,8 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 	}
 	if catchingUp {
 		run.CatchingUp = append(run.CatchingUp, sc.ID)
+	} else if err := s.billProgressive(ctx, tx, lc, prices, asOf, now, run); err != nil {
+		return err
 	}
 	if err := s.reviewWatched(ctx, tx, lc, prices, created, asOf, now, run); err != nil {
 		return err
