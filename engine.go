@@ -655,7 +655,7 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 		run.InvoicesCreated++
 		run.InvoiceIDs = append(run.InvoiceIDs, inv.ID)
 		sc.LastInvoiceID = inv.ID
-		if sc.AutoIssueInvoices {
+		if sc.AutoIssueInvoices && issuable(inv) {
 			// The finalization applies USAGE credit through the watch.
 			if err := putRecord(ctx, tx, tableBillingWatch, key(sc.ServiceAccountID, sc.ID, date.String()), &w); err != nil {
 				return false, err

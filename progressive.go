@@ -165,6 +165,14 @@ func (s *Service) announceEngineInvoice(ctx context.Context, tx Tx, sc *BillingS
 	return s.emitInvoice(ctx, tx, sc, id, NotificationInvoiceIssued)
 }
 
+// issuable reports whether the engine may send inv at once: not when its
+// gross total is negative, which only the deduction of interim invoices
+// that billed more than the period's usage now comes to can make (usage
+// corrected downwards after an interim invoice). Such an invoice stays
+// DRAFT, recomputed by each run, for an operator: voiding an interim
+// invoice makes the final invoice bill that part again.
+func issuable(inv *Invoice) bool { return inv.GrossTotal.Sign() >= 0 }
+
 // phasesOf returns the phases of lines in the order they first appear.
 func phasesOf(lines []engineLine) []int {
 	var out []int

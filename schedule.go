@@ -595,6 +595,8 @@ func (s *Service) checkScheduleReferences(ctx context.Context, tx Tx, account st
 				return err
 			case pr == nil:
 				v.add(field, "no price %q in this account", id)
+			case p.ThresholdAmount != nil && pr.Structure.PricingType == PricingVolume:
+				v.add("thresholdAmount", "progressive billing needs prices whose amount never falls as usage grows; price %q is VOLUME", id)
 			case currency == "":
 				currency = pr.Currency
 			case pr.Currency != currency:
