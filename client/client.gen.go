@@ -1903,6 +1903,11 @@ type BillingSchedule struct {
 	Suspensions *[]Suspension     `json:"suspensions,omitempty"`
 	TaxRates    []ScheduleTaxRate `json:"taxRates"`
 
+	// ThresholdAmount Progressive billing. When the gross amount the current period's usage has accrued, less what interim invoices of the period billed, reaches it, a billing run issues an interim invoice; the period's final invoice deducts the live interim invoices line by line. In the schedule's currency; absent when off.
+	//
+	// Examples: 12.30, 0.2, -3.50
+	ThresholdAmount *Decimal `json:"thresholdAmount,omitempty"`
+
 	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
@@ -1966,6 +1971,9 @@ type BillingScheduleRequest struct {
 	// Examples: 2024-07-30
 	StartDate Date                    `json:"startDate"`
 	TaxRates  *[]ScheduleTaxRateInput `json:"taxRates,omitempty"`
+
+	// ThresholdAmount Turns on progressive billing (see BillingSchedule.thresholdAmount). Positive, with at most the currency's decimal places; not with VOLUME prices.
+	ThresholdAmount *Decimal `json:"thresholdAmount,omitempty"`
 }
 
 // BillingType defines model for BillingType.
