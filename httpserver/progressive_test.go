@@ -76,4 +76,3 @@ func TestProgressiveBillingOverHTTP(t *testing.T) {
 		t.Errorf("upcoming invoice: %s", r.body)
 	}
 }
-
