@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Auto top-up of CASH credit (docs/credits.md, "Auto top-up"): a CASH grant
+// Auto top-up of CASH credit (docs/money.md, "Auto top-up"): a CASH grant
 // may carry a rule that buys more credit when the customer's balance in its
 // currency falls below a threshold. The rule is evaluated in the
 // transaction of every change of a CASH balance of the customer (a
