@@ -3,6 +3,7 @@ package billing_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,5 +109,33 @@ func TestProgressiveBillingThresholdValidation(t *testing.T) {
 		if es := billing.Errors(err); len(es) != 1 || es[0].Field != "thresholdAmount" {
 			t.Errorf("thresholdAmount %s: %v", bad, err)
 		}
+	}
+}
+
+// TestProgressiveInterimOnceAcrossInstances: two Services on one store
+// (PostgreSQL with BILLINGD_TEST_POSTGRES) run the engine at once, again
+// and again, as of the same moment; the usage passed the threshold once,
+// and one interim invoice is issued.
+func TestProgressiveInterimOnceAcrossInstances(t *testing.T) {
+	t.Parallel()
+	store := billingtest.Store(t)
+	cfg := billing.Config{ConcurrentBillingRuns: true, NewID: billingtest.IDs()}
+	f, sc := progressiveFixture(t, "10.00", billingtest.WithStore(store), billingtest.WithConfig(cfg))
+	cfg.Now = f.clock.Now
+	other, err := billing.New(store, &cfg)
+	f.must(err)
+	f.events(f.customer, "api_call", ts("2024-01-05T00:00:00Z"), 50)
+	var wg sync.WaitGroup
+	for i := range 6 {
+		svc := []*billing.Service{f.svc, other}[i%2]
+		wg.Go(func() {
+			if _, err := svc.RunBilling(f.ctx, ts("2024-01-10T00:00:00Z")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if invs, _ := f.invoices(sc.ID); len(invs) != 1 || invs[0].GrossTotal.String() != "15.00" {
+		t.Fatalf("%d invoices, want one interim invoice of 15.00: %+v", len(invs), invs)
 	}
 }

@@ -15,6 +15,9 @@ import (
 // TestProgressiveBillingOverHTTP: a schedule's thresholdAmount is
 // validated naming the field, echoed, and a billing run issues the interim
 // invoice; the upcoming invoice then deducts it.
+//
+// Long on purpose: one scenario walked in order; each step starts from the
+// state the previous steps left.
 func TestProgressiveBillingOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil, billingtest.WithBolt())
