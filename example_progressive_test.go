@@ -11,6 +11,9 @@ import (
 // Progressive billing: with a thresholdAmount, a run in the middle of the
 // month issues an interim invoice for the usage so far, and the month's
 // final invoice deducts it line by line.
+//
+// Long on purpose: an example reads top to bottom; the set-up of a metric,
+// a price, a schedule and usage is part of what it shows.
 func ExampleBillingScheduleParams_progressive() {
 	ctx := context.Background()
 	now := time.Date(2024, 8, 2, 9, 0, 0, 0, time.UTC)
