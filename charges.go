@@ -600,7 +600,8 @@ func (s *Service) invoiceFor(ctx context.Context, tx Tx, lc *lineContext, charge
 			BillingPeriod: invoicePeriod(charges),
 		},
 	}
-	return p, engineInvoiceLines(lc.cal, lines), qs, nil
+	out, err := s.withInterimDeductions(ctx, tx, sc, charges, engineInvoiceLines(lc.cal, lines))
+	return p, out, qs, err
 }
 
 // engineLines computes the lines of charges from their measured quantities

@@ -202,6 +202,11 @@ func (s *Service) startCollection(ctx context.Context, tx Tx, account string, r 
 			c.Method = ChargeAutomatically
 		}
 	}
+	if charged, err := s.topUpCharged(ctx, tx, account, r); err != nil {
+		return err
+	} else if charged {
+		c.Method = ChargeAutomatically
+	}
 	switch {
 	case c.Method == ChargeAutomatically:
 		r.DunningStatus = DunningScheduled

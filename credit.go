@@ -102,9 +102,14 @@ type CreditGrant struct {
 	// Status is ACTIVE, DEPLETED, EXPIRED or VOIDED.
 	Status CreditGrantStatus `json:"status"`
 	// SourceCreditNoteID is the credit note that created the grant.
-	SourceCreditNoteID string    `json:"sourceCreditNoteId,omitempty"`
-	CreatedAt          time.Time `json:"createdAt"`
-	UpdatedAt          time.Time `json:"updatedAt"`
+	SourceCreditNoteID string `json:"sourceCreditNoteId,omitempty"`
+	// AutoTopUp is the grant's auto top-up rule (CASH only); nil: none.
+	AutoTopUp *AutoTopUp `json:"autoTopUp,omitempty"`
+	// TopUpOfGrantID is the grant whose auto top-up rule bought this grant;
+	// empty for other grants.
+	TopUpOfGrantID string    `json:"topUpOfGrantId,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
 }
 
 // grantRecord is a grant as stored: the grant and its journal basis. Basis
@@ -186,6 +191,9 @@ type CreditGrantParams struct {
 	// ExpiryDate is the last usable day, not before EffectiveDate; nil: never
 	// expires.
 	ExpiryDate *Date `json:"expiryDate"`
+	// AutoTopUp buys more credit whenever the customer's balance in the
+	// currency falls below a threshold (CURRENCY credit only); nil: none.
+	AutoTopUp *AutoTopUpParams `json:"autoTopUp"`
 }
 
 // CreditGrantFilter selects grants in ListCreditGrants. Empty fields match
@@ -341,6 +349,7 @@ func (s *Service) checkGrantFields(v *validator, p *CreditGrantParams) CreditTyp
 	v.check(!p.CreateInvoice || (p.CostOfCredit != nil && p.CostOfCredit.Sign() > 0), "createInvoice",
 		"createInvoice needs a positive costOfCredit")
 	v.check(p.TaxRateID == "" || p.CostOfCredit != nil, "taxRateId", "taxRateId is the tax of costOfCredit; give costOfCredit too")
+	checkAutoTopUp(v, p, typ)
 	checkDate(v, "effectiveDate", p.EffectiveDate)
 	checkDate(v, "expiryDate", p.ExpiryDate)
 	if p.EffectiveDate != nil && p.ExpiryDate != nil {
@@ -366,7 +375,7 @@ func (s *Service) CreateCreditGrant(ctx context.Context, account string, p Credi
 			ID: s.newID(), ServiceAccountID: account, CustomerID: c.ID, Name: p.Name, Type: typ,
 			Currency: p.Currency, MetricID: p.MetricID, OriginalAmount: *p.Amount, TaxRateID: p.TaxRateID,
 			CostOfCredit: copyOf(p.CostOfCredit), ExpiryDate: p.ExpiryDate, Status: CreditGrantActive,
-			CreatedAt: now, UpdatedAt: now,
+			AutoTopUp: newAutoTopUp(p.AutoTopUp), CreatedAt: now, UpdatedAt: now,
 		}}
 		if g.EffectiveDate, err = s.dateOf(ctx, tx, account, c.ID, now); err != nil {
 			return nil, err
@@ -469,7 +478,10 @@ func (s *Service) appendCreditTx(ctx context.Context, tx Tx, g *grantRecord, e c
 	case g.Status == CreditGrantDepleted && bal.Sign() > 0:
 		g.Status = CreditGrantActive
 	}
-	return t, s.putGrantTx(ctx, tx, g, t)
+	if err := s.putGrantTx(ctx, tx, g, t); err != nil {
+		return nil, err
+	}
+	return t, s.reviewAutoTopUps(ctx, tx, g, now)
 }
 
 // putGrantTx stores a grant and one of its transactions.

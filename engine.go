@@ -573,6 +573,8 @@ func (s *Service) billSchedule(ctx context.Context, tx Tx, k []byte, asOf, now t
 	}
 	if catchingUp {
 		run.CatchingUp = append(run.CatchingUp, sc.ID)
+	} else if err := s.billProgressive(ctx, tx, lc, prices, asOf, now, run); err != nil {
+		return err
 	}
 	if err := s.reviewWatched(ctx, tx, lc, prices, created, asOf, now, run); err != nil {
 		return err
@@ -653,7 +655,7 @@ func (s *Service) billDate(ctx context.Context, tx Tx, lc *lineContext, group []
 		run.InvoicesCreated++
 		run.InvoiceIDs = append(run.InvoiceIDs, inv.ID)
 		sc.LastInvoiceID = inv.ID
-		if sc.AutoIssueInvoices {
+		if sc.AutoIssueInvoices && issuable(inv) {
 			// The finalization applies USAGE credit through the watch.
 			if err := putRecord(ctx, tx, tableBillingWatch, key(sc.ServiceAccountID, sc.ID, date.String()), &w); err != nil {
 				return false, err

@@ -120,6 +120,9 @@ type invoiceRecord struct {
 	// CreditsRequested is set by ApplyCredits on an editable invoice: its
 	// credit is applied again whenever its lines change.
 	CreditsRequested bool `json:"_creditsRequested,omitempty"`
+	// AutoTopUp marks the purchase invoice of an auto top-up
+	// (credittopup.go): its collection charges the customer automatically.
+	AutoTopUp bool `json:"_autoTopUp,omitempty"`
 }
 
 // UnmarshalJSON decodes an invoice record. An invoice voided before voids
@@ -131,11 +134,13 @@ func (r *invoiceRecord) UnmarshalJSON(b []byte) error {
 		plainInvoice
 		AccountingDateSet bool `json:"_accountingDateSet,omitempty"`
 		CreditsRequested  bool `json:"_creditsRequested,omitempty"`
+		AutoTopUp         bool `json:"_autoTopUp,omitempty"`
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return err
 	}
 	r.Invoice, r.AccountingDateSet, r.CreditsRequested = Invoice(rec.plainInvoice), rec.AccountingDateSet, rec.CreditsRequested
+	r.AutoTopUp = rec.AutoTopUp
 	r.normalize()
 	return nil
 }

@@ -276,6 +276,12 @@ type BillingSchedule struct {
 	LastBillingError string `json:"lastBillingError,omitempty"`
 	// Suspensions are the intervals the schedule was suspended in.
 	Suspensions []Suspension `json:"suspensions,omitempty"`
+	// ThresholdAmount turns on progressive billing (docs/progressive-billing.md):
+	// when the gross amount a period's usage has accrued and no invoice has
+	// billed yet reaches it, a billing run issues an interim invoice for it,
+	// and the period's final invoice deducts what the interim invoices
+	// billed. In the schedule's currency, positive; nil: off.
+	ThresholdAmount *Decimal `json:"thresholdAmount,omitempty"`
 }
 
 // DiscountParams are the fields of a new discount.
@@ -361,6 +367,10 @@ type BillingScheduleParams struct {
 	DefaultDueDateDays *int `json:"defaultDueDateDays"`
 	// TaxRates map prices of the phases to tax rates of the account.
 	TaxRates []ScheduleTaxRate `json:"taxRates"`
+	// ThresholdAmount turns on progressive billing: see
+	// BillingSchedule.ThresholdAmount. Positive, with at most the digits of
+	// the schedule's currency; nil: off.
+	ThresholdAmount *Decimal `json:"thresholdAmount"`
 }
 
 // CancelBillingScheduleParams are the fields of a cancellation. At is the
@@ -408,6 +418,7 @@ func (s *Service) validateSchedule(p *BillingScheduleParams) error {
 	if d := p.DefaultDueDateDays; d != nil && (*d < 0 || *d > 3650) {
 		v.add("defaultDueDateDays", "defaultDueDateDays must be between 0 and 3650")
 	}
+	v.check(p.ThresholdAmount == nil || p.ThresholdAmount.Sign() > 0, "thresholdAmount", "thresholdAmount must be greater than 0")
 	for _, f := range []struct{ name, value string }{
 		{"purchaseOrderNumber", p.PurchaseOrderNumber}, {"reference", p.Reference},
 		{"label", p.Label}, {"memo", p.Memo},
@@ -533,6 +544,7 @@ func (s *Service) buildSchedule(sc *BillingSchedule, p *BillingScheduleParams, n
 		sc.DefaultDueDateDays = *p.DefaultDueDateDays
 	}
 	sc.TaxRates = append([]ScheduleTaxRate{}, p.TaxRates...)
+	sc.ThresholdAmount = copyOf(p.ThresholdAmount)
 	sc.Phases = make([]Phase, len(p.Phases))
 	for i, pp := range p.Phases {
 		ph := Phase{
@@ -583,12 +595,17 @@ func (s *Service) checkScheduleReferences(ctx context.Context, tx Tx, account st
 				return err
 			case pr == nil:
 				v.add(field, "no price %q in this account", id)
+			case p.ThresholdAmount != nil && pr.Structure.PricingType == PricingVolume:
+				v.add("thresholdAmount", "progressive billing needs prices whose amount never falls as usage grows; price %q is VOLUME", id)
 			case currency == "":
 				currency = pr.Currency
 			case pr.Currency != currency:
 				v.add(field, "all prices of a schedule share one currency: %s is not %s", pr.Currency, currency)
 			}
 		}
+	}
+	if t := p.ThresholdAmount; t != nil && currency.Valid() && currency.Round(*t, RoundHalfUp).Cmp(*t) != 0 {
+		v.add("thresholdAmount", "thresholdAmount has more than the %d decimal places of %s", currency.MinorUnits(), currency)
 	}
 	for i, tr := range p.TaxRates {
 		ok, err := exists(ctx, tx, tableTaxRates, key(account, tr.TaxRateID))

@@ -331,6 +331,9 @@ const (
 	tableBillingWatch Table = "billing_watch" // account id / schedule id / billing date → billingWatch
 	// tableBillingLateUsage records usage that changed after its invoice was finalized.
 	tableBillingLateUsage Table = "billing_late_usage" // account id / schedule id / price id / period start → LateUsage
+	// tableBillingInterim lists the interim invoices progressive billing
+	// issued before the invoice of a billing date (progressive.go).
+	tableBillingInterim Table = "billing_interim" // account id / schedule id / billing date → interimRecord
 	// tableBillingLeases shares the engine's work out between the
 	// instances on one store (Config.ConcurrentBillingRuns; enginelease.go).
 	tableBillingLeases Table = "billing_leases" // account id / schedule id → engineLease

@@ -1815,6 +1815,40 @@ type AustralianDestinationInput struct {
 	SwiftCode     *string `json:"swiftCode,omitempty"`
 }
 
+// AutoTopUp A CASH grant's auto top-up rule. When the customer's CASH balance in the grant's currency falls below thresholdAmount while the rule is armed, a paid grant of topUpAmount is created with its purchase invoice, issued at once (charged automatically when a payment provider is configured and the customer's payment settings name it), and the rule disarms; the balance reaching the threshold again arms it.
+type AutoTopUp struct {
+	Armed bool `json:"armed"`
+
+	// LastTopUpAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	LastTopUpAt      *Timestamp `json:"lastTopUpAt,omitempty"`
+	LastTopUpGrantId *string    `json:"lastTopUpGrantId,omitempty"`
+
+	// ThresholdAmount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	ThresholdAmount Decimal `json:"thresholdAmount"`
+
+	// TopUpAmount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	TopUpAmount Decimal `json:"topUpAmount"`
+}
+
+// AutoTopUpRequest defines model for AutoTopUpRequest.
+type AutoTopUpRequest struct {
+	// ThresholdAmount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	ThresholdAmount Decimal `json:"thresholdAmount"`
+
+	// TopUpAmount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	TopUpAmount Decimal `json:"topUpAmount"`
+}
+
 // BillingFailure defines model for BillingFailure.
 type BillingFailure struct {
 	BillingScheduleId string `json:"billingScheduleId"`
@@ -1903,6 +1937,11 @@ type BillingSchedule struct {
 	Suspensions *[]Suspension     `json:"suspensions,omitempty"`
 	TaxRates    []ScheduleTaxRate `json:"taxRates"`
 
+	// ThresholdAmount Progressive billing. When the gross amount the current period's usage has accrued, less what interim invoices of the period billed, reaches it, a billing run issues an interim invoice; the period's final invoice deducts the live interim invoices line by line. In the schedule's currency; absent when off.
+	//
+	// Examples: 12.30, 0.2, -3.50
+	ThresholdAmount *Decimal `json:"thresholdAmount,omitempty"`
+
 	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
 	// Examples: 2024-07-30T12:00:00Z
@@ -1966,6 +2005,9 @@ type BillingScheduleRequest struct {
 	// Examples: 2024-07-30
 	StartDate Date                    `json:"startDate"`
 	TaxRates  *[]ScheduleTaxRateInput `json:"taxRates,omitempty"`
+
+	// ThresholdAmount Turns on progressive billing (see BillingSchedule.thresholdAmount). Positive, with at most the currency's decimal places; not with VOLUME prices.
+	ThresholdAmount *Decimal `json:"thresholdAmount,omitempty"`
 }
 
 // BillingType defines model for BillingType.
@@ -2238,6 +2280,9 @@ type CreditBalances struct {
 
 // CreditGrant defines model for CreditGrant.
 type CreditGrant struct {
+	// AutoTopUp A CASH grant's auto top-up rule. When the customer's CASH balance in the grant's currency falls below thresholdAmount while the rule is armed, a paid grant of topUpAmount is created with its purchase invoice, issued at once (charged automatically when a payment provider is configured and the customer's payment settings name it), and the rule disarms; the balance reaching the threshold again arms it.
+	AutoTopUp *AutoTopUp `json:"autoTopUp,omitempty"`
+
 	// CostOfCredit A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
 	//
 	// Examples: 12.30, 0.2, -3.50
@@ -2280,7 +2325,10 @@ type CreditGrant struct {
 	SourceCreditNoteId *string           `json:"sourceCreditNoteId,omitempty"`
 	Status             CreditGrantStatus `json:"status"`
 	TaxRateId          *string           `json:"taxRateId,omitempty"`
-	Type               CreditType        `json:"type"`
+
+	// TopUpOfGrantId The grant whose auto top-up rule bought this grant.
+	TopUpOfGrantId *string    `json:"topUpOfGrantId,omitempty"`
+	Type           CreditType `json:"type"`
 
 	// UpdatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
 	//
@@ -2299,17 +2347,20 @@ type CreditGrantRequest struct {
 	// Amount A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
 	//
 	// Examples: 12.30, 0.2, -3.50
-	Amount         Decimal        `json:"amount"`
-	CostOfCredit   *Decimal       `json:"costOfCredit,omitempty"`
-	CreateInvoice  *bool          `json:"createInvoice,omitempty"`
-	CreditUnitType CreditUnitType `json:"creditUnitType"`
-	Currency       *Currency      `json:"currency,omitempty"`
-	CustomerId     string         `json:"customerId"`
-	EffectiveDate  *Date          `json:"effectiveDate,omitempty"`
-	ExpiryDate     *Date          `json:"expiryDate,omitempty"`
-	MetricId       *string        `json:"metricId,omitempty"`
-	Name           string         `json:"name"`
-	TaxRateId      *string        `json:"taxRateId,omitempty"`
+	Amount Decimal `json:"amount"`
+
+	// AutoTopUp An auto top-up rule (CURRENCY credit only).
+	AutoTopUp      *AutoTopUpRequest `json:"autoTopUp,omitempty"`
+	CostOfCredit   *Decimal          `json:"costOfCredit,omitempty"`
+	CreateInvoice  *bool             `json:"createInvoice,omitempty"`
+	CreditUnitType CreditUnitType    `json:"creditUnitType"`
+	Currency       *Currency         `json:"currency,omitempty"`
+	CustomerId     string            `json:"customerId"`
+	EffectiveDate  *Date             `json:"effectiveDate,omitempty"`
+	ExpiryDate     *Date             `json:"expiryDate,omitempty"`
+	MetricId       *string           `json:"metricId,omitempty"`
+	Name           string            `json:"name"`
+	TaxRateId      *string           `json:"taxRateId,omitempty"`
 }
 
 // CreditGrantStatus defines model for CreditGrantStatus.
