@@ -237,3 +237,53 @@ func TestUsageAlertTwoInstances(t *testing.T) {
 		t.Fatalf("receiver saw %+v, want one crossing of each alert", got)
 	}
 }
+
+// TestSpendAlert: a SPEND alert for every customer notifies once when the
+// upcoming invoice's amount due in its currency reaches the threshold, with
+// the invoice's billing period; not before.
+func TestSpendAlert(t *testing.T) {
+	t.Parallel()
+	f := newSched(t, billingtest.WithBolt(), billingtest.WithConfig(billing.Config{WebhookAllowPrivate: true}))
+	f.clock.Set(time.Date(2024, 3, 10, 12, 0, 0, 0, time.UTC))
+	f.schedule(f.customer, "2024-03-01", nil, phase("2024-03-01", f.apiCalls("1.00")))
+	rc := billingtest.NewWebhookReceiver(t, nil)
+	must(f.svc.CreateNotificationPolicy(f.ctx, f.account, billing.CreateNotificationPolicyParams{
+		Name: "spend", Channel: billing.ChannelWebhook, Recipients: []string{rc.URL},
+		NotificationTypes: []billing.NotificationType{billing.NotificationSpendThresholdReached},
+	})).of(t, "CreateNotificationPolicy")
+	a := must(f.svc.CreateUsageAlert(f.ctx, f.account, billing.CreateUsageAlertParams{
+		Kind: billing.UsageAlertSpend, Currency: billing.CurrencyUSD, Threshold: dec("10.00"),
+	})).of(t, "CreateUsageAlert")
+	evaluate := func() int { return must(f.svc.EvaluateAlerts(f.ctx)).of(t, "EvaluateAlerts").Notified }
+	f.events(f.customer, "api_call", time.Date(2024, 3, 5, 0, 0, 0, 0, time.UTC), 6)
+	if n := evaluate(); n != 0 {
+		t.Fatalf("6.00 due: %d notified", n)
+	}
+	f.events(f.customer, "api_call", time.Date(2024, 3, 6, 0, 0, 0, 0, time.UTC), 5)
+	if n := evaluate(); n != 1 {
+		t.Fatalf("11.00 due: %d notified, want 1", n)
+	}
+	f.events(f.customer, "api_call", time.Date(2024, 3, 7, 0, 0, 0, 0, time.UTC), 5)
+	if n := evaluate(); n != 0 {
+		t.Fatalf("16.00 due in the same period: %d notified", n)
+	}
+	if _, err := dispatch.New(f.svc, dispatch.Config{Webhooks: webhook.NewSender(true)}).RunOnce(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := rc.Received()
+	if len(got) != 1 {
+		t.Fatalf("receiver saw %d webhooks, want 1", len(got))
+	}
+	var n struct {
+		Type billing.NotificationType
+		Data billing.AlertCrossing
+	}
+	if err := json.Unmarshal(got[0].Body, &n); err != nil {
+		t.Fatal(err)
+	}
+	c := n.Data
+	if n.Type != billing.NotificationSpendThresholdReached || c.AlertID != a.ID || c.CustomerID != f.customer || c.Currency != billing.CurrencyUSD ||
+		c.Value.String() != "11.00" || !c.PeriodStart.Equal(time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)) || !c.PeriodEnd.Equal(time.Date(2024, 4, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("notification %s %+v", n.Type, c)
+	}
+}
