@@ -218,12 +218,24 @@ func TestUsageAlertTwoInstances(t *testing.T) {
 	done := make(chan int)
 	for i := range 2 {
 		go func() {
-			n := 0
+			ctx, n := context.Background(), 0
+			defer func() { done <- n }()
 			for range 15 {
-				e.ingest(i, "1", ts, "")
-				n += e.evaluate(i)
+				_, err := e.svcs[i].CreateUsageEvent(ctx, e.account, billing.UsageEventParams{
+					CustomerAlias: "initech", EventType: "storage", EventTimestamp: &ts,
+					EventProperties: billing.EventProperties{"gb": billing.NumberProperty(*dec("1"))},
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				run, err := e.svcs[i].EvaluateAlerts(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n += run.Notified
 			}
-			done <- n
 		}()
 	}
 	notified := <-done + <-done
