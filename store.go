@@ -342,10 +342,10 @@ const (
 const (
 	tableUsageAlerts Table = "usage_alerts" // account id / alert id → UsageAlert
 	// tableAlertMarks says which customers' usage changed since their
-	// alerts were last evaluated: one key per ingestion transaction and
-	// alias, written only while the account has alerts, so that
-	// concurrent ingestions never write the same key.
-	tableAlertMarks Table = "alert_marks" // account id / customer alias / first event id of the write → empty
+	// alerts were last evaluated, written only while the account has
+	// alerts: one key per alias, or on a store with concurrent writers
+	// one per write and alias (markAlias).
+	tableAlertMarks Table = "alert_marks" // account id / customer alias [/ write id] → write id
 	// tableAlertLeases shares the evaluation of marked customers out
 	// between instances.
 	tableAlertLeases Table = "alert_leases" // account id / customer alias → alertLease

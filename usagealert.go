@@ -130,7 +130,7 @@ func (s *Service) CreateUsageAlert(ctx context.Context, account string, p Create
 		}
 		if a.CustomerID != "" {
 			// Evaluate the customer at once: usage before the alert counts.
-			if err := tx.Put(ctx, tableAlertMarks, key(account, a.CustomerID, a.ID), []byte{}); err != nil {
+			if err := markAlias(ctx, tx, account, a.CustomerID, a.ID); err != nil {
 				return nil, err
 			}
 		}
@@ -240,8 +240,7 @@ func (s *Service) hasAlerts(ctx context.Context, tx Tx, account string) (bool, e
 
 // markAlertCustomers marks, in the ingestion's transaction tx, each
 // customer alias of w's events for evaluation, when the account has
-// alerts: one key per alias, named after the write's first event, so that
-// concurrent ingestions never write the same key.
+// alerts (markAlias).
 func (s *Service) markAlertCustomers(ctx context.Context, tx Tx, w *usageWrite) error {
 	if len(w.events) == 0 {
 		return nil
@@ -258,9 +257,27 @@ func (s *Service) markAlertCustomers(ctx context.Context, tx Tx, w *usageWrite) 
 			continue
 		}
 		seen[alias] = struct{}{}
-		if err := tx.Put(ctx, tableAlertMarks, key(w.account, alias, first), []byte{}); err != nil {
+		if err := markAlias(ctx, tx, w.account, alias, first); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// markAlias marks alias of account for evaluation in tx, with write (an id
+// unique to the write) as the mark's value: an evaluation deletes a mark
+// only while it still holds the value it read, so a mark rewritten by a
+// later write survives for the next evaluation. On a store whose write
+// transactions run concurrently (one whose Tx reads many keys at once,
+// MultiGetTx: PostgreSQL) each write takes a key of its own, so that
+// concurrent ingestions never write the same row; on a store with one
+// writer at a time (bbolt, memstore) the alias has one key, rewritten,
+// and the table stays as small as the set of customers awaiting
+// evaluation.
+func markAlias(ctx context.Context, tx Tx, account, alias, write string) error {
+	k := key(account, alias)
+	if _, concurrent := tx.(MultiGetTx); concurrent {
+		k = key(account, alias, write)
+	}
+	return tx.Put(ctx, tableAlertMarks, k, []byte(write))
 }

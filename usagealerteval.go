@@ -73,8 +73,11 @@ type alertLease struct {
 // evaluation claimed for it.
 type markedCustomer struct {
 	account, alias string
-	marks          [][]byte
+	marks          []alertMark
 }
+
+// alertMark is a mark as an evaluation read it: its key and value.
+type alertMark struct{ key, value []byte }
 
 // EvaluateAlerts evaluates the alerts of every customer whose usage was
 // ingested (or that got an alert of its own) since its last evaluation,
@@ -118,10 +121,10 @@ func (s *Service) claimMarks(ctx context.Context, hold string, after []byte) (cl
 		var cur *markedCustomer
 		var held bool
 		now, n := time.Now(), 0
-		return tx.Scan(ctx, tableAlertMarks, r, func(k, _ []byte) error {
+		return tx.Scan(ctx, tableAlertMarks, r, func(k, v []byte) error {
 			last = append([]byte(nil), k...)
 			parts := bytes.SplitN(k, []byte{keySep}, 3)
-			if len(parts) != 3 {
+			if len(parts) < 2 {
 				return nil
 			}
 			if cur == nil || cur.account != string(parts[0]) || cur.alias != string(parts[1]) {
@@ -135,7 +138,7 @@ func (s *Service) claimMarks(ctx context.Context, hold string, after []byte) (cl
 				}
 			}
 			if !held {
-				cur.marks = append(cur.marks, last)
+				cur.marks = append(cur.marks, alertMark{key: last, value: append([]byte(nil), v...)})
 			}
 			if n++; n == alertScanKeys {
 				return ErrStopScan
@@ -340,10 +343,8 @@ func (s *Service) recordCrossings(ctx context.Context, hold string, m *markedCus
 			}
 			n++
 		}
-		for _, k := range m.marks {
-			if err := deleteIfPresent(ctx, tx, tableAlertMarks, k); err != nil {
-				return err
-			}
+		if err := deleteMarks(ctx, tx, m.marks); err != nil {
+			return err
 		}
 		l, err := findRecord[alertLease](ctx, tx, tableAlertLeases, key(m.account, m.alias))
 		if err != nil || l == nil || l.Holder != hold {
@@ -352,4 +353,26 @@ func (s *Service) recordCrossings(ctx context.Context, hold string, m *markedCus
 		return tx.Delete(ctx, tableAlertLeases, key(m.account, m.alias))
 	})
 	return n, err
+}
+
+// deleteMarks deletes in tx each of marks that still holds the value it
+// was read with: a mark a later write rewrote stays for the next
+// evaluation.
+func deleteMarks(ctx context.Context, tx Tx, marks []alertMark) error {
+	keys := make([][]byte, len(marks))
+	for i, m := range marks {
+		keys[i] = m.key
+	}
+	values, err := getMany(ctx, tx, tableAlertMarks, keys)
+	if err != nil {
+		return err
+	}
+	for i, m := range marks {
+		if values[i] != nil && bytes.Equal(values[i], m.value) {
+			if err := tx.Delete(ctx, tableAlertMarks, m.key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
