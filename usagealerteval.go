@@ -53,6 +53,9 @@ type AlertRun struct {
 	CustomersEvaluated int `json:"customersEvaluated"`
 	// Notified counts the crossings it recorded and notified.
 	Notified int `json:"notified"`
+	// Failed counts the customers whose evaluation failed (logged); a
+	// later call evaluates them again once their lease expired.
+	Failed int `json:"failed"`
 }
 
 // alertLeaseTime is how long an evaluation holds a marked customer: far
@@ -84,7 +87,9 @@ type alertMark struct{ key, value []byte }
 // and records and notifies each threshold reached in the current period
 // that was not notified yet: at most once per alert, customer and period,
 // across instances sharing the store and across restarts. Customers another
-// instance is evaluating are left to it. The library never calls it by
+// instance is evaluating are left to it. A customer whose evaluation fails
+// is logged, counted in Failed and left to a later call; an error is
+// returned only when the marks cannot be claimed or ctx ends. The library never calls it by
 // itself: billingd runs it every second; an embedding program calls it
 // from its own loop.
 func (s *Service) EvaluateAlerts(ctx context.Context) (AlertRun, error) {
@@ -100,7 +105,14 @@ func (s *Service) EvaluateAlerts(ctx context.Context) (AlertRun, error) {
 		for _, m := range claimed {
 			n, err := s.evaluateMarked(ctx, hold, m)
 			if err != nil {
-				return run, internal(err)
+				if ctx.Err() != nil {
+					return run, ctx.Err()
+				}
+				// Its lease expires and a later run tries again; the
+				// other customers are not held up.
+				s.log.Warn("evaluating alerts", "account", m.account, "customerAlias", m.alias, "err", err)
+				run.Failed++
+				continue
 			}
 			run.CustomersEvaluated++
 			run.Notified += n

@@ -58,8 +58,8 @@ func alertLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, inte
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Error("evaluating alerts failed", "err", err)
-		case err == nil && run.Notified > 0:
-			log.Info("alerts", "customers", run.CustomersEvaluated, "notified", run.Notified)
+		case err == nil && (run.Notified > 0 || run.Failed > 0):
+			log.Info("alerts", "customers", run.CustomersEvaluated, "notified", run.Notified, "failed", run.Failed)
 		}
 	})
 }
