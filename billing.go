@@ -218,9 +218,10 @@ type Service struct {
 	webhookAllowPrivate bool
 	payments            paymentsConfig // Config.PaymentProviders and MasterKey (paymentconfig.go)
 
-	keys cache.Keys[cachedKey] // authenticated API keys (account.go)
-	memo memo.Memo             // decoded list records (store.go: lists)
-	nums cache.Numbers         // committed usage account and series numbers (usagestore.go)
+	keys     cache.Keys[cachedKey] // authenticated API keys (account.go)
+	memo     memo.Memo             // decoded list records (store.go: lists)
+	nums     cache.Numbers         // committed usage account and series numbers (usagestore.go)
+	alerting alertPresence         // whether accounts have usage alerts (usagealert.go)
 	// largeBatches counts the batch ingestions of ownCommitEvents or more
 	// in progress (usage.go).
 	largeBatches atomic.Int32

@@ -255,6 +255,7 @@ func NotificationTypes() []NotificationType {
 		NotificationCreditGrantCreated, NotificationCreditGrantConsumed, NotificationCreditGrantExpired,
 		NotificationPaymentSucceeded, NotificationPaymentFailed, NotificationInvoiceOverdue, NotificationPaymentReminderSent,
 		NotificationPaymentDisputeOpened, NotificationPaymentDisputeWon, NotificationPaymentDisputeLost,
+		NotificationUsageThresholdReached, NotificationSpendThresholdReached,
 	}
 }
 

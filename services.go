@@ -194,8 +194,8 @@ type CreditService interface {
 	ApplyCredits(ctx context.Context, account, invoiceID string) (*Invoice, error)
 }
 
-// NotificationService is the operations on notification policies and the
-// deliveries of the outbox.
+// NotificationService is the operations on notification policies, the
+// deliveries of the outbox, and the usage and spend alerts that notify.
 type NotificationService interface {
 	// Policies.
 	CreateNotificationPolicy(ctx context.Context, account string, p CreateNotificationPolicyParams) (*NotificationPolicy, error)
@@ -213,6 +213,13 @@ type NotificationService interface {
 	GetDelivery(ctx context.Context, account, id string) (*Delivery, error)
 	RetryDelivery(ctx context.Context, account, id string) (*Delivery, error)
 	DeliveriesAbout(ctx context.Context, account string, ids []string) (map[string]DeliveryAbout, error)
+
+	// Usage and spend alerts (docs/alerts.md); EvaluateAlerts is the
+	// worker's, not an API operation.
+	CreateUsageAlert(ctx context.Context, account string, p CreateUsageAlertParams) (*UsageAlert, error)
+	GetUsageAlert(ctx context.Context, account, id string) (*UsageAlert, error)
+	ListUsageAlerts(ctx context.Context, account string, f UsageAlertFilter, p ListParams) (Page[UsageAlert], error)
+	DeleteUsageAlert(ctx context.Context, account, id string) (*UsageAlert, error)
 }
 
 // PaymentService is collection through a payment provider: the payments

@@ -341,6 +341,22 @@ const (
 	tableBillingRuns Table = "billing_runs" // account id / record id → BillingRunRecord
 )
 
+// Tables of usage and spend alerts (usagealert.go, usagealerteval.go).
+const (
+	tableUsageAlerts Table = "usage_alerts" // account id / alert id → UsageAlert
+	// tableAlertMarks says which customers' usage changed since their
+	// alerts were last evaluated, written only while the account has
+	// alerts: one key per alias, or on a store with concurrent writers
+	// one per write and alias (markAlias).
+	tableAlertMarks Table = "alert_marks" // account id / customer alias [/ write id] → write id
+	// tableAlertLeases shares the evaluation of marked customers out
+	// between instances.
+	tableAlertLeases Table = "alert_leases" // account id / customer alias → alertLease
+	// tableAlertCrossings is the exactly-once record of each notified
+	// crossing, inserted in the transaction that emits its notification.
+	tableAlertCrossings Table = "alert_crossings" // account id / alert id / customer id / period start → AlertCrossing
+)
+
 // The tables of kept counts and indexes of lists (listcount.go).
 const (
 	// tableListCounts holds how many records each list has, in all and

@@ -343,6 +343,9 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 	if err := ew.ids.flush(ctx, tx); err != nil {
 		return err
 	}
+	if err := s.markAlertCustomers(ctx, tx, w); err != nil {
+		return err
+	}
 	return addCounts(ctx, tx, usageCountDeltas(w.account, ew.counts))
 }
 

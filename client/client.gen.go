@@ -852,6 +852,8 @@ const (
 	PAYMENTSUCCEEDED          NotificationType = "PAYMENT_SUCCEEDED"
 	QUOTEACCEPTED             NotificationType = "QUOTE_ACCEPTED"
 	QUOTEPUBLISHED            NotificationType = "QUOTE_PUBLISHED"
+	SPENDTHRESHOLDREACHED     NotificationType = "SPEND_THRESHOLD_REACHED"
+	USAGETHRESHOLDREACHED     NotificationType = "USAGE_THRESHOLD_REACHED"
 )
 
 // Valid indicates whether the value is a known member of the NotificationType enum.
@@ -910,6 +912,10 @@ func (e NotificationType) Valid() bool {
 	case QUOTEACCEPTED:
 		return true
 	case QUOTEPUBLISHED:
+		return true
+	case SPENDTHRESHOLDREACHED:
+		return true
+	case USAGETHRESHOLDREACHED:
 		return true
 	default:
 		return false
@@ -1252,6 +1258,24 @@ func (e TimeUnit) Valid() bool {
 	case MINUTE:
 		return true
 	case SECOND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UsageAlertKind.
+const (
+	UsageAlertKindSPEND UsageAlertKind = "SPEND"
+	UsageAlertKindUSAGE UsageAlertKind = "USAGE"
+)
+
+// Valid indicates whether the value is a known member of the UsageAlertKind enum.
+func (e UsageAlertKind) Valid() bool {
+	switch e {
+	case UsageAlertKindSPEND:
+		return true
+	case UsageAlertKindUSAGE:
 		return true
 	default:
 		return false
@@ -1781,6 +1805,40 @@ type AddressInput struct {
 // AggregationType defines model for AggregationType.
 type AggregationType string
 
+// AlertCrossing The data of USAGE_THRESHOLD_REACHED and SPEND_THRESHOLD_REACHED notifications: a threshold reached by a customer in a period, notified once per alert, customer and period.
+type AlertCrossing struct {
+	AlertId    string         `json:"alertId"`
+	Currency   *Currency      `json:"currency,omitempty"`
+	CustomerId string         `json:"customerId"`
+	Kind       UsageAlertKind `json:"kind"`
+
+	// PeriodEnd A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	PeriodEnd Timestamp `json:"periodEnd"`
+
+	// PeriodStart A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	PeriodStart Timestamp `json:"periodStart"`
+
+	// ReachedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	ReachedAt Timestamp `json:"reachedAt"`
+
+	// Threshold A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Threshold     Decimal `json:"threshold"`
+	UsageMetricId *string `json:"usageMetricId,omitempty"`
+
+	// Value A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Value Decimal `json:"value"`
+}
+
 // Asset defines model for Asset.
 type Asset struct {
 	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
@@ -2214,6 +2272,24 @@ type CreateTaxRateRequest struct {
 	// Examples: 12.30, 0.2, -3.50
 	Amount Decimal `json:"amount"`
 	Name   string  `json:"name"`
+}
+
+// CreateUsageAlertRequest defines model for CreateUsageAlertRequest.
+type CreateUsageAlertRequest struct {
+	Currency *Currency `json:"currency,omitempty"`
+
+	// CustomerId The customer to watch; absent for every customer.
+	CustomerId *string        `json:"customerId,omitempty"`
+	Kind       UsageAlertKind `json:"kind"`
+	Name       *string        `json:"name,omitempty"`
+
+	// Threshold A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Threshold Decimal `json:"threshold"`
+
+	// UsageMetricId Required for USAGE, refused for SPEND.
+	UsageMetricId *string `json:"usageMetricId,omitempty"`
 }
 
 // CreateUsageMetricRequest defines model for CreateUsageMetricRequest.
@@ -4409,6 +4485,42 @@ type UpdateSeatMetricRequest struct {
 	Label       *string `json:"label"`
 }
 
+// UsageAlert A threshold on a customer's usage of a metric (USAGE) or on what its upcoming invoices would charge (SPEND); for one customer, or every customer when customerId is absent.
+type UsageAlert struct {
+	// CreatedAt A point in time. Output is always UTC with second precision (2024-07-30T12:00:00Z); input accepts RFC 3339 with any offset and an optional fraction, converted to UTC and truncated to the second. Accepted between 2000-01-01 and 2199-12-31.
+	//
+	// Examples: 2024-07-30T12:00:00Z
+	CreatedAt Timestamp `json:"createdAt"`
+	Currency  *Currency `json:"currency,omitempty"`
+
+	// CustomerId The customer watched; absent for an alert of every customer.
+	CustomerId *string        `json:"customerId,omitempty"`
+	Id         string         `json:"id"`
+	Kind       UsageAlertKind `json:"kind"`
+	Name       *string        `json:"name,omitempty"`
+
+	// SequenceAccountId The same as serviceAccountId; sent only by a server started with --upstream-field-names (Config.UpstreamFieldNames).
+	SequenceAccountId *string `json:"sequenceAccountId,omitempty"`
+	ServiceAccountId  string  `json:"serviceAccountId"`
+
+	// Threshold A decimal in a string: optional "-", digits, optional "." and digits; at most 20 digits before and 12 after the point. No exponent, no "+", no JSON numbers. Money amounts are written with exactly the currency's minor-unit digits ("12.30", JPY "1230").
+	//
+	// Examples: 12.30, 0.2, -3.50
+	Threshold Decimal `json:"threshold"`
+
+	// UsageMetricId The metric of a USAGE alert.
+	UsageMetricId *string `json:"usageMetricId,omitempty"`
+}
+
+// UsageAlertKind defines model for UsageAlertKind.
+type UsageAlertKind string
+
+// UsageAlertPage defines model for UsageAlertPage.
+type UsageAlertPage struct {
+	Items      []UsageAlert `json:"items"`
+	Pagination Pagination   `json:"pagination"`
+}
+
 // UsageCalculation defines model for UsageCalculation.
 type UsageCalculation struct {
 	AggregationType   AggregationType `json:"aggregationType"`
@@ -6481,6 +6593,63 @@ type GetTaxRateParams struct {
 	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
 }
 
+// ListUsageAlertsParams defines parameters for ListUsageAlerts.
+type ListUsageAlertsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After Cursor from pagination.after of the previous page. Not with before.
+	After *After `form:"after,omitempty" json:"after,omitempty"`
+
+	// Before Cursor from pagination.before of the previous page. Not with after.
+	Before *Before `form:"before,omitempty" json:"before,omitempty"`
+
+	// CustomerId Only the alerts of this customer (not those of every customer).
+	CustomerId *string `form:"customerId,omitempty" json:"customerId,omitempty"`
+
+	// Kind Only USAGE or only SPEND alerts.
+	Kind *UsageAlertKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
+// CreateUsageAlertParams defines parameters for CreateUsageAlert.
+type CreateUsageAlertParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteUsageAlertParams defines parameters for DeleteUsageAlert.
+type DeleteUsageAlertParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+
+	// IdempotencyKey Makes a retry safe: the same key with the same method, path and body replays the first answer (with Idempotent-Replayed: true) and changes nothing; with a different request it is 422 idempotency_key_reused; while the first request runs, 409 idempotency_key_in_use. 1 to 255 printable characters; keys are kept for at least 24 hours, per account.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetUsageAlertParams defines parameters for GetUsageAlert.
+type GetUsageAlertParams struct {
+	// ServiceVersion The API version. The only version is 2024-07-30, used when the header is absent; any other value is 400 unsupported_version.
+	ServiceVersion *ServiceVersion `json:"Service-Version,omitempty"`
+
+	// SequenceVersion Another name of Service-Version (the upstream API's), with the same values and errors.
+	SequenceVersion *SequenceVersion `json:"Sequence-Version,omitempty"`
+}
+
 // ListUsageEventsParams defines parameters for ListUsageEvents.
 type ListUsageEventsParams struct {
 	// Limit Page size.
@@ -6765,6 +6934,9 @@ type UpdateSeatMetricJSONRequestBody = UpdateSeatMetricRequest
 
 // CreateTaxRateJSONRequestBody defines body for CreateTaxRate for application/json ContentType.
 type CreateTaxRateJSONRequestBody = CreateTaxRateRequest
+
+// CreateUsageAlertJSONRequestBody defines body for CreateUsageAlert for application/json ContentType.
+type CreateUsageAlertJSONRequestBody = CreateUsageAlertRequest
 
 // CreateUsageEventJSONRequestBody defines body for CreateUsageEvent for application/json ContentType.
 type CreateUsageEventJSONRequestBody = UsageEventRequest
@@ -8136,6 +8308,41 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /tax-rates/{id} (the `GetTaxRate` operationId).
 	GetTaxRate(ctx context.Context, id string, params *GetTaxRateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListUsageAlerts List usage and spend alerts
+	//
+	// Corresponds with GET /usage-alerts (the `ListUsageAlerts` operationId).
+	ListUsageAlerts(ctx context.Context, params *ListUsageAlertsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateUsageAlertWithBody Create a usage or spend alert
+	//
+	// A USAGE alert watches a usage metric's value over the customer's calendar month (in its time zone); a SPEND alert watches what the customer's upcoming invoices in a currency would charge. Reaching the threshold notifies USAGE_THRESHOLD_REACHED or SPEND_THRESHOLD_REACHED once per alert, customer and period (docs/alerts.md).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /usage-alerts (the `CreateUsageAlert` operationId).
+	CreateUsageAlertWithBody(ctx context.Context, params *CreateUsageAlertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateUsageAlert Create a usage or spend alert
+	//
+	// A USAGE alert watches a usage metric's value over the customer's calendar month (in its time zone); a SPEND alert watches what the customer's upcoming invoices in a currency would charge. Reaching the threshold notifies USAGE_THRESHOLD_REACHED or SPEND_THRESHOLD_REACHED once per alert, customer and period (docs/alerts.md).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /usage-alerts (the `CreateUsageAlert` operationId).
+	CreateUsageAlert(ctx context.Context, params *CreateUsageAlertParams, body CreateUsageAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteUsageAlert Delete a usage or spend alert
+	//
+	// The alert notifies no more; it is returned as it was.
+	//
+	// Corresponds with DELETE /usage-alerts/{id} (the `DeleteUsageAlert` operationId).
+	DeleteUsageAlert(ctx context.Context, id string, params *DeleteUsageAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetUsageAlert Get a usage or spend alert
+	//
+	// Corresponds with GET /usage-alerts/{id} (the `GetUsageAlert` operationId).
+	GetUsageAlert(ctx context.Context, id string, params *GetUsageAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUsageEvents List usage events
 	//
@@ -11139,6 +11346,91 @@ func (c *Client) CreateTaxRate(ctx context.Context, params *CreateTaxRateParams,
 // Corresponds with GET /tax-rates/{id} (the `GetTaxRate` operationId).
 func (c *Client) GetTaxRate(ctx context.Context, id string, params *GetTaxRateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetTaxRateRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListUsageAlerts List usage and spend alerts
+//
+// Corresponds with GET /usage-alerts (the `ListUsageAlerts` operationId).
+func (c *Client) ListUsageAlerts(ctx context.Context, params *ListUsageAlertsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListUsageAlertsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateUsageAlertWithBody Create a usage or spend alert
+//
+// A USAGE alert watches a usage metric's value over the customer's calendar month (in its time zone); a SPEND alert watches what the customer's upcoming invoices in a currency would charge. Reaching the threshold notifies USAGE_THRESHOLD_REACHED or SPEND_THRESHOLD_REACHED once per alert, customer and period (docs/alerts.md).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /usage-alerts (the `CreateUsageAlert` operationId).
+func (c *Client) CreateUsageAlertWithBody(ctx context.Context, params *CreateUsageAlertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateUsageAlertRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateUsageAlert Create a usage or spend alert
+//
+// A USAGE alert watches a usage metric's value over the customer's calendar month (in its time zone); a SPEND alert watches what the customer's upcoming invoices in a currency would charge. Reaching the threshold notifies USAGE_THRESHOLD_REACHED or SPEND_THRESHOLD_REACHED once per alert, customer and period (docs/alerts.md).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /usage-alerts (the `CreateUsageAlert` operationId).
+func (c *Client) CreateUsageAlert(ctx context.Context, params *CreateUsageAlertParams, body CreateUsageAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateUsageAlertRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteUsageAlert Delete a usage or spend alert
+//
+// The alert notifies no more; it is returned as it was.
+//
+// Corresponds with DELETE /usage-alerts/{id} (the `DeleteUsageAlert` operationId).
+func (c *Client) DeleteUsageAlert(ctx context.Context, id string, params *DeleteUsageAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteUsageAlertRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetUsageAlert Get a usage or spend alert
+//
+// Corresponds with GET /usage-alerts/{id} (the `GetUsageAlert` operationId).
+func (c *Client) GetUsageAlert(ctx context.Context, id string, params *GetUsageAlertParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetUsageAlertRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -22354,6 +22646,342 @@ func NewGetTaxRateRequest(server string, id string, params *GetTaxRateParams) (*
 	return req, nil
 }
 
+// NewListUsageAlertsRequest constructs an http.Request for the ListUsageAlerts method
+func NewListUsageAlertsRequest(server string, params *ListUsageAlertsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/usage-alerts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CustomerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customerId", *params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateUsageAlertRequest calls the generic CreateUsageAlert builder with application/json body
+func NewCreateUsageAlertRequest(server string, params *CreateUsageAlertParams, body CreateUsageAlertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateUsageAlertRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateUsageAlertRequestWithBody constructs an http.Request for the CreateUsageAlert method, with any body, and a specified content type
+func NewCreateUsageAlertRequestWithBody(server string, params *CreateUsageAlertParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/usage-alerts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteUsageAlertRequest constructs an http.Request for the DeleteUsageAlert method
+func NewDeleteUsageAlertRequest(server string, id string, params *DeleteUsageAlertParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/usage-alerts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetUsageAlertRequest constructs an http.Request for the GetUsageAlert method
+func NewGetUsageAlertRequest(server string, id string, params *GetUsageAlertParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/usage-alerts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ServiceVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Service-Version", *params.ServiceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Service-Version", headerParam0)
+		}
+
+		if params.SequenceVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Sequence-Version", *params.SequenceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Sequence-Version", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListUsageEventsRequest constructs an http.Request for the ListUsageEvents method
 func NewListUsageEventsRequest(server string, params *ListUsageEventsParams) (*http.Request, error) {
 	var err error
@@ -24615,6 +25243,47 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /tax-rates/{id} (the `GetTaxRate` operationId).
 	GetTaxRateWithResponse(ctx context.Context, id string, params *GetTaxRateParams, reqEditors ...RequestEditorFn) (*GetTaxRateResponse, error)
+
+	// ListUsageAlertsWithResponse List usage and spend alerts
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /usage-alerts (the `ListUsageAlerts` operationId).
+	ListUsageAlertsWithResponse(ctx context.Context, params *ListUsageAlertsParams, reqEditors ...RequestEditorFn) (*ListUsageAlertsResponse, error)
+
+	// CreateUsageAlertWithBodyWithResponse Create a usage or spend alert
+	//
+	// A USAGE alert watches a usage metric's value over the customer's calendar month (in its time zone); a SPEND alert watches what the customer's upcoming invoices in a currency would charge. Reaching the threshold notifies USAGE_THRESHOLD_REACHED or SPEND_THRESHOLD_REACHED once per alert, customer and period (docs/alerts.md).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /usage-alerts (the `CreateUsageAlert` operationId).
+	CreateUsageAlertWithBodyWithResponse(ctx context.Context, params *CreateUsageAlertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateUsageAlertResponse, error)
+
+	// CreateUsageAlertWithResponse Create a usage or spend alert
+	//
+	// A USAGE alert watches a usage metric's value over the customer's calendar month (in its time zone); a SPEND alert watches what the customer's upcoming invoices in a currency would charge. Reaching the threshold notifies USAGE_THRESHOLD_REACHED or SPEND_THRESHOLD_REACHED once per alert, customer and period (docs/alerts.md).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /usage-alerts (the `CreateUsageAlert` operationId).
+	CreateUsageAlertWithResponse(ctx context.Context, params *CreateUsageAlertParams, body CreateUsageAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateUsageAlertResponse, error)
+
+	// DeleteUsageAlertWithResponse Delete a usage or spend alert
+	//
+	// The alert notifies no more; it is returned as it was.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /usage-alerts/{id} (the `DeleteUsageAlert` operationId).
+	DeleteUsageAlertWithResponse(ctx context.Context, id string, params *DeleteUsageAlertParams, reqEditors ...RequestEditorFn) (*DeleteUsageAlertResponse, error)
+
+	// GetUsageAlertWithResponse Get a usage or spend alert
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /usage-alerts/{id} (the `GetUsageAlert` operationId).
+	GetUsageAlertWithResponse(ctx context.Context, id string, params *GetUsageAlertParams, reqEditors ...RequestEditorFn) (*GetUsageAlertResponse, error)
 
 	// ListUsageEventsWithResponse List usage events
 	//
@@ -43589,6 +44258,552 @@ func (r GetTaxRateResponse) ContentType() string {
 	return ""
 }
 
+// ListUsageAlertsResponse200Headers the declared response headers of an HTTP 200 response for ListUsageAlerts
+type ListUsageAlertsResponse200Headers struct {
+	ServiceVersion string
+}
+
+// ListUsageAlertsResponse400Headers the declared response headers of an HTTP 400 response for ListUsageAlerts
+type ListUsageAlertsResponse400Headers struct {
+	ServiceVersion string
+}
+
+// ListUsageAlertsResponse401Headers the declared response headers of an HTTP 401 response for ListUsageAlerts
+type ListUsageAlertsResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// ListUsageAlertsResponse429Headers the declared response headers of an HTTP 429 response for ListUsageAlerts
+type ListUsageAlertsResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// ListUsageAlertsResponseDefaultHeaders the declared response headers of an HTTP default response for ListUsageAlerts
+type ListUsageAlertsResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type ListUsageAlertsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageAlertPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListUsageAlertsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListUsageAlertsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListUsageAlertsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListUsageAlertsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListUsageAlertsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListUsageAlertsResponse) GetJSON200() *UsageAlertPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListUsageAlertsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListUsageAlertsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListUsageAlertsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListUsageAlertsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListUsageAlertsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListUsageAlertsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListUsageAlertsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListUsageAlertsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateUsageAlertResponse201Headers the declared response headers of an HTTP 201 response for CreateUsageAlert
+type CreateUsageAlertResponse201Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// CreateUsageAlertResponse400Headers the declared response headers of an HTTP 400 response for CreateUsageAlert
+type CreateUsageAlertResponse400Headers struct {
+	ServiceVersion string
+}
+
+// CreateUsageAlertResponse401Headers the declared response headers of an HTTP 401 response for CreateUsageAlert
+type CreateUsageAlertResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// CreateUsageAlertResponse409Headers the declared response headers of an HTTP 409 response for CreateUsageAlert
+type CreateUsageAlertResponse409Headers struct {
+	ServiceVersion string
+}
+
+// CreateUsageAlertResponse413Headers the declared response headers of an HTTP 413 response for CreateUsageAlert
+type CreateUsageAlertResponse413Headers struct {
+	ServiceVersion string
+}
+
+// CreateUsageAlertResponse415Headers the declared response headers of an HTTP 415 response for CreateUsageAlert
+type CreateUsageAlertResponse415Headers struct {
+	ServiceVersion string
+}
+
+// CreateUsageAlertResponse422Headers the declared response headers of an HTTP 422 response for CreateUsageAlert
+type CreateUsageAlertResponse422Headers struct {
+	ServiceVersion string
+}
+
+// CreateUsageAlertResponse429Headers the declared response headers of an HTTP 429 response for CreateUsageAlert
+type CreateUsageAlertResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// CreateUsageAlertResponseDefaultHeaders the declared response headers of an HTTP default response for CreateUsageAlert
+type CreateUsageAlertResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type CreateUsageAlertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *UsageAlert
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateUsageAlertResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateUsageAlertResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateUsageAlertResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateUsageAlertResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateUsageAlertResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateUsageAlertResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateUsageAlertResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateUsageAlertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateUsageAlertResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateUsageAlertResponse) GetJSON201() *UsageAlert {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateUsageAlertResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateUsageAlertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateUsageAlertResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateUsageAlertResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateUsageAlertResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateUsageAlertResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateUsageAlertResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateUsageAlertResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateUsageAlertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateUsageAlertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateUsageAlertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateUsageAlertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteUsageAlertResponse200Headers the declared response headers of an HTTP 200 response for DeleteUsageAlert
+type DeleteUsageAlertResponse200Headers struct {
+	IdempotentReplayed *string
+	ServiceVersion     string
+}
+
+// DeleteUsageAlertResponse400Headers the declared response headers of an HTTP 400 response for DeleteUsageAlert
+type DeleteUsageAlertResponse400Headers struct {
+	ServiceVersion string
+}
+
+// DeleteUsageAlertResponse401Headers the declared response headers of an HTTP 401 response for DeleteUsageAlert
+type DeleteUsageAlertResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// DeleteUsageAlertResponse404Headers the declared response headers of an HTTP 404 response for DeleteUsageAlert
+type DeleteUsageAlertResponse404Headers struct {
+	ServiceVersion string
+}
+
+// DeleteUsageAlertResponse409Headers the declared response headers of an HTTP 409 response for DeleteUsageAlert
+type DeleteUsageAlertResponse409Headers struct {
+	ServiceVersion string
+}
+
+// DeleteUsageAlertResponse422Headers the declared response headers of an HTTP 422 response for DeleteUsageAlert
+type DeleteUsageAlertResponse422Headers struct {
+	ServiceVersion string
+}
+
+// DeleteUsageAlertResponse429Headers the declared response headers of an HTTP 429 response for DeleteUsageAlert
+type DeleteUsageAlertResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// DeleteUsageAlertResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteUsageAlert
+type DeleteUsageAlertResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type DeleteUsageAlertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageAlert
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorMutating
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteUsageAlertResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteUsageAlertResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteUsageAlertResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteUsageAlertResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteUsageAlertResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteUsageAlertResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteUsageAlertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteUsageAlertResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteUsageAlertResponse) GetJSON200() *UsageAlert {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteUsageAlertResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteUsageAlertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteUsageAlertResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteUsageAlertResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteUsageAlertResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteUsageAlertResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteUsageAlertResponse) GetJSONDefault() *ErrorMutating {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteUsageAlertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteUsageAlertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteUsageAlertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteUsageAlertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetUsageAlertResponse200Headers the declared response headers of an HTTP 200 response for GetUsageAlert
+type GetUsageAlertResponse200Headers struct {
+	ServiceVersion string
+}
+
+// GetUsageAlertResponse400Headers the declared response headers of an HTTP 400 response for GetUsageAlert
+type GetUsageAlertResponse400Headers struct {
+	ServiceVersion string
+}
+
+// GetUsageAlertResponse401Headers the declared response headers of an HTTP 401 response for GetUsageAlert
+type GetUsageAlertResponse401Headers struct {
+	ServiceVersion  string
+	WWWAuthenticate string
+}
+
+// GetUsageAlertResponse404Headers the declared response headers of an HTTP 404 response for GetUsageAlert
+type GetUsageAlertResponse404Headers struct {
+	ServiceVersion string
+}
+
+// GetUsageAlertResponse429Headers the declared response headers of an HTTP 429 response for GetUsageAlert
+type GetUsageAlertResponse429Headers struct {
+	RetryAfter     *string
+	ServiceVersion string
+}
+
+// GetUsageAlertResponseDefaultHeaders the declared response headers of an HTTP default response for GetUsageAlert
+type GetUsageAlertResponseDefaultHeaders struct {
+	RetryAfter      *string
+	ServiceVersion  string
+	WWWAuthenticate *string
+}
+
+type GetUsageAlertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageAlert
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUsageAlertResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetUsageAlertResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetUsageAlertResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetUsageAlertResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetUsageAlertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetUsageAlertResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetUsageAlertResponse) GetJSON200() *UsageAlert {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetUsageAlertResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetUsageAlertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetUsageAlertResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetUsageAlertResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetUsageAlertResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetUsageAlertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetUsageAlertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetUsageAlertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetUsageAlertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListUsageEventsResponse200Headers the declared response headers of an HTTP 200 response for ListUsageEvents
 type ListUsageEventsResponse200Headers struct {
 	ServiceVersion string
@@ -47351,6 +48566,77 @@ func (c *ClientWithResponses) GetTaxRateWithResponse(ctx context.Context, id str
 		return nil, err
 	}
 	return ParseGetTaxRateResponse(rsp)
+}
+
+// ListUsageAlertsWithResponse List usage and spend alerts
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /usage-alerts (the `ListUsageAlerts` operationId).
+func (c *ClientWithResponses) ListUsageAlertsWithResponse(ctx context.Context, params *ListUsageAlertsParams, reqEditors ...RequestEditorFn) (*ListUsageAlertsResponse, error) {
+	rsp, err := c.ListUsageAlerts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListUsageAlertsResponse(rsp)
+}
+
+// CreateUsageAlertWithBodyWithResponse Create a usage or spend alert
+//
+// A USAGE alert watches a usage metric's value over the customer's calendar month (in its time zone); a SPEND alert watches what the customer's upcoming invoices in a currency would charge. Reaching the threshold notifies USAGE_THRESHOLD_REACHED or SPEND_THRESHOLD_REACHED once per alert, customer and period (docs/alerts.md).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /usage-alerts (the `CreateUsageAlert` operationId).
+func (c *ClientWithResponses) CreateUsageAlertWithBodyWithResponse(ctx context.Context, params *CreateUsageAlertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateUsageAlertResponse, error) {
+	rsp, err := c.CreateUsageAlertWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateUsageAlertResponse(rsp)
+}
+
+// CreateUsageAlertWithResponse Create a usage or spend alert
+//
+// A USAGE alert watches a usage metric's value over the customer's calendar month (in its time zone); a SPEND alert watches what the customer's upcoming invoices in a currency would charge. Reaching the threshold notifies USAGE_THRESHOLD_REACHED or SPEND_THRESHOLD_REACHED once per alert, customer and period (docs/alerts.md).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /usage-alerts (the `CreateUsageAlert` operationId).
+func (c *ClientWithResponses) CreateUsageAlertWithResponse(ctx context.Context, params *CreateUsageAlertParams, body CreateUsageAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateUsageAlertResponse, error) {
+	rsp, err := c.CreateUsageAlert(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateUsageAlertResponse(rsp)
+}
+
+// DeleteUsageAlertWithResponse Delete a usage or spend alert
+//
+// The alert notifies no more; it is returned as it was.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /usage-alerts/{id} (the `DeleteUsageAlert` operationId).
+func (c *ClientWithResponses) DeleteUsageAlertWithResponse(ctx context.Context, id string, params *DeleteUsageAlertParams, reqEditors ...RequestEditorFn) (*DeleteUsageAlertResponse, error) {
+	rsp, err := c.DeleteUsageAlert(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteUsageAlertResponse(rsp)
+}
+
+// GetUsageAlertWithResponse Get a usage or spend alert
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /usage-alerts/{id} (the `GetUsageAlert` operationId).
+func (c *ClientWithResponses) GetUsageAlertWithResponse(ctx context.Context, id string, params *GetUsageAlertParams, reqEditors ...RequestEditorFn) (*GetUsageAlertResponse, error) {
+	rsp, err := c.GetUsageAlert(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetUsageAlertResponse(rsp)
 }
 
 // ListUsageEventsWithResponse List usage events
@@ -71278,6 +72564,696 @@ func ParseGetTaxRateResponse(rsp *http.Response) (*GetTaxRateResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers GetTaxRateResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListUsageAlertsResponse parses an HTTP response from a ListUsageAlertsWithResponse call
+func ParseListUsageAlertsResponse(rsp *http.Response) (*ListUsageAlertsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListUsageAlertsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageAlertPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListUsageAlertsResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListUsageAlertsResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListUsageAlertsResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListUsageAlertsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListUsageAlertsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateUsageAlertResponse parses an HTTP response from a CreateUsageAlertWithResponse call
+func ParseCreateUsageAlertResponse(rsp *http.Response) (*CreateUsageAlertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateUsageAlertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest UsageAlert
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateUsageAlertResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateUsageAlertResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateUsageAlertResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateUsageAlertResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateUsageAlertResponse413Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateUsageAlertResponse415Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateUsageAlertResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateUsageAlertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateUsageAlertResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteUsageAlertResponse parses an HTTP response from a DeleteUsageAlertWithResponse call
+func ParseDeleteUsageAlertResponse(rsp *http.Response) (*DeleteUsageAlertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteUsageAlertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageAlert
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorMutating
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteUsageAlertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteUsageAlertResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteUsageAlertResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteUsageAlertResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteUsageAlertResponse409Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteUsageAlertResponse422Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteUsageAlertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers DeleteUsageAlertResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetUsageAlertResponse parses an HTTP response from a GetUsageAlertWithResponse call
+func ParseGetUsageAlertResponse(rsp *http.Response) (*GetUsageAlertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetUsageAlertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageAlert
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUsageAlertResponse200Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetUsageAlertResponse400Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetUsageAlertResponse401Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetUsageAlertResponse404Headers
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetUsageAlertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Service-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Service-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ServiceVersion = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetUsageAlertResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -17,7 +17,8 @@ type typesBody struct {
 }
 
 // notificationRoutes mounts notification policies (operations 20 and 21
-// and the policy endpoints of docs/concepts.md) and the deliveries.
+// and the policy endpoints of docs/concepts.md), the deliveries, and the
+// usage and spend alerts that notify (docs/alerts.md).
 func (a api) notificationRoutes() {
 	a.post("/notifications/policies", 201, withBody(a.svc.CreateNotificationPolicy))
 	a.get("/notifications/policies", 200, filtered(a.svc.ListNotificationPolicies, func(c *call) billing.NotificationPolicyFilter {
@@ -46,6 +47,12 @@ func (a api) notificationRoutes() {
 	a.post("/notifications/policies/:id/rotate-secret", 200, onID(a.svc.RotateNotificationPolicySecret))
 	a.get("/notifications/deliveries", 200, filtered(a.svc.ListDeliveries, deliveryFilter), listed("policyId", "status", "notificationId"))
 	a.post("/notifications/deliveries/:id/retry", 200, onID(a.svc.RetryDelivery))
+	a.post("/usage-alerts", 201, withBody(a.svc.CreateUsageAlert))
+	a.get("/usage-alerts", 200, filtered(a.svc.ListUsageAlerts, func(c *call) billing.UsageAlertFilter {
+		return billing.UsageAlertFilter{CustomerID: c.query.Get("customerId"), Kind: billing.UsageAlertKind(c.query.Get("kind"))}
+	}), listed("customerId", "kind"))
+	a.get("/usage-alerts/:id", 200, onID(a.svc.GetUsageAlert))
+	a.delete("/usage-alerts/:id", 200, onID(a.svc.DeleteUsageAlert))
 }
 
 // deliveryFilter reads the filter of GET /notifications/deliveries.

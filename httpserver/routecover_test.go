@@ -197,6 +197,7 @@ func buildFixtures(tb testing.TB, e *env, auth, tag string) fixtures {
 		create("credit-notes/line-items", "/credit-notes/"+cn+"/line-items", cnLine(cn, "Refund "+n, "1", "1", "0.2", ""))
 		create("billing-schedules", "/billing-schedules", scheduleBody(customer, f.ids["prices"], ""))
 		create("credits", "/credits", grantBody(customer, "Prepaid "+n))
+		create("usage-alerts", "/usage-alerts", `{"kind":"USAGE","customerId":"`+customer+`","usageMetricId":"`+metric+`","threshold":"10"}`)
 		r := e.do(req{method: "GET", path: "/notifications/deliveries?policyId=" + policy, auth: auth})
 		deliveries := decode[page](tb, r)
 		if len(deliveries.Items) == 0 {
@@ -276,6 +277,7 @@ func validBodies(f fixtures) map[string]string {
 		"POST /billing-schedules/:id/cancel":                  `{"at":"2024-09-15"}`,
 		"POST /billing-runs":                                  `{"asOf":"2024-07-30T00:00:00Z"}`,
 		"POST /credits":                                       grantBody(f.ids["customers"], "Promo"),
+		"POST /usage-alerts":                                  `{"kind":"SPEND","currency":"EUR","threshold":"50.00"}`,
 		"POST /notifications/policies":                        `{"name":"new","channel":"WEBHOOK","recipients":["https://hooks.example.com/new"],"notificationTypes":["INVOICE_CREATED"]}`,
 		"POST /notifications/policies/:id/recipients":         `{"recipients":["https://hooks.example.com/more"]}`,
 		"POST /notifications/policies/:id/notification-types": `{"notificationTypes":["CREDIT_NOTE_ISSUED"]}`,

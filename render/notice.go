@@ -18,6 +18,9 @@ import (
 // policy's recipient: the key facts of the resource in plain text. The
 // caller attaches the payload (Email.JSON).
 func NotificationEmail(n *billing.Notification) *billing.Email {
+	if e := thresholdEmail(n); e != nil {
+		return e
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Notification %s\n\n", n.Type)
 	fmt.Fprintf(&b, "Notification id: %s\nAccount: %s\nCreated at: %s\n", n.ID, n.ServiceAccountID, billing.FormatTimestamp(n.CreatedAt))
@@ -32,6 +35,34 @@ func NotificationEmail(n *billing.Notification) *billing.Email {
 	}
 	b.WriteString("\nThe notification is attached as JSON.\n")
 	return &billing.Email{Subject: "billingd: " + string(n.Type), Text: b.String()}
+}
+
+// thresholdEmail writes the e-mail of a USAGE_THRESHOLD_REACHED or
+// SPEND_THRESHOLD_REACHED notification: who reached what, in which
+// period; nil for other notifications.
+func thresholdEmail(n *billing.Notification) *billing.Email {
+	var c billing.AlertCrossing
+	switch n.Type {
+	case billing.NotificationUsageThresholdReached, billing.NotificationSpendThresholdReached:
+	default:
+		return nil
+	}
+	if json.Unmarshal(n.Data, &c) != nil {
+		return nil
+	}
+	var b strings.Builder
+	what := "Usage of metric " + c.UsageMetricID
+	subject := "billingd: usage threshold reached"
+	if c.Kind == billing.UsageAlertSpend {
+		what = "The amount due in " + string(c.Currency)
+		subject = "billingd: spend threshold reached"
+	}
+	fmt.Fprintf(&b, "%s by customer %s reached %s: it is %s.\n\n", what, c.CustomerID, c.Threshold, c.Value)
+	fmt.Fprintf(&b, "Alert: %s\nPeriod: %s to %s\nReached at: %s\n", c.AlertID,
+		billing.FormatTimestamp(c.PeriodStart), billing.FormatTimestamp(c.PeriodEnd), billing.FormatTimestamp(c.ReachedAt))
+	fmt.Fprintf(&b, "Notification id: %s\nAccount: %s\n", n.ID, n.ServiceAccountID)
+	b.WriteString("\nThe alert notifies once per customer and period. The notification is attached as JSON.\n")
+	return &billing.Email{Subject: subject, Text: b.String()}
 }
 
 // keyFacts are the fields of a resource a notification e-mail shows.

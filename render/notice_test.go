@@ -69,3 +69,24 @@ func date(t *testing.T, s string) billing.Date {
 	}
 	return d
 }
+
+// TestThresholdEmail: the e-mail of a threshold notification says who
+// reached what in which period.
+func TestThresholdEmail(t *testing.T) {
+	t.Parallel()
+	c := billing.AlertCrossing{AlertID: "al-1", Kind: billing.UsageAlertSpend, CustomerID: "cu-1", Currency: "EUR",
+		Threshold: billing.MustDecimal("100.00"), Value: billing.MustDecimal("100.01"),
+		PeriodStart: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), PeriodEnd: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+		ReachedAt: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)}
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := render.NotificationEmail(&billing.Notification{ID: "n-1", Type: billing.NotificationSpendThresholdReached, ServiceAccountID: "acc-1", Data: data})
+	want := "The amount due in EUR by customer cu-1 reached 100.00: it is 100.01.\n\nAlert: al-1\n" +
+		"Period: 2026-11-01T00:00:00Z to 2026-12-01T00:00:00Z\nReached at: 2026-11-20T08:00:00Z\nNotification id: n-1\nAccount: acc-1\n" +
+		"\nThe alert notifies once per customer and period. The notification is attached as JSON.\n"
+	if e.Subject != "billingd: spend threshold reached" || e.Text != want {
+		t.Errorf("subject %q, text %q", e.Subject, e.Text)
+	}
+}

@@ -42,3 +42,24 @@ func every(ctx context.Context, interval time.Duration, fn func()) {
 		fn()
 	}
 }
+
+// alertInterval is how often billingd evaluates the alerts of the
+// customers whose usage changed: a threshold crossed by an event is
+// notified within about this time.
+const alertInterval = time.Second
+
+// alertLoop evaluates usage and spend alerts every interval until ctx is
+// done (billing.Service.EvaluateAlerts). On PostgreSQL every instance runs
+// it; leases share the marked customers out, and the crossing records
+// make each notification exactly-once.
+func alertLoop(ctx context.Context, svc *billing.Service, log *slog.Logger, interval time.Duration) {
+	every(ctx, interval, func() {
+		run, err := svc.EvaluateAlerts(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("evaluating alerts failed", "err", err)
+		case err == nil && (run.Notified > 0 || run.Failed > 0):
+			log.Info("alerts", "customers", run.CustomersEvaluated, "notified", run.Notified, "failed", run.Failed)
+		}
+	})
+}

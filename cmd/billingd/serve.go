@@ -301,6 +301,7 @@ func (r *runner) run(ctx context.Context, ln net.Listener, adminLn net.Listener)
 	loops, stopLoops := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { sweepLoop(loops, r.api, r.console, r.log, sweepInterval) })
+	wg.Go(func() { alertLoop(loops, r.svc, r.log, alertInterval) })
 	if r.cfg.billingInterval > 0 {
 		wg.Go(func() { billingLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
 		wg.Go(func() { collectionLoop(loops, r.svc, r.log, r.cfg.billingInterval, time.Now) })
