@@ -422,6 +422,9 @@ func (s *Service) CreatePrice(ctx context.Context, account string, p CreatePrice
 		if err := s.checkPriceReferences(ctx, tx, account, &p); err != nil {
 			return nil, err
 		}
+		if err := trackFeatureRollups(ctx, tx, account, p.Features); err != nil {
+			return nil, err
+		}
 		return pr, putRecord(ctx, tx, tablePrices, key(account, pr.ID), pr)
 	})
 }
