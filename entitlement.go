@@ -3,14 +3,17 @@ package billing
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
 
-// Feature is a feature a price grants to the customers whose billing
-// schedule includes the price in the phase in effect: a boolean feature
-// (no UsageMetricID: access or not), or a metered one, tied to a usage
-// metric, with a Limit per billing period of the price (nil: unlimited).
+// Feature is a feature a price or a billing schedule phase grants to the
+// customers whose billing schedule includes the price, or the phase, in
+// the phase in effect: a boolean feature (no UsageMetricID: access or
+// not), or a metered one, tied to a usage metric, with a Limit per billing
+// period of the price (of a phase: of its first recurring price; nil:
+// unlimited).
 type Feature struct {
 	// FeatureKey names the feature ("sso", "api_calls"); unique in a price.
 	FeatureKey string `json:"featureKey"`
@@ -43,16 +46,17 @@ type Entitlement struct {
 	ResetsAt *time.Time `json:"resetsAt"`
 }
 
-// MaxFeatures bounds the features of one price.
+// MaxFeatures bounds the features of one price or phase.
 const MaxFeatures = 100
 
-// validateFeatures checks the features of a price: keys required and
+// validateFeatures checks the features of a price or a phase, named name
+// in messages ("features", "phases[1].features"): keys required and
 // unique, a limit only on a metered feature and not negative.
-func validateFeatures(v *validator, features []Feature) {
-	v.check(len(features) <= MaxFeatures, "features", "a price grants at most %d features", MaxFeatures)
+func validateFeatures(v *validator, name string, features []Feature) {
+	v.check(len(features) <= MaxFeatures, name, "at most %d features are allowed", MaxFeatures)
 	seen := map[string]bool{}
 	for i, f := range features {
-		field := fmt.Sprintf("features[%d]", i)
+		field := fmt.Sprintf("%s[%d]", name, i)
 		checkKey(v, field+".featureKey", f.FeatureKey, true)
 		v.check(!seen[f.FeatureKey], field+".featureKey", "featureKey %q appears twice", f.FeatureKey)
 		seen[f.FeatureKey] = true
@@ -64,9 +68,9 @@ func validateFeatures(v *validator, features []Feature) {
 	}
 }
 
-// checkFeatureMetrics adds an error for each feature whose usage metric is
-// not a live metric of the account.
-func checkFeatureMetrics(ctx context.Context, tx Tx, v *validator, account string, features []Feature) error {
+// checkFeatureMetrics adds an error for each feature (of the list named
+// name) whose usage metric is not a live metric of the account.
+func checkFeatureMetrics(ctx context.Context, tx Tx, v *validator, account, name string, features []Feature) error {
 	for i, f := range features {
 		if f.UsageMetricID == "" {
 			continue
@@ -75,7 +79,7 @@ func checkFeatureMetrics(ctx context.Context, tx Tx, v *validator, account strin
 		if err != nil {
 			return err
 		}
-		v.check(m != nil && m.DeletedAt == nil, fmt.Sprintf("features[%d].usageMetricId", i), "no usage metric %q in this account", f.UsageMetricID)
+		v.check(m != nil && m.DeletedAt == nil, fmt.Sprintf("%s[%d].usageMetricId", name, i), "no usage metric %q in this account", f.UsageMetricID)
 	}
 	return nil
 }
@@ -97,8 +101,13 @@ func (s *Service) Entitlements(ctx context.Context, account, customerID string, 
 		at = s.clock()
 	}
 	return read(ctx, s, func(tx Tx) ([]Entitlement, error) {
-		if _, err := s.getCustomer(ctx, tx, account, customerID); err != nil {
+		c, err := s.getCustomer(ctx, tx, account, customerID)
+		if err != nil {
 			return nil, err
+		}
+		owners := map[string]string{c.ID: c.ID} // as aliasOwners answers
+		for _, a := range c.CustomerAliases {
+			owners[a] = c.ID
 		}
 		cal, err := s.calendarFor(ctx, tx, account, customerID)
 		if err != nil {
@@ -110,7 +119,7 @@ func (s *Service) Entitlements(ctx context.Context, account, customerID string, 
 		}
 		out := make([]Entitlement, 0, len(grants))
 		for _, k := range sortedKeys(grants) {
-			e, err := s.entitlement(ctx, tx, account, customerID, cal, k, grants[k])
+			e, err := s.entitlement(ctx, tx, account, owners, cal, k, grants[k])
 			if err != nil {
 				return nil, err
 			}
@@ -138,7 +147,10 @@ func (s *Service) Entitlement(ctx context.Context, account, customerID, featureK
 
 // grantsOn returns, by feature key, the grants of the prices billed for
 // day d by the customer's schedules (the engine's charges: phases, ends and
-// suspensions as it bills them).
+// suspensions as it bills them), then those of the phases of these
+// prices: a phase's features while one of its recurring prices is billed
+// for d, over the billing period of the first of them in the phase's
+// order.
 func (s *Service) grantsOn(ctx context.Context, tx Tx, account, customerID string, d Date) (map[string][]grant, error) {
 	out := map[string][]grant{}
 	err := eachRecord(ctx, tx, tableBillingSchedules, Range{Prefix: prefix(account)}, func(sc *BillingSchedule) error {
@@ -149,6 +161,7 @@ func (s *Service) grantsOn(ctx context.Context, tx Tx, account, customerID strin
 		if err != nil {
 			return err
 		}
+		phases := map[int]charge{} // phase → its first recurring price's charge on d
 		for _, ch := range scheduleCharges(sc, prices, d.AddDays(1)) {
 			if d.Before(ch.Period.Start) || !d.Before(ch.Period.End) {
 				continue
@@ -156,16 +169,40 @@ func (s *Service) grantsOn(ctx context.Context, tx Tx, account, customerID strin
 			for _, f := range ch.Price.Features {
 				out[f.FeatureKey] = append(out[f.FeatureKey], grant{feature: f, period: ch.Period})
 			}
+			if first, ok := phases[ch.Phase]; !oneTime(ch.Price) && (!ok || pricePosition(sc, ch) < pricePosition(sc, first)) {
+				phases[ch.Phase] = ch
+			}
+		}
+		for _, i := range slices.Sorted(maps.Keys(phases)) {
+			for _, f := range sc.Phases[i].Features {
+				out[f.FeatureKey] = append(out[f.FeatureKey], grant{feature: f, period: phases[i].Period})
+			}
 		}
 		return nil
 	})
 	return out, err
 }
 
+// pricePosition is the position of ch's price in its phase.
+func pricePosition(sc *BillingSchedule, ch charge) int {
+	return slices.Index(sc.Phases[ch.Phase].PriceIDs, ch.Price.ID)
+}
+
+// trackPhaseRollups tracks the metrics of the metered features of sc's
+// phases (trackFeatureRollups).
+func trackPhaseRollups(ctx context.Context, tx Tx, account string, sc *BillingSchedule) error {
+	for _, ph := range sc.Phases {
+		if err := trackFeatureRollups(ctx, tx, account, ph.Features); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // entitlement combines the grants of one feature: access when any grants
 // it; limits add up (unlimited when any is); usage is the metric's value
 // over the billing period of the first metered grant.
-func (s *Service) entitlement(ctx context.Context, tx Tx, account, customerID string, cal Calendar, k string, gs []grant) (Entitlement, error) {
+func (s *Service) entitlement(ctx context.Context, tx Tx, account string, owners map[string]string, cal Calendar, k string, gs []grant) (Entitlement, error) {
 	e := Entitlement{FeatureKey: k, HasAccess: true}
 	i := slices.IndexFunc(gs, func(g grant) bool { return g.feature.UsageMetricID != "" })
 	if i < 0 {
@@ -176,7 +213,7 @@ func (s *Service) entitlement(ctx context.Context, tx Tx, account, customerID st
 	if err != nil {
 		return e, err
 	}
-	calc, err := s.calculateUsage(ctx, tx, account, m, []string{customerID}, cal.Period(g.period.Start, g.period.End), nil)
+	calc, err := s.calculateOwned(ctx, tx, account, m, owners, cal.Period(g.period.Start, g.period.End), nil)
 	if err != nil {
 		return e, err
 	}

@@ -80,7 +80,10 @@ func number(ctx context.Context, tx Tx, t Table, k []byte, create bool) ([]byte,
 // creating it when create is set; ErrNotFound when it does not exist.
 func seriesNo(ctx context.Context, tx Tx, account, eventType, alias string, create bool) ([]byte, error) {
 	k := key(account, eventType, alias)
-	if _, err := tx.Get(ctx, tableUsageSeries, k); create && errors.Is(err, ErrNotFound) {
+	if !create {
+		return number(ctx, tx, tableUsageSeries, k, false)
+	}
+	if _, err := tx.Get(ctx, tableUsageSeries, k); errors.Is(err, ErrNotFound) {
 		no, err := number(ctx, tx, tableUsageSeries, k, true)
 		if err != nil {
 			return nil, err
