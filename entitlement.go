@@ -217,7 +217,7 @@ func (s *Service) entitlement(ctx context.Context, tx Tx, account string, owners
 	if err != nil {
 		return e, err
 	}
-	resets := cal.Start(g.period.End)
+	resets := NormalizeTime(cal.Start(g.period.End)) // in UTC, as every timestamp of the API
 	e.Usage, e.ResetsAt = &calc.Value, &resets
 	limit, unlimited := DecimalFromInt(0), false
 	for _, g := range gs {

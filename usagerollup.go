@@ -358,6 +358,7 @@ func (src *usageSource) eachRolledUp(c *usageCalc, s *usageSeries) (bool, error)
 	}
 	err := src.tx.Scan(src.ctx, tableUsageRollups, Range{
 		Start: rollupKey(s.no, first), End: rollupKey(s.no, last),
+		Expect: int((last-first)/rollupHour) + 1, // one chunk on PostgreSQL
 	}, func(_, v []byte) error {
 		var p rollupProp
 		events, ok, err := readRollup(v, c.m.AggregationProperty, &p)
