@@ -30,11 +30,13 @@ type Feature struct {
 type Entitlement struct {
 	// FeatureKey is the feature.
 	FeatureKey string `json:"featureKey"`
-	// HasAccess is true when a price of a phase in effect grants the
-	// feature and, for a metered feature with a limit, usage is below it.
+	// HasAccess is true when a phase in effect, or one of its prices,
+	// grants the feature and, for a metered feature with a limit, usage is
+	// below it.
 	HasAccess bool `json:"hasAccess"`
 	// Limit is the usage allowed in the period (the sum of the limits of the
-	// prices granting it); nil for a boolean or an unlimited feature.
+	// prices and phases granting it); nil for a boolean or an unlimited
+	// feature.
 	Limit *Decimal `json:"limit"`
 	// Usage is the usage of the current billing period; nil for a boolean
 	// feature.
@@ -42,7 +44,7 @@ type Entitlement struct {
 	// Remaining is Limit - Usage, never below 0; nil without a Limit.
 	Remaining *Decimal `json:"remaining"`
 	// ResetsAt is when the current billing period ends and usage starts
-	// again from 0; nil for a boolean feature.
+	// again from 0 (in UTC); nil for a boolean feature.
 	ResetsAt *time.Time `json:"resetsAt"`
 }
 
@@ -91,9 +93,9 @@ type grant struct {
 }
 
 // Entitlements returns the features the customer is entitled to at
-// instant at (zero: now), sorted by key: those granted by the prices of the
-// phases in effect on that day (in the customer's time zone) of its billing
-// schedules that the engine bills, with the usage of metered features over
+// instant at (zero: now), sorted by key: those granted by the phases in
+// effect on that day (in the customer's time zone) of its billing
+// schedules that the engine bills, and by their prices, with the usage of metered features over
 // each price's billing period containing that day. Returns not_found for an
 // unknown customer.
 func (s *Service) Entitlements(ctx context.Context, account, customerID string, at time.Time) ([]Entitlement, error) {
