@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
-	"github.com/billingd/billing/storage/boltstore"
 	"github.com/billingd/billing/storage/memstore"
-	"github.com/billingd/billing/storage/pgstore/pgtest"
 )
 
 // rollupCounter is a store that counts the scans of the usage rollups in
@@ -82,24 +79,7 @@ func (s *rollupCounter) Batch(ctx context.Context, fn func(billing.Tx) error) er
 func TestEntitlementTotalsAgreeWithTheEvents(t *testing.T) {
 	t.Parallel()
 	seed := billingtest.Seed(t, "BILLING_ENTITLEMENT_SEED")
-	stores := map[string]func(testing.TB) billing.Store{
-		"memstore": func(tb testing.TB) billing.Store {
-			s := memstore.New()
-			tb.Cleanup(func() { _ = s.Close() })
-			return s
-		},
-		"bbolt": func(tb testing.TB) billing.Store {
-			s, err := boltstore.Open(filepath.Join(tb.TempDir(), "billing.db"), &boltstore.Options{NoSync: true})
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { _ = s.Close() })
-			return s
-		},
-	}
-	if pgtest.Enabled() {
-		stores["postgres"] = func(tb testing.TB) billing.Store { return pgtest.Open(tb, nil) }
-	}
+	stores := realStores()
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -111,6 +91,24 @@ func TestEntitlementTotalsAgreeWithTheEvents(t *testing.T) {
 			t.Logf("seed %d: %d usages compared, %d reads of the totals", seed, compared, rc.reads.Load())
 		})
 	}
+}
+
+// realStores opens, by name, a fresh memstore, bbolt store and (with
+// BILLINGD_TEST_POSTGRES) PostgreSQL schema, each closed when its test ends:
+// the stores of the brute-force comparisons.
+func realStores() map[string]func(testing.TB) billing.Store {
+	stores := map[string]func(testing.TB) billing.Store{
+		"memstore": func(tb testing.TB) billing.Store {
+			s := memstore.New()
+			tb.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+		"bbolt": func(tb testing.TB) billing.Store { return billingtest.Bolt(tb) },
+	}
+	if billingtest.Postgres() {
+		stores["postgres"] = billingtest.Store
+	}
+	return stores
 }
 
 // liveEvent is what the test knows of a stored event.
