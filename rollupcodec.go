@@ -68,18 +68,14 @@ type rollupReader struct {
 	err error
 }
 
-func (r *rollupReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err, r.b = errRollupForm, nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *rollupReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
-func (r *rollupReader) varint() int64 {
-	v, n := binary.Varint(r.b)
+func (r *rollupReader) varint() int64 { return readVarint(r, binary.Varint) }
+
+// readVarint reads the next number of r with read (binary.Uvarint or
+// binary.Varint).
+func readVarint[T int64 | uint64](r *rollupReader, read func([]byte) (T, int)) T {
+	v, n := read(r.b)
 	if n <= 0 {
 		r.err, r.b = errRollupForm, nil
 		return 0
