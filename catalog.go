@@ -294,7 +294,7 @@ func checkPriceStatus(v *validator, st PriceStatus, required bool) {
 // validatePrice checks the fields of p that need no store.
 func (s *Service) validatePrice(p *CreatePriceParams) error {
 	var v validator
-	validateFeatures(&v, p.Features)
+	validateFeatures(&v, "features", p.Features)
 	checkKey(&v, "productId", p.ProductID, true)
 	s.checkString(&v, "name", p.Name, true)
 	if !p.Currency.Valid() {
@@ -367,7 +367,7 @@ func (s *Service) checkPriceReferences(ctx context.Context, tx Tx, account strin
 			checkCustomParameters(&v, m, p.CustomMetricParameters)
 		}
 	}
-	if err := checkFeatureMetrics(ctx, tx, &v, account, p.Features); err != nil {
+	if err := checkFeatureMetrics(ctx, tx, &v, account, "features", p.Features); err != nil {
 		return err
 	}
 	return v.err()
@@ -420,6 +420,9 @@ func (s *Service) CreatePrice(ctx context.Context, account string, p CreatePrice
 	}
 	return mutate(ctx, s, account, func(tx Tx) (*Price, error) {
 		if err := s.checkPriceReferences(ctx, tx, account, &p); err != nil {
+			return nil, err
+		}
+		if err := trackFeatureRollups(ctx, tx, account, p.Features); err != nil {
 			return nil, err
 		}
 		return pr, putRecord(ctx, tx, tablePrices, key(account, pr.ID), pr)

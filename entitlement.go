@@ -3,14 +3,17 @@ package billing
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
 
-// Feature is a feature a price grants to the customers whose billing
-// schedule includes the price in the phase in effect: a boolean feature
-// (no UsageMetricID: access or not), or a metered one, tied to a usage
-// metric, with a Limit per billing period of the price (nil: unlimited).
+// Feature is a feature a price or a billing schedule phase grants to the
+// customers whose billing schedule includes the price, or the phase, in
+// the phase in effect: a boolean feature (no UsageMetricID: access or
+// not), or a metered one, tied to a usage metric, with a Limit per billing
+// period of the price (of a phase: of its first recurring price; nil:
+// unlimited).
 type Feature struct {
 	// FeatureKey names the feature ("sso", "api_calls"); unique in a price.
 	FeatureKey string `json:"featureKey"`
@@ -27,11 +30,13 @@ type Feature struct {
 type Entitlement struct {
 	// FeatureKey is the feature.
 	FeatureKey string `json:"featureKey"`
-	// HasAccess is true when a price of a phase in effect grants the
-	// feature and, for a metered feature with a limit, usage is below it.
+	// HasAccess is true when a phase in effect, or one of its prices,
+	// grants the feature and, for a metered feature with a limit, usage is
+	// below it.
 	HasAccess bool `json:"hasAccess"`
 	// Limit is the usage allowed in the period (the sum of the limits of the
-	// prices granting it); nil for a boolean or an unlimited feature.
+	// prices and phases granting it); nil for a boolean or an unlimited
+	// feature.
 	Limit *Decimal `json:"limit"`
 	// Usage is the usage of the current billing period; nil for a boolean
 	// feature.
@@ -39,20 +44,21 @@ type Entitlement struct {
 	// Remaining is Limit - Usage, never below 0; nil without a Limit.
 	Remaining *Decimal `json:"remaining"`
 	// ResetsAt is when the current billing period ends and usage starts
-	// again from 0; nil for a boolean feature.
+	// again from 0 (in UTC); nil for a boolean feature.
 	ResetsAt *time.Time `json:"resetsAt"`
 }
 
-// MaxFeatures bounds the features of one price.
+// MaxFeatures bounds the features of one price or phase.
 const MaxFeatures = 100
 
-// validateFeatures checks the features of a price: keys required and
+// validateFeatures checks the features of a price or a phase, named name
+// in messages ("features", "phases[1].features"): keys required and
 // unique, a limit only on a metered feature and not negative.
-func validateFeatures(v *validator, features []Feature) {
-	v.check(len(features) <= MaxFeatures, "features", "a price grants at most %d features", MaxFeatures)
+func validateFeatures(v *validator, name string, features []Feature) {
+	v.check(len(features) <= MaxFeatures, name, "at most %d features are allowed", MaxFeatures)
 	seen := map[string]bool{}
 	for i, f := range features {
-		field := fmt.Sprintf("features[%d]", i)
+		field := fmt.Sprintf("%s[%d]", name, i)
 		checkKey(v, field+".featureKey", f.FeatureKey, true)
 		v.check(!seen[f.FeatureKey], field+".featureKey", "featureKey %q appears twice", f.FeatureKey)
 		seen[f.FeatureKey] = true
@@ -64,9 +70,9 @@ func validateFeatures(v *validator, features []Feature) {
 	}
 }
 
-// checkFeatureMetrics adds an error for each feature whose usage metric is
-// not a live metric of the account.
-func checkFeatureMetrics(ctx context.Context, tx Tx, v *validator, account string, features []Feature) error {
+// checkFeatureMetrics adds an error for each feature (of the list named
+// name) whose usage metric is not a live metric of the account.
+func checkFeatureMetrics(ctx context.Context, tx Tx, v *validator, account, name string, features []Feature) error {
 	for i, f := range features {
 		if f.UsageMetricID == "" {
 			continue
@@ -75,7 +81,7 @@ func checkFeatureMetrics(ctx context.Context, tx Tx, v *validator, account strin
 		if err != nil {
 			return err
 		}
-		v.check(m != nil && m.DeletedAt == nil, fmt.Sprintf("features[%d].usageMetricId", i), "no usage metric %q in this account", f.UsageMetricID)
+		v.check(m != nil && m.DeletedAt == nil, fmt.Sprintf("%s[%d].usageMetricId", name, i), "no usage metric %q in this account", f.UsageMetricID)
 	}
 	return nil
 }
@@ -87,9 +93,9 @@ type grant struct {
 }
 
 // Entitlements returns the features the customer is entitled to at
-// instant at (zero: now), sorted by key: those granted by the prices of the
-// phases in effect on that day (in the customer's time zone) of its billing
-// schedules that the engine bills, with the usage of metered features over
+// instant at (zero: now), sorted by key: those granted by the phases in
+// effect on that day (in the customer's time zone) of its billing
+// schedules that the engine bills, and by their prices, with the usage of metered features over
 // each price's billing period containing that day. Returns not_found for an
 // unknown customer.
 func (s *Service) Entitlements(ctx context.Context, account, customerID string, at time.Time) ([]Entitlement, error) {
@@ -97,8 +103,13 @@ func (s *Service) Entitlements(ctx context.Context, account, customerID string, 
 		at = s.clock()
 	}
 	return read(ctx, s, func(tx Tx) ([]Entitlement, error) {
-		if _, err := s.getCustomer(ctx, tx, account, customerID); err != nil {
+		c, err := s.getCustomer(ctx, tx, account, customerID)
+		if err != nil {
 			return nil, err
+		}
+		owners := map[string]string{c.ID: c.ID} // as aliasOwners answers
+		for _, a := range c.CustomerAliases {
+			owners[a] = c.ID
 		}
 		cal, err := s.calendarFor(ctx, tx, account, customerID)
 		if err != nil {
@@ -110,7 +121,7 @@ func (s *Service) Entitlements(ctx context.Context, account, customerID string, 
 		}
 		out := make([]Entitlement, 0, len(grants))
 		for _, k := range sortedKeys(grants) {
-			e, err := s.entitlement(ctx, tx, account, customerID, cal, k, grants[k])
+			e, err := s.entitlement(ctx, tx, account, owners, cal, k, grants[k])
 			if err != nil {
 				return nil, err
 			}
@@ -138,7 +149,10 @@ func (s *Service) Entitlement(ctx context.Context, account, customerID, featureK
 
 // grantsOn returns, by feature key, the grants of the prices billed for
 // day d by the customer's schedules (the engine's charges: phases, ends and
-// suspensions as it bills them).
+// suspensions as it bills them), then those of the phases of these
+// prices: a phase's features while one of its recurring prices is billed
+// for d, over the billing period of the first of them in the phase's
+// order.
 func (s *Service) grantsOn(ctx context.Context, tx Tx, account, customerID string, d Date) (map[string][]grant, error) {
 	out := map[string][]grant{}
 	err := eachRecord(ctx, tx, tableBillingSchedules, Range{Prefix: prefix(account)}, func(sc *BillingSchedule) error {
@@ -149,6 +163,7 @@ func (s *Service) grantsOn(ctx context.Context, tx Tx, account, customerID strin
 		if err != nil {
 			return err
 		}
+		phases := map[int]charge{} // phase → its first recurring price's charge on d
 		for _, ch := range scheduleCharges(sc, prices, d.AddDays(1)) {
 			if d.Before(ch.Period.Start) || !d.Before(ch.Period.End) {
 				continue
@@ -156,16 +171,40 @@ func (s *Service) grantsOn(ctx context.Context, tx Tx, account, customerID strin
 			for _, f := range ch.Price.Features {
 				out[f.FeatureKey] = append(out[f.FeatureKey], grant{feature: f, period: ch.Period})
 			}
+			if first, ok := phases[ch.Phase]; !oneTime(ch.Price) && (!ok || pricePosition(sc, ch) < pricePosition(sc, first)) {
+				phases[ch.Phase] = ch
+			}
+		}
+		for _, i := range slices.Sorted(maps.Keys(phases)) {
+			for _, f := range sc.Phases[i].Features {
+				out[f.FeatureKey] = append(out[f.FeatureKey], grant{feature: f, period: phases[i].Period})
+			}
 		}
 		return nil
 	})
 	return out, err
 }
 
+// pricePosition is the position of ch's price in its phase.
+func pricePosition(sc *BillingSchedule, ch charge) int {
+	return slices.Index(sc.Phases[ch.Phase].PriceIDs, ch.Price.ID)
+}
+
+// trackPhaseRollups tracks the metrics of the metered features of sc's
+// phases (trackFeatureRollups).
+func trackPhaseRollups(ctx context.Context, tx Tx, account string, sc *BillingSchedule) error {
+	for _, ph := range sc.Phases {
+		if err := trackFeatureRollups(ctx, tx, account, ph.Features); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // entitlement combines the grants of one feature: access when any grants
 // it; limits add up (unlimited when any is); usage is the metric's value
 // over the billing period of the first metered grant.
-func (s *Service) entitlement(ctx context.Context, tx Tx, account, customerID string, cal Calendar, k string, gs []grant) (Entitlement, error) {
+func (s *Service) entitlement(ctx context.Context, tx Tx, account string, owners map[string]string, cal Calendar, k string, gs []grant) (Entitlement, error) {
 	e := Entitlement{FeatureKey: k, HasAccess: true}
 	i := slices.IndexFunc(gs, func(g grant) bool { return g.feature.UsageMetricID != "" })
 	if i < 0 {
@@ -176,11 +215,11 @@ func (s *Service) entitlement(ctx context.Context, tx Tx, account, customerID st
 	if err != nil {
 		return e, err
 	}
-	calc, err := s.calculateUsage(ctx, tx, account, m, []string{customerID}, cal.Period(g.period.Start, g.period.End), nil)
+	calc, err := s.calculateOwned(ctx, tx, account, m, owners, cal.Period(g.period.Start, g.period.End), nil)
 	if err != nil {
 		return e, err
 	}
-	resets := cal.Start(g.period.End)
+	resets := NormalizeTime(cal.Start(g.period.End)) // in UTC, as every timestamp of the API
 	e.Usage, e.ResetsAt = &calc.Value, &resets
 	limit, unlimited := DecimalFromInt(0), false
 	for _, g := range gs {

@@ -166,6 +166,9 @@ type Phase struct {
 	RecurrencePreference RecurrencePreference `json:"recurrencePreference"`
 	// PhasePriceMetadata is per-price metadata, stored and echoed.
 	PhasePriceMetadata []PhasePriceMetadata `json:"phasePriceMetadata"`
+	// Features are granted during the phase in addition to those of its
+	// prices (docs/entitlements.md).
+	Features []Feature `json:"features,omitempty"`
 }
 
 // ScheduleTaxRate maps a price of a schedule to a tax rate.
@@ -331,6 +334,9 @@ type PhaseParams struct {
 	RecurrencePreference RecurrencePreference `json:"recurrencePreference"`
 	// PhasePriceMetadata is stored and echoed.
 	PhasePriceMetadata []PhasePriceMetadata `json:"phasePriceMetadata"`
+	// Features the phase grants besides its prices' features: boolean, or
+	// metered with a limit per billing period (Feature).
+	Features []Feature `json:"features"`
 }
 
 // BillingScheduleParams are the fields of a schedule, for create and for
@@ -527,6 +533,7 @@ func (s *Service) validatePhase(v *validator, p *BillingScheduleParams, i int) {
 		v.check(slices.Contains(ph.PriceIDs, m.PriceID), f+".priceId", "priceId must name a price of the phase")
 		v.check(m.ArrCalculation == "INCLUDE" || m.ArrCalculation == "EXCLUDE", f+".arrCalculation", "arrCalculation must be INCLUDE or EXCLUDE")
 	}
+	validateFeatures(v, field+".features", ph.Features)
 }
 
 // buildSchedule applies p to sc (new or replaced), generating ids for its
@@ -552,6 +559,7 @@ func (s *Service) buildSchedule(sc *BillingSchedule, p *BillingScheduleParams, n
 			PriceIDs: append([]string{}, pp.PriceIDs...), StartDate: *pp.StartDate, EndDate: pp.EndDate,
 			Discounts: []Discount{}, Minimums: []Minimum{}, RecurrencePreference: pp.RecurrencePreference,
 			PhasePriceMetadata: append([]PhasePriceMetadata{}, pp.PhasePriceMetadata...),
+			Features:           slices.Clone(pp.Features),
 		}
 		if ph.RecurrencePreference == "" {
 			ph.RecurrencePreference = RecurrenceContinue
@@ -603,6 +611,9 @@ func (s *Service) checkScheduleReferences(ctx context.Context, tx Tx, account st
 				v.add(field, "all prices of a schedule share one currency: %s is not %s", pr.Currency, currency)
 			}
 		}
+		if err := checkFeatureMetrics(ctx, tx, &v, account, fmt.Sprintf("phases[%d].features", i), ph.Features); err != nil {
+			return err
+		}
 	}
 	if t := p.ThresholdAmount; t != nil && currency.Valid() && currency.Round(*t, RoundHalfUp).Cmp(*t) != 0 {
 		v.add("thresholdAmount", "thresholdAmount has more than the %d decimal places of %s", currency.MinorUnits(), currency)
@@ -633,6 +644,9 @@ func (s *Service) CreateBillingSchedule(ctx context.Context, account string, p B
 	s.buildSchedule(sc, &p, now)
 	return mutate(ctx, s, account, func(tx Tx) (*BillingSchedule, error) {
 		if err := s.checkScheduleReferences(ctx, tx, account, &p); err != nil {
+			return nil, err
+		}
+		if err := trackPhaseRollups(ctx, tx, account, sc); err != nil {
 			return nil, err
 		}
 		out := *sc
@@ -752,6 +766,9 @@ func (s *Service) UpdateBillingSchedule(ctx context.Context, account, id string,
 			return "", err
 		}
 		s.buildSchedule(sc, &p, now)
+		if err := trackPhaseRollups(ctx, tx, account, sc); err != nil {
+			return "", err
+		}
 		sc.UpdatedAt = now
 		if p.IsDraft != nil && !*p.IsDraft {
 			if err := s.activate(ctx, tx, sc, now); err != nil {

@@ -211,35 +211,3 @@ func benchRawScan(b *testing.B, store billing.Store, n int) {
 		}
 	}
 }
-
-// BenchmarkEntitlement answers a metered entitlement of a customer with
-// BILLING_BENCH_EVENTS events in the current billing period (July 2024) on
-// bbolt: today one usage calculation per answer.
-func BenchmarkEntitlement(b *testing.B) {
-	n := benchEvents(b)
-	store := benchStore(b, true)
-	svc, clock := billingtest.NewService(b, billingtest.WithStore(store))
-	clock.Set(time.Date(2024, 8, 15, 0, 0, 0, 0, time.UTC))
-	ctx := context.Background()
-	acct := billingtest.Account(b, svc, "bench")
-	fillUsage(b, svc, acct, "customer-alias-00001", "api_calls0", n)
-	c := must(svc.CreateCustomer(ctx, acct, billing.CustomerParams{LegalName: "Bench", CustomerAliases: []string{"customer-alias-00001"}})).of(b, "CreateCustomer")
-	m := createMetric(b, svc, acct, billing.UsageMetricParams{Name: "amount", MetricType: billing.MetricTypeSimple,
-		EventType: "api_calls0", AggregationType: billing.AggregationSum, AggregationProperty: "amount"})
-	prod := must(svc.CreateProduct(ctx, acct, billing.CreateProductParams{Name: "P"})).of(b, "CreateProduct")
-	limit := billing.MustDecimal("1000000000")
-	pr := must(svc.CreatePrice(ctx, acct, billing.CreatePriceParams{ProductID: prod.ID, Name: "Plan", Currency: billing.CurrencyUSD,
-		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInAdvance,
-		Structure: billing.PriceStructure{PricingType: billing.PricingFixed, Price: dp("10.00")},
-		Features:  []billing.Feature{{FeatureKey: "api", UsageMetricID: m.ID, Limit: &limit}}})).of(b, "CreatePrice")
-	no := false
-	must(svc.CreateBillingSchedule(ctx, acct, billing.BillingScheduleParams{CustomerID: c.ID, StartDate: date("2024-07-01"), AutoIssueInvoices: &no, IsDraft: &no,
-		Phases: []billing.PhaseParams{phase("2024-07-01", pr.ID)}})).of(b, "CreateBillingSchedule")
-	at := time.Date(2024, 7, 31, 12, 0, 0, 0, time.UTC)
-	for b.Loop() {
-		e, err := svc.Entitlement(ctx, acct, c.ID, "api", at)
-		if err != nil || e.Usage == nil || !e.HasAccess {
-			b.Fatalf("entitlement: %+v, %v", e, err)
-		}
-	}
-}

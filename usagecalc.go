@@ -192,6 +192,16 @@ func (s *Service) CalculateUsage(ctx context.Context, account string, p Calculat
 // transaction: the billing engine calls it with a price's metric, the
 // schedule's customer and the billing period.
 func (s *Service) calculateUsage(ctx context.Context, tx Tx, account string, m *UsageMetric, customers []string, period UsagePeriod, overrides map[string]string) (*UsageCalculation, error) {
+	owners, err := s.aliasOwners(ctx, tx, account, customers)
+	if err != nil {
+		return nil, err
+	}
+	return s.calculateOwned(ctx, tx, account, m, owners, period, overrides)
+}
+
+// calculateOwned is calculateUsage over the aliases of owners (alias →
+// customer id, as aliasOwners returns them).
+func (s *Service) calculateOwned(ctx context.Context, tx Tx, account string, m *UsageMetric, owners map[string]string, period UsagePeriod, overrides map[string]string) (*UsageCalculation, error) {
 	params, err := metricParameters(m, overrides)
 	if err != nil {
 		return nil, err
@@ -201,10 +211,6 @@ func (s *Service) calculateUsage(ctx context.Context, tx Tx, account string, m *
 		if custom = s.custom[m.Name]; custom == nil {
 			return nil, Errorf(CodeInvalidState, "no custom aggregation function is registered under the name %q (Config.CustomAggregations)", m.Name)
 		}
-	}
-	owners, err := s.aliasOwners(ctx, tx, account, customers)
-	if err != nil {
-		return nil, err
 	}
 	src := &usageSource{ctx: ctx, tx: tx, account: account, eventType: m.EventType}
 	if src.series, err = s.seriesOf(src, owners, period); err != nil {
@@ -279,12 +285,16 @@ func (s *Service) seriesOf(src *usageSource, owners map[string]string, period Us
 	var out []usageSeries
 	cals := map[string]Calendar{}
 	for _, a := range sortedKeys(owners) {
-		no, err := seriesNo(src.ctx, src.tx, src.account, src.eventType, a, false)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
+		var err error
+		no, ok := s.nums.Series(src.account, src.eventType, a) // committed numbers never change
+		if !ok {
+			no, err = seriesNo(src.ctx, src.tx, src.account, src.eventType, a, false)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 		sr := usageSeries{no: no, alias: a, owner: owners[a], start: period.Start, end: period.End}
 		if !period.first.IsZero() {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
-	"github.com/billingd/billing/storage/memstore"
 )
 
 // gaugeEvent is a usage event as the brute-force reference sees it: seq
@@ -59,18 +58,7 @@ func TestGaugeAggregationsMatchBruteForce(t *testing.T) {
 	t.Parallel()
 	seed := billingtest.Seed(t, "BILLING_GAUGE_SEED")
 	cases := billingtest.EnvCount(t, "BILLING_GAUGE_CASES", 4, 1)
-	stores := map[string]func(testing.TB) billing.Store{
-		"memstore": func(tb testing.TB) billing.Store {
-			s := memstore.New()
-			tb.Cleanup(func() { _ = s.Close() })
-			return s
-		},
-		"bbolt": func(tb testing.TB) billing.Store { return billingtest.Bolt(tb) },
-	}
-	if billingtest.Postgres() {
-		stores["postgres"] = billingtest.Store
-	}
-	for name, open := range stores {
+	for name, open := range realStores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			checked := 0

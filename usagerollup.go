@@ -13,12 +13,14 @@ import (
 )
 
 // Usage rollups: hourly aggregates of a series' events, kept by the
-// Service in the events' own transactions on a store whose Tx asks for
-// them (RollupTx: PostgreSQL, where every event a scan reads travels from
-// the server). A plain COUNT, SUM, MIN or MAX calculation (no property
-// filters, no groups) then reads one record per hour of the period and
+// Service in the events' own transactions for every series on a store
+// whose Tx asks for them (RollupTx: PostgreSQL, where every event a scan
+// reads travels from the server), and on the other stores for the series
+// of the event types that entitlements measure (usagetracked.go). A plain
+// COUNT, SUM, MIN or MAX calculation (no property filters, no groups) of a
+// series that has them then reads one record per hour of the period and
 // scans only the events of its partial first and last hours; the other
-// aggregations and metrics scan, as on every other store.
+// aggregations and metrics scan.
 //
 //   - usage_rollups: series no | hour (AppendTime of its first second) →
 //     usageRollup: the hour's event count and, per property holding a
@@ -162,32 +164,64 @@ func (p *rollupProp) add(d Decimal, tie []byte) {
 // rollupWriter collects one ingestion run's changes of rollups: the events
 // added, by series, and the hours that lost an event.
 type rollupWriter struct {
-	added map[string][][2][]byte // series no → (event key, value) added
-	dirty map[string]bool        // rollup key → rebuild from a scan
+	// all is set when tx keeps rollups of every series (RollupTx); else
+	// only the series of the account's tracked event types keep them.
+	all     bool
+	account string
+	tracked map[string]bool        // event type → its series keep rollups (when not all)
+	added   map[string][][2][]byte // series no → (event key, value) added
+	dirty   map[string]bool        // rollup key → rebuild from a scan
 }
 
-// newRollupWriter returns a writer when tx keeps rollups, else nil.
-func newRollupWriter(tx Tx) *rollupWriter {
-	if !keepsRollups(tx) {
-		return nil
+// newRollupWriter returns the rollup writer of an ingestion run of account.
+func newRollupWriter(tx Tx, account string) *rollupWriter {
+	return &rollupWriter{all: keepsRollups(tx), account: account}
+}
+
+// keeps reports whether the series of eventType keep rollups: all of them
+// on a RollupTx, those of a tracked event type elsewhere (one lookup per
+// event type and run).
+func (w *rollupWriter) keeps(ctx context.Context, tx Tx, eventType string) (bool, error) {
+	if w.all {
+		return true, nil
 	}
-	return &rollupWriter{added: map[string][][2][]byte{}, dirty: map[string]bool{}}
+	if on, ok := w.tracked[eventType]; ok {
+		return on, nil
+	}
+	on, err := rollupsTracked(ctx, tx, w.account, eventType)
+	if err != nil {
+		return false, err
+	}
+	if w.tracked == nil {
+		w.tracked = map[string]bool{}
+	}
+	w.tracked[eventType] = on
+	return on, nil
 }
 
-// put records the event stored under pk (series no | time | id).
-func (w *rollupWriter) put(pk, v []byte) {
-	if w == nil {
-		return
+// put records the event of eventType stored under pk (series no | time |
+// id), when its series keeps rollups.
+func (w *rollupWriter) put(ctx context.Context, tx Tx, eventType string, pk, v []byte) error {
+	if on, err := w.keeps(ctx, tx, eventType); !on || err != nil {
+		return err
+	}
+	if w.added == nil {
+		w.added = map[string][][2][]byte{}
 	}
 	w.added[string(pk[:4])] = append(w.added[string(pk[:4])], [2][]byte{pk, v})
+	return nil
 }
 
-// deleted records that the event stored under pk was deleted.
-func (w *rollupWriter) deleted(pk []byte) {
-	if w == nil {
-		return
+// deleted records that the event of eventType stored under pk was deleted.
+func (w *rollupWriter) deleted(ctx context.Context, tx Tx, eventType string, pk []byte) error {
+	if on, err := w.keeps(ctx, tx, eventType); !on || err != nil {
+		return err
+	}
+	if w.dirty == nil {
+		w.dirty = map[string]bool{}
 	}
 	w.dirty[string(rollupKey(pk, eventHour(pk)))] = true
+	return nil
 }
 
 // eventHour is the hour of the event stored under key k.
@@ -197,9 +231,6 @@ func eventHour(k []byte) int64 { return hourOf(eventcodec.ReadTime(k[4:12]).Unix
 // from its events (this run's included); the others get the run's events
 // added, each series' rollups read in one scan over the hours it touched.
 func (w *rollupWriter) flush(ctx context.Context, tx Tx) error {
-	if w == nil {
-		return nil
-	}
 	for _, series := range sortedKeys(w.added) {
 		if err := w.addSeries(ctx, tx, []byte(series)); err != nil {
 			return err
@@ -226,7 +257,7 @@ func (w *rollupWriter) addSeries(ctx context.Context, tx Tx, series []byte) erro
 		func(k, v []byte) error {
 			r := &usageRollup{}
 			hours[string(k)] = r
-			return json.Unmarshal(v, r)
+			return decodeRollup(v, r)
 		})
 	if err != nil {
 		return err
@@ -244,7 +275,7 @@ func (w *rollupWriter) addSeries(ctx context.Context, tx Tx, series []byte) erro
 		changed[k] = true
 	}
 	for _, k := range sortedKeys(changed) {
-		if err := putRecord(ctx, tx, tableUsageRollups, []byte(k), hours[k]); err != nil {
+		if err := tx.Put(ctx, tableUsageRollups, []byte(k), hours[k].encode()); err != nil {
 			return err
 		}
 	}
@@ -267,27 +298,38 @@ func rebuildRollup(ctx context.Context, tx Tx, k []byte) error {
 	if r.Events == 0 {
 		return deleteIfPresent(ctx, tx, tableUsageRollups, k)
 	}
-	return putRecord(ctx, tx, tableUsageRollups, k, &r)
+	return tx.Put(ctx, tableUsageRollups, k, r.encode())
 }
 
-// markRolledUp records that series no has had rollups since its creation.
-func markRolledUp(ctx context.Context, tx Tx, no []byte) error {
+// markRolledUp records that series no, of the account's eventType, has
+// had rollups since its creation, when it keeps them: on a RollupTx, or
+// when the event type is tracked.
+func markRolledUp(ctx context.Context, tx Tx, account, eventType string, no []byte) error {
 	if !keepsRollups(tx) {
-		return nil
+		on, err := rollupsTracked(ctx, tx, account, eventType)
+		if !on || err != nil {
+			return err
+		}
 	}
 	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), []byte{})
 }
 
+// readsRollups reports whether calculations through tx read rollups: on
+// every store but through a RollupTx that keeps none (a test's switch).
+func readsRollups(tx Tx) bool {
+	r, ok := tx.(RollupTx)
+	return !ok || r.KeepsUsageRollups()
+}
+
 // rollupReadable reports whether c can read series s from rollups: a plain
-// COUNT, SUM, MIN or MAX metric, on a store that keeps rollups, of a
-// series that has them.
+// COUNT, SUM, MIN or MAX metric of a series that has them.
 func (src *usageSource) rollupReadable(c *usageCalc, s *usageSeries) (bool, error) {
 	switch c.m.AggregationType {
 	case AggregationCount, AggregationSum, AggregationMin, AggregationMax:
 	default:
 		return false, nil
 	}
-	if !c.plain || !keepsRollups(src.tx) {
+	if !c.plain || !readsRollups(src.tx) {
 		return false, nil
 	}
 	_, err := src.tx.Get(src.ctx, tableUsageRollups, s.no[:4])
@@ -316,12 +358,18 @@ func (src *usageSource) eachRolledUp(c *usageCalc, s *usageSeries) (bool, error)
 	}
 	err := src.tx.Scan(src.ctx, tableUsageRollups, Range{
 		Start: rollupKey(s.no, first), End: rollupKey(s.no, last),
+		Expect: int((last-first)/rollupHour) + 1, // one chunk on PostgreSQL
 	}, func(_, v []byte) error {
-		var r usageRollup
-		if err := json.Unmarshal(v, &r); err != nil {
+		var p rollupProp
+		events, ok, err := readRollup(v, c.m.AggregationProperty, &p)
+		if err != nil {
 			return err
 		}
-		c.addRollup(&r)
+		if !ok {
+			c.addRollup(events, nil)
+			return nil
+		}
+		c.addRollup(events, &p)
 		return nil
 	})
 	if err != nil {
@@ -345,19 +393,20 @@ func (src *usageSource) scanSeconds(c *usageCalc, s *usageSeries, from, to int64
 	})
 }
 
-// addRollup adds an hour's rollup to the total of a plain metric.
-func (c *usageCalc) addRollup(r *usageRollup) {
+// addRollup adds an hour's rollup to the total of a plain metric: its
+// event count, and p, the aggregate of the metric's property (nil when no
+// event of the hour holds a number there).
+func (c *usageCalc) addRollup(events int64, p *rollupProp) {
 	a := &c.total
-	a.count += r.Events
+	a.count += events
 	if c.m.AggregationType == AggregationCount {
 		return
 	}
-	p := r.Props[c.m.AggregationProperty]
 	if p == nil {
-		a.invalid += r.Events
+		a.invalid += events
 		return
 	}
-	a.invalid += r.Events - p.N
+	a.invalid += events - p.N
 	switch c.m.AggregationType {
 	case AggregationSum:
 		a.sum.addBig(&p.Sum.d)

@@ -80,12 +80,15 @@ func number(ctx context.Context, tx Tx, t Table, k []byte, create bool) ([]byte,
 // creating it when create is set; ErrNotFound when it does not exist.
 func seriesNo(ctx context.Context, tx Tx, account, eventType, alias string, create bool) ([]byte, error) {
 	k := key(account, eventType, alias)
-	if _, err := tx.Get(ctx, tableUsageSeries, k); create && errors.Is(err, ErrNotFound) {
+	if !create {
+		return number(ctx, tx, tableUsageSeries, k, false)
+	}
+	if _, err := tx.Get(ctx, tableUsageSeries, k); errors.Is(err, ErrNotFound) {
 		no, err := number(ctx, tx, tableUsageSeries, k, true)
 		if err != nil {
 			return nil, err
 		}
-		if err := markRolledUp(ctx, tx, no); err != nil {
+		if err := markRolledUp(ctx, tx, account, eventType, no); err != nil {
 			return nil, err
 		}
 		return no, tx.Put(ctx, tableUsageSeriesNames, no, key(eventType, alias))
@@ -331,7 +334,7 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 	}
 	ew.keys = sized(w.keyBuf, n) // one block for every key
 	defer func() { w.keyBuf, w.added, w.indexBuf = ew.keys, ew.ids.added, ew.ids.buf }()
-	ew.rollups = newRollupWriter(tx)
+	ew.rollups = newRollupWriter(tx, w.account)
 	for i := range w.events {
 		if err := ew.put(ctx, tx, i); err != nil {
 			return err
@@ -363,7 +366,7 @@ type eventWriter struct {
 	explicitIDs bool
 	ids         idIndex       // the run's changes of usage_event_ids
 	keys        []byte        // memory of the run's usage_events keys
-	rollups     *rollupWriter // nil unless the store keeps usage rollups
+	rollups     *rollupWriter // the run's changes of usage rollups
 	// counts is how the run changed the number of events of each series
 	// (usagecount.go).
 	counts map[seriesName]int64
@@ -402,7 +405,9 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 		}
 	}
 	ew.ids.added = append(ew.ids.added, idEntry{id: pk[12:], loc: pk[:12]})
-	ew.rollups.put(pk, ew.w.vals[i])
+	if err := ew.rollups.put(ctx, tx, e.EventType, pk, ew.w.vals[i]); err != nil {
+		return err
+	}
 	ew.count(name, 1)
 	return putKept(ctx, tx, tableUsageEvents, pk, ew.w.vals[i]) // encoded once, never changed
 }
@@ -461,14 +466,13 @@ func (ew *eventWriter) delete(ctx context.Context, tx Tx, pk []byte, spot idSpot
 	if err := tx.Delete(ctx, tableUsageEvents, pk); err != nil {
 		return err
 	}
-	ew.rollups.deleted(pk)
 	ew.ids.drop(spot)
 	name, err := seriesNameOf(ctx, tx, pk[:4])
 	if err != nil {
 		return err
 	}
 	ew.count(name, -1)
-	return nil
+	return ew.rollups.deleted(ctx, tx, name.eventType, pk)
 }
 
 // encodeEvent encodes what the key does not hold: the explicit

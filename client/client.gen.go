@@ -3068,7 +3068,7 @@ type FailureNotificationsCustomerNotifications string
 // FailureNotificationsMerchantNotifications defines model for FailureNotifications.MerchantNotifications.
 type FailureNotificationsMerchantNotifications string
 
-// Feature A feature a price grants. Boolean without usageMetricId; metered with one, limited per billing period by limit (absent: unlimited).
+// Feature A feature a price or a billing schedule phase grants. Boolean without usageMetricId; metered with one, limited per billing period by limit (absent: unlimited).
 type Feature struct {
 	FeatureKey string `json:"featureKey"`
 
@@ -3867,7 +3867,10 @@ type Phase struct {
 	// EndDate A calendar date YYYY-MM-DD between 2000-01-01 and 2199-12-31, in the customer's time zone if set, else the account's.
 	//
 	// Examples: 2024-07-30
-	EndDate              *Date                `json:"endDate,omitempty"`
+	EndDate *Date `json:"endDate,omitempty"`
+
+	// Features The features the phase grants besides its prices' features (docs/entitlements.md).
+	Features             *[]Feature           `json:"features,omitempty"`
 	Id                   string               `json:"id"`
 	Minimums             []Minimum            `json:"minimums"`
 	Name                 string               `json:"name"`
@@ -3895,8 +3898,11 @@ type PhasePriceMetadataInput struct {
 
 // PhaseRequest defines model for PhaseRequest.
 type PhaseRequest struct {
-	Discounts            *[]DiscountRequest         `json:"discounts,omitempty"`
-	EndDate              *Date                      `json:"endDate,omitempty"`
+	Discounts *[]DiscountRequest `json:"discounts,omitempty"`
+	EndDate   *Date              `json:"endDate,omitempty"`
+
+	// Features The features the phase grants besides its prices' features (docs/entitlements.md).
+	Features             *[]Feature                 `json:"features,omitempty"`
 	Minimums             *[]MinimumRequest          `json:"minimums,omitempty"`
 	Name                 *string                    `json:"name,omitempty"`
 	PhasePriceMetadata   *[]PhasePriceMetadataInput `json:"phasePriceMetadata,omitempty"`

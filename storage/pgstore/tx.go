@@ -387,8 +387,10 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 		lower = []byte{} // bytea, never NULL, in the chunk queries
 	}
 	cursor := scanCursor{lower: lower, upper: upper, reverse: r.Reverse, limit: firstChunk}
-	if r.Expect > 0 && r.Expect < firstChunk {
-		cursor.limit = r.Expect // a list's page: no more rows than it reads
+	if r.Expect > 0 {
+		// a list's page: no more rows than it reads; the hours of a
+		// calculation's rollups: all of them in one chunk
+		cursor.limit = min(r.Expect, maxChunk)
 	}
 	var keys, vals [][]byte
 	for {
