@@ -20,8 +20,10 @@ import (
 // a write does not read it: it adds a delta row of its own under the
 // kept key (the key, deltaSep, eight random bytes), and a reader adds the
 // base row and the deltas up. One write in compactEvery folds the deltas
-// of a key it changed into the base row, so a reader adds a few rows, not
-// one per write since the beginning.
+// of a key it changed into one delta, so a reader adds a few rows, not one
+// per write since the beginning. A fold takes its deltas (TakeTx: read and
+// deleted in one request on PostgreSQL) and does not read the base row,
+// which only stores written before the deltas and the backfill have.
 
 // deltaSep separates a kept key from its deltas' random suffixes. It sorts
 // after keySep, so a key's deltas are not among the longer keys that
@@ -56,47 +58,27 @@ func addDelta(ctx context.Context, tx Tx, table Table, k, v []byte, fold func(co
 	return fold(ctx, tx, k)
 }
 
-// foldCount folds the deltas of the count k into its base row (deleted at
-// zero).
+// foldCount folds the deltas of the count k into one delta (none when
+// they add up to zero). The base row is not read: a fold costs one
+// request (take), and the base row (written by stores before the deltas,
+// and by the backfill) stays as it is.
 func foldCount(ctx context.Context, tx Tx, k []byte) error {
-	n, err := readBase(ctx, tx, k)
-	if err != nil {
-		return err
-	}
-	err = takeDeltas(ctx, tx, tableListCounts, k, func(dk, dv []byte) error {
+	var n int64
+	err := takeDeltas(ctx, tx, tableListCounts, k, func(dk, dv []byte) error {
 		d, err := countDelta(dk, dv)
 		n += d
 		return err
 	})
-	if err != nil {
+	if err != nil || n == 0 {
 		return err
 	}
-	switch {
-	case n < 0:
-		return fmt.Errorf("billing: list count %q is %d", k, n)
-	case n == 0:
-		return deleteIfPresent(ctx, tx, tableListCounts, k)
-	}
-	return tx.Put(ctx, tableListCounts, k, binary.BigEndian.AppendUint64(nil, uint64(n)))
+	return tx.Put(ctx, tableListCounts, deltaKey(k), binary.BigEndian.AppendUint64(nil, uint64(n)))
 }
 
-// takeDeltas calls fn with each delta of k in table, then deletes them:
-// one scan serves the fold's sum and its deletions.
+// takeDeltas deletes the deltas of k in table and calls fn with each: one
+// request on a store that offers TakeTx.
 func takeDeltas(ctx context.Context, tx Tx, table Table, k []byte, fn func(dk, dv []byte) error) error {
-	var keys [][]byte
-	err := tx.Scan(ctx, table, deltasOf(k), func(dk, dv []byte) error {
-		keys = append(keys, slices.Clone(dk))
-		return fn(dk, dv)
-	})
-	if err != nil {
-		return err
-	}
-	for _, dk := range keys {
-		if err := tx.Delete(ctx, table, dk); err != nil {
-			return err
-		}
-	}
-	return nil
+	return take(ctx, tx, table, deltasOf(k), fn)
 }
 
 // readCount reads one count of list_counts: its base row and its deltas
@@ -149,25 +131,21 @@ func addSum(ctx context.Context, tx Tx, k []byte, amount Decimal, count int64) e
 	return addDelta(ctx, tx, tableInvoiceSums, k, v, foldSum)
 }
 
-// foldSum folds the deltas of the sum k into its base row.
+// foldSum folds the deltas of the sum k into one delta (none when they
+// add up to nothing), without reading the base row (foldCount).
 func foldSum(ctx context.Context, tx Tx, k []byte) error {
-	s, err := findRecord[keptSum](ctx, tx, tableInvoiceSums, k)
-	if err != nil {
-		return err
-	}
-	if s == nil {
-		s = &keptSum{}
-	}
+	var s keptSum
 	if err := takeDeltas(ctx, tx, tableInvoiceSums, k, func(_, v []byte) error { return s.add(v) }); err != nil {
 		return err
 	}
-	switch {
-	case s.Count < 0:
-		return fmt.Errorf("billing: invoice sum %q counts %d invoices", k, s.Count)
-	case s.Count == 0:
-		return deleteIfPresent(ctx, tx, tableInvoiceSums, k)
+	if s.Count == 0 && s.Amount.IsZero() {
+		return nil
 	}
-	return putRecord(ctx, tx, tableInvoiceSums, k, s)
+	v, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return tx.Put(ctx, tableInvoiceSums, deltaKey(k), v)
 }
 
 // add adds the stored sum (or delta) v to s.

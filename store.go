@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/billingd/billing/internal/cursor"
 	"github.com/billingd/billing/internal/memo"
@@ -121,6 +122,45 @@ type MultiGetTx interface {
 	// keys, nil for a key that does not exist. The values are the
 	// caller's, as Get's.
 	GetMany(ctx context.Context, table Table, keys [][]byte) ([][]byte, error)
+}
+
+// TakeTx is a Tx that deletes a range of keys and returns what it
+// deleted in one request: a backend whose reads and deletes each cost a
+// round trip (PostgreSQL) implements it, and folding kept deltas
+// (keptdelta.go) and usage rollups (usagerollup.go) takes their rows with
+// it. storagetest.Run checks that Take answers and deletes what a Scan and
+// a Delete of each key would.
+type TakeTx interface {
+	Tx
+	// Take deletes every row of table in r (Reverse and Expect are
+	// ignored) and calls fn with each deleted row, in key order. The
+	// rows are the caller's. An error of fn ends the calls and is
+	// returned; the rows are deleted all the same, so a caller that
+	// fails should fail its transaction.
+	Take(ctx context.Context, table Table, r Range, fn func(key, value []byte) error) error
+}
+
+// take is tx.Take when tx has it, else a Scan of r followed by a Delete of
+// each key it met.
+func take(ctx context.Context, tx Tx, table Table, r Range, fn func(key, value []byte) error) error {
+	if t, ok := tx.(TakeTx); ok {
+		return t.Take(ctx, table, r, fn)
+	}
+	r.Reverse, r.Expect = false, 0
+	var keys [][]byte
+	err := tx.Scan(ctx, table, r, func(k, v []byte) error {
+		keys = append(keys, slices.Clone(k))
+		return fn(k, v)
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := tx.Delete(ctx, table, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // getMany is tx.GetMany when tx has it, else a Get of each key; a

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -32,9 +33,16 @@ import (
 //     it was created. A series without it (created by a store or a release
 //     that kept none, or copied from bbolt by migrate-store) is scanned.
 //
-// An ingestion adds its events to the records of their hours (a late event
-// is added to its own hour, whatever the time); an hour that lost an event
-// (supersede) is rebuilt from a scan of that hour in the same transaction.
+//   - usage_rollups: series no | hour | deltaSep | 8 random bytes →
+//     usageRollup: a delta of the hour (keptdelta.go), the events of one
+//     ingestion, on a RollupTx only. A reader merges an hour's rows.
+//
+// An ingestion adds its events to the rollups of their hours (a late event
+// to its own hour, whatever the time): on a RollupTx as a delta per hour,
+// reading nothing (one ingestion in compactEvery folds the hours it
+// touches into one row each); elsewhere by rewriting the hour's row. An
+// hour that lost an event (supersede) is rebuilt from a scan of that hour
+// in the same transaction, its deltas taken.
 // Rollups cover every numeric property, so a metric created later finds
 // them complete.
 
@@ -244,26 +252,17 @@ func (w *rollupWriter) flush(ctx context.Context, tx Tx) error {
 	return nil
 }
 
-// addSeries adds the run's events of series to the rollups of their hours
-// (but those to be rebuilt).
+// addSeries adds the run's events of series (but those of the hours to be
+// rebuilt) to the rollups of their hours. On a store that keeps the
+// rollups of every series (RollupTx: PostgreSQL, where a read is a round
+// trip and writers run at once) it writes one delta row per hour touched,
+// reading nothing, and one run in compactEvery folds the hours it touches
+// instead (foldRollups); elsewhere (one writer at a time, reads in
+// process) it reads the hours' rows and writes them back, so an hour is
+// one row.
 func (w *rollupWriter) addSeries(ctx context.Context, tx Tx, series []byte) error {
-	events := w.added[string(series)]
-	lo, hi := eventHour(events[0][0]), eventHour(events[0][0])
-	for _, e := range events {
-		lo, hi = min(lo, eventHour(e[0])), max(hi, eventHour(e[0]))
-	}
 	hours := map[string]*usageRollup{}
-	err := tx.Scan(ctx, tableUsageRollups, Range{Start: rollupKey(series, lo), End: rollupKey(series, hi+rollupHour)},
-		func(k, v []byte) error {
-			r := &usageRollup{}
-			hours[string(k)] = r
-			return decodeRollup(v, r)
-		})
-	if err != nil {
-		return err
-	}
-	changed := map[string]bool{}
-	for _, e := range events {
+	for _, e := range w.added[string(series)] {
 		k := string(rollupKey(e[0], eventHour(e[0])))
 		if w.dirty[k] {
 			continue
@@ -272,9 +271,43 @@ func (w *rollupWriter) addSeries(ctx context.Context, tx Tx, series []byte) erro
 			hours[k] = &usageRollup{}
 		}
 		hours[k].add(e[0], e[1])
-		changed[k] = true
 	}
-	for _, k := range sortedKeys(changed) {
+	switch {
+	case len(hours) == 0:
+		return nil
+	case !w.all || rand.IntN(compactEvery) == 0:
+		return foldRollups(ctx, tx, hours)
+	}
+	for _, k := range sortedKeys(hours) {
+		if err := tx.Put(ctx, tableUsageRollups, deltaKey([]byte(k)), hours[k].encode()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// foldRollups takes the rows of one series from the first hour of hours to
+// the last (in one request on a store that offers TakeTx), adds them to
+// hours (an hour between them that the run did not touch included), and
+// writes one row per hour under the hour's own key.
+func foldRollups(ctx context.Context, tx Tx, hours map[string]*usageRollup) error {
+	keys := sortedKeys(hours)
+	err := take(ctx, tx, tableUsageRollups, hourRows([]byte(keys[0]), []byte(keys[len(keys)-1])), func(k, v []byte) error {
+		var r usageRollup
+		if err := decodeRollup(v, &r); err != nil {
+			return fmt.Errorf("decoding %s record: %w", tableUsageRollups, err)
+		}
+		hk := string(k[:rollupKeyLen])
+		if hours[hk] == nil {
+			hours[hk] = &usageRollup{}
+		}
+		hours[hk].merge(&r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(hours) {
 		if err := tx.Put(ctx, tableUsageRollups, []byte(k), hours[k].encode()); err != nil {
 			return err
 		}
@@ -282,8 +315,23 @@ func (w *rollupWriter) addSeries(ctx context.Context, tx Tx, series []byte) erro
 	return nil
 }
 
-// rebuildRollup recomputes the rollup under key k from the hour's events.
+// rollupKeyLen is the length of an hour's key (rollupKey); its deltas'
+// keys extend it (deltaKey).
+const rollupKeyLen = 4 + 8
+
+// hourRows is the range of the rows (the row and the deltas) of one
+// series' hours from the hour of key first to the hour of key last, both
+// included.
+func hourRows(first, last []byte) Range {
+	return Range{Start: first[:rollupKeyLen], End: rollupKey(last, eventcodec.ReadTime(last[4:rollupKeyLen]).Unix()+rollupHour)}
+}
+
+// rebuildRollup recomputes the rollup under key k from the hour's events:
+// the hour's rows are taken, and one row written unless the hour is empty.
 func rebuildRollup(ctx context.Context, tx Tx, k []byte) error {
+	if err := take(ctx, tx, tableUsageRollups, hourRows(k, k), func(_, _ []byte) error { return nil }); err != nil {
+		return err
+	}
 	hour := eventcodec.ReadTime(k[4:]).Unix()
 	var r usageRollup
 	err := tx.Scan(ctx, tableUsageEvents, Range{
@@ -292,13 +340,45 @@ func rebuildRollup(ctx context.Context, tx Tx, k []byte) error {
 		r.add(ek, ev)
 		return nil
 	})
-	if err != nil {
+	if err != nil || r.Events == 0 {
 		return err
 	}
-	if r.Events == 0 {
-		return deleteIfPresent(ctx, tx, tableUsageRollups, k)
-	}
 	return tx.Put(ctx, tableUsageRollups, k, r.encode())
+}
+
+// merge adds the rollup o of the same hour (a delta, or the hour's row) to r.
+func (r *usageRollup) merge(o *usageRollup) {
+	r.Events += o.Events
+	for name, op := range o.Props {
+		if r.Props == nil {
+			r.Props = map[string]*rollupProp{}
+		}
+		if rp := r.Props[name]; rp != nil {
+			rp.merge(op)
+			continue
+		}
+		r.Props[name] = op
+	}
+}
+
+// merge adds o, the same property's aggregate of other events of the hour,
+// to p: ties of Min and Max go to the event first in key order, as add's.
+func (p *rollupProp) merge(o *rollupProp) {
+	if o.N == 0 {
+		return
+	}
+	if p.N == 0 {
+		*p = *o
+		return
+	}
+	p.N += o.N
+	p.Sum = p.Sum.Add(o.Sum)
+	if c := o.Min.Cmp(p.Min); c < 0 || c == 0 && bytes.Compare(o.MinKey, p.MinKey) < 0 {
+		p.Min, p.MinKey = o.Min, o.MinKey
+	}
+	if c := o.Max.Cmp(p.Max); c > 0 || c == 0 && bytes.Compare(o.MaxKey, p.MaxKey) < 0 {
+		p.Max, p.MaxKey = o.Max, o.MaxKey
+	}
 }
 
 // markRolledUp records that series no, of the account's eventType, has
@@ -356,26 +436,58 @@ func (src *usageSource) eachRolledUp(c *usageCalc, s *usageSeries) (bool, error)
 	if err := src.scanSeconds(c, s, lo, first); err != nil {
 		return true, err
 	}
+	var h rolledHour // an hour's row and deltas, merged
 	err := src.tx.Scan(src.ctx, tableUsageRollups, Range{
 		Start: rollupKey(s.no, first), End: rollupKey(s.no, last),
 		Expect: int((last-first)/rollupHour) + 1, // one chunk on PostgreSQL
-	}, func(_, v []byte) error {
+	}, func(k, v []byte) error {
 		var p rollupProp
 		events, ok, err := readRollup(v, c.m.AggregationProperty, &p)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			c.addRollup(events, nil)
-			return nil
+		if !h.at(k) {
+			h.emit(c)
+			h.start(k)
 		}
-		c.addRollup(events, &p)
+		h.events += events
+		if ok {
+			h.prop.merge(&p)
+		}
 		return nil
 	})
 	if err != nil {
 		return true, err
 	}
+	h.emit(c)
 	return true, src.scanSeconds(c, s, last, hi)
+}
+
+// rolledHour merges the rows of one hour (its row and its deltas) as a
+// calculation reads them.
+type rolledHour struct {
+	key    []byte // the hour's key; nil before the first row
+	events int64
+	prop   rollupProp // the metric's property; N 0 when no event holds a number there
+}
+
+// at reports whether the row under k is of h's hour.
+func (h *rolledHour) at(k []byte) bool { return h.key != nil && bytes.Equal(k[:rollupKeyLen], h.key) }
+
+// start makes h the hour of the row under k, empty.
+func (h *rolledHour) start(k []byte) {
+	h.key, h.events, h.prop = append(h.key[:0], k[:rollupKeyLen]...), 0, rollupProp{}
+}
+
+// emit adds h's hour, if any, to c.
+func (h *rolledHour) emit(c *usageCalc) {
+	switch {
+	case h.key == nil:
+	case h.prop.N == 0:
+		c.addRollup(h.events, nil)
+	default:
+		c.addRollup(h.events, &h.prop)
+	}
 }
 
 // scanSeconds adds the events of series s in Unix seconds [from, to) to c.

@@ -175,25 +175,58 @@ func (t *tx) flush(ctx context.Context) error {
 		tables = append(tables, table)
 	}
 	slices.Sort(tables)
+	var upserts pgx.Batch
 	for _, table := range tables {
 		b := t.pending[table]
-		var err error
-		if len(b.keys) >= copyMin && b.existing == 0 && !t.noCopy {
-			_, err = t.ptx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(copyStream(string(table), b)), stmts(table).copy)
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ {
-				t.retryable = errCopyConflict
-				return err
-			}
-		} else {
-			_, err = t.ptx.Exec(ctx, stmts(table).upsert, string(table), b.keys, b.vals)
+		if len(b.keys) < copyMin || b.existing != 0 || t.noCopy {
+			upserts.Queue(stmts(table).upsert, string(table), b.keys, b.vals)
+			continue
+		}
+		_, err := t.ptx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(copyStream(string(table), b)), stmts(table).copy)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ {
+			t.retryable = errCopyConflict
+			return err
 		}
 		if err != nil {
 			return t.fail(err)
 		}
 	}
+	if err := t.sendUpserts(ctx, &upserts); err != nil {
+		return err
+	}
 	clear(t.pending)
 	t.npend = 0
+	return nil
+}
+
+// sendUpserts sends the upserts of a flush in one round trip (a pipeline
+// of one statement per table, in table order), rather than one each.
+func (t *tx) sendUpserts(ctx context.Context, b *pgx.Batch) error {
+	switch b.Len() {
+	case 0:
+		return nil
+	case 1:
+		q := b.QueuedQueries[0]
+		_, err := t.ptx.Exec(ctx, q.SQL, q.Arguments...)
+		if err != nil {
+			return t.fail(err)
+		}
+		return nil
+	}
+	res := t.ptx.SendBatch(ctx, b)
+	var err error
+	for range b.Len() {
+		if _, err = res.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return t.fail(err)
+	}
 	return nil
 }
 
