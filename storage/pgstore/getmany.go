@@ -4,14 +4,16 @@ import (
 	"context"
 
 	"github.com/billingd/billing"
+	"github.com/jackc/pgx/v5"
 )
 
 var _ billing.MultiGetTx = (*tx)(nil)
 
-// getManySQL reads the values of many keys of one table of rel in one
-// statement.
+// getManySQL reads the values of many keys (tables and keys in two
+// arrays) of rel in one statement.
 func getManySQL(rel string) string {
-	return `select k, v from ` + rel + ` where tbl = $1 and k = any($2::bytea[])`
+	return `select u.tbl, u.k, r.v from unnest($1::text[], $2::bytea[]) as u(tbl, k) join ` + rel +
+		` r on r.tbl = u.tbl and r.k = u.k`
 }
 
 // GetMany returns the value under each key (nil when missing) with one
@@ -21,54 +23,104 @@ func (t *tx) GetMany(ctx context.Context, table billing.Table, keys [][]byte) ([
 	if err := t.check(ctx, false); err != nil {
 		return nil, err
 	}
-	out := make([][]byte, len(keys))
-	var ask [][]byte
-	at := map[string][]int{}
+	tks := make([]billing.TableKey, len(keys))
 	for i, k := range keys {
-		if v, ok := t.known(table, k); ok {
-			if !isMissing(v) {
-				out[i] = append(make([]byte, 0, len(v)), v...)
-			}
-			continue
-		}
-		if _, dup := at[string(k)]; !dup {
-			ask = append(ask, k)
-		}
-		at[string(k)] = append(at[string(k)], i)
+		tks[i] = billing.TableKey{Table: table, Key: k}
 	}
-	if len(ask) == 0 {
-		return out, nil
-	}
-	if err := t.flush(ctx); err != nil {
+	if err := t.fetch(ctx, tks); err != nil {
 		return nil, err
 	}
-	rows, err := t.ptx.Query(ctx, getManySQL(Relation(table)), string(table), ask)
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		if v, _ := t.known(table, k); !isMissing(v) {
+			out[i] = append(make([]byte, 0, len(v)), v...)
+		}
+	}
+	return out, nil
+}
+
+// Prefetch reads the keys the transaction does not know yet, of any
+// tables, in one round trip (one statement per SQL table, sent together),
+// and remembers each value or its absence as Get does.
+func (t *tx) Prefetch(ctx context.Context, keys []billing.TableKey) error {
+	if err := t.check(ctx, false); err != nil {
+		return err
+	}
+	return t.fetch(ctx, keys)
+}
+
+// fetch reads the keys the transaction does not know into what it knows
+// (tx.seen). Unsent writes need not go first: a key written is known.
+func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
+	type ask struct {
+		tables []string
+		keys   [][]byte
+	}
+	byRel := map[string]*ask{}
+	var rels []string
+	asked := map[billing.Table]map[string]bool{}
+	for _, tk := range keys {
+		if _, ok := t.known(tk.Table, tk.Key); ok || asked[tk.Table][string(tk.Key)] {
+			continue
+		}
+		if asked[tk.Table] == nil {
+			asked[tk.Table] = map[string]bool{}
+		}
+		asked[tk.Table][string(tk.Key)] = true
+		rel := Relation(tk.Table)
+		a := byRel[rel]
+		if a == nil {
+			a = &ask{}
+			byRel[rel] = a
+			rels = append(rels, rel)
+		}
+		a.tables, a.keys = append(a.tables, string(tk.Table)), append(a.keys, tk.Key)
+	}
+	if len(rels) == 0 {
+		return nil
+	}
+	var batch pgx.Batch
+	for _, rel := range rels {
+		batch.Queue(getManySQL(rel), byRel[rel].tables, byRel[rel].keys)
+	}
+	res := t.ptx.SendBatch(ctx, &batch)
+	for range rels {
+		if err := t.readFetched(res, asked); err != nil {
+			res.Close()
+			return t.fail(err)
+		}
+	}
+	if err := res.Close(); err != nil {
+		return t.fail(err)
+	}
+	for table, ks := range asked {
+		for k := range ks {
+			t.remember(table, []byte(k), missing)
+		}
+	}
+	return nil
+}
+
+// readFetched remembers the rows of one statement of fetch, and takes
+// them out of asked (what is left there is missing).
+func (t *tx) readFetched(res pgx.BatchResults, asked map[billing.Table]map[string]bool) error {
+	rows, err := res.Query()
 	if err != nil {
-		return nil, t.fail(err)
+		return err
 	}
 	defer rows.Close()
-	found := map[string]bool{}
 	for rows.Next() {
+		var tbl string
 		var k, v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, t.fail(err)
+		if err := rows.Scan(&tbl, &k, &v); err != nil {
+			return err
 		}
 		if v == nil {
 			v = []byte{}
 		}
-		found[string(k)] = true
-		t.remember(table, k, append(make([]byte, 0, len(v)), v...))
-		for _, i := range at[string(k)] {
-			out[i] = append(make([]byte, 0, len(v)), v...)
-		}
+		table := billing.Table(tbl)
+		delete(asked[table], string(k))
+		t.remember(table, k, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, t.fail(err)
-	}
-	for _, k := range ask {
-		if !found[string(k)] {
-			t.remember(table, k, missing)
-		}
-	}
-	return out, nil
+	return rows.Err()
 }
