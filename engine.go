@@ -342,6 +342,9 @@ func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.T
 	var parts []BillingRun
 	err := s.store.Update(ctx, func(tx Tx) error {
 		parts = make([]BillingRun, len(keys))
+		if err := s.prefetchBatch(ctx, tx, keys, asOf); err != nil {
+			return err
+		}
 		for i, k := range keys {
 			if err := s.billSchedule(ctx, tx, k, asOf, now, &parts[i]); err != nil {
 				if CodeOf(err) == CodeUnavailable {
