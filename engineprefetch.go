@@ -37,10 +37,10 @@ func (s *Service) prefetchBatch(ctx context.Context, tx Tx, keys [][]byte, asOf 
 		}
 		scs = append(scs, sc)
 		a := sc.ServiceAccountID
-		want = append(want, TableKey{tableCustomers, key(a, sc.CustomerID)},
-			TableKey{tableTimeZones, key(a)}, TableKey{tableTimeZones, key(a, sc.CustomerID)})
+		want = append(want, TableKey{Table: tableCustomers, Key: key(a, sc.CustomerID)},
+			TableKey{Table: tableTimeZones, Key: key(a)}, TableKey{Table: tableTimeZones, Key: key(a, sc.CustomerID)})
 		for _, id := range scheduleDistinctPrices(sc) {
-			want = append(want, TableKey{tablePrices, key(a, id)})
+			want = append(want, TableKey{Table: tablePrices, Key: key(a, id)})
 		}
 	}
 	if err := prefetch(ctx, tx, want); err != nil {
@@ -50,6 +50,7 @@ func (s *Service) prefetchBatch(ctx context.Context, tx Tx, keys [][]byte, asOf 
 	want = want[:0]
 	for _, p := range plans {
 		want = append(want, p.markers...)
+		want = append(want, TableKey{Table: tableBillingWatch, Prefix: prefix(p.sc.ServiceAccountID, p.sc.ID)})
 	}
 	if err := prefetch(ctx, tx, want); err != nil {
 		return err
@@ -89,21 +90,21 @@ func (s *Service) prefetchPlans(ctx context.Context, tx Tx, scs []*BillingSchedu
 		p := schedulePlan{sc: sc, aliases: append([]string{c.ID}, c.CustomerAliases...)}
 		dates := map[Date]bool{}
 		for _, ch := range scheduleCharges(sc, prices, cal.DateOf(asOf).AddDays(1)) {
-			p.markers = append(p.markers, TableKey{tableBillingMarkers, markerKey(sc, ch)})
+			p.markers = append(p.markers, TableKey{Table: tableBillingMarkers, Key: markerKey(sc, ch)})
 			if !dates[ch.BillingDate] {
 				dates[ch.BillingDate] = true
-				p.markers = append(p.markers, TableKey{tableBillingDateInvoices, key(a, sc.ID, ch.BillingDate.String())})
+				p.markers = append(p.markers, TableKey{Table: tableBillingDateInvoices, Key: key(a, sc.ID, ch.BillingDate.String())})
 			}
 		}
 		for _, pr := range prices {
 			if id := pr.Structure.UsageMetricID; pr.Structure.PricingType.UsageBased() && id != "" {
 				p.metrics = append(p.metrics, id)
-				p.markers = append(p.markers, TableKey{tableUsageMetrics, key(a, id)})
+				p.markers = append(p.markers, TableKey{Table: tableUsageMetrics, Key: key(a, id)})
 			}
 		}
 		if len(p.metrics) > 0 {
 			for _, al := range p.aliases[1:] {
-				p.markers = append(p.markers, TableKey{tableCustomers, key(a, al)}, TableKey{tableCustomerAliases, key(a, al)})
+				p.markers = append(p.markers, TableKey{Table: tableCustomers, Key: key(a, al)}, TableKey{Table: tableCustomerAliases, Key: key(a, al)})
 			}
 		}
 		plans = append(plans, p)
@@ -122,7 +123,7 @@ func (s *Service) prefetchSeries(ctx context.Context, tx Tx, plans []schedulePla
 				continue
 			}
 			for _, al := range p.aliases {
-				want = append(want, TableKey{tableUsageSeries, key(p.sc.ServiceAccountID, m.EventType, al)})
+				want = append(want, TableKey{Table: tableUsageSeries, Key: key(p.sc.ServiceAccountID, m.EventType, al)})
 			}
 		}
 	}
@@ -132,8 +133,23 @@ func (s *Service) prefetchSeries(ctx context.Context, tx Tx, plans []schedulePla
 	var markers []TableKey
 	for _, tk := range want {
 		if no, err := tx.Get(ctx, tableUsageSeries, tk.Key); err == nil && len(no) >= 4 {
-			markers = append(markers, TableKey{tableUsageRollups, no[:4]})
+			markers = append(markers, TableKey{Table: tableUsageRollups, Key: no[:4]})
 		}
 	}
 	return prefetch(ctx, tx, markers)
+}
+
+// prefetchNewInvoice reads ahead, in one request on a store whose Tx
+// offers MultiGetTx, what storing the new invoice id reads of itself: its
+// lines and groups (none), its standing and its entry of the kept list
+// (missing). Without it, that is four round trips per invoice the engine
+// creates.
+func (s *Service) prefetchNewInvoice(ctx context.Context, tx Tx, account, id string) error {
+	k := invoiceKind
+	return prefetch(ctx, tx, []TableKey{
+		{Table: k.lines, Prefix: prefix(account, id)},
+		{Table: k.groups, Prefix: prefix(account, id)},
+		{Table: tableInvoiceStanding, Key: key(account, id)},
+		{Table: tableListIndex, Key: key(account, k.kept.name, "", id)},
+	})
 }

@@ -122,19 +122,25 @@ type MultiGetTx interface {
 	// keys, nil for a key that does not exist. The values are the
 	// caller's, as Get's.
 	GetMany(ctx context.Context, table Table, keys [][]byte) ([][]byte, error)
-	// Prefetch reads the keys, of any tables, in one request and keeps
-	// what it found (and what it did not) in the transaction, so that the
-	// Gets of those keys that follow cost no request. It changes nothing
-	// that Get answers.
+	// Prefetch reads the keys (and prefixes), of any tables, in one
+	// request and keeps what it found (and what it did not) in the
+	// transaction, so that the Gets of those keys, and the Scans of those
+	// prefixes, that follow cost no request. It changes nothing that Get
+	// or Scan answers.
 	Prefetch(ctx context.Context, keys []TableKey) error
 }
 
-// TableKey is a key of a table, for MultiGetTx.Prefetch.
+// TableKey is a key of a table, or the keys with a prefix, for
+// MultiGetTx.Prefetch.
 type TableKey struct {
 	// Table is the key's table.
 	Table Table
 	// Key is the key; Prefetch does not keep it after it returns.
 	Key []byte
+	// Prefix, set instead of Key, asks for the range a Scan of
+	// Range{Prefix: Prefix} visits; a backend may read it only when it
+	// holds few keys (the lines of a new document: none).
+	Prefix []byte
 }
 
 // prefetch is tx.Prefetch when tx has it (nothing otherwise: Gets are

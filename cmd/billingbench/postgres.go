@@ -45,7 +45,7 @@ func openStore(ctx context.Context, path string, opts *boltstore.Options) (billi
 	pgSchemas.Lock()
 	pgSchemas.names = append(pgSchemas.names, schema)
 	pgSchemas.Unlock()
-	return pgstore.Open(ctx, pgBase, &pgstore.Options{Schema: schema, MaxConns: 32})
+	return pgstore.Open(ctx, withAppName(pgBase), &pgstore.Options{Schema: schema, MaxConns: 32})
 }
 
 // dropSchemas drops the schemas of the run.

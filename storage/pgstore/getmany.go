@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"slices"
 
 	"github.com/billingd/billing"
 	"github.com/jackc/pgx/v5"
@@ -59,7 +60,12 @@ func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
 	byRel := map[string]*ask{}
 	var rels []string
 	asked := map[billing.Table]map[string]bool{}
+	var ranges []billing.TableKey
 	for _, tk := range keys {
+		if tk.Prefix != nil {
+			ranges = append(ranges, tk)
+			continue
+		}
 		if _, ok := t.known(tk.Table, tk.Key); ok || asked[tk.Table][string(tk.Key)] {
 			continue
 		}
@@ -76,16 +82,32 @@ func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
 		}
 		a.tables, a.keys = append(a.tables, string(tk.Table)), append(a.keys, tk.Key)
 	}
-	if len(rels) == 0 {
+	ranges = slices.DeleteFunc(ranges, func(tk billing.TableKey) bool {
+		lower, upper := billing.Range{Prefix: tk.Prefix}.Bounds()
+		_, ok := t.rangeRead(tk.Table, lower, upper)
+		return ok
+	})
+	if len(rels) == 0 && len(ranges) == 0 {
 		return nil
 	}
 	var batch pgx.Batch
 	for _, rel := range rels {
 		batch.Queue(getManySQL(rel), byRel[rel].tables, byRel[rel].keys)
 	}
+	for _, tk := range ranges {
+		lower, upper := billing.Range{Prefix: tk.Prefix}.Bounds()
+		c := scanCursor{lower: lower, upper: upper, limit: prefetchRange + 1}
+		batch.Queue(stmts(tk.Table).scan[scanVariant(false, upper != nil, false)], chunkArgs(tk.Table, &c)...)
+	}
 	res := t.ptx.SendBatch(ctx, &batch)
 	for range rels {
 		if err := t.readFetched(res, asked); err != nil {
+			res.Close()
+			return t.fail(err)
+		}
+	}
+	for _, tk := range ranges {
+		if err := t.readRange(res, tk); err != nil {
 			res.Close()
 			return t.fail(err)
 		}
@@ -97,6 +119,33 @@ func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
 		for k := range ks {
 			t.remember(table, []byte(k), missing)
 		}
+	}
+	return nil
+}
+
+// prefetchRange is the most keys of a prefix Prefetch remembers.
+const prefetchRange = 256
+
+// readRange remembers the rows of a prefix that fetch read, unless it
+// holds more than prefetchRange keys.
+func (t *tx) readRange(res pgx.BatchResults, tk billing.TableKey) error {
+	rows, err := res.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var keys, vals [][]byte
+	for rows.Next() {
+		raw := rows.RawValues()
+		keys = append(keys, append([]byte(nil), raw[0]...))
+		vals = append(vals, append(make([]byte, 0, len(raw[1])), raw[1]...))
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(keys) <= prefetchRange {
+		lower, upper := billing.Range{Prefix: tk.Prefix}.Bounds()
+		t.rememberRange(tk.Table, lower, upper, keys, vals, false)
 	}
 	return nil
 }

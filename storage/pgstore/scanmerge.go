@@ -16,11 +16,13 @@ import (
 //     transaction that reads what it just wrote (an invoice's lines, the
 //     billing engine's watches) still sends all its writes together at
 //     the commit;
-//   - a range read to its end in one chunk is remembered, with its rows,
-//     until the transaction writes to the table: the same scan again (the
-//     notification policies of an account, read for every notification
-//     of a billing batch) is answered from memory. A snapshot (REPEATABLE
-//     READ, SERIALIZABLE) reads the same rows twice.
+//   - a range read to its end in one chunk (or by Prefetch) is
+//     remembered, with its rows, until the transaction sends writes of the
+//     table to the server: the same scan again (the notification policies
+//     of an account, read for every notification of a billing batch; the
+//     lines of a new invoice) is answered from memory, merged with the
+//     unsent writes. A snapshot (REPEATABLE READ, SERIALIZABLE) reads the
+//     same rows twice.
 
 // maxRemembered bounds the rows of remembered ranges in one transaction.
 const maxRemembered = 4096
@@ -64,12 +66,16 @@ func (t *tx) rememberRange(table billing.Table, lower, upper []byte, keys, vals 
 		m = make(map[string]*rangeRows)
 		t.ranges[table] = m
 	}
-	m[rangeKey(lower, upper)] = &rangeRows{keys: keys, vals: vals}
+	rk := rangeKey(lower, upper)
+	if old := m[rk]; old != nil {
+		t.rangeRowCount -= len(old.keys)
+	}
+	m[rk] = &rangeRows{keys: keys, vals: vals}
 	t.rangeRowCount += len(keys)
 }
 
 // forgetRanges drops the remembered ranges of table: the transaction
-// writes to it.
+// sent writes of it to the server.
 func (t *tx) forgetRanges(table billing.Table) {
 	if m := t.ranges[table]; m != nil {
 		for _, rr := range m {
@@ -177,20 +183,20 @@ func (m *merger) visit(ctx context.Context, k, v []byte) error {
 	return m.fn(k, v)
 }
 
-// scanRemembered visits the remembered rows rr in the scan's order.
-func scanRemembered(ctx context.Context, rr *rangeRows, reverse bool, fn func(key, value []byte) error) error {
-	m := merger{fn: fn}
+// remembered visits the remembered rows rr, merged with the overlay, in
+// the scan's order.
+func (m *merger) remembered(ctx context.Context, rr *rangeRows, reverse bool) error {
 	n := len(rr.keys)
 	for i := range n {
 		j := i
 		if reverse {
 			j = n - 1 - i
 		}
-		if err := m.visit(ctx, rr.keys[j], rr.vals[j]); err != nil {
+		if err := m.row(ctx, rr.keys[j], rr.vals[j]); err != nil {
 			return stopped(err)
 		}
 	}
-	return nil
+	return stopped(m.rest(ctx))
 }
 
 // stopped is err, or nil for ErrStopScan.

@@ -226,8 +226,10 @@ func (t *tx) flushOne(ctx context.Context, table billing.Table) error {
 	return nil
 }
 
-// flushTable sends b, the buffered writes of table.
+// flushTable sends b, the buffered writes of table. The table's
+// remembered ranges are forgotten: the server's rows now hold the writes.
 func (t *tx) flushTable(ctx context.Context, table billing.Table, b *putBuffer) error {
+	t.forgetRanges(table)
 	keys, vals := b.keys, b.vals
 	if b.deletes > 0 {
 		var dels [][]byte
@@ -362,7 +364,6 @@ func (t *tx) Put(ctx context.Context, table billing.Table, key, value []byte) er
 
 // buffer records a write of key: value v (kept), or nil for a Delete.
 func (t *tx) buffer(table billing.Table, key, v []byte) {
-	t.forgetRanges(table)
 	if t.pending == nil {
 		t.pending = make(map[billing.Table]*putBuffer)
 	}
@@ -517,10 +518,10 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 	if lower == nil {
 		lower = []byte{} // bytea, never NULL, in the chunk queries
 	}
-	if rr, ok := t.rangeRead(table, lower, upper); ok {
-		return scanRemembered(ctx, rr, r.Reverse, fn) // no write since (scanmerge.go)
-	}
 	m := merger{fn: fn, over: t.overlayOf(table, r)}
+	if rr, ok := t.rangeRead(table, lower, upper); ok {
+		return m.remembered(ctx, rr, r.Reverse) // scanmerge.go
+	}
 	cursor := scanCursor{lower: lower, upper: upper, reverse: r.Reverse, limit: firstChunk}
 	if r.Expect > 0 && r.Expect < firstChunk {
 		cursor.limit = r.Expect // a list's page: no more rows than it reads
@@ -567,14 +568,19 @@ func (c *scanCursor) advance(last []byte) {
 	c.limit = min(c.limit*2, maxChunk)
 }
 
-// chunk reads the next chunk of the cursor's interval into keys and vals.
-func (t *tx) chunk(ctx context.Context, table billing.Table, c *scanCursor, keys, vals [][]byte) ([][]byte, [][]byte, error) {
-	q := stmts(table).scan[scanVariant(c.lowerOpen, c.upper != nil, c.reverse)]
+// chunkArgs are the arguments of the chunk query of c.
+func chunkArgs(table billing.Table, c *scanCursor) []any {
 	args := []any{string(table), c.lower, c.limit}
 	if c.upper != nil {
 		args = append(args, c.upper)
 	}
-	rows, err := t.ptx.Query(ctx, q, args...)
+	return args
+}
+
+// chunk reads the next chunk of the cursor's interval into keys and vals.
+func (t *tx) chunk(ctx context.Context, table billing.Table, c *scanCursor, keys, vals [][]byte) ([][]byte, [][]byte, error) {
+	q := stmts(table).scan[scanVariant(c.lowerOpen, c.upper != nil, c.reverse)]
+	rows, err := t.ptx.Query(ctx, q, chunkArgs(table, c)...)
 	if err != nil {
 		return nil, nil, t.fail(err)
 	}
