@@ -58,10 +58,7 @@ func measureP6(ctx context.Context, b *bench) ([]row, error) {
 	start := time.Now()
 	run, err := srv.svc.RunBilling(ctx, now)
 	elapsed := time.Since(start)
-	// As in timedRuns: the p99 needs one answered request.
-	for deadline := time.Now().Add(time.Minute); l.completed.Load() == 0 && time.Now().Before(deadline) && ctx.Err() == nil; {
-		time.Sleep(time.Millisecond)
-	}
+	awaitAnswer(ctx, &l)
 	stopLoad()
 	lr := <-listed
 	if err != nil {
@@ -228,12 +225,7 @@ func timedRuns(ctx context.Context, b *bench, srv *server, now time.Time, svcs .
 	wg.Wait()
 	elapsed := time.Since(start)
 	use := before.until(sampleCPU(ctx))
-	// A run shorter than one list request (the tiny scale on a loaded
-	// machine) would leave the p99 without a sample: the load goes on until
-	// a request has been answered, for at most its own time-out.
-	for deadline := time.Now().Add(time.Minute); l.completed.Load() == 0 && time.Now().Before(deadline) && ctx.Err() == nil; {
-		time.Sleep(time.Millisecond)
-	}
+	awaitAnswer(ctx, &l)
 	stopLoad()
 	lr := <-listed
 	if err := errors.Join(append(errs, <-listErr)...); err != nil {
@@ -254,6 +246,15 @@ func timedRuns(ctx context.Context, b *bench, srv *server, now time.Time, svcs .
 		return 0, 0, "", fmt.Errorf("the runs created %d invoices and %d are stored, want %d", created, page.TotalResultSize, want)
 	}
 	return elapsed, lr.p99, use.describe(elapsed), nil
+}
+
+// awaitAnswer waits until l has had a request answered, for at most a
+// minute: a run shorter than one list request (the tiny scale, or a loaded
+// machine) would leave the p99 without a sample.
+func awaitAnswer(ctx context.Context, l *load) {
+	for deadline := time.Now().Add(time.Minute); l.completed.Load() == 0 && time.Now().Before(deadline) && ctx.Err() == nil; {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // cloneSchema makes the database of to a copy of the database of from

@@ -22,11 +22,13 @@ const appName = "billingbench"
 type cpuSample struct {
 	self time.Duration
 	pg   map[int]time.Duration
+	// retries counts the PostgreSQL transactions run again (pgRetries).
+	retries int64
 }
 
 // sampleCPU reads a cpuSample.
 func sampleCPU(ctx context.Context) cpuSample {
-	s := cpuSample{pg: map[int]time.Duration{}}
+	s := cpuSample{pg: map[int]time.Duration{}, retries: pgRetries()}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -83,17 +85,20 @@ func procCPU(pid int) (time.Duration, bool) {
 // cpuUse is the CPU time used between two samples: by this process, and by
 // the server processes of the run's PostgreSQL connections (those that
 // ended in between are not counted; those that started count whole).
-type cpuUse struct{ self, pg time.Duration }
+type cpuUse struct {
+	self, pg time.Duration
+	retries  int64
+}
 
 func (a cpuSample) until(b cpuSample) cpuUse {
-	u := cpuUse{self: b.self - a.self}
+	u := cpuUse{self: b.self - a.self, retries: b.retries - a.retries}
 	for pid, d := range b.pg {
 		u.pg += d - a.pg[pid]
 	}
 	return u
 }
 
-// String says the CPU time used per wall second over elapsed: how many of
+// describe says the CPU time used per wall second over elapsed: how many of
 // the machine's cores the run kept busy.
 func (u cpuUse) describe(elapsed time.Duration) string {
 	return fmt.Sprintf("CPU: billingd %.1f s, PostgreSQL backends %.1f s, %.2f cores busy over %.1f s",

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"slices"
 
 	"github.com/billingd/billing"
 	"github.com/jackc/pgx/v5"
@@ -51,62 +50,31 @@ func (t *tx) Prefetch(ctx context.Context, keys []billing.TableKey) error {
 }
 
 // fetch reads the keys the transaction does not know into what it knows
-// (tx.seen). Unsent writes need not go first: a key written is known.
+// (tx.seen), and the prefixes it has not read into its remembered ranges.
+// Unsent writes need not go first: a key written is known, and a Scan
+// merges them with a remembered range.
 func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
-	type ask struct {
-		tables []string
-		keys   [][]byte
-	}
-	byRel := map[string]*ask{}
-	var rels []string
-	asked := map[billing.Table]map[string]bool{}
-	var ranges []billing.TableKey
-	for _, tk := range keys {
-		if tk.Prefix != nil {
-			ranges = append(ranges, tk)
-			continue
-		}
-		if _, ok := t.known(tk.Table, tk.Key); ok || asked[tk.Table][string(tk.Key)] {
-			continue
-		}
-		if asked[tk.Table] == nil {
-			asked[tk.Table] = map[string]bool{}
-		}
-		asked[tk.Table][string(tk.Key)] = true
-		rel := Relation(tk.Table)
-		a := byRel[rel]
-		if a == nil {
-			a = &ask{}
-			byRel[rel] = a
-			rels = append(rels, rel)
-		}
-		a.tables, a.keys = append(a.tables, string(tk.Table)), append(a.keys, tk.Key)
-	}
-	ranges = slices.DeleteFunc(ranges, func(tk billing.TableKey) bool {
-		lower, upper := billing.Range{Prefix: tk.Prefix}.Bounds()
-		_, ok := t.rangeRead(tk.Table, lower, upper)
-		return ok
-	})
-	if len(rels) == 0 && len(ranges) == 0 {
+	f := t.plan(keys)
+	if len(f.rels) == 0 && len(f.ranges) == 0 {
 		return nil
 	}
 	var batch pgx.Batch
-	for _, rel := range rels {
-		batch.Queue(getManySQL(rel), byRel[rel].tables, byRel[rel].keys)
+	for _, rel := range f.rels {
+		batch.Queue(getManySQL(rel), f.byRel[rel].tables, f.byRel[rel].keys)
 	}
-	for _, tk := range ranges {
+	for _, tk := range f.ranges {
 		lower, upper := billing.Range{Prefix: tk.Prefix}.Bounds()
 		c := scanCursor{lower: lower, upper: upper, limit: prefetchRange + 1}
 		batch.Queue(stmts(tk.Table).scan[scanVariant(false, upper != nil, false)], chunkArgs(tk.Table, &c)...)
 	}
 	res := t.ptx.SendBatch(ctx, &batch)
-	for range rels {
-		if err := t.readFetched(res, asked); err != nil {
+	for range f.rels {
+		if err := t.readFetched(res, f.asked); err != nil {
 			res.Close()
 			return t.fail(err)
 		}
 	}
-	for _, tk := range ranges {
+	for _, tk := range f.ranges {
 		if err := t.readRange(res, tk); err != nil {
 			res.Close()
 			return t.fail(err)
@@ -115,12 +83,59 @@ func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
 	if err := res.Close(); err != nil {
 		return t.fail(err)
 	}
-	for table, ks := range asked {
+	for table, ks := range f.asked {
 		for k := range ks {
 			t.remember(table, []byte(k), missing)
 		}
 	}
 	return nil
+}
+
+// fetchPlan is what fetch asks the server: keys by SQL table (rels in
+// the order met), each key once, and the prefixes.
+type fetchPlan struct {
+	rels  []string
+	byRel map[string]*relKeys
+	// asked holds the keys asked, by table; fetch takes out those found.
+	asked  map[billing.Table]map[string]bool
+	ranges []billing.TableKey
+}
+
+// relKeys are the keys fetch asks of one SQL table, with their tables.
+type relKeys struct {
+	tables []string
+	keys   [][]byte
+}
+
+// plan returns what fetch must ask of keys: what the transaction does not
+// know yet.
+func (t *tx) plan(keys []billing.TableKey) fetchPlan {
+	f := fetchPlan{byRel: map[string]*relKeys{}, asked: map[billing.Table]map[string]bool{}}
+	for _, tk := range keys {
+		if tk.Prefix != nil {
+			lower, upper := billing.Range{Prefix: tk.Prefix}.Bounds()
+			if _, ok := t.rangeRead(tk.Table, lower, upper); !ok {
+				f.ranges = append(f.ranges, tk)
+			}
+			continue
+		}
+		if _, ok := t.known(tk.Table, tk.Key); ok || f.asked[tk.Table][string(tk.Key)] {
+			continue
+		}
+		if f.asked[tk.Table] == nil {
+			f.asked[tk.Table] = map[string]bool{}
+		}
+		f.asked[tk.Table][string(tk.Key)] = true
+		rel := Relation(tk.Table)
+		a := f.byRel[rel]
+		if a == nil {
+			a = &relKeys{}
+			f.byRel[rel] = a
+			f.rels = append(f.rels, rel)
+		}
+		a.tables, a.keys = append(a.tables, string(tk.Table)), append(a.keys, tk.Key)
+	}
+	return f
 }
 
 // prefetchRange is the most keys of a prefix Prefetch remembers.

@@ -928,45 +928,7 @@ func testScansBetweenWrites(t *testing.T, s billing.Store) {
 	}
 	update(t, s, func(ctx context.Context, tx billing.Tx) error {
 		pre := billing.Range{Prefix: []byte("p/")}
-		steps := []struct {
-			write func() error
-			r     billing.Range
-			want  string
-		}{
-			{nil, pre, "p/a=1 p/c=3 p/e=5 p/g=7"},
-			{nil, pre, "p/a=1 p/c=3 p/e=5 p/g=7"},
-			{func() error { return tx.Put(ctx, tableA, []byte("p/b"), []byte("2")) }, pre, "p/a=1 p/b=2 p/c=3 p/e=5 p/g=7"},
-			{func() error { return tx.Put(ctx, tableA, []byte("p/c"), []byte("33")) }, pre, "p/a=1 p/b=2 p/c=33 p/e=5 p/g=7"},
-			{func() error { return tx.Delete(ctx, tableA, []byte("p/e")) }, pre, "p/a=1 p/b=2 p/c=33 p/g=7"},
-			{func() error {
-				if _, err := tx.Get(ctx, tableA, []byte("p/d")); !errors.Is(err, billing.ErrNotFound) {
-					return fmt.Errorf("Get p/d: %v, want ErrNotFound", err)
-				}
-				return tx.Insert(ctx, tableA, []byte("p/d"), []byte("4"))
-			}, pre, "p/a=1 p/b=2 p/c=33 p/d=4 p/g=7"},
-			{func() error {
-				if err := tx.Insert(ctx, tableA, []byte("p/d"), []byte("x")); !errors.Is(err, billing.ErrConflict) {
-					return fmt.Errorf("Insert of an own Insert: %v, want ErrConflict", err)
-				}
-				if err := tx.Delete(ctx, tableA, []byte("p/e")); !errors.Is(err, billing.ErrNotFound) {
-					return fmt.Errorf("Delete of an own Delete: %v, want ErrNotFound", err)
-				}
-				if err := tx.Delete(ctx, tableA, []byte("p/a")); err != nil {
-					return err
-				}
-				if err := tx.Put(ctx, tableA, []byte("p/a"), []byte("11")); err != nil {
-					return err
-				}
-				if err := tx.Put(ctx, tableA, []byte("p/f"), []byte("6")); err != nil {
-					return err
-				}
-				return tx.Delete(ctx, tableA, []byte("p/f"))
-			}, pre, "p/a=11 p/b=2 p/c=33 p/d=4 p/g=7"},
-			{nil, billing.Range{Prefix: []byte("p/"), Reverse: true}, "p/g=7 p/d=4 p/c=33 p/b=2 p/a=11"},
-			{nil, billing.Range{Prefix: []byte("p/"), Start: []byte("p/b"), End: []byte("p/g")}, "p/b=2 p/c=33 p/d=4"},
-			{nil, billing.Range{Prefix: []byte("p/"), Start: []byte("p/b"), End: []byte("p/g"), Reverse: true}, "p/d=4 p/c=33 p/b=2"},
-			{nil, billing.Range{Start: []byte("p/f")}, "p/g=7 q/a=other prefix"},
-		}
+		steps := scanSteps(ctx, tx)
 		for i, st := range steps {
 			if st.write != nil {
 				if err := st.write(); err != nil {
@@ -997,6 +959,55 @@ func testScansBetweenWrites(t *testing.T, s billing.Store) {
 	got := scan(t, s, tableA, billing.Range{Prefix: []byte("p/")})
 	if diff := cmp.Diff([]kv{{"p/a", "11"}, {"p/b", "2"}, {"p/c", "33"}, {"p/d", "4"}, {"p/g", "7"}}, got); diff != "" {
 		t.Errorf("after the commit (-want +got):\n%s", diff)
+	}
+}
+
+// scanStep is a write (nil: none), then a scan of r that must visit want
+// (key=value, in order), of testScansBetweenWrites.
+type scanStep struct {
+	write func() error
+	r     billing.Range
+	want  string
+}
+
+// scanSteps are the steps of testScansBetweenWrites, in tx, over the rows
+// p/a=1 p/c=3 p/e=5 p/g=7 (and q/a).
+func scanSteps(ctx context.Context, tx billing.Tx) []scanStep {
+	pre := billing.Range{Prefix: []byte("p/")}
+	return []scanStep{
+		{nil, pre, "p/a=1 p/c=3 p/e=5 p/g=7"},
+		{nil, pre, "p/a=1 p/c=3 p/e=5 p/g=7"},
+		{func() error { return tx.Put(ctx, tableA, []byte("p/b"), []byte("2")) }, pre, "p/a=1 p/b=2 p/c=3 p/e=5 p/g=7"},
+		{func() error { return tx.Put(ctx, tableA, []byte("p/c"), []byte("33")) }, pre, "p/a=1 p/b=2 p/c=33 p/e=5 p/g=7"},
+		{func() error { return tx.Delete(ctx, tableA, []byte("p/e")) }, pre, "p/a=1 p/b=2 p/c=33 p/g=7"},
+		{func() error {
+			if _, err := tx.Get(ctx, tableA, []byte("p/d")); !errors.Is(err, billing.ErrNotFound) {
+				return fmt.Errorf("Get p/d: %v, want ErrNotFound", err)
+			}
+			return tx.Insert(ctx, tableA, []byte("p/d"), []byte("4"))
+		}, pre, "p/a=1 p/b=2 p/c=33 p/d=4 p/g=7"},
+		{func() error {
+			if err := tx.Insert(ctx, tableA, []byte("p/d"), []byte("x")); !errors.Is(err, billing.ErrConflict) {
+				return fmt.Errorf("Insert of an own Insert: %v, want ErrConflict", err)
+			}
+			if err := tx.Delete(ctx, tableA, []byte("p/e")); !errors.Is(err, billing.ErrNotFound) {
+				return fmt.Errorf("Delete of an own Delete: %v, want ErrNotFound", err)
+			}
+			if err := tx.Delete(ctx, tableA, []byte("p/a")); err != nil {
+				return err
+			}
+			if err := tx.Put(ctx, tableA, []byte("p/a"), []byte("11")); err != nil {
+				return err
+			}
+			if err := tx.Put(ctx, tableA, []byte("p/f"), []byte("6")); err != nil {
+				return err
+			}
+			return tx.Delete(ctx, tableA, []byte("p/f"))
+		}, pre, "p/a=11 p/b=2 p/c=33 p/d=4 p/g=7"},
+		{nil, billing.Range{Prefix: []byte("p/"), Reverse: true}, "p/g=7 p/d=4 p/c=33 p/b=2 p/a=11"},
+		{nil, billing.Range{Prefix: []byte("p/"), Start: []byte("p/b"), End: []byte("p/g")}, "p/b=2 p/c=33 p/d=4"},
+		{nil, billing.Range{Prefix: []byte("p/"), Start: []byte("p/b"), End: []byte("p/g"), Reverse: true}, "p/d=4 p/c=33 p/b=2"},
+		{nil, billing.Range{Start: []byte("p/f")}, "p/g=7 q/a=other prefix"},
 	}
 }
 
