@@ -101,8 +101,8 @@ func (a cpuSample) until(b cpuSample) cpuUse {
 // describe says the CPU time used per wall second over elapsed: how many of
 // the machine's cores the run kept busy.
 func (u cpuUse) describe(elapsed time.Duration) string {
-	return fmt.Sprintf("CPU: billingd %.1f s, PostgreSQL backends %.1f s, %.2f cores busy over %.1f s",
-		u.self.Seconds(), u.pg.Seconds(), (u.self+u.pg).Seconds()/elapsed.Seconds(), elapsed.Seconds())
+	return fmt.Sprintf("CPU: billingd %.1f s, PostgreSQL backends %.1f s, %.2f cores busy over %.1f s; %d transactions run again",
+		u.self.Seconds(), u.pg.Seconds(), (u.self+u.pg).Seconds()/elapsed.Seconds(), elapsed.Seconds(), u.retries)
 }
 
 // withAppName adds appName to a PostgreSQL URL or key=value string.
