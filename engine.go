@@ -335,6 +335,31 @@ func (s *Service) billClaimed(ctx context.Context, keys [][]byte, asOf, now time
 // the batch can be rerun one schedule per transaction.
 var errScheduleFailed = errors.New("billing: a schedule of the batch failed")
 
+// billBatchTx bills the schedules of keys in tx, the part of each in
+// parts; errScheduleFailed when one fails. The batch's records are read
+// ahead first (engineprefetch.go).
+func (s *Service) billBatchTx(ctx context.Context, tx Tx, keys [][]byte, asOf, now time.Time, parts []BillingRun, l *runLeases) error {
+	if err := s.prefetchBatch(ctx, tx, keys, asOf); err != nil {
+		return err
+	}
+	for i, k := range keys {
+		if err := s.billSchedule(ctx, tx, k, asOf, now, &parts[i]); err != nil {
+			if CodeOf(err) == CodeUnavailable {
+				return err
+			}
+			return errScheduleFailed
+		}
+	}
+	// Released last: the store then writes the leases with the batch's
+	// other writes at the commit, not between schedules.
+	for _, k := range keys {
+		if err := l.release(ctx, tx, k, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // billBatch bills the schedules of keys in one transaction. When one of
 // them fails, the transaction is rolled back and each schedule is billed in
 // a transaction of its own, the failing ones recording their error.
@@ -342,22 +367,7 @@ func (s *Service) billBatch(ctx context.Context, keys [][]byte, asOf, now time.T
 	var parts []BillingRun
 	err := s.store.Update(ctx, func(tx Tx) error {
 		parts = make([]BillingRun, len(keys))
-		for i, k := range keys {
-			if err := s.billSchedule(ctx, tx, k, asOf, now, &parts[i]); err != nil {
-				if CodeOf(err) == CodeUnavailable {
-					return err
-				}
-				return errScheduleFailed
-			}
-		}
-		// Released last: the store then writes the leases with the
-		// batch's other writes at the commit, not between schedules.
-		for _, k := range keys {
-			if err := l.release(ctx, tx, k, true); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.billBatchTx(ctx, tx, keys, asOf, now, parts, l)
 	})
 	if err == nil {
 		for i, k := range keys {

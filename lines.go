@@ -695,6 +695,9 @@ func (s *Service) createInvoiceTx(ctx context.Context, tx Tx, account string, p 
 	if err != nil {
 		return nil, err
 	}
+	if err := s.prefetchNewInvoice(ctx, tx, account, r.ID); err != nil {
+		return nil, err
+	}
 	if !calculatedAt.IsZero() {
 		t := NormalizeTime(calculatedAt)
 		r.CalculatedAt = &t

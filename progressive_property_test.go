@@ -193,8 +193,15 @@ func checkProgressiveAddsUp(t *testing.T, f *sched, r *rand.Rand, name string) i
 			t.Errorf("%s (%s, threshold %s): period %s: the progressive invoices add up to %q, the single invoice is %q", name, cur, threshold, p, got, want)
 		}
 	}
-	if len(sums[1]) != 3 {
-		t.Errorf("%s: %d periods invoiced, want 3", name, len(sums[1]))
+	for p, got := range sums[0] {
+		if _, ok := sums[1][p]; !ok {
+			t.Errorf("%s: period %s: the progressive invoices add up to %q, and there is no single invoice", name, p, got)
+		}
+	}
+	// A month without usage may have no invoice (10 events over three
+	// months leave one empty about once in 70 cases).
+	if len(sums[1]) < 2 {
+		t.Errorf("%s: %d periods invoiced, want at least 2", name, len(sums[1]))
 	}
 	return len(interims)
 }

@@ -114,14 +114,43 @@ type KeepingTx interface {
 
 // MultiGetTx is a Tx that reads many keys in one request: a backend whose
 // Get costs a round trip (PostgreSQL) implements it, and the list path
-// reads a page's records with it (listpage.go). storagetest.Run checks
-// that GetMany answers what Get does.
+// reads a page's records with it (listpage.go), the billing engine a
+// batch's records (engineprefetch.go). storagetest.Run checks that GetMany
+// answers what Get does, and Get after Prefetch what Get alone does.
 type MultiGetTx interface {
 	Tx
 	// GetMany returns the value under each key of table, in the order of
 	// keys, nil for a key that does not exist. The values are the
 	// caller's, as Get's.
 	GetMany(ctx context.Context, table Table, keys [][]byte) ([][]byte, error)
+	// Prefetch reads the keys (and prefixes), of any tables, in one
+	// request and keeps what it found (and what it did not) in the
+	// transaction, so that the Gets of those keys, and the Scans of those
+	// prefixes, that follow cost no request. It changes nothing that Get
+	// or Scan answers.
+	Prefetch(ctx context.Context, keys []TableKey) error
+}
+
+// TableKey is a key of a table, or the keys with a prefix, for
+// MultiGetTx.Prefetch.
+type TableKey struct {
+	// Table is the key's table.
+	Table Table
+	// Key is the key; Prefetch does not keep it after it returns.
+	Key []byte
+	// Prefix, set instead of Key, asks for the range a Scan of
+	// Range{Prefix: Prefix} visits; a backend may read it only when it
+	// holds few keys (the lines of a new document: none).
+	Prefix []byte
+}
+
+// prefetch is tx.Prefetch when tx has it (nothing otherwise: Gets are
+// cheap there).
+func prefetch(ctx context.Context, tx Tx, keys []TableKey) error {
+	if m, ok := tx.(MultiGetTx); ok && len(keys) > 0 {
+		return m.Prefetch(ctx, keys)
+	}
+	return nil
 }
 
 // TakeTx is a Tx that deletes a range of keys and returns what it

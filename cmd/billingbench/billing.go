@@ -58,6 +58,7 @@ func measureP6(ctx context.Context, b *bench) ([]row, error) {
 	start := time.Now()
 	run, err := srv.svc.RunBilling(ctx, now)
 	elapsed := time.Since(start)
+	awaitAnswer(ctx, &l)
 	stopLoad()
 	lr := <-listed
 	if err != nil {
@@ -163,7 +164,7 @@ func measureP9(ctx context.Context, b *bench) ([]row, error) {
 		return nil, err
 	}
 	b.progress("one instance")
-	oneTime, oneP99, err := timedRuns(ctx, b, one, now, one.svc)
+	oneTime, oneP99, oneCPU, err := timedRuns(ctx, b, one, now, one.svc)
 	if err != nil {
 		return nil, err
 	}
@@ -182,16 +183,16 @@ func measureP9(ctx context.Context, b *bench) ([]row, error) {
 		return nil, err
 	}
 	b.progress("two instances at once")
-	twoTime, twoP99, err := timedRuns(ctx, b, two, now, two.svc, other)
+	twoTime, twoP99, twoCPU, err := timedRuns(ctx, b, two, now, two.svc, other)
 	if err != nil {
 		return nil, err
 	}
 	target := 60 * float64(b.cfg.schedules) / 10_000
 	note := "each invoice created once; target 60 s per 10,000 schedules"
 	return []row{
-		{id: "P9", name: name + ", one instance", value: oneTime.Seconds(), unit: "s", target: target, targetUnit: "s", note: note},
+		{id: "P9", name: name + ", one instance", value: oneTime.Seconds(), unit: "s", target: target, targetUnit: "s", note: note + "; " + oneCPU},
 		{id: "P9", name: "p99 GET /usage-metrics during it", value: ms(oneP99), unit: "ms", target: 50, targetUnit: "ms"},
-		{id: "P9", name: name + ", two instances at once", value: twoTime.Seconds(), unit: "s", target: target, targetUnit: "s", note: note},
+		{id: "P9", name: name + ", two instances at once", value: twoTime.Seconds(), unit: "s", target: target, targetUnit: "s", note: note + "; " + twoCPU},
 		{id: "P9", name: "p99 GET /usage-metrics during it", value: ms(twoP99), unit: "ms", target: 50, targetUnit: "ms"},
 	}, nil
 }
@@ -200,8 +201,9 @@ func measureP9(ctx context.Context, b *bench) ([]row, error) {
 // serves GET /usage-metrics, and returns the time until the last run
 // returned and the p99 of the lists. Between them the runs must create two
 // invoices per schedule (last month's fee, this month's fee with last
-// month's usage), each once.
-func timedRuns(ctx context.Context, b *bench, srv *server, now time.Time, svcs ...*billing.Service) (time.Duration, time.Duration, error) {
+// month's usage), each once. It also returns the CPU time the runs took
+// (cpuUse), in words.
+func timedRuns(ctx context.Context, b *bench, srv *server, now time.Time, svcs ...*billing.Service) (time.Duration, time.Duration, string, error) {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	l := load{conns: 4, requests: 1 << 30, limit: time.Hour, status: http.StatusOK, auth: srv.auth, completed: new(atomic.Int64),
 		request: func(int) (string, string, []byte) { return http.MethodGet, "/usage-metrics?limit=20", nil }}
@@ -215,38 +217,44 @@ func timedRuns(ctx context.Context, b *bench, srv *server, now time.Time, svcs .
 	runs := make([]*billing.BillingRun, len(svcs))
 	errs := make([]error, len(svcs))
 	var wg sync.WaitGroup
+	before := sampleCPU(ctx)
 	start := time.Now()
 	for i, svc := range svcs {
 		wg.Go(func() { runs[i], errs[i] = svc.RunBilling(ctx, now) })
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	// A run shorter than one list request (the tiny scale on a loaded
-	// machine) would leave the p99 without a sample: the load goes on until
-	// a request has been answered, for at most its own time-out.
-	for deadline := time.Now().Add(time.Minute); l.completed.Load() == 0 && time.Now().Before(deadline) && ctx.Err() == nil; {
-		time.Sleep(time.Millisecond)
-	}
+	use := before.until(sampleCPU(ctx))
+	awaitAnswer(ctx, &l)
 	stopLoad()
 	lr := <-listed
 	if err := errors.Join(append(errs, <-listErr)...); err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	created := 0
 	for _, r := range runs {
 		if len(r.Failures) > 0 {
-			return 0, 0, fmt.Errorf("%d schedules failed, the first: %s", len(r.Failures), r.Failures[0].Error)
+			return 0, 0, "", fmt.Errorf("%d schedules failed, the first: %s", len(r.Failures), r.Failures[0].Error)
 		}
 		created += r.InvoicesCreated
 	}
 	page, err := srv.svc.ListInvoices(ctx, srv.account, billing.InvoiceFilter{}, billing.ListParams{Limit: 1})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	if want := 2 * b.cfg.schedules; created != want || page.TotalResultSize != want {
-		return 0, 0, fmt.Errorf("the runs created %d invoices and %d are stored, want %d", created, page.TotalResultSize, want)
+		return 0, 0, "", fmt.Errorf("the runs created %d invoices and %d are stored, want %d", created, page.TotalResultSize, want)
 	}
-	return elapsed, lr.p99, nil
+	return elapsed, lr.p99, use.describe(elapsed), nil
+}
+
+// awaitAnswer waits until l has had a request answered, for at most a
+// minute: a run shorter than one list request (the tiny scale, or a loaded
+// machine) would leave the p99 without a sample.
+func awaitAnswer(ctx context.Context, l *load) {
+	for deadline := time.Now().Add(time.Minute); l.completed.Load() == 0 && time.Now().Before(deadline) && ctx.Err() == nil; {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // cloneSchema makes the database of to a copy of the database of from

@@ -21,10 +21,12 @@ import (
 // bbolt). Set once by run before any measure.
 var pgBase string
 
-// pgSchemas are the schemas the run created, dropped by dropSchemas.
+// pgSchemas are the schemas the run created, dropped by dropSchemas, and
+// the stores it opened.
 var pgSchemas struct {
 	sync.Mutex
-	names []string
+	names  []string
+	stores []*pgstore.Store
 }
 
 // schemaOf is the schema standing for the database file path.
@@ -45,7 +47,25 @@ func openStore(ctx context.Context, path string, opts *boltstore.Options) (billi
 	pgSchemas.Lock()
 	pgSchemas.names = append(pgSchemas.names, schema)
 	pgSchemas.Unlock()
-	return pgstore.Open(ctx, pgBase, &pgstore.Options{Schema: schema, MaxConns: 32})
+	st, err := pgstore.Open(ctx, withAppName(pgBase), &pgstore.Options{Schema: schema, MaxConns: 32})
+	if err == nil {
+		pgSchemas.Lock()
+		pgSchemas.stores = append(pgSchemas.stores, st)
+		pgSchemas.Unlock()
+	}
+	return st, err
+}
+
+// pgRetries is how many transactions the run's PostgreSQL stores have
+// run again after a serialization failure or a deadlock.
+func pgRetries() int64 {
+	pgSchemas.Lock()
+	defer pgSchemas.Unlock()
+	var n int64
+	for _, st := range pgSchemas.stores {
+		n += st.Retries()
+	}
+	return n
 }
 
 // dropSchemas drops the schemas of the run.

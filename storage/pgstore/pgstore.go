@@ -28,10 +28,20 @@
 // billing.ErrUnavailable. The port lets every Update and Batch function run
 // more than once for this reason.
 //
-// Puts are sent to the server in one statement per table just before the
-// next read, Insert, Delete, Increment or commit, so a transaction that
-// writes a thousand records costs one round trip, not a thousand: many new
-// keys with COPY, the others with one upsert. Errors of
+// Puts and Deletes are kept in the transaction and sent at the commit, in
+// one statement per table (many new keys with COPY, the others with one
+// upsert; Deletes with one delete), so a transaction that writes a
+// thousand records costs one round trip, not a thousand. Reads between
+// the writes do not send them: a Get or GetMany answers a key the
+// transaction wrote from memory, a Scan merges the unsent writes of its
+// range with the rows the server returns, an Insert or a Delete of a key
+// the transaction already read or wrote costs no statement; only an
+// Increment of a counter put earlier sends its table's writes first. What
+// a transaction read (single keys, small ranges read to their end) is
+// remembered, so reading it again costs no round trip (a snapshot answers
+// the same), and MultiGetTx.Prefetch reads many keys and prefixes of
+// several tables in one round trip (the billing engine reads a batch's
+// records so). Errors of
 // the network or the server (connection refused, lost, server shutting
 // down, too many connections) wrap billing.ErrUnavailable; the pool
 // reconnects by itself once the server is back.

@@ -45,7 +45,7 @@ func relations() []string {
 
 // statements are the SQL statements of one relation, built once.
 type statements struct {
-	get, lock, insert, del, upsert, copy string
+	get, lock, insert, del, delMany, upsert, copy string
 	// scan is indexed by scanVariant.
 	scan [8]string
 }
@@ -54,11 +54,12 @@ var stmtsByRelation = func() map[string]*statements {
 	m := make(map[string]*statements)
 	for _, rel := range relations() {
 		s := &statements{
-			get:    `select v from ` + rel + ` where tbl = $1 and k = $2`,
-			lock:   `select v from ` + rel + ` where tbl = $1 and k = $2 for update`,
-			insert: `insert into ` + rel + ` (tbl, k, v) values ($1, $2, $3) on conflict (tbl, k) do nothing`,
-			del:    `delete from ` + rel + ` where tbl = $1 and k = $2`,
-			copy:   `copy ` + rel + ` (tbl, k, v) from stdin binary`,
+			get:     `select v from ` + rel + ` where tbl = $1 and k = $2`,
+			lock:    `select v from ` + rel + ` where tbl = $1 and k = $2 for update`,
+			insert:  `insert into ` + rel + ` (tbl, k, v) values ($1, $2, $3) on conflict (tbl, k) do nothing`,
+			del:     `delete from ` + rel + ` where tbl = $1 and k = $2`,
+			delMany: `delete from ` + rel + ` where tbl = $1 and k = any($2::bytea[])`,
+			copy:    `copy ` + rel + ` (tbl, k, v) from stdin binary`,
 			upsert: `insert into ` + rel + ` (tbl, k, v) select $1, u.k, u.v from unnest($2::bytea[], $3::bytea[]) as u(k, v)
 			 on conflict (tbl, k) do update set v = excluded.v`,
 		}

@@ -24,9 +24,14 @@ func takeSQL(rel string, bounded bool) string {
 // with one statement: a fold of kept deltas reads and deletes its rows in
 // one round trip instead of a scan and a delete per row.
 func (t *tx) Take(ctx context.Context, table billing.Table, r billing.Range, fn func(key, value []byte) error) error {
-	if err := t.read(ctx, true); err != nil {
+	if err := t.check(ctx, true); err != nil {
 		return err
 	}
+	// The table's unsent writes go first: some may be in r.
+	if err := t.flushOne(ctx, table); err != nil {
+		return err
+	}
+	t.forgetRanges(table)
 	lower, upper := r.Bounds()
 	if upper != nil && bytes.Compare(lower, upper) >= 0 {
 		return nil

@@ -45,6 +45,11 @@ type tx struct {
 	// SERIALIZABLE transaction reads the same value twice unless it wrote
 	// it itself, so a known key costs no round trip. By table, then key.
 	seen map[billing.Table]map[string][]byte
+	// ranges are the ranges read to their end since the transaction last
+	// wrote to their table, with their rows (scanmerge.go); by table,
+	// then rangeKey. rangeRowCount counts their rows.
+	ranges        map[billing.Table]map[string]*rangeRows
+	rangeRowCount int
 	// schema is the store's schema, part of a counter's lock name.
 	schema string
 	// counters are the advisory lock keys of the counters incremented
@@ -71,11 +76,29 @@ func (t *tx) keep(b []byte) []byte {
 // missing marks a key known to be absent in seen.
 var missing = []byte("\x00pgstore: missing")
 
+// orMissing is v, or missing for nil (a Delete).
+func orMissing(v []byte) []byte {
+	if v == nil {
+		return missing
+	}
+	return v
+}
+
 // isMissing reports whether v, a value of seen, is the mark missing.
 func isMissing(v []byte) bool { return len(v) > 0 && &v[0] == &missing[0] }
 
-// known returns what the transaction knows of key: ok false when nothing.
+// known returns what the transaction knows of key: its unsent write
+// (missing for a Delete), else what it read or wrote before; ok false when
+// nothing.
 func (t *tx) known(table billing.Table, key []byte) (v []byte, ok bool) {
+	if b := t.pending[table]; b != nil {
+		if i, ok := b.index[string(key)]; ok {
+			if b.vals[i] == nil {
+				return missing, true
+			}
+			return b.vals[i], true
+		}
+	}
 	v, ok = t.seen[table][string(key)]
 	return v, ok
 }
@@ -97,16 +120,19 @@ func (t *tx) remember(table billing.Table, key, value []byte) {
 	m[string(key)] = value
 }
 
-// putBuffer holds a table's unsent Puts; a key put twice keeps its last
-// value (a multi-row upsert may not touch one row twice).
+// putBuffer holds a table's unsent Puts and Deletes; a key written twice
+// keeps its last write (a multi-row upsert may not touch one row twice).
 type putBuffer struct {
 	index map[string]int
 	keys  [][]byte
-	vals  [][]byte
+	// vals are the values put, nil for a key deleted.
+	vals [][]byte
 	// existing counts the keys the transaction had found (or written)
-	// before putting them: the buffer overwrites records, so it is not
-	// sent with COPY.
+	// before putting or deleting them: the buffer overwrites records, so
+	// it is not sent with COPY.
 	existing int
+	// deletes counts the nil vals.
+	deletes int
 }
 
 // Len, Less and Swap sort the buffer by key (sort.Interface). The index
@@ -159,8 +185,10 @@ const copyMin = 64
 // key; runOnce runs it again without COPY.
 var errCopyConflict = errors.New("pgstore: a key sent with COPY exists")
 
-// flush sends the buffered Puts: tables with many new keys in one COPY
-// each, the others in one upsert statement each.
+// flush sends the buffered writes: of each table, the Deletes in one
+// statement, then many new keys with one COPY, or the Puts with one upsert.
+// The COPYs go first; the other statements follow in one round trip (a
+// pipeline, in table order).
 func (t *tx) flush(ctx context.Context) error {
 	if t.npend == 0 {
 		return nil
@@ -175,24 +203,13 @@ func (t *tx) flush(ctx context.Context) error {
 		tables = append(tables, table)
 	}
 	slices.Sort(tables)
-	var upserts pgx.Batch
+	var queued pgx.Batch
 	for _, table := range tables {
-		b := t.pending[table]
-		if len(b.keys) < copyMin || b.existing != 0 || t.noCopy {
-			upserts.Queue(stmts(table).upsert, string(table), b.keys, b.vals)
-			continue
-		}
-		_, err := t.ptx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(copyStream(string(table), b)), stmts(table).copy)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ {
-			t.retryable = errCopyConflict
+		if err := t.flushTable(ctx, table, t.pending[table], &queued); err != nil {
 			return err
 		}
-		if err != nil {
-			return t.fail(err)
-		}
 	}
-	if err := t.sendUpserts(ctx, &upserts); err != nil {
+	if err := t.send(ctx, &queued); err != nil {
 		return err
 	}
 	clear(t.pending)
@@ -200,23 +217,69 @@ func (t *tx) flush(ctx context.Context) error {
 	return nil
 }
 
-// sendUpserts sends the upserts of a flush in one round trip (a pipeline
-// of one statement per table, in table order), rather than one each.
-func (t *tx) sendUpserts(ctx context.Context, b *pgx.Batch) error {
-	switch b.Len() {
+// flushOne sends the buffered writes of table only.
+func (t *tx) flushOne(ctx context.Context, table billing.Table) error {
+	b := t.pending[table]
+	if b == nil {
+		return nil
+	}
+	sort.Sort(b)
+	var queued pgx.Batch
+	if err := t.flushTable(ctx, table, b, &queued); err != nil {
+		return err
+	}
+	if err := t.send(ctx, &queued); err != nil {
+		return err
+	}
+	delete(t.pending, table)
+	t.npend -= len(b.keys)
+	return nil
+}
+
+// flushTable sends b, the buffered writes of table, with COPY, or queues
+// them on q (its Deletes in one statement, its Puts in one upsert). The
+// table's remembered ranges are forgotten: the server's rows now hold the
+// writes.
+func (t *tx) flushTable(ctx context.Context, table billing.Table, b *putBuffer, q *pgx.Batch) error {
+	t.forgetRanges(table)
+	keys, vals := b.keys, b.vals
+	if b.deletes > 0 {
+		var dels [][]byte
+		keys, vals, dels = b.split()
+		q.Queue(stmts(table).delMany, string(table), dels)
+		if len(keys) == 0 {
+			return nil
+		}
+	}
+	if len(keys) < copyMin || b.existing > 0 || t.noCopy {
+		q.Queue(stmts(table).upsert, string(table), keys, vals)
+		return nil
+	}
+	stream := copyStream(string(table), keys, vals)
+	if Relation(table) == sharedRelation {
+		return t.copyGuarded(ctx, table, stream, keys, vals)
+	}
+	_, err := t.ptx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(stream), stmts(table).copy)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ {
+		t.retryable = errCopyConflict
+		return err
+	}
+	return t.fail(err)
+}
+
+// send sends the statements queued on q in one round trip.
+func (t *tx) send(ctx context.Context, q *pgx.Batch) error {
+	switch q.Len() {
 	case 0:
 		return nil
 	case 1:
-		q := b.QueuedQueries[0]
-		_, err := t.ptx.Exec(ctx, q.SQL, q.Arguments...)
-		if err != nil {
-			return t.fail(err)
-		}
-		return nil
+		_, err := t.ptx.Exec(ctx, q.QueuedQueries[0].SQL, q.QueuedQueries[0].Arguments...)
+		return t.fail(err)
 	}
-	res := t.ptx.SendBatch(ctx, b)
+	res := t.ptx.SendBatch(ctx, q)
 	var err error
-	for range b.Len() {
+	for range q.Len() {
 		if _, err = res.Exec(); err != nil {
 			break
 		}
@@ -224,45 +287,74 @@ func (t *tx) sendUpserts(ctx context.Context, b *pgx.Batch) error {
 	if cerr := res.Close(); err == nil {
 		err = cerr
 	}
+	return t.fail(err)
+}
+
+// copyGuarded sends the Puts keys and vals of table, a table of
+// billing_kv, as the COPY stream, inside a savepoint, and with an upsert
+// when a key exists after all (a record read by a Scan and put back: scans
+// do not remember what they read). Many new keys of billing_kv come from
+// transactions that also read and write much else (a batch of the billing
+// engine creates hundreds of invoices and lines): running such a
+// transaction again (errCopyConflict) would cost more than the savepoint's
+// two statements.
+func (t *tx) copyGuarded(ctx context.Context, table billing.Table, stream []byte, keys, vals [][]byte) error {
+	if _, err := t.ptx.Exec(ctx, `savepoint pgstore_copy`); err != nil {
+		return t.fail(err)
+	}
+	_, err := t.ptx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(stream), stmts(table).copy)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ {
+		if _, err := t.ptx.Exec(ctx, `rollback to savepoint pgstore_copy`); err != nil {
+			return t.fail(err)
+		}
+		_, err = t.ptx.Exec(ctx, stmts(table).upsert, string(table), keys, vals)
+		return t.fail(err)
+	}
 	if err != nil {
 		return t.fail(err)
 	}
-	return nil
+	_, err = t.ptx.Exec(ctx, `release savepoint pgstore_copy`)
+	return t.fail(err)
+}
+
+// split returns b's Puts (keys and values) and Deletes (keys), in key
+// order.
+func (b *putBuffer) split() (keys, vals, dels [][]byte) {
+	for i, v := range b.vals {
+		if v == nil {
+			dels = append(dels, b.keys[i])
+		} else {
+			keys, vals = append(keys, b.keys[i]), append(vals, v)
+		}
+	}
+	return keys, vals, dels
 }
 
 // copyHeader starts a COPY stream in binary format: the signature, no
 // flags, no header extension.
 var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
 
-// copyStream encodes b's Puts of table as a binary COPY stream of rows
+// copyStream encodes the Puts keys and vals of table as a binary COPY stream of rows
 // (tbl, k, v): in binary format text and bytea are their bytes, so this
 // is all the encoding there is (pgx's CopyFrom would look up an encoder
 // for every value).
-func copyStream(table string, b *putBuffer) []byte {
+func copyStream(table string, keys, vals [][]byte) []byte {
 	n := len(copyHeader) + 2
-	for i := range b.keys {
-		n += 2 + 12 + len(table) + len(b.keys[i]) + len(b.vals[i])
+	for i := range keys {
+		n += 2 + 12 + len(table) + len(keys[i]) + len(vals[i])
 	}
 	buf := append(make([]byte, 0, n), copyHeader...)
-	for i := range b.keys {
+	for i := range keys {
 		buf = binary.BigEndian.AppendUint16(buf, 3) // fields
 		buf = binary.BigEndian.AppendUint32(buf, uint32(len(table)))
 		buf = append(buf, table...)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.keys[i])))
-		buf = append(buf, b.keys[i]...)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.vals[i])))
-		buf = append(buf, b.vals[i]...)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(keys[i])))
+		buf = append(buf, keys[i]...)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(vals[i])))
+		buf = append(buf, vals[i]...)
 	}
 	return binary.BigEndian.AppendUint16(buf, 0xffff) // trailer
-}
-
-// read prepares a statement that reads or conditionally writes: the
-// buffered Puts go first, so it sees them.
-func (t *tx) read(ctx context.Context, write bool) error {
-	if err := t.check(ctx, write); err != nil {
-		return err
-	}
-	return t.flush(ctx)
 }
 
 // Get returns the value under key.
@@ -276,9 +368,8 @@ func (t *tx) Get(ctx context.Context, table billing.Table, key []byte) ([]byte, 
 		}
 		return append(make([]byte, 0, len(v)), v...), nil
 	}
-	if err := t.flush(ctx); err != nil {
-		return nil, err
-	}
+	// Unsent writes need not go first: none is of this key (it would be
+	// known), and the answer depends on no other.
 	var v []byte
 	err := t.ptx.QueryRow(ctx, stmts(table).get, string(table), key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -296,11 +387,17 @@ func (t *tx) Get(ctx context.Context, table billing.Table, key []byte) ([]byte, 
 }
 
 // Put buffers value under key; it reaches the server with the next
-// statement that reads, or the commit.
+// statement that reads it, or the commit.
 func (t *tx) Put(ctx context.Context, table billing.Table, key, value []byte) error {
 	if err := t.check(ctx, true); err != nil {
 		return err
 	}
+	t.buffer(table, key, t.keep(value))
+	return nil
+}
+
+// buffer records a write of key: value v (kept), or nil for a Delete.
+func (t *tx) buffer(table billing.Table, key, v []byte) {
 	if t.pending == nil {
 		t.pending = make(map[billing.Table]*putBuffer)
 	}
@@ -309,15 +406,24 @@ func (t *tx) Put(ctx context.Context, table billing.Table, key, value []byte) er
 		b = &putBuffer{index: make(map[string]int)}
 		t.pending[table] = b
 	}
-	v := t.keep(value)
 	if i, ok := b.index[string(key)]; ok {
+		switch {
+		case b.vals[i] == nil && v != nil:
+			b.deletes--
+		case b.vals[i] != nil && v == nil:
+			b.deletes++
+			b.existing++ // sent with the Deletes: never with COPY
+		}
 		b.vals[i] = v
-		t.remember(table, key, v)
-		return nil
+		t.remember(table, key, orMissing(v))
+		return
 	}
 	prev, known := t.known(table, key)
-	if known && !isMissing(prev) {
+	if (known && !isMissing(prev)) || v == nil {
 		b.existing++
+	}
+	if v == nil {
+		b.deletes++
 	}
 	k := t.keep(key)
 	b.index[string(k)] = len(b.keys)
@@ -327,17 +433,28 @@ func (t *tx) Put(ctx context.Context, table billing.Table, key, value []byte) er
 	if known || len(b.keys) <= copyMin {
 		// A key put in bulk (usage events) is not read back in the
 		// same transaction; remembering each would cost a map entry.
-		// Unremembered, a Get of it flushes and asks the server.
-		t.remember(table, k, v)
+		// Unremembered, a Get of it finds it in the buffer.
+		t.remember(table, k, orMissing(v))
 	}
-	return nil
 }
 
-// Insert stores value under key unless the key exists.
+// Insert stores value under key unless the key exists. A key the
+// transaction already knows costs no statement: a conflict when it is
+// there, and a buffered Put when it found it missing (SERIALIZABLE: a
+// concurrent insert of the key makes one of the two fail to serialize) or
+// deleted it.
 func (t *tx) Insert(ctx context.Context, table billing.Table, key, value []byte) error {
-	if err := t.read(ctx, true); err != nil {
+	if err := t.check(ctx, true); err != nil {
 		return err
 	}
+	if v, ok := t.known(table, key); ok {
+		if !isMissing(v) {
+			return billing.ErrConflict
+		}
+		t.buffer(table, key, t.keep(value))
+		return nil
+	}
+	t.forgetRanges(table)
 	tag, err := t.ptx.Exec(ctx, stmts(table).insert, string(table), key, nonNil(value))
 	if err != nil {
 		return t.fail(err)
@@ -358,11 +475,20 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// Delete removes key, which must exist.
+// Delete removes key, which must exist. A key the transaction knows costs
+// no statement: not found when missing, else a buffered Delete.
 func (t *tx) Delete(ctx context.Context, table billing.Table, key []byte) error {
-	if err := t.read(ctx, true); err != nil {
+	if err := t.check(ctx, true); err != nil {
 		return err
 	}
+	if v, ok := t.known(table, key); ok {
+		if isMissing(v) {
+			return billing.ErrNotFound
+		}
+		t.buffer(table, key, nil)
+		return nil
+	}
+	t.forgetRanges(table)
 	tag, err := t.ptx.Exec(ctx, stmts(table).del, string(table), key)
 	if err != nil {
 		return t.fail(err)
@@ -382,8 +508,15 @@ func (t *tx) Delete(ctx context.Context, table billing.Table, key []byte) error 
 // a race to create a counter fails to serialize and runs again the same
 // way.
 func (t *tx) Increment(ctx context.Context, table billing.Table, key []byte) (uint64, error) {
-	if err := t.read(ctx, true); err != nil {
+	if err := t.check(ctx, true); err != nil {
 		return 0, err
+	}
+	if b := t.pending[table]; b != nil {
+		if _, ok := b.index[string(key)]; ok {
+			if err := t.flushOne(ctx, table); err != nil {
+				return 0, err
+			}
+		}
 	}
 	lk := lockKey(t.schema, table, key)
 	if !slices.Contains(t.counters, lk) {
@@ -409,7 +542,7 @@ func (t *tx) Increment(ctx context.Context, table billing.Table, key []byte) (ui
 // of a chunk once the chunk has been read: fn may use the Tx (the
 // connection is free again), and no scan holds more than one chunk.
 func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn func(key, value []byte) error) error {
-	if err := t.read(ctx, false); err != nil {
+	if err := t.check(ctx, false); err != nil {
 		return err
 	}
 	lower, upper := r.Bounds()
@@ -419,32 +552,31 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 	if lower == nil {
 		lower = []byte{} // bytea, never NULL, in the chunk queries
 	}
+	m := merger{fn: fn, over: t.overlayOf(table, r)}
+	if rr, ok := t.rangeRead(table, lower, upper); ok {
+		return m.remembered(ctx, rr, r.Reverse) // scanmerge.go
+	}
 	cursor := scanCursor{lower: lower, upper: upper, reverse: r.Reverse, limit: firstChunk}
-	if r.Expect > 0 {
-		// a list's page: no more rows than it reads; the hours of a
-		// calculation's rollups: all of them in one chunk
-		cursor.limit = min(r.Expect, maxChunk)
+	if r.Expect > 0 && r.Expect < firstChunk {
+		cursor.limit = r.Expect // a list's page: no more rows than it reads
 	}
 	var keys, vals [][]byte
-	for {
+	for first := true; ; first = false {
 		var err error
 		keys, vals, err = t.chunk(ctx, table, &cursor, keys[:0], vals[:0])
 		if err != nil {
 			return err
 		}
 		for i := range keys {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := fn(keys[i], vals[i]); err != nil {
-				if errors.Is(err, billing.ErrStopScan) {
-					return nil
-				}
-				return err
+			if err := m.row(ctx, keys[i], vals[i]); err != nil {
+				return stopped(err)
 			}
 		}
 		if len(keys) < cursor.limit {
-			return nil
+			if first && m.over == nil {
+				t.rememberRange(table, lower, upper, keys, vals, r.Reverse)
+			}
+			return stopped(m.rest(ctx))
 		}
 		cursor.advance(keys[len(keys)-1])
 	}
@@ -470,14 +602,19 @@ func (c *scanCursor) advance(last []byte) {
 	c.limit = min(c.limit*2, maxChunk)
 }
 
-// chunk reads the next chunk of the cursor's interval into keys and vals.
-func (t *tx) chunk(ctx context.Context, table billing.Table, c *scanCursor, keys, vals [][]byte) ([][]byte, [][]byte, error) {
-	q := stmts(table).scan[scanVariant(c.lowerOpen, c.upper != nil, c.reverse)]
+// chunkArgs are the arguments of the chunk query of c.
+func chunkArgs(table billing.Table, c *scanCursor) []any {
 	args := []any{string(table), c.lower, c.limit}
 	if c.upper != nil {
 		args = append(args, c.upper)
 	}
-	rows, err := t.ptx.Query(ctx, q, args...)
+	return args
+}
+
+// chunk reads the next chunk of the cursor's interval into keys and vals.
+func (t *tx) chunk(ctx context.Context, table billing.Table, c *scanCursor, keys, vals [][]byte) ([][]byte, [][]byte, error) {
+	q := stmts(table).scan[scanVariant(c.lowerOpen, c.upper != nil, c.reverse)]
+	rows, err := t.ptx.Query(ctx, q, chunkArgs(table, c)...)
 	if err != nil {
 		return nil, nil, t.fail(err)
 	}

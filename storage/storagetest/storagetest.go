@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -52,6 +53,7 @@ var cases = []struct {
 	{"RollupTxOnEveryTxOrNone", testRollupTx},
 	{"GetManyAnswersAsGet", testGetMany},
 	{"TakeDeletesAndReturnsTheRange", testTake},
+	{"PrefetchChangesNothingGetAnswers", testPrefetch},
 	{"InsertNewKeyStoresValue", testInsertNew},
 	{"InsertExistingIsErrConflictAndKeepsValue", testInsertConflict},
 	{"DeleteRemovesKey", testDelete},
@@ -68,6 +70,7 @@ var cases = []struct {
 	{"ScanCallbackErrorIsReturned", testScanError},
 	{"ReturnedBytesAreCallerOwned", testCallerOwned},
 	{"ScanInUpdateSeesOwnWrites", testScanOwnWrites},
+	{"ScansBetweenWritesSeeEachWrite", testScansBetweenWrites},
 	{"SeparatorIsolatesAccountPrefixes", testAccountPrefixes},
 	{"CancelledContextRunsNothing", testCancelled},
 	{"ClosedStoreIsErrClosed", testClosed},
@@ -348,6 +351,67 @@ func testTake(t *testing.T, s billing.Store) {
 			t.Errorf("Take in table A removed table B's row: %q, %v", v, err)
 		}
 		return err
+	})
+}
+
+// testPrefetch: on a backend whose Tx offers billing.MultiGetTx, Get
+// answers after a Prefetch of keys of two tables (present, missing, empty,
+// written or deleted before by the same transaction, written after) what
+// it answers without one, and Scan of a prefix prefetched what it answers
+// without (with the writes before and after the Prefetch).
+func testPrefetch(t *testing.T, s billing.Store) {
+	put(t, s, tableA, "a", "1", "b", "", "gone", "4")
+	put(t, s, tableB, "a", "other table")
+	tks := []billing.TableKey{{Table: tableA, Key: []byte("a")}, {Table: tableB, Key: []byte("a")}, {Table: tableA, Key: []byte("b")},
+		{Table: tableA, Key: []byte("missing")}, {Table: tableB, Key: []byte("b")}, {Table: tableA, Key: []byte("gone")},
+		{Table: tableA, Key: []byte("new")}, {Table: tableA, Key: []byte("a")}, {Table: tableA, Key: []byte("later")},
+		{Table: tableA, Prefix: []byte("l")}, {Table: tableA, Prefix: []byte("g")}, {Table: tableB, Prefix: []byte("a")}}
+	want := map[string]string{"storagetest_a/a": "1", "storagetest_b/a": "other table", "storagetest_a/b": "", "storagetest_a/new": "5", "storagetest_a/later": "6"}
+	update(t, s, func(ctx context.Context, tx billing.Tx) error {
+		m, ok := tx.(billing.MultiGetTx)
+		if !ok {
+			return nil
+		}
+		if err := tx.Put(ctx, tableA, []byte("new"), []byte("5")); err != nil {
+			return err
+		}
+		if err := tx.Delete(ctx, tableA, []byte("gone")); err != nil {
+			return err
+		}
+		if err := m.Prefetch(ctx, tks); err != nil {
+			return fmt.Errorf("Prefetch: %w", err)
+		}
+		if err := tx.Put(ctx, tableA, []byte("later"), []byte("6")); err != nil {
+			return err
+		}
+		for prefix, want := range map[string]string{"l": "later=6", "g": "", "a": "a=1"} {
+			rows, err := scanTx(ctx, tx, tableA, billing.Range{Prefix: []byte(prefix)})
+			if err != nil {
+				return err
+			}
+			var got []string
+			for _, r := range rows {
+				got = append(got, r.K+"="+r.V)
+			}
+			if strings.Join(got, " ") != want {
+				return fmt.Errorf("scan of prefix %q after Prefetch = %q, want %q", prefix, got, want)
+			}
+		}
+		for _, tk := range tks {
+			if tk.Prefix != nil {
+				continue
+			}
+			v, err := tx.Get(ctx, tk.Table, tk.Key)
+			w, ok := want[string(tk.Table)+"/"+string(tk.Key)]
+			switch {
+			case errors.Is(err, billing.ErrNotFound) && !ok:
+			case err != nil:
+				return fmt.Errorf("Get %s %q after Prefetch: %w (want %q)", tk.Table, tk.Key, err, w)
+			case !ok || string(v) != w:
+				return fmt.Errorf("Get %s %q after Prefetch = %q, want %q (found: %v)", tk.Table, tk.Key, v, w, ok)
+			}
+		}
+		return nil
 	})
 }
 
@@ -896,6 +960,108 @@ func testScanOwnWrites(t *testing.T, s billing.Store) {
 	}
 	if diff := cmp.Diff([]string{"d", "c", "bb", "a"}, keys); diff != "" {
 		t.Errorf("reverse scan inside Update (-want +got):\n%s", diff)
+	}
+}
+
+// testScansBetweenWrites: in one Update, scans of sub-ranges, forward and
+// reverse, see the stored rows merged with every write before them (a put
+// of a new key, a replaced value, a Delete, an Insert after a Get found the
+// key missing, a Delete then a Put of one key, a Put then a Delete of
+// another), the same scan repeated sees the writes made between the two,
+// and a scan stopped early visits a prefix of the full one. A backend may
+// keep the writes until the commit (pgstore does): what it answers must not
+// show it.
+func testScansBetweenWrites(t *testing.T, s billing.Store) {
+	put(t, s, tableA, "p/a", "1", "p/c", "3", "p/e", "5", "p/g", "7", "q/a", "other prefix")
+	keysOf := func(rows []kv) string {
+		var out []string
+		for _, r := range rows {
+			out = append(out, r.K+"="+r.V)
+		}
+		return strings.Join(out, " ")
+	}
+	update(t, s, func(ctx context.Context, tx billing.Tx) error {
+		pre := billing.Range{Prefix: []byte("p/")}
+		steps := scanSteps(ctx, tx)
+		for i, st := range steps {
+			if st.write != nil {
+				if err := st.write(); err != nil {
+					return fmt.Errorf("step %d: %w", i, err)
+				}
+			}
+			got, err := scanTx(ctx, tx, tableA, st.r)
+			if err != nil {
+				return err
+			}
+			if g := keysOf(got); g != st.want {
+				return fmt.Errorf("step %d: scan %+v = %q, want %q", i, st.r, g, st.want)
+			}
+		}
+		var first []string
+		err := tx.Scan(ctx, tableA, pre, func(k, v []byte) error {
+			first = append(first, string(k))
+			if len(first) == 2 {
+				return billing.ErrStopScan
+			}
+			return nil
+		})
+		if err != nil || strings.Join(first, " ") != "p/a p/b" {
+			return fmt.Errorf("stopped scan: %q, %v", first, err)
+		}
+		return nil
+	})
+	got := scan(t, s, tableA, billing.Range{Prefix: []byte("p/")})
+	if diff := cmp.Diff([]kv{{"p/a", "11"}, {"p/b", "2"}, {"p/c", "33"}, {"p/d", "4"}, {"p/g", "7"}}, got); diff != "" {
+		t.Errorf("after the commit (-want +got):\n%s", diff)
+	}
+}
+
+// scanStep is a write (nil: none), then a scan of r that must visit want
+// (key=value, in order), of testScansBetweenWrites.
+type scanStep struct {
+	write func() error
+	r     billing.Range
+	want  string
+}
+
+// scanSteps are the steps of testScansBetweenWrites, in tx, over the rows
+// p/a=1 p/c=3 p/e=5 p/g=7 (and q/a).
+func scanSteps(ctx context.Context, tx billing.Tx) []scanStep {
+	pre := billing.Range{Prefix: []byte("p/")}
+	return []scanStep{
+		{nil, pre, "p/a=1 p/c=3 p/e=5 p/g=7"},
+		{nil, pre, "p/a=1 p/c=3 p/e=5 p/g=7"},
+		{func() error { return tx.Put(ctx, tableA, []byte("p/b"), []byte("2")) }, pre, "p/a=1 p/b=2 p/c=3 p/e=5 p/g=7"},
+		{func() error { return tx.Put(ctx, tableA, []byte("p/c"), []byte("33")) }, pre, "p/a=1 p/b=2 p/c=33 p/e=5 p/g=7"},
+		{func() error { return tx.Delete(ctx, tableA, []byte("p/e")) }, pre, "p/a=1 p/b=2 p/c=33 p/g=7"},
+		{func() error {
+			if _, err := tx.Get(ctx, tableA, []byte("p/d")); !errors.Is(err, billing.ErrNotFound) {
+				return fmt.Errorf("Get p/d: %v, want ErrNotFound", err)
+			}
+			return tx.Insert(ctx, tableA, []byte("p/d"), []byte("4"))
+		}, pre, "p/a=1 p/b=2 p/c=33 p/d=4 p/g=7"},
+		{func() error {
+			if err := tx.Insert(ctx, tableA, []byte("p/d"), []byte("x")); !errors.Is(err, billing.ErrConflict) {
+				return fmt.Errorf("Insert of an own Insert: %v, want ErrConflict", err)
+			}
+			if err := tx.Delete(ctx, tableA, []byte("p/e")); !errors.Is(err, billing.ErrNotFound) {
+				return fmt.Errorf("Delete of an own Delete: %v, want ErrNotFound", err)
+			}
+			if err := tx.Delete(ctx, tableA, []byte("p/a")); err != nil {
+				return err
+			}
+			if err := tx.Put(ctx, tableA, []byte("p/a"), []byte("11")); err != nil {
+				return err
+			}
+			if err := tx.Put(ctx, tableA, []byte("p/f"), []byte("6")); err != nil {
+				return err
+			}
+			return tx.Delete(ctx, tableA, []byte("p/f"))
+		}, pre, "p/a=11 p/b=2 p/c=33 p/d=4 p/g=7"},
+		{nil, billing.Range{Prefix: []byte("p/"), Reverse: true}, "p/g=7 p/d=4 p/c=33 p/b=2 p/a=11"},
+		{nil, billing.Range{Prefix: []byte("p/"), Start: []byte("p/b"), End: []byte("p/g")}, "p/b=2 p/c=33 p/d=4"},
+		{nil, billing.Range{Prefix: []byte("p/"), Start: []byte("p/b"), End: []byte("p/g"), Reverse: true}, "p/d=4 p/c=33 p/b=2"},
+		{nil, billing.Range{Start: []byte("p/f")}, "p/g=7 q/a=other prefix"},
 	}
 }
 
