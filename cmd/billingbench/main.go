@@ -160,7 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	name := fs.String("scale", "quick", "`scale` of the run: quick (about a minute), full (the targets' sizes) or tiny (smoke test)")
-	only := fs.String("only", "", "comma-separated `measures` to run (P1-P9); default all")
+	only := fs.String("only", "", "comma-separated `measures` to run (P1-P10); default all")
 	dir := fs.String("dir", "", "`directory` for the temporary databases (default the system's)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	store := fs.String("store", "", "run on PostgreSQL: a postgres:// `URL` of a database the run may create schemas in (one per server, dropped at the end); default bbolt files")
@@ -202,7 +202,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		for id := range strings.SplitSeq(strings.ToUpper(*only), ",") {
 			id = strings.TrimSpace(id)
 			if !slices.ContainsFunc(measures, func(m measure) bool { return m.id == id }) {
-				return nil, fmt.Errorf("-only: unknown measure %q (want P1 to P9)", id)
+				return nil, fmt.Errorf("-only: unknown measure %q (want P1 to P10)", id)
 			}
 			cfg.only = append(cfg.only, id)
 		}
@@ -255,6 +255,7 @@ var measures = []measure{
 	{id: "P7", name: "ingestion memory and disk", run: measureP7},
 	{id: "P8", name: "batch ingestion on PostgreSQL", run: measureP8, notOnBolt: "needs -store postgres://..."},
 	{id: "P9", name: "RunBilling on PostgreSQL, one and two instances", run: measureP9, notOnBolt: "needs -store postgres://..."},
+	{id: "P10", name: "costs as the account grows tenfold", run: measureP10},
 }
 
 // rows measures m, or returns its n/a row when it does not run on the

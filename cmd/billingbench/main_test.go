@@ -84,7 +84,7 @@ func TestOnlyRunsTheSubset(t *testing.T) {
 // measuring.
 func TestBadFlags(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"-scale", "huge"}, {"-only", "P10"}, {"-batch-events", "1500"}, {"extra"}} {
+	for _, args := range [][]string{{"-scale", "huge"}, {"-only", "P11"}, {"-batch-events", "1500"}, {"extra"}} {
 		var stdout, stderr bytes.Buffer
 		if status := run(context.Background(), args, &stdout, &stderr); status != 2 || stdout.Len() != 0 {
 			t.Errorf("%q: status %d, stdout %q; want 2 and nothing printed", args, status, stdout.String())
