@@ -52,6 +52,19 @@ type node struct {
 	log    *syncLog
 }
 
+// logWarnings logs what each instance said at WARN or ERROR (and its
+// first lines): a failed answer's cause.
+func (c *cluster) logWarnings(t *testing.T) {
+	for i, nd := range c.nodes {
+		nd.mu.Lock()
+		l := nd.log
+		nd.mu.Unlock()
+		if l != nil {
+			t.Logf("instance %d said:\n%s", i, l.String())
+		}
+	}
+}
+
 // startCluster builds billingd, creates an account and a key with the CLI
 // on db, and starts n instances with args added to serve's flags.
 func startCluster(t *testing.T, db string, n int, args ...string) *cluster {
@@ -329,6 +342,9 @@ func TestSeveralInstances(t *testing.T) {
 		}
 		if ok != 1 {
 			t.Errorf("%d sends answered 200, want exactly 1", ok)
+		}
+		if t.Failed() {
+			c.logWarnings(t)
 		}
 	})
 

@@ -74,7 +74,7 @@ const (
 	// defaultConnectTimeout applies when the connection string sets no
 	// connect_timeout.
 	defaultConnectTimeout = 5 * time.Second
-	defaultMaxRetries     = 30
+	defaultMaxRetries     = 60
 	defaultMaxBatchDelay  = 2 * time.Millisecond
 	defaultMaxBatchSize   = 1000
 	// Retry pauses grow from retryBase, doubling up to retryCap, each
@@ -107,7 +107,7 @@ type Options struct {
 
 	// MaxRetries is how many times a transaction that failed to serialize
 	// (or deadlocked) is run again before the error is returned, wrapping
-	// billing.ErrUnavailable. Defaults to 30.
+	// billing.ErrUnavailable. Defaults to 60 (about 4.5 seconds of pauses).
 	MaxRetries int
 
 	// MaxBatchDelay is how long Batch waits for other callers before
