@@ -86,28 +86,11 @@ func measureP6(ctx context.Context, b *bench) ([]row, error) {
 // month on a FIXED and a LINEAR usage price, and 100 events in month.
 func setUpSchedules(ctx context.Context, srv *server, n int, month time.Time) error {
 	svc, acct := srv.svc, srv.account
-	product, err := svc.CreateProduct(ctx, acct, billing.CreateProductParams{Name: "Platform"})
+	pl, err := createPlan(ctx, srv)
 	if err != nil {
 		return err
 	}
-	metric, err := svc.CreateUsageMetric(ctx, acct, billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
-		Name: "API calls", MetricType: billing.MetricTypeSimple, EventType: "api_call", AggregationType: billing.AggregationCount}})
-	if err != nil {
-		return err
-	}
-	fee, rate := billing.MustDecimal("100.00"), billing.MustDecimal("0.25")
-	fixed, err := svc.CreatePrice(ctx, acct, billing.CreatePriceParams{ProductID: product.ID, Name: "Plan", Currency: billing.CurrencyUSD,
-		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInAdvance,
-		Structure: billing.PriceStructure{PricingType: billing.PricingFixed, Price: &fee}})
-	if err != nil {
-		return err
-	}
-	usage, err := svc.CreatePrice(ctx, acct, billing.CreatePriceParams{ProductID: product.ID, Name: "API calls", Currency: billing.CurrencyUSD,
-		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInArrears,
-		Structure: billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: &rate, UsageMetricID: metric.ID}})
-	if err != nil {
-		return err
-	}
+	fixed, usage := pl.fixed, pl.usage
 	start := billing.DateOf(month)
 	no := false
 	var batch billing.UsageEventBatchParams
@@ -118,7 +101,7 @@ func setUpSchedules(ctx context.Context, srv *server, n int, month time.Time) er
 			return err
 		}
 		_, err = svc.CreateBillingSchedule(ctx, acct, billing.BillingScheduleParams{CustomerID: c.ID, StartDate: &start,
-			AutoIssueInvoices: &no, IsDraft: &no, Phases: []billing.PhaseParams{{StartDate: &start, PriceIDs: []string{fixed.ID, usage.ID}}}})
+			AutoIssueInvoices: &no, IsDraft: &no, Phases: []billing.PhaseParams{{StartDate: &start, PriceIDs: []string{fixed, usage}}}})
 		if err != nil {
 			return err
 		}
@@ -294,4 +277,37 @@ func cloneSchema(ctx context.Context, from, to string) error {
 		}
 	}
 	return nil
+}
+
+// plan is the metric and prices of P6's and P10's schedules.
+type plan struct{ metric, fixed, usage string }
+
+// createPlan creates a product with a monthly FIXED price in advance
+// (100.00) and a LINEAR price in arrears (0.25 a call) on a COUNT metric of
+// api_call events.
+func createPlan(ctx context.Context, srv *server) (plan, error) {
+	svc, acct := srv.svc, srv.account
+	product, err := svc.CreateProduct(ctx, acct, billing.CreateProductParams{Name: "Platform"})
+	if err != nil {
+		return plan{}, err
+	}
+	metric, err := svc.CreateUsageMetric(ctx, acct, billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
+		Name: "API calls", MetricType: billing.MetricTypeSimple, EventType: "api_call", AggregationType: billing.AggregationCount}})
+	if err != nil {
+		return plan{}, err
+	}
+	fee, rate := billing.MustDecimal("100.00"), billing.MustDecimal("0.25")
+	fixed, err := svc.CreatePrice(ctx, acct, billing.CreatePriceParams{ProductID: product.ID, Name: "Plan", Currency: billing.CurrencyUSD,
+		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInAdvance,
+		Structure: billing.PriceStructure{PricingType: billing.PricingFixed, Price: &fee}})
+	if err != nil {
+		return plan{}, err
+	}
+	usage, err := svc.CreatePrice(ctx, acct, billing.CreatePriceParams{ProductID: product.ID, Name: "API calls", Currency: billing.CurrencyUSD,
+		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInArrears,
+		Structure: billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: &rate, UsageMetricID: metric.ID}})
+	if err != nil {
+		return plan{}, err
+	}
+	return plan{metric.ID, fixed.ID, usage.ID}, nil
 }

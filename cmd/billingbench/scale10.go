@@ -148,31 +148,9 @@ func (w *p10World) grow(ctx context.Context, srv *server, upto, n int) error {
 
 // setUp creates the metric and the two prices of the schedules.
 func (w *p10World) setUp(ctx context.Context, srv *server) error {
-	svc, acct := srv.svc, srv.account
-	product, err := svc.CreateProduct(ctx, acct, billing.CreateProductParams{Name: "Platform"})
-	if err != nil {
-		return err
-	}
-	metric, err := svc.CreateUsageMetric(ctx, acct, billing.CreateUsageMetricParams{UsageMetricParams: billing.UsageMetricParams{
-		Name: "API calls", MetricType: billing.MetricTypeSimple, EventType: "api_call", AggregationType: billing.AggregationCount}})
-	if err != nil {
-		return err
-	}
-	fee, rate := billing.MustDecimal("100.00"), billing.MustDecimal("0.25")
-	fixed, err := svc.CreatePrice(ctx, acct, billing.CreatePriceParams{ProductID: product.ID, Name: "Plan", Currency: billing.CurrencyUSD,
-		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInAdvance,
-		Structure: billing.PriceStructure{PricingType: billing.PricingFixed, Price: &fee}})
-	if err != nil {
-		return err
-	}
-	usage, err := svc.CreatePrice(ctx, acct, billing.CreatePriceParams{ProductID: product.ID, Name: "API calls", Currency: billing.CurrencyUSD,
-		BillingFrequency: billing.FrequencyMonthly, BillingType: billing.BillingTypeInArrears,
-		Structure: billing.PriceStructure{PricingType: billing.PricingLinear, PricePerUnit: &rate, UsageMetricID: metric.ID}})
-	if err != nil {
-		return err
-	}
-	w.metric, w.fixed, w.usage = metric.ID, fixed.ID, usage.ID
-	return nil
+	p, err := createPlan(ctx, srv)
+	w.metric, w.fixed, w.usage = p.metric, p.fixed, p.usage
+	return err
 }
 
 // p10Invoices creates the draft invoices of customer, each with a line,
