@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 )
@@ -30,6 +31,10 @@ const interimPrefix = "Previously invoiced: "
 // billing date of a schedule, oldest first.
 type interimRecord struct {
 	InvoiceIDs []string `json:"invoiceIds"`
+	// LineIDs are the lines the engine wrote on those invoices: only they
+	// are billed usage (or its deduction); a line added to an interim
+	// draft by hand is neither deducted nor billed again.
+	LineIDs []string `json:"lineIds"`
 }
 
 // interimKey is the key of the interim invoices of sc's billing date d.
@@ -139,7 +144,14 @@ func (s *Service) billInterim(ctx context.Context, tx Tx, lc *lineContext, usage
 	if err != nil {
 		return err
 	}
+	written, err := s.listInvoiceLinesTx(ctx, tx, sc.ServiceAccountID, inv.ID)
+	if err != nil {
+		return err
+	}
 	rec.InvoiceIDs = append(rec.InvoiceIDs, inv.ID)
+	for _, l := range written {
+		rec.LineIDs = append(rec.LineIDs, l.ID)
+	}
 	if err := putRecord(ctx, tx, tableBillingInterim, interimKey(sc, date), rec); err != nil {
 		return err
 	}
@@ -222,8 +234,8 @@ func (s *Service) interimDeductions(ctx context.Context, tx Tx, sc *BillingSched
 			return nil, nil, err
 		}
 		for _, l := range lines {
-			if l.CreditGrantID != "" {
-				continue
+			if l.CreditGrantID != "" || !slices.Contains(rec.LineIDs, l.ID) {
+				continue // credit, or a line added by hand
 			}
 			base, sign := billedLine(l)
 			k := lineKey(base)

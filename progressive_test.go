@@ -95,6 +95,32 @@ func TestProgressiveBillingInterimAndFinalInvoices(t *testing.T) {
 	}
 }
 
+// TestProgressiveBillingLeavesLinesAddedByHand: lines added by hand to an
+// interim draft (one even titled like a deduction) are not usage the
+// engine billed: the final invoice neither deducts them nor bills them.
+func TestProgressiveBillingLeavesLinesAddedByHand(t *testing.T) {
+	t.Parallel()
+	f, sc := progressiveFixture(t, "10.00")
+	f.events(f.customer, "api_call", ts("2024-01-10T00:00:00Z"), 40) // 12.00 gross
+	if r := f.run("2024-01-11T00:00:00Z"); r.InvoicesCreated != 1 {
+		t.Fatalf("at the threshold: %+v", r)
+	}
+	invs, _ := f.invoices(sc.ID)
+	for _, title := range []string{"Setup", "Previously invoiced: API calls"} {
+		if _, err := f.svc.CreateInvoiceLineItem(f.ctx, f.account, invs[0].ID, invLine(title, "1", "5", "0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := f.run("2024-02-01T02:00:00Z"); r.InvoicesCreated != 1 {
+		t.Fatalf("final: %+v", r)
+	}
+	invs, lines := f.invoices(sc.ID)
+	want := "API calls 40×0.25=10.00+2.00; Previously invoiced: API calls -40×0.25=-10.00+-2.00; = 0.00/0.00/0.00"
+	if got := invoiceText(invs[1], lines[1]); got != want {
+		t.Errorf("final:\n got %s\nwant %s", got, want)
+	}
+}
+
 // TestProgressiveBillingThresholdValidation: thresholdAmount must be
 // positive, with the currency's digits at most.
 func TestProgressiveBillingThresholdValidation(t *testing.T) {
