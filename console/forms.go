@@ -51,23 +51,19 @@ func (rq *request) formValue(name string) string { return rq.value(name, "") }
 // decimalField parses a decimal form field; a wrong one is a
 // validation_failed error naming the field.
 func decimalField(rq *request, name, label string, required bool) (*billing.Decimal, error) {
-	s := rq.formValue(name)
-	if s == "" {
-		if required {
-			return nil, billing.FieldError(name, "%s is required", label)
-		}
-		return nil, nil
-	}
-	d, err := billing.ParseDecimal(s)
-	if err != nil {
-		return nil, billing.FieldError(name, "%s must be a decimal number such as 120.50", label)
-	}
-	return &d, nil
+	return parsedField(rq, name, label, required, billing.ParseDecimal, "a decimal number such as 120.50")
 }
 
 // dateField parses a date form field (YYYY-MM-DD); a wrong one is a
 // validation_failed error naming the field.
 func dateField(rq *request, name, label string, required bool) (*billing.Date, error) {
+	return parsedField(rq, name, label, required, billing.ParseDate, "a date such as 2026-11-24")
+}
+
+// parsedField parses form field name with parse: nil when it is empty and
+// not required; a missing required value, or one parse refuses, is a
+// validation_failed error naming the field ("<label> must be <want>").
+func parsedField[T any](rq *request, name, label string, required bool, parse func(string) (T, error), want string) (*T, error) {
 	s := rq.formValue(name)
 	if s == "" {
 		if required {
@@ -75,11 +71,11 @@ func dateField(rq *request, name, label string, required bool) (*billing.Date, e
 		}
 		return nil, nil
 	}
-	d, err := billing.ParseDate(s)
+	v, err := parse(s)
 	if err != nil {
-		return nil, billing.FieldError(name, "%s must be a date such as 2026-11-24", label)
+		return nil, billing.FieldError(name, "%s must be %s", label, want)
 	}
-	return &d, nil
+	return &v, nil
 }
 
 // fieldErrors renames the fields of err's errors with prefix (the form's
