@@ -31,9 +31,7 @@ func (s *Service) CreateProduct(ctx context.Context, account string, p CreatePro
 		return nil, err
 	}
 	pr := &Product{ID: s.newID(), ServiceAccountID: account, Name: p.Name, CreatedAt: s.clock()}
-	return mutate(ctx, s, account, func(tx Tx) (*Product, error) {
-		return pr, putRecord(ctx, tx, tableProducts, key(account, pr.ID), pr)
-	})
+	return createOwned(ctx, s, tableProducts, account, pr.ID, pr)
 }
 
 // GetProduct returns a product. Returns not_found if the account has no such
@@ -94,9 +92,7 @@ func (s *Service) CreateTaxRate(ctx context.Context, account string, p CreateTax
 		return nil, err
 	}
 	r := &TaxRate{ID: s.newID(), ServiceAccountID: account, Name: p.Name, Amount: *p.Amount, CreatedAt: s.clock()}
-	return mutate(ctx, s, account, func(tx Tx) (*TaxRate, error) {
-		return r, putRecord(ctx, tx, tableTaxRates, key(account, r.ID), r)
-	})
+	return createOwned(ctx, s, tableTaxRates, account, r.ID, r)
 }
 
 // GetTaxRate returns a tax rate. Returns not_found if the account has no

@@ -609,6 +609,13 @@ func getOne[T any](ctx context.Context, s *Service, t Table, account, id, kind s
 	return read(ctx, s, func(tx Tx) (*T, error) { return getOwned[T](ctx, tx, t, account, id, kind) })
 }
 
+// createOwned stores v, a new record of account with id, in t in a write
+// of its own and answers it: the create of a record that needs no other
+// record, as products and tax rates are.
+func createOwned[T any](ctx context.Context, s *Service, t Table, account, id string, v *T) (*T, error) {
+	return mutate(ctx, s, account, func(tx Tx) (*T, error) { return v, putRecord(ctx, tx, t, key(account, id), v) })
+}
+
 // updateOwned is the read-change-write of one record in one Update: it reads
 // the record id of account from t (not_found names kind), lets change edit
 // it or refuse (change may also write other records in tx), and stores it
