@@ -43,73 +43,69 @@ func (e *env) billingRun() []map[string]any {
 // left, so pieces would repeat the set-up.
 func TestCreditDrawdownOverHTTP(t *testing.T) {
 	t.Parallel()
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, nil, st.opts...)
-			e.clock.Set(time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC))
-			cust := e.customer("Globex")
-			product := e.create("/products", `{"name":"Platform"}`)
-			price := e.create("/prices", `{"productId":"`+product+`","name":"Plan","currency":"USD","billingFrequency":"MONTHLY",
-				"billingType":"IN_ADVANCE","structure":{"pricingType":"FIXED","price":"60.00"}}`)
-			e.create("/billing-schedules", `{"customerId":"`+cust+`","startDate":"2024-07-01","autoIssueInvoices":true,"isDraft":false,
-				"phases":[{"startDate":"2024-07-01","priceIds":["`+price+`"]}]}`)
-			r := e.post("/credits", `{"customerId":"`+cust+`","name":"Prepaid","creditUnitType":"CURRENCY","currency":"USD","amount":"100.00"}`)
-			grant := object(t, r, http.StatusCreated, []string{"id", "customerId", "name", "type", "currency", "originalAmount",
-				"currentBalance", "effectiveDate", "status", "createdAt", "updatedAt"})
-			if grant["type"] != "CASH" || grant["currentBalance"] != "100.00" || grant["status"] != "ACTIVE" || grant["effectiveDate"] != "2024-07-01" {
-				t.Fatalf("grant %v", grant)
-			}
-			gid := grant["id"].(string)
+	onEveryStore(t, func(t *testing.T, e *env) {
+		e.clock.Set(time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC))
+		cust := e.customer("Globex")
+		product := e.create("/products", `{"name":"Platform"}`)
+		price := e.create("/prices", `{"productId":"`+product+`","name":"Plan","currency":"USD","billingFrequency":"MONTHLY",
+			"billingType":"IN_ADVANCE","structure":{"pricingType":"FIXED","price":"60.00"}}`)
+		e.create("/billing-schedules", `{"customerId":"`+cust+`","startDate":"2024-07-01","autoIssueInvoices":true,"isDraft":false,
+			"phases":[{"startDate":"2024-07-01","priceIds":["`+price+`"]}]}`)
+		r := e.post("/credits", `{"customerId":"`+cust+`","name":"Prepaid","creditUnitType":"CURRENCY","currency":"USD","amount":"100.00"}`)
+		grant := object(t, r, http.StatusCreated, []string{"id", "customerId", "name", "type", "currency", "originalAmount",
+			"currentBalance", "effectiveDate", "status", "createdAt", "updatedAt"})
+		if grant["type"] != "CASH" || grant["currentBalance"] != "100.00" || grant["status"] != "ACTIVE" || grant["effectiveDate"] != "2024-07-01" {
+			t.Fatalf("grant %v", grant)
+		}
+		gid := grant["id"].(string)
 
-			invs := e.billingRun()
-			if len(invs) != 1 {
-				t.Fatalf("first run: %d invoices", len(invs))
-			}
-			inv := invs[0]
-			lines := inv["lines"].([]map[string]any)
-			if inv["status"] != "SENT" || inv["grossTotal"] != "0.00" || inv["amountDue"] != "0.00" || inv["paymentStatus"] != "PAID" ||
-				inv["creditBalances"] != "Remaining credit: 40.00 USD" || len(lines) != 2 {
-				t.Fatalf("first invoice %v", inv)
-			}
-			if l := lines[1]; l["revenueClassification"] != "BURNDOWN" || l["creditGrantId"] != gid || l["grossTotal"] != "-60.00" ||
-				l["title"] != "Credit applied: Prepaid" || lines[0]["grossTotal"] != "60.00" {
-				t.Errorf("lines %v", lines)
-			}
-			if got := e.balanceOf(cust, "USD"); got != "40.00" {
-				t.Errorf("balance after the first invoice: %s", got)
-			}
+		invs := e.billingRun()
+		if len(invs) != 1 {
+			t.Fatalf("first run: %d invoices", len(invs))
+		}
+		inv := invs[0]
+		lines := inv["lines"].([]map[string]any)
+		if inv["status"] != "SENT" || inv["grossTotal"] != "0.00" || inv["amountDue"] != "0.00" || inv["paymentStatus"] != "PAID" ||
+			inv["creditBalances"] != "Remaining credit: 40.00 USD" || len(lines) != 2 {
+			t.Fatalf("first invoice %v", inv)
+		}
+		if l := lines[1]; l["revenueClassification"] != "BURNDOWN" || l["creditGrantId"] != gid || l["grossTotal"] != "-60.00" ||
+			l["title"] != "Credit applied: Prepaid" || lines[0]["grossTotal"] != "60.00" {
+			t.Errorf("lines %v", lines)
+		}
+		if got := e.balanceOf(cust, "USD"); got != "40.00" {
+			t.Errorf("balance after the first invoice: %s", got)
+		}
 
-			e.clock.Set(time.Date(2024, 8, 1, 12, 0, 0, 0, time.UTC))
-			invs = e.billingRun()
-			if len(invs) != 1 {
-				t.Fatalf("second run: %d invoices", len(invs))
-			}
-			if inv := invs[0]; inv["grossTotal"] != "20.00" || inv["amountDue"] != "20.00" || inv["creditBalances"] != "Remaining credit: 0.00 USD" {
-				t.Errorf("second invoice %v", inv)
-			}
-			if got := e.balanceOf(cust, "USD"); got != "0.00" {
-				t.Errorf("balance after the second invoice: %s", got)
-			}
-			g := decode[map[string]any](t, e.get("/credits/"+gid))
-			if g["status"] != "DEPLETED" || g["currentBalance"] != "0.00" {
-				t.Errorf("grant %v", g)
-			}
-			txs := decode[page](t, e.get("/credits/"+gid+"/transactions")).Items
-			var types []string
-			for _, tx := range txs {
-				types = append(types, fmt.Sprint(tx["type"], " ", tx["amount"]))
-			}
-			if fmt.Sprint(types) != "[GRANT 100.00 CONSUMPTION -60.00 CONSUMPTION -40.00]" {
-				t.Errorf("transactions %v", types)
-			}
-			wantBalancedJournal(t, e, gid, 4)
-			grants := decode[page](t, e.get("/credits/"+cust+"/grants"))
-			if len(grants.Items) != 1 || grants.Items[0]["id"] != gid {
-				t.Errorf("customer grants %v", grants.Items)
-			}
-		})
-	}
+		e.clock.Set(time.Date(2024, 8, 1, 12, 0, 0, 0, time.UTC))
+		invs = e.billingRun()
+		if len(invs) != 1 {
+			t.Fatalf("second run: %d invoices", len(invs))
+		}
+		if inv := invs[0]; inv["grossTotal"] != "20.00" || inv["amountDue"] != "20.00" || inv["creditBalances"] != "Remaining credit: 0.00 USD" {
+			t.Errorf("second invoice %v", inv)
+		}
+		if got := e.balanceOf(cust, "USD"); got != "0.00" {
+			t.Errorf("balance after the second invoice: %s", got)
+		}
+		g := decode[map[string]any](t, e.get("/credits/"+gid))
+		if g["status"] != "DEPLETED" || g["currentBalance"] != "0.00" {
+			t.Errorf("grant %v", g)
+		}
+		txs := decode[page](t, e.get("/credits/"+gid+"/transactions")).Items
+		var types []string
+		for _, tx := range txs {
+			types = append(types, fmt.Sprint(tx["type"], " ", tx["amount"]))
+		}
+		if fmt.Sprint(types) != "[GRANT 100.00 CONSUMPTION -60.00 CONSUMPTION -40.00]" {
+			t.Errorf("transactions %v", types)
+		}
+		wantBalancedJournal(t, e, gid, 4)
+		grants := decode[page](t, e.get("/credits/"+cust+"/grants"))
+		if len(grants.Items) != 1 || grants.Items[0]["id"] != gid {
+			t.Errorf("customer grants %v", grants.Items)
+		}
+	})
 }
 
 // TestCreditNoteGrantOverHTTP: a credit note with generateCashCreditGrant
