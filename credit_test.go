@@ -893,12 +893,7 @@ func TestUsageCreditDrawdown(t *testing.T) {
 		}
 		f.events(f.customer, "call", ts("2024-01-10T00:00:00Z"), 150)
 		f.schedule(f.customer, "2024-01-01", func(p *billing.BillingScheduleParams) { p.AutoIssueInvoices = &yes }, phase("2024-01-01", pr))
-		run, err := f.svc.RunBilling(f.ctx, f.clock.Now())
-		f.must(err)
-		if len(run.InvoiceIDs) != 1 {
-			t.Fatalf("run %+v", run)
-		}
-		inv, err := f.svc.GetInvoice(f.ctx, f.account, run.InvoiceIDs[0])
+		inv, err := f.svc.GetInvoice(f.ctx, f.account, f.runOnce(t))
 		f.must(err)
 		if got := render(inv.ID); got != credited || inv.Status != billing.StatusSent || inv.NetTotal.String() != "40.00" {
 			t.Errorf("invoice %s %s: %s", inv.Status, inv.NetTotal, got)
@@ -927,12 +922,7 @@ func TestUsageCreditDrawdown(t *testing.T) {
 		grant(other, "Units", "90", nil)
 		f.events(other, "call", ts("2024-01-10T00:00:00Z"), 150)
 		f.schedule(other, "2024-01-01", nil, phase("2024-01-01", pr))
-		run, err := f.svc.RunBilling(f.ctx, f.clock.Now())
-		f.must(err)
-		if len(run.InvoiceIDs) != 1 {
-			t.Fatalf("run %+v", run)
-		}
-		id := run.InvoiceIDs[0]
+		id := f.runOnce(t)
 		if got := render(id); got == credited {
 			t.Errorf("the draft already has credit applied: %s", got)
 		}

@@ -25,10 +25,7 @@ func (f *sched) upcoming(id, asOf string) *billing.UpcomingInvoice {
 func TestSeatEventsWithTheSameTimestampCountTheLatest(t *testing.T) {
 	t.Parallel()
 	f := newSched(t)
-	sm, err := f.svc.CreateSeatMetric(f.ctx, f.account, billing.CreateSeatMetricParams{SeatType: "editor", Label: "Editors"})
-	f.must(err)
-	pr := f.price("Seats", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-		billing.PriceStructure{PricingType: billing.PricingSeatBased, SeatMetricID: sm.ID, PricePerSeat: dp("10.00")})
+	pr := f.seatPrice("Seats", f.seatMetric("editor"), billing.BillingTypeInArrears)
 	f.seats(f.customer, "editor", "2023-08-10T00:00:00Z", 5)
 	f.seats(f.customer, "editor", "2023-08-10T00:00:00Z", 1)
 	asOf := ts("2023-08-11T00:00:00Z")

@@ -87,10 +87,7 @@ func TestMinimumCountsOnlyItsPrices(t *testing.T) {
 func TestSeatsInArrearsBillThePeriod(t *testing.T) {
 	t.Parallel()
 	f := newSched(t)
-	sm, err := f.svc.CreateSeatMetric(f.ctx, f.account, billing.CreateSeatMetricParams{SeatType: "editor", Label: "Editors"})
-	f.must(err)
-	pr := f.price("Seats", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
-		billing.PriceStructure{PricingType: billing.PricingSeatBased, SeatMetricID: sm.ID, PricePerSeat: dp("10.00")})
+	pr := f.seatPrice("Seats", f.seatMetric("editor"), billing.BillingTypeInArrears)
 	f.seats(f.customer, "editor", "2023-12-20T00:00:00Z", 3)
 	f.seats(f.customer, "editor", "2024-02-01T00:00:00Z", 100) // February's
 	sc := f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", pr))
@@ -168,12 +165,7 @@ func TestUsageGrantSharedByTwoPrices(t *testing.T) {
 	f.must(err)
 	f.events(f.customer, "call", ts("2024-01-10T00:00:00Z"), 20) // each price counts 20 calls: 40 units for a 30-unit grant
 	f.schedule(f.customer, "2024-01-01", nil, phase("2024-01-01", a, b))
-	run, err := f.svc.RunBilling(f.ctx, f.clock.Now())
-	f.must(err)
-	if len(run.InvoiceIDs) != 1 {
-		t.Fatalf("run %+v", run)
-	}
-	inv, err := f.svc.FinalizeInvoice(f.ctx, f.account, run.InvoiceIDs[0])
+	inv, err := f.svc.FinalizeInvoice(f.ctx, f.account, f.runOnce(t))
 	f.must(err)
 	lines, err := f.svc.ListInvoiceLineItems(f.ctx, f.account, inv.ID, billing.LineItemFilter{}, billing.ListParams{Limit: 100})
 	f.must(err)

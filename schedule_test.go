@@ -78,6 +78,33 @@ func (f *sched) price(name string, cur billing.Currency, freq billing.BillingFre
 	return p.ID
 }
 
+// seatMetric creates a seat metric for seat type typ and returns its id.
+func (f *sched) seatMetric(typ string) string {
+	f.tb.Helper()
+	sm, err := f.svc.CreateSeatMetric(f.ctx, f.account, billing.CreateSeatMetricParams{SeatType: typ, Label: typ + "s"})
+	f.must(err)
+	return sm.ID
+}
+
+// seatPrice is a monthly USD price of 10.00 a seat of the seat metric sm,
+// billed as typ.
+func (f *sched) seatPrice(name, sm string, typ billing.BillingType) string {
+	f.tb.Helper()
+	return f.price(name, billing.CurrencyUSD, billing.FrequencyMonthly, typ,
+		billing.PriceStructure{PricingType: billing.PricingSeatBased, SeatMetricID: sm, PricePerSeat: dp("10.00")})
+}
+
+// runOnce runs billing at the clock's time and returns the one invoice the
+// run created or changed, failing tb when there is not exactly one.
+func (f *sched) runOnce(tb testing.TB) string {
+	tb.Helper()
+	run, err := f.svc.RunBilling(f.ctx, f.clock.Now())
+	if err != nil || len(run.InvoiceIDs) != 1 {
+		tb.Fatalf("run %+v: %v", run, err)
+	}
+	return run.InvoiceIDs[0]
+}
+
 func (f *sched) fixed(name, amount string, cur billing.Currency) string {
 	return f.price(name, cur, billing.FrequencyMonthly, billing.BillingTypeInAdvance,
 		billing.PriceStructure{PricingType: billing.PricingFixed, Price: dp(amount)})
@@ -223,13 +250,9 @@ func TestScheduleLines(t *testing.T) {
 				" Calls (tier 3 fee)|1|2.00|0|2.00|2024-01-01..2024-01-31;")
 	})
 	parallelOn(t, "SeatBasedWithMidPeriodChanges", newSched, func(t *testing.T, f *sched) {
-		sm, err := f.svc.CreateSeatMetric(f.ctx, f.account, billing.CreateSeatMetricParams{SeatType: "editor", Label: "Editors"})
-		f.must(err)
-		seat := func(typ billing.BillingType) string {
-			return f.price("Seats "+string(typ), billing.CurrencyUSD, billing.FrequencyMonthly, typ,
-				billing.PriceStructure{PricingType: billing.PricingSeatBased, SeatMetricID: sm.ID, PricePerSeat: dp("10.00")})
-		}
-		arrears, advance := seat(billing.BillingTypeInArrears), seat(billing.BillingTypeInAdvance)
+		sm := f.seatMetric("editor")
+		arrears := f.seatPrice("Seats IN_ARREARS", sm, billing.BillingTypeInArrears)
+		advance := f.seatPrice("Seats IN_ADVANCE", sm, billing.BillingTypeInAdvance)
 		f.seats(f.customer, "editor", "2023-12-20T00:00:00Z", 3)
 		f.seats(f.customer, "editor", "2024-01-15T00:00:00Z", 5)
 		f.seats(f.customer, "editor", "2024-01-20T00:00:00Z", 2)
