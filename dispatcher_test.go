@@ -27,6 +27,20 @@ func (e *notifyEnv) onlyDelivery() billing.Delivery {
 	return ds[0]
 }
 
+// pendingWebhook makes one webhook delivery pending: a WEBHOOK policy to a
+// receiver that answers with answer, then a customer created. It returns
+// the receiver.
+func (e *notifyEnv) pendingWebhook(answer func(attempt int, w http.ResponseWriter) int) *billingtest.WebhookReceiver {
+	e.t.Helper()
+	rc := billingtest.NewWebhookReceiver(e.t, answer)
+	e.policy(billing.ChannelWebhook, []string{rc.URL})
+	e.customer("Initech")
+	return rc
+}
+
+// failing answers every webhook attempt with a 500.
+func failing(int, http.ResponseWriter) int { return 500 }
+
 // TestRetrySchedule: a receiver that always fails gets 8 attempts, spaced
 // by the schedule plus at most 10% jitter, then the delivery is FAILED; a
 // manual retry re-sends it with the same webhook-id.
@@ -34,14 +48,12 @@ func TestRetrySchedule(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
 	var ok atomic.Bool
-	rc := billingtest.NewWebhookReceiver(t, func(int, http.ResponseWriter) int {
+	rc := e.pendingWebhook(func(int, http.ResponseWriter) int {
 		if ok.Load() {
 			return 200
 		}
 		return 500
 	})
-	e.policy(billing.ChannelWebhook, []string{rc.URL})
-	e.customer("Initech")
 	d := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks})
 	for i, wait := range billing.RetrySchedule {
 		if n := e.runOnce(d); n != 1 {
@@ -310,9 +322,7 @@ func TestSSRFRefusedAtConnect(t *testing.T) {
 func TestExpiredLeaseCannotRecord(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
-	rc := billingtest.NewWebhookReceiver(t, func(int, http.ResponseWriter) int { return 500 })
-	e.policy(billing.ChannelWebhook, []string{rc.URL})
-	e.customer("Initech")
+	e.pendingWebhook(failing)
 	other := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks})
 	took := 0
 	cfg := dispatch.Config{Webhooks: billingtest.AfterSending(e.webhooks, func() {
@@ -341,9 +351,7 @@ func TestExpiredLeaseCannotRecord(t *testing.T) {
 func TestManualRetryRestartsTheRetryCounter(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, true)
-	rc := billingtest.NewWebhookReceiver(t, func(int, http.ResponseWriter) int { return 500 })
-	e.policy(billing.ChannelWebhook, []string{rc.URL})
-	e.customer("Initech")
+	e.pendingWebhook(failing)
 	d := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks})
 	wantWait := func(step string, want time.Duration) {
 		t.Helper()
