@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/billingd/billing/internal/cursor"
@@ -633,6 +634,11 @@ func updateOwned[T any](ctx context.Context, s *Service, t Table, account, id, k
 		}
 		return v, putRecord(ctx, tx, t, key(account, id), v)
 	})
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // putRecord encodes v as JSON and stores it under k.
