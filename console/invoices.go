@@ -120,11 +120,7 @@ func (c *Console) invoice(rq *request) error {
 			return err
 		}
 	}
-	for _, name := range actionOrder {
-		if invoiceActions[name].allowed(inv) {
-			data.Actions = append(data.Actions, option{name, actionLabels[name]})
-		}
-	}
+	data.Actions = actionOptions(invoiceActions, actionOrder, inv)
 	return rq.render(http.StatusOK, "invoice", invoiceTitle(inv), data)
 }
 
@@ -173,24 +169,8 @@ func (rq *request) document(read func(ctx context.Context, account, id string) (
 	return err
 }
 
-// invoiceAction is an action on an invoice: its confirmation and what it
-// calls.
-type invoiceAction struct {
-	heading, question, button, done string
-	danger                          bool
-	allowed                         func(*billing.Invoice) bool
-	// run calls the Service with ctx (submit's: at most once per form).
-	run func(ctx context.Context, rq *request, inv *billing.Invoice) (any, error)
-}
-
 // actionOrder is the order of the invoice page's action buttons.
 var actionOrder = []string{"finalize", "send", "pay", "apply-credits", "retry-collection", "send-reminder", "void"}
-
-// actionLabels are the invoice page's buttons of the actions.
-var actionLabels = map[string]string{
-	"finalize": "Finalize…", "send": "Send…", "pay": "Record a payment…", "apply-credits": "Apply credits…",
-	"retry-collection": "Retry now…", "send-reminder": "Send a reminder…", "void": "Void…",
-}
 
 // collecting reports whether an issued invoice with money due is being
 // collected through the account's payment provider.
@@ -204,46 +184,46 @@ func finalized(inv *billing.Invoice) bool {
 }
 
 // invoiceActions are the actions of the invoice page, by URL name.
-var invoiceActions = map[string]invoiceAction{
+var invoiceActions = map[string]pageAction[*billing.Invoice]{
 	"finalize": {
-		heading: "Finalize invoice", question: "Finalizing gives the invoice its number and freezes it: it can no longer be edited.",
+		label: "Finalize…", heading: "Finalize invoice", question: "Finalizing gives the invoice its number and freezes it: it can no longer be edited.",
 		button: "Finalize", done: "finalized",
 		allowed: func(inv *billing.Invoice) bool { return editable(inv.Status) },
 		run:     statusChange(billing.InvoiceService.FinalizeInvoice),
 	},
 	"send": {
-		heading: "Send invoice", question: "The invoice is e-mailed to the customer's billing contacts, with its PDF.",
+		label: "Send…", heading: "Send invoice", question: "The invoice is e-mailed to the customer's billing contacts, with its PDF.",
 		button: "Send", done: "sent", allowed: finalized,
 		run: statusChange(billing.InvoiceService.SendInvoice),
 	},
 	"void": {
-		heading: "Void invoice", question: "Voiding cancels the invoice for good. This cannot be undone.",
+		label: "Void…", heading: "Void invoice", question: "Voiding cancels the invoice for good. This cannot be undone.",
 		button: "Void invoice", done: "voided", danger: true,
 		allowed: func(inv *billing.Invoice) bool { return inv.Status != billing.StatusVoided },
 		run:     statusChange(billing.InvoiceService.VoidInvoice),
 	},
 	"pay": {
-		heading: "Record a payment", question: "Record a payment received for this invoice.",
+		label: "Record a payment…", heading: "Record a payment", question: "Record a payment received for this invoice.",
 		button: "Record payment", done: "paid",
 		allowed: func(inv *billing.Invoice) bool { return finalized(inv) && inv.AmountDue.Sign() > 0 },
 		run:     recordPayment,
 	},
 	"retry-collection": {
-		heading: "Retry the collection now", question: "The collection's next step (a charge of the saved payment method, a payment link or a reminder) is made due now instead of when it is planned: the next collection run (every minute in billingd serve) takes it.",
+		label: "Retry now…", heading: "Retry the collection now", question: "The collection's next step (a charge of the saved payment method, a payment link or a reminder) is made due now instead of when it is planned: the next collection run (every minute in billingd serve) takes it.",
 		button: "Retry now", done: "collection-retried", allowed: collecting,
 		run: func(ctx context.Context, rq *request, inv *billing.Invoice) (any, error) {
 			return rq.c.svc.RetryCollectionNow(ctx, rq.account, inv.ID)
 		},
 	},
 	"send-reminder": {
-		heading: "Send a payment reminder", question: "The customer's billing contacts are e-mailed a reminder of the amount due, with the payment link when there is one.",
+		label: "Send a reminder…", heading: "Send a payment reminder", question: "The customer's billing contacts are e-mailed a reminder of the amount due, with the payment link when there is one.",
 		button: "Send reminder", done: "reminder-sent", allowed: collecting,
 		run: func(ctx context.Context, rq *request, inv *billing.Invoice) (any, error) {
 			return rq.c.svc.SendPaymentReminder(ctx, rq.account, inv.ID)
 		},
 	},
 	"apply-credits": {
-		heading: "Apply credits", question: "The customer's cash credit in the invoice's currency, usable today, is applied: to a draft all of it (free credit as lines before tax), to an issued invoice the paid credit and credit note credit only, as money on account.",
+		label: "Apply credits…", heading: "Apply credits", question: "The customer's cash credit in the invoice's currency, usable today, is applied: to a draft all of it (free credit as lines before tax), to an issued invoice the paid credit and credit note credit only, as money on account.",
 		button: "Apply credits", done: "credits-applied",
 		allowed: func(inv *billing.Invoice) bool { return inv.Status != billing.StatusVoided && inv.AmountDue.Sign() > 0 },
 		run: func(ctx context.Context, rq *request, inv *billing.Invoice) (any, error) {
@@ -274,31 +254,23 @@ func recordPayment(ctx context.Context, rq *request, inv *billing.Invoice) (any,
 
 // invoiceAction shows an action's confirmation (GET) or does it (POST).
 func (c *Console) invoiceAction(rq *request) error {
-	name := rq.r.PathValue("action")
-	a, ok := invoiceActions[name]
-	if !ok {
-		return notFound
-	}
-	inv, err := c.svc.GetInvoice(rq.ctx, rq.account, rq.r.PathValue("id"))
+	a, inv, err := requestedAction(rq, invoiceActions, c.svc.GetInvoice)
 	if err != nil {
 		return err
 	}
-	page := Prefix + "invoices/" + inv.ID
-	cf := confirmation{Heading: a.heading + " · " + invoiceTitle(inv), Question: a.question, Action: page + "/" + name,
-		Button: a.button, Danger: a.danger, Back: page}
-	switch name {
-	case "pay":
-		today, err := rq.today()
-		if err != nil {
-			return err
+	return a.confirm(rq, inv, Prefix+"invoices/"+inv.ID, invoiceTitle(inv), func(cf *confirmation) error {
+		var err error
+		switch rq.r.PathValue("action") {
+		case "pay":
+			var today billing.Date
+			if today, err = rq.today(); err == nil {
+				cf.Fields = paymentFields(rq, inv, today)
+			}
+		case "apply-credits":
+			cf.Question, err = rq.creditsQuestion(inv, a.question)
 		}
-		cf.Fields = paymentFields(rq, inv, today)
-	case "apply-credits":
-		if cf.Question, err = rq.creditsQuestion(inv, a.question); err != nil {
-			return err
-		}
-	}
-	return rq.submit(cf, a.done, func(ctx context.Context) (any, error) { return a.run(ctx, rq, inv) })
+		return err
+	})
 }
 
 // today is the account's date now: the day in its time zone.

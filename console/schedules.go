@@ -62,62 +62,53 @@ type schedulePage struct {
 	Actions    []option // the actions its status allows: URL name and button
 }
 
-// scheduleAction is an action of the schedule page: one Service call,
-// confirmed first.
-type scheduleAction struct {
-	label, heading, question, button, done string
-	danger                                 bool
-	allowed                                []billing.ScheduleStatus
-	run                                    func(ctx context.Context, rq *request, id string) (any, error)
+// scheduleIn is the allowed of an action of a schedule that is not
+// archived and has one of the statuses sts.
+func scheduleIn(sts ...billing.ScheduleStatus) func(*billing.BillingSchedule) bool {
+	return func(sc *billing.BillingSchedule) bool { return slices.Contains(sts, sc.Status) && sc.ArchivedAt == nil }
 }
 
 // scheduleActionOrder is the order of the schedule page's buttons.
 var scheduleActionOrder = []string{"activate", "suspend", "cancel"}
 
 // scheduleActions are the schedule page's actions, by URL name.
-var scheduleActions = map[string]scheduleAction{
+var scheduleActions = map[string]pageAction[*billing.BillingSchedule]{
 	"activate": {label: "Activate…", heading: "Activate schedule", button: "Activate", done: "schedule-activated",
 		question: "The billing engine bills the schedule from its start date (a suspended one from today).",
-		allowed:  []billing.ScheduleStatus{billing.ScheduleStatusDraft, billing.ScheduleStatusSuspended},
-		run: func(ctx context.Context, rq *request, id string) (any, error) {
-			return rq.c.svc.ActivateBillingSchedule(ctx, rq.account, id)
+		allowed:  scheduleIn(billing.ScheduleStatusDraft, billing.ScheduleStatusSuspended),
+		run: func(ctx context.Context, rq *request, sc *billing.BillingSchedule) (any, error) {
+			return rq.c.svc.ActivateBillingSchedule(ctx, rq.account, sc.ID)
 		}},
 	"suspend": {label: "Suspend…", heading: "Suspend schedule", button: "Suspend", done: "schedule-suspended",
 		question: "The billing engine stops billing the schedule until it is activated again.",
-		allowed:  []billing.ScheduleStatus{billing.ScheduleStatusActive, billing.ScheduleStatusPending},
-		run: func(ctx context.Context, rq *request, id string) (any, error) {
-			return rq.c.svc.SuspendBillingSchedule(ctx, rq.account, id)
+		allowed:  scheduleIn(billing.ScheduleStatusActive, billing.ScheduleStatusPending),
+		run: func(ctx context.Context, rq *request, sc *billing.BillingSchedule) (any, error) {
+			return rq.c.svc.SuspendBillingSchedule(ctx, rq.account, sc.ID)
 		}},
 	"cancel": {label: "Cancel…", heading: "Cancel schedule", button: "Cancel schedule", done: "schedule-cancelled", danger: true,
 		question: "The schedule ends on the day below (today when empty); nothing after it is billed. This cannot be undone.",
-		allowed:  []billing.ScheduleStatus{billing.ScheduleStatusActive, billing.ScheduleStatusPending, billing.ScheduleStatusSuspended},
-		run: func(ctx context.Context, rq *request, id string) (any, error) {
+		allowed:  scheduleIn(billing.ScheduleStatusActive, billing.ScheduleStatusPending, billing.ScheduleStatusSuspended),
+		run: func(ctx context.Context, rq *request, sc *billing.BillingSchedule) (any, error) {
 			at, err := dateField(rq, "at", "The last day", false)
 			if err != nil {
 				return nil, err
 			}
-			return rq.c.svc.CancelBillingSchedule(ctx, rq.account, id, billing.CancelBillingScheduleParams{At: at})
+			return rq.c.svc.CancelBillingSchedule(ctx, rq.account, sc.ID, billing.CancelBillingScheduleParams{At: at})
 		}},
 }
 
 // scheduleAction shows an action's confirmation (GET) or does it (POST).
 func (c *Console) scheduleAction(rq *request) error {
-	name := rq.r.PathValue("action")
-	a, ok := scheduleActions[name]
-	if !ok {
-		return notFound
-	}
-	sc, err := c.svc.GetBillingSchedule(rq.ctx, rq.account, rq.r.PathValue("id"))
+	a, sc, err := requestedAction(rq, scheduleActions, c.svc.GetBillingSchedule)
 	if err != nil {
 		return err
 	}
-	page := Prefix + "schedules/" + sc.ID
-	cf := confirmation{Heading: a.heading + " · " + scheduleName(sc), Question: a.question, Action: page + "/" + name,
-		Button: a.button, Danger: a.danger, Back: page}
-	if name == "cancel" {
-		cf.Fields = []field{{Name: "at", Label: "Last day billed", Type: "date", Value: rq.value("at", "")}}
-	}
-	return rq.submit(cf, a.done, func(ctx context.Context) (any, error) { return a.run(ctx, rq, sc.ID) })
+	return a.confirm(rq, sc, Prefix+"schedules/"+sc.ID, scheduleName(sc), func(cf *confirmation) error {
+		if rq.r.PathValue("action") == "cancel" {
+			cf.Fields = []field{{Name: "at", Label: "Last day billed", Type: "date", Value: rq.value("at", "")}}
+		}
+		return nil
+	})
 }
 
 // phaseView is a phase with its number (from 1) and its prices.
@@ -135,11 +126,7 @@ func (c *Console) schedule(rq *request) error {
 		return err
 	}
 	data := schedulePage{Schedule: sc}
-	for _, name := range scheduleActionOrder {
-		if slices.Contains(scheduleActions[name].allowed, sc.Status) && sc.ArchivedAt == nil {
-			data.Actions = append(data.Actions, option{name, scheduleActions[name].label})
-		}
-	}
+	data.Actions = actionOptions(scheduleActions, scheduleActionOrder, sc)
 	if sc.Status == billing.ScheduleStatusDraft && sc.ArchivedAt == nil {
 		data.Actions = append([]option{{"phases", "Edit phases…"}}, data.Actions...)
 	}
