@@ -18,6 +18,14 @@ import (
 
 const testSecret = "sk_test_adapter0000SECRET"
 
+// openRecorded opens the adapter on a fresh stripe-mock behind a recorder
+// of the requests it sends.
+func openRecorded(t *testing.T) (billing.PaymentGateway, *stripemock.Recorder) {
+	t.Helper()
+	rec := stripemock.NewRecorder(t, stripemock.Start(t))
+	return open(t, rec.URL), rec
+}
+
 func open(t *testing.T, url string) billing.PaymentGateway {
 	t.Helper()
 	g, err := bstripe.New(bstripe.Options{APIURL: url}).Open(billing.ProviderCredentials{SecretKey: testSecret, WebhookSecret: "whsec_test"})
@@ -33,8 +41,7 @@ func open(t *testing.T, url string) billing.PaymentGateway {
 // currency, the idempotency key, metadata.invoice_id, off-session confirm.
 func TestChargeMinorUnits(t *testing.T) {
 	t.Parallel()
-	rec := stripemock.NewRecorder(t, stripemock.Start(t))
-	g := open(t, rec.URL)
+	g, rec := openRecorded(t)
 	for _, c := range []struct {
 		amount string
 		cur    billing.Currency
@@ -68,8 +75,7 @@ func TestChargeMinorUnits(t *testing.T) {
 // before any request, with a conflict naming currency.
 func TestChargeRefusesInexact(t *testing.T) {
 	t.Parallel()
-	rec := stripemock.NewRecorder(t, stripemock.Start(t))
-	g := open(t, rec.URL)
+	g, rec := openRecorded(t)
 	for _, c := range []struct {
 		amount string
 		cur    billing.Currency
@@ -117,8 +123,7 @@ func TestMinorUnitsRoundTrip(t *testing.T) {
 // stripe-mock: customers, the hosted pages, a refund.
 func TestCustomerPagesRefund(t *testing.T) {
 	t.Parallel()
-	rec := stripemock.NewRecorder(t, stripemock.Start(t))
-	g := open(t, rec.URL)
+	g, rec := openRecorded(t)
 	ctx := context.Background()
 	id, err := g.CreateCustomer(ctx, billing.ProviderCustomerParams{CustomerID: "c1", Name: "Acme", Email: "a@example.com", IdempotencyKey: "customer/c1"})
 	if err != nil || id == "" {
@@ -209,8 +214,7 @@ func TestErrorsNameNoSecret(t *testing.T) {
 // invoice_settings.default_payment_method set.
 func TestPaymentMethodSetupWire(t *testing.T) {
 	t.Parallel()
-	rec := stripemock.NewRecorder(t, stripemock.Start(t))
-	g := open(t, rec.URL)
+	g, rec := openRecorded(t)
 	ctx := context.Background()
 	page, err := g.SetupPage(ctx, billing.SetupPageRequest{CustomerID: "c1", CustomerRef: "cus_1", Currency: "EUR", SuccessURL: "https://shop.example/saved"})
 	if err != nil || page.URL == "" || page.Reference == "" {
@@ -239,8 +243,7 @@ func TestPaymentMethodSetupWire(t *testing.T) {
 // expires it while it is open.
 func TestClosePageWire(t *testing.T) {
 	t.Parallel()
-	rec := stripemock.NewRecorder(t, stripemock.Start(t))
-	g := open(t, rec.URL)
+	g, rec := openRecorded(t)
 	if err := g.ClosePage(context.Background(), "cs_123"); err != nil {
 		t.Fatal(err)
 	}
