@@ -333,7 +333,7 @@ func (s *Service) claimAliases(ctx context.Context, tx Tx, c *Customer, old []st
 // GetCustomer returns a customer. Returns not_found if the account has no
 // such customer.
 func (s *Service) GetCustomer(ctx context.Context, account, id string) (*Customer, error) {
-	return read(ctx, s, func(tx Tx) (*Customer, error) { return s.getCustomer(ctx, tx, account, id) })
+	return getOne[Customer](ctx, s, tableCustomers, account, id, "customer")
 }
 
 func (s *Service) getCustomer(ctx context.Context, tx Tx, account, id string) (*Customer, error) {

@@ -98,7 +98,7 @@ func (s *Service) CreateSeatMetric(ctx context.Context, account string, p Create
 // GetSeatMetric returns a seat metric. Returns not_found if the account has
 // no such seat metric.
 func (s *Service) GetSeatMetric(ctx context.Context, account, id string) (*SeatMetric, error) {
-	return read(ctx, s, func(tx Tx) (*SeatMetric, error) { return s.getSeatMetric(ctx, tx, account, id) })
+	return getOne[SeatMetric](ctx, s, tableSeatMetrics, account, id, "seat metric")
 }
 
 func (s *Service) getSeatMetric(ctx context.Context, tx Tx, account, id string) (*SeatMetric, error) {
