@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -269,6 +270,11 @@ func lookupErr(err error, kind string) error {
 		return notFound(kind)
 	}
 	return err
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // KeyValue is a key and a value, for metadata, custom fields and external

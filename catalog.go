@@ -58,6 +58,13 @@ func listByCreation[T any](ctx context.Context, s *Service, name string, table T
 	return read(ctx, s, func(tx Tx) (Page[T], error) { return list(ctx, s, tx, q, p) })
 }
 
+// createOwned stores v, a new record of account with id, in t in a write
+// of its own and answers it: the create of a record that needs no other
+// record, as products and tax rates are.
+func createOwned[T any](ctx context.Context, s *Service, t Table, account, id string, v *T) (*T, error) {
+	return mutate(ctx, s, account, func(tx Tx) (*T, error) { return v, putRecord(ctx, tx, t, key(account, id), v) })
+}
+
 // TaxRate is a named tax rate; Amount is a fraction between 0 and 1
 // ("0.2" is 20%). Billing schedules map prices to tax rates.
 type TaxRate struct {

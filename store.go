@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/billingd/billing/internal/cursor"
@@ -610,13 +609,6 @@ func getOne[T any](ctx context.Context, s *Service, t Table, account, id, kind s
 	return read(ctx, s, func(tx Tx) (*T, error) { return getOwned[T](ctx, tx, t, account, id, kind) })
 }
 
-// createOwned stores v, a new record of account with id, in t in a write
-// of its own and answers it: the create of a record that needs no other
-// record, as products and tax rates are.
-func createOwned[T any](ctx context.Context, s *Service, t Table, account, id string, v *T) (*T, error) {
-	return mutate(ctx, s, account, func(tx Tx) (*T, error) { return v, putRecord(ctx, tx, t, key(account, id), v) })
-}
-
 // updateOwned is the read-change-write of one record in one Update: it reads
 // the record id of account from t (not_found names kind), lets change edit
 // it or refuse (change may also write other records in tx), and stores it
@@ -634,11 +626,6 @@ func updateOwned[T any](ctx context.Context, s *Service, t Table, account, id, k
 		}
 		return v, putRecord(ctx, tx, t, key(account, id), v)
 	})
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }
 
 // putRecord encodes v as JSON and stores it under k.
