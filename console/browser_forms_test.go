@@ -24,8 +24,7 @@ import (
 func TestFormErrorsInABrowser(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	issued := f.newInvoice(f.account, f.customer.ID, "2", "50.00")
-	must(f.svc.FinalizeInvoice(ctx, f.account, issued.ID))
+	issued := f.finalInvoice("2", "50.00")
 	product := must(f.svc.CreateProduct(ctx, f.account, billing.CreateProductParams{Name: "Platform"}))
 	price := must(f.svc.CreatePrice(ctx, f.account, billing.CreatePriceParams{ProductID: product.ID, Name: "Pro", Currency: billing.CurrencyGBP,
 		Structure:        billing.PriceStructure{PricingType: billing.PricingFixed, Price: new(billing.MustDecimal("49.00"))},
@@ -126,10 +125,8 @@ func (b *tab) formVerdict(field string) (msg string, unlabelled int, wide bool) 
 func TestConfirmationRefusalsInABrowser(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	issued := f.newInvoice(f.account, f.customer.ID, "2", "50.00")
-	must(f.svc.FinalizeInvoice(ctx, f.account, issued.ID))
-	voided := f.newInvoice(f.account, f.customer.ID, "1", "10.00")
-	must(f.svc.FinalizeInvoice(ctx, f.account, voided.ID))
+	issued := f.finalInvoice("2", "50.00")
+	voided := f.finalInvoice("1", "10.00")
 	must(f.svc.VoidInvoice(ctx, f.account, voided.ID))
 	pro, _ := f.twoPrices(t)
 	draft := f.draftSchedule(t, pro)

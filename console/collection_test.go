@@ -21,8 +21,7 @@ import (
 func TestInvoiceCollectionShownRetriedAndReminded(t *testing.T) {
 	f, _ := payFixture(t)
 	ctx := context.Background()
-	unpaid := f.newInvoice(f.account, f.customer.ID, "1", "10.00")
-	must(f.svc.FinalizeInvoice(ctx, f.account, unpaid.ID))
+	f.finalInvoice("1", "10.00") // another unpaid invoice of the customer
 	b := f.signedIn()
 	page := "/console/invoices/" + f.invoice.ID
 	_, body := b.get(page)

@@ -105,6 +105,12 @@ func (f *fixture) newInvoice(account, customerID, quantity, rate string) *billin
 	return must(f.svc.GetInvoice(ctx, account, inv.ID))
 }
 
+// finalInvoice is newInvoice of the fixture's customer, finalized.
+func (f *fixture) finalInvoice(quantity, rate string) *billing.Invoice {
+	inv := f.newInvoice(f.account, f.customer.ID, quantity, rate)
+	return must(f.svc.FinalizeInvoice(context.Background(), f.account, inv.ID))
+}
+
 // browser is a plain HTTP client of the console with its own cookies,
 // for the tests that look at status codes and headers.
 type browser struct {

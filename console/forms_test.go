@@ -241,13 +241,10 @@ func TestReceivablesAgeTheAmountsDueAndAgreeWithTheAPI(t *testing.T) {
 	ctx := context.Background()
 	// Invoices issued on 30 Jul 2024 (due 30 days later), then the clock
 	// moves on: 45 days later the first is 15 days past due.
-	old := f.newInvoice(f.account, f.customer.ID, "1", "100.00")
-	must(f.svc.FinalizeInvoice(ctx, f.account, old.ID))
-	paid := f.newInvoice(f.account, f.customer.ID, "1", "10.00")
-	must(f.svc.FinalizeInvoice(ctx, f.account, paid.ID))
+	f.finalInvoice("1", "100.00") // 15 days past due below
+	paid := f.finalInvoice("1", "10.00")
 	must(f.svc.RecordPayment(ctx, f.account, paid.ID, billing.PaymentParams{Amount: new(billing.MustDecimal("12.00")), PaidAt: new(must(billing.ParseDate("2024-07-30")))}))
-	voided := f.newInvoice(f.account, f.customer.ID, "1", "999.00")
-	must(f.svc.FinalizeInvoice(ctx, f.account, voided.ID))
+	voided := f.finalInvoice("1", "999.00")
 	must(f.svc.VoidInvoice(ctx, f.account, voided.ID))
 	f.clock.Advance(45 * 24 * time.Hour)
 	fresh := f.newInvoice(f.account, f.newCustomer(f.account, "Hooli Inc", "hooli").ID, "3", "1000.00")
