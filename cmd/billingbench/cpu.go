@@ -110,11 +110,17 @@ func withAppName(conn string) string {
 	if strings.Contains(conn, "application_name") {
 		return conn
 	}
+	return withParam(conn, "application_name", appName)
+}
+
+// withParam adds the run-time parameter name=value to the connection
+// string conn (a URL or key=value pairs).
+func withParam(conn, name, value string) string {
 	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
 		if strings.Contains(conn, "?") {
-			return conn + "&application_name=" + appName
+			return conn + "&" + name + "=" + value
 		}
-		return conn + "?application_name=" + appName
+		return conn + "?" + name + "=" + value
 	}
-	return conn + " application_name=" + appName
+	return conn + " " + name + "=" + value
 }

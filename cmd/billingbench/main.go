@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -66,7 +67,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "billingbench:", err)
 		return 2
 	}
-	defer os.RemoveAll(dir)
+	if cfg.keep {
+		fmt.Fprintln(stderr, "billingbench: keeping the run's databases: bbolt files in", dir, "and PostgreSQL schemas billingbench_"+strings.TrimPrefix(filepath.Base(dir), "billingbench-")+"_*")
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	if cfg.store != "" {
 		pgBase = cfg.store
 		defer func() { pgBase = "" }()
@@ -103,6 +108,8 @@ type config struct {
 	cpuProfile string
 	// store is -store: a PostgreSQL URL, or "" for bbolt files.
 	store string
+	// keep is -keep: the run's databases are left for inspection.
+	keep bool
 }
 
 // selected reports whether the measure id is to run.
@@ -163,6 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	only := fs.String("only", "", "comma-separated `measures` to run (P1-P10); default all")
 	dir := fs.String("dir", "", "`directory` for the temporary databases (default the system's)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
+	keep := fs.Bool("keep", false, "keep the run's bbolt files and PostgreSQL schemas for inspection (the log names them; drop them yourself)")
 	store := fs.String("store", "", "run on PostgreSQL: a postgres:// `URL` of a database the run may create schemas in (one per server, dropped at the end); default bbolt files")
 	var o scale
 	fs.IntVar(&o.conns, "conns", 0, "concurrent connections of P1 and P3 (default: the scale's, 64 for quick and full)")
@@ -197,7 +205,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	override(&sc.others, o.others)
 	override(&sc.runs, o.runs)
 	override(&sc.schedules, o.schedules)
-	cfg := &config{scale: sc, dir: *dir, cpuProfile: *cpuProfile, store: *store}
+	cfg := &config{scale: sc, dir: *dir, cpuProfile: *cpuProfile, store: *store, keep: *keep}
 	if *only != "" {
 		for id := range strings.SplitSeq(strings.ToUpper(*only), ",") {
 			id = strings.TrimSpace(id)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/billingd/billing/storage/pgstore/pgtest"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestSmoke runs every measure at the tiny scale and checks that the table
@@ -108,12 +109,12 @@ func lineOf(s, prefix string) string {
 func TestPostgres(t *testing.T) {
 	pgtest.Require(t)
 	var stdout, stderr bytes.Buffer
-	status := run(context.Background(), []string{"-scale", "tiny", "-only", "P1,P2,P8,P9", "-store", pgtest.ConnString(), "-dir", t.TempDir()}, &stdout, &stderr)
+	status := run(context.Background(), []string{"-scale", "tiny", "-only", "P1,P2,P8,P9,P10", "-schedules", "20", "-store", pgtest.ConnString(), "-dir", t.TempDir()}, &stdout, &stderr)
 	out := stdout.String()
 	if status != 0 && status != 1 {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", status, out, stderr.String())
 	}
-	for _, id := range []string{"P1", "P2", "P8", "P9"} {
+	for _, id := range []string{"P1", "P2", "P8", "P9", "P10"} {
 		if line := lineOf(out, id+" "); !strings.Contains(line, "PASS") && !strings.Contains(line, "FAIL") {
 			t.Errorf("%s has no result: %q\n%s", id, line, out)
 		}
@@ -123,5 +124,34 @@ func TestPostgres(t *testing.T) {
 	}
 	if !strings.Contains(out, "two instances at once") {
 		t.Errorf("P9 has no row for two instances:\n%s", out)
+	}
+	// P10 compares PostgreSQL's calculation with bbolt's over the same data.
+	if line := lineOf(out, "P10  calculate the largest customer's month (2000 events) on PostgreSQL"); !strings.Contains(line, "(bbolt, the same data)") ||
+		(!strings.Contains(line, "PASS") && !strings.Contains(line, "FAIL")) {
+		t.Errorf("P10 has no measured row against bbolt: %q\n%s", line, out)
+	}
+}
+
+// TestWithParam checks that a run-time parameter added to a connection
+// string, with or without parameters of its own, reaches the PostgreSQL
+// session, and its key=value form.
+func TestWithParam(t *testing.T) {
+	if got := withParam("host=/tmp port=5432", "synchronous_commit", "off"); got != "host=/tmp port=5432 synchronous_commit=off" {
+		t.Errorf("key=value form: %q", got)
+	}
+	pgtest.Require(t)
+	ctx := context.Background()
+	for _, conn := range []string{pgtest.ConnString(), withAppName(pgtest.ConnString())} {
+		conn = withParam(conn, "synchronous_commit", "off")
+		c, err := pgx.Connect(ctx, conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = c.QueryRow(ctx, "show synchronous_commit").Scan(&got)
+		c.Close(ctx)
+		if err != nil || got != "off" {
+			t.Errorf("synchronous_commit %q, %v; want off", got, err)
+		}
 	}
 }

@@ -21,6 +21,15 @@ import (
 // bbolt). Set once by run before any measure.
 var pgBase string
 
+// onBolt runs fn with the run's servers on bbolt files, also under -store
+// (measures run one at a time, so pgBase is theirs meanwhile).
+func onBolt(fn func() error) error {
+	saved := pgBase
+	pgBase = ""
+	defer func() { pgBase = saved }()
+	return fn()
+}
+
 // pgSchemas are the schemas the run created, dropped by dropSchemas, and
 // the stores it opened.
 var pgSchemas struct {
@@ -37,8 +46,11 @@ func schemaOf(path string) string {
 }
 
 // openStore opens the database of path: the bbolt file, or its schema on
-// PostgreSQL under -store (opts then only says whether the server is a
-// read-only one).
+// PostgreSQL under -store. There opts only says whether the server is a
+// read-only one, and whether it sets up what is not measured (NoSync): its
+// sessions then commit with synchronous_commit off, as bbolt skips its
+// fsyncs (PostgreSQL's fsync stays on; a crash could lose the last
+// commits of the set-up, never corrupt it).
 func openStore(ctx context.Context, path string, opts *boltstore.Options) (billing.Store, error) {
 	if pgBase == "" {
 		return boltstore.Open(path, opts)
@@ -47,7 +59,11 @@ func openStore(ctx context.Context, path string, opts *boltstore.Options) (billi
 	pgSchemas.Lock()
 	pgSchemas.names = append(pgSchemas.names, schema)
 	pgSchemas.Unlock()
-	st, err := pgstore.Open(ctx, withAppName(pgBase), &pgstore.Options{Schema: schema, MaxConns: 32})
+	conn := withAppName(pgBase)
+	if opts != nil && opts.NoSync {
+		conn = withParam(conn, "synchronous_commit", "off")
+	}
+	st, err := pgstore.Open(ctx, conn, &pgstore.Options{Schema: schema, MaxConns: 32})
 	if err == nil {
 		pgSchemas.Lock()
 		pgSchemas.stores = append(pgSchemas.stores, st)

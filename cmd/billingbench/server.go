@@ -34,6 +34,9 @@ func (b *bench) close() {
 	if b.ref != nil {
 		b.ref.close()
 	}
+	if b.cfg.keep {
+		return
+	}
 	if err := dropSchemas(); err != nil {
 		fmt.Fprintln(b.log, "billingbench: dropping the run's PostgreSQL schemas:", err)
 	}
