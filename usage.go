@@ -631,18 +631,7 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 			desc:    true,
 			seekAsc: idRecordOf,
 			count:   func(ctx context.Context, tx Tx) (int, error) { return s.countUsageEvents(ctx, tx, account, acct, &f) },
-			expand: func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error {
-				return eachIndexEntry(k[len(acct):], v, reverse, func(id, loc, pos []byte) error {
-					if deadEntry(loc) {
-						return nil // superseded: kept only as the record's key
-					}
-					ref, ok, err := names.match(ctx, tx, &f, id, loc)
-					if err != nil || !ok {
-						return err
-					}
-					return yield(ref, pos)
-				})
-			},
+			expand:  accountScan(ctx, tx, acct, &f, names),
 		}
 		if f.CustomerAlias != "" {
 			q.scanTable, q.scanPrefix, q.expand = aliasScan(ctx, tx, acct, &f, names)
@@ -676,12 +665,33 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 	return page, err
 }
 
+// usageExpand is listQuery.expand of the usage event lists.
+type usageExpand = func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error
+
+// accountScan is how a list of the account's events reads a record of its
+// creation-order index (usage_event_ids, under prefix acct): the entries
+// that pass f, skipping dead ones.
+func accountScan(ctx context.Context, tx Tx, acct []byte, f *UsageEventFilter, names seriesNames) usageExpand {
+	return func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error {
+		return eachIndexEntry(k[len(acct):], v, reverse, func(id, loc, pos []byte) error {
+			if deadEntry(loc) {
+				return nil // superseded: kept only as the record's key
+			}
+			ref, ok, err := names.match(ctx, tx, f, id, loc)
+			if err != nil || !ok {
+				return err
+			}
+			return yield(ref, pos)
+		})
+	}
+}
+
 // aliasScan is where a list of one alias's events reads: the alias's
 // creation-order index (usagealiasids.go), whose positions are the
 // account list's, so that the scan visits only the alias's events and
 // skips only what the other filters exclude (events of another type, or
 // outside the time bounds).
-func aliasScan(ctx context.Context, tx Tx, acct []byte, f *UsageEventFilter, names seriesNames) (Table, []byte, func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error) {
+func aliasScan(ctx context.Context, tx Tx, acct []byte, f *UsageEventFilter, names seriesNames) (Table, []byte, usageExpand) {
 	if !aliasFilterUsable(f.CustomerAlias) {
 		acct = []byte{0, 0, 0, 0} // no event has that alias: an empty list
 	}

@@ -49,6 +49,9 @@ import (
 //   - usage_event_keys: account no | customerEventId → usage_events key, for
 //     explicit customerEventIds only (a defaulted one is the id, found in
 //     usage_event_ids).
+//   - usage_alias_ids: each usage_event_ids record's entries of one alias,
+//     under account no | alias | that record's key: the creation-order
+//     index of one customer (usagealiasids.go), written with it.
 //
 // Event ids are stored as a kind byte and 16 bytes for a UUID, or the kind
 // byte and the id's text otherwise. So an ingested event writes one key of
