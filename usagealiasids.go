@@ -177,32 +177,9 @@ func (x *idIndex) flushAliasDrops(ctx context.Context, tx Tx) error {
 const aliasIndexVersion = "1"
 
 // keepAliasIndex builds usage_alias_ids when the store's marker says it is
-// not complete, in one transaction that also sets the marker (as
-// keepListCounts does).
+// not complete (buildOnce).
 func (s *Service) keepAliasIndex(ctx context.Context) error {
-	marker := []byte("usage_alias_ids")
-	done := false
-	err := s.store.View(ctx, func(tx Tx) error {
-		v, err := tx.Get(ctx, tableMeta, marker)
-		done = err == nil && string(v) == aliasIndexVersion
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		return err
-	})
-	if err != nil || done {
-		return err
-	}
-	return s.store.Update(ctx, func(tx Tx) error {
-		v, err := tx.Get(ctx, tableMeta, marker)
-		if err == nil && string(v) == aliasIndexVersion {
-			return nil
-		}
-		if err := rebuildAliasIndex(ctx, tx); err != nil {
-			return err
-		}
-		return tx.Put(ctx, tableMeta, marker, []byte(aliasIndexVersion))
-	})
+	return s.buildOnce(ctx, []byte("usage_alias_ids"), aliasIndexVersion, rebuildAliasIndex)
 }
 
 // rebuildAliasIndex replaces usage_alias_ids with the records of
