@@ -314,6 +314,9 @@ func New(store Store, cfg *Config) (*Service, error) {
 	if err := s.keepListCounts(context.Background()); err != nil {
 		return nil, fmt.Errorf("billing: counting the lists of the store: %w", err)
 	}
+	if err := s.keepAliasIndex(context.Background()); err != nil {
+		return nil, fmt.Errorf("billing: indexing the usage events of each customer: %w", err)
+	}
 	return s, nil
 }
 

@@ -14,15 +14,20 @@ import (
 const listCountsVersion = "2"
 
 // keepListCounts builds the kept counts and indexes of lists when the
-// store's marker says they are not complete, in one transaction that also
-// sets the marker, so that a process starting at the same time either
-// finds them complete or builds them itself (the store serializes the two).
+// store's marker says they are not complete (buildOnce).
 func (s *Service) keepListCounts(ctx context.Context) error {
-	marker := []byte("list_counts")
+	return s.buildOnce(ctx, []byte("list_counts"), listCountsVersion, rebuildListCounts)
+}
+
+// buildOnce runs build, which builds something kept from the records, when
+// the marker in the meta table does not say version: in one transaction
+// that also sets the marker, so that a process starting at the same time
+// either finds it built or builds it itself (the store serializes the two).
+func (s *Service) buildOnce(ctx context.Context, marker []byte, version string, build func(context.Context, Tx) error) error {
 	done := false
 	err := s.store.View(ctx, func(tx Tx) error {
 		v, err := tx.Get(ctx, tableMeta, marker)
-		done = err == nil && string(v) == listCountsVersion
+		done = err == nil && string(v) == version
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -33,13 +38,13 @@ func (s *Service) keepListCounts(ctx context.Context) error {
 	}
 	return s.store.Update(ctx, func(tx Tx) error {
 		v, err := tx.Get(ctx, tableMeta, marker)
-		if err == nil && string(v) == listCountsVersion {
+		if err == nil && string(v) == version {
 			return nil
 		}
-		if err := rebuildListCounts(ctx, tx); err != nil {
+		if err := build(ctx, tx); err != nil {
 			return err
 		}
-		return tx.Put(ctx, tableMeta, marker, []byte(listCountsVersion))
+		return tx.Put(ctx, tableMeta, marker, []byte(version))
 	})
 }
 

@@ -331,6 +331,9 @@ func (sc *listScenario) check() {
 			}
 		}
 	}
+	if err := billing.CheckAliasIndex(sc.ctx, sc.svc.Store()); err != nil {
+		sc.t.Fatalf("the index of each alias: %v", err)
+	}
 	sc.checkSums()
 	if len(order) != len(sc.m.events) {
 		sc.t.Fatalf("the list holds %d events, the oracle %d", len(order), len(sc.m.events))
@@ -406,11 +409,37 @@ func TestKeptListCountsMatchAnOracle(t *testing.T) {
 	})
 }
 
+// The same oracle with the ids of a batch sharing their millisecond, as
+// billingd's own do: records of the id index hold several events, of
+// several aliases, so a page of one alias (its own index,
+// usagealiasids.go) starts and ends inside records, and supersedes delete
+// entries from the middle and the start of stored records.
+func TestUsageEventListsOfOneAliasMatchAnOracle(t *testing.T) {
+	t.Parallel()
+	steps := billingtest.EnvCount(t, "BILLINGD_LISTCOUNT_STEPS", 120, 20)
+	seed := billingtest.Seed(t, "BILLINGD_LISTCOUNT_SEED")
+	onStores(t, func(t *testing.T, opts ...billingtest.Option) {
+		newID, _ := billingtest.MillisecondIDs(4)
+		svc, clock := billingtest.NewService(t, append(opts, billingtest.WithConfig(billing.Config{NewID: newID}))...)
+		sc := newListScenario(t, svc, clock, seed)
+		for i := range steps {
+			if sc.step(); sc.rnd.IntN(2) == 0 {
+				sc.ingest()
+			}
+			if i%20 == 19 {
+				sc.check()
+			}
+		}
+		sc.check()
+	})
+}
+
 func TestKeptListCountsAreBuiltForAStoreWrittenWithoutThem(t *testing.T) {
 	t.Parallel()
 	st := billingtest.DurableStore(t)
 	clock := billingtest.NewClock(billingtest.Start)
-	cfg := billing.Config{Now: clock.Now, NewID: billingtest.IDs()}
+	newID, _ := billingtest.MillisecondIDs(3) // records of several events and aliases
+	cfg := billing.Config{Now: clock.Now, NewID: newID}
 	svc, _ := billingtest.NewService(t, billingtest.WithStore(st), billingtest.WithConfig(cfg))
 	sc := newListScenario(t, svc, clock, billingtest.Seed(t, "BILLINGD_LISTCOUNT_SEED"))
 	for range 60 {
@@ -421,7 +450,7 @@ func TestKeptListCountsAreBuiltForAStoreWrittenWithoutThem(t *testing.T) {
 	// indexes, no marker.
 	ctx := context.Background()
 	err := st.Update(ctx, func(tx billing.Tx) error {
-		for _, table := range []billing.Table{"list_counts", "list_index"} {
+		for _, table := range []billing.Table{"list_counts", "list_index", "usage_alias_ids"} {
 			var keys [][]byte
 			if err := tx.Scan(ctx, table, billing.Range{}, func(k, _ []byte) error {
 				keys = append(keys, slices.Clone(k))
@@ -435,6 +464,9 @@ func TestKeptListCountsAreBuiltForAStoreWrittenWithoutThem(t *testing.T) {
 				}
 			}
 		}
+		if err := tx.Delete(ctx, "meta", []byte("usage_alias_ids")); err != nil {
+			return err
+		}
 		return tx.Delete(ctx, "meta", []byte("list_counts"))
 	})
 	if err != nil {
@@ -442,6 +474,9 @@ func TestKeptListCountsAreBuiltForAStoreWrittenWithoutThem(t *testing.T) {
 	}
 	if p := must(svc.ListInvoices(ctx, sc.acct, billing.InvoiceFilter{}, billing.ListParams{})).of(t, "ListInvoices"); p.TotalResultSize != 0 && len(sc.m.invOrder) > 0 {
 		t.Fatalf("with the counts gone the list still counts %d: the test does not test the rebuild", p.TotalResultSize)
+	}
+	if p := must(svc.ListUsageEvents(ctx, sc.acct, billing.UsageEventFilter{CustomerAlias: "alias-0"}, billing.ListParams{})).of(t, "ListUsageEvents"); len(p.Items) != 0 {
+		t.Fatalf("with the index of each alias gone a list of one alias still has %d events: the test does not test the rebuild", len(p.Items))
 	}
 	sc.svc, _ = billingtest.NewService(t, billingtest.WithStore(st), billingtest.WithConfig(cfg))
 	sc.check()

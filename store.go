@@ -224,11 +224,12 @@ type Table string
 
 // AppendMostly reports whether the keys of table mostly arrive in ascending
 // order within their ranges, so that a backend may pack its pages fuller:
-// usage events (series, then time) and their id index (time-ordered ids
-// per account), the bulk of a billingd file. boltstore fills their pages to
-// 90% instead of bbolt's 50%, which halves the pages an ingestion writes and
-// a calculation reads.
-func (t Table) AppendMostly() bool { return t == tableUsageEvents || t == tableUsageEventIDs }
+// usage events (series, then time) and their id indexes (time-ordered ids per account and per
+// alias), the bulk of a billingd file. boltstore fills their pages to 90% instead of bbolt's 50%,
+// which halves the pages an ingestion writes and a calculation reads.
+func (t Table) AppendMostly() bool {
+	return t == tableUsageEvents || t == tableUsageEventIDs || t == tableUsageAliasIDs
+}
 
 // Range selects the keys of a Scan. A key is in the range when it starts with
 // Prefix, is at least Start (when Start is set) and is less than End (when End
@@ -343,15 +344,15 @@ const (
 	tableSeatEventIDs     Table = "seat_event_ids"      // account id / customerEventId → event id
 	tableSeatTimeline     Table = "seat_timeline"       // account id / alias / seat type / timestamp / event id → SeatEvent
 
-	// Usage events (usagestore.go): an account and each of its (event type,
-	// customer alias) series get a 4-byte number on first use, so event
-	// keys stay short and a calculation scans one time range per alias.
+	// Usage events (usagestore.go): an account and each of its (event type, customer alias) series
+	// get a 4-byte number on first use: event keys stay short, a calculation scans one range per alias.
 	tableUsageAccounts    Table = "usage_accounts"     // account id → account no; key {0}: last account no
 	tableUsageSeries      Table = "usage_series"       // account id / event type / alias → series no; key {0}: last series no
 	tableUsageSeriesNames Table = "usage_series_names" // series no → event type / alias
 	tableUsageEvents      Table = "usage_events"       // series no | timestamp | event id → encoded event
 	tableUsageEventIDs    Table = "usage_event_ids"    // account no | first event id → series no | timestamp, then an entry per other event of its batch and millisecond (appendIDRecord)
 	tableUsageEventKeys   Table = "usage_event_keys"   // account no | customerEventId → usage_events key (explicit ids only)
+	tableUsageAliasIDs    Table = "usage_alias_ids"    // account no | alias | usage_event_ids key suffix → that record's entries of the alias (usagealiasids.go)
 	tableUsageRollups     Table = "usage_rollups"      // series no | hour → usageRollup; series no → empty (usagerollup.go; RollupTx stores only)
 )
 
@@ -373,9 +374,8 @@ const (
 	tableDocumentRounding  Table = "document_rounding"  // account id / document id → rounding mode it is computed with
 )
 
-// Tables of credit grants (credit.go). A grant's ledger is
-// keyed under the grant (transaction ids sort in creation order); the
-// expiry index starts with the date so a run reads only what is due.
+// Tables of credit grants (credit.go). A grant's ledger is keyed under the grant (transaction ids
+// sort in creation order); the expiry index starts with the date so a run reads only what is due.
 const (
 	tableCreditGrants           Table = "credit_grants"             // account id / grant id → grantRecord
 	tableCreditGrantsByCustomer Table = "credit_grants_by_customer" // account id / customer id / grant id → empty

@@ -610,8 +610,9 @@ type Items[T any] struct {
 // ListUsageEvents lists the account's usage events, newest first by
 // creation (the order of the creation-order index, usagestore.go: by id,
 // except that the events of concurrent batches created in the same
-// millisecond are listed batch by batch). Returns validation_failed for
-// bad limits or cursors.
+// millisecond are listed batch by batch). A list of one alias's events
+// reads that alias's own index (usagealiasids.go), in the same order.
+// Returns validation_failed for bad limits or cursors.
 func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEventFilter, p ListParams) (Page[UsageEvent], error) {
 	var page Page[UsageEvent]
 	err := s.view(ctx, func(tx Tx) error {
@@ -630,18 +631,10 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 			desc:    true,
 			seekAsc: idRecordOf,
 			count:   func(ctx context.Context, tx Tx) (int, error) { return s.countUsageEvents(ctx, tx, account, acct, &f) },
-			expand: func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error {
-				return eachIndexEntry(k[len(acct):], v, reverse, func(id, loc, pos []byte) error {
-					if deadEntry(loc) {
-						return nil // superseded: kept only as the record's key
-					}
-					ref, ok, err := names.match(ctx, tx, &f, id, loc)
-					if err != nil || !ok {
-						return err
-					}
-					return yield(ref, pos)
-				})
-			},
+			expand:  accountScan(ctx, tx, acct, &f, names),
+		}
+		if f.CustomerAlias != "" {
+			q.scanTable, q.scanPrefix, q.expand = aliasScan(ctx, tx, acct, &f, names)
 		}
 		refs, err := list(ctx, s, tx, q, p)
 		if err != nil {
@@ -670,6 +663,48 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 		return nil
 	})
 	return page, err
+}
+
+// usageExpand is listQuery.expand of the usage event lists.
+type usageExpand = func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error
+
+// accountScan is how a list of the account's events reads a record of its
+// creation-order index (usage_event_ids, under prefix acct): the entries
+// that pass f, skipping dead ones.
+func accountScan(ctx context.Context, tx Tx, acct []byte, f *UsageEventFilter, names seriesNames) usageExpand {
+	return func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error {
+		return eachIndexEntry(k[len(acct):], v, reverse, func(id, loc, pos []byte) error {
+			if deadEntry(loc) {
+				return nil // superseded: kept only as the record's key
+			}
+			ref, ok, err := names.match(ctx, tx, f, id, loc)
+			if err != nil || !ok {
+				return err
+			}
+			return yield(ref, pos)
+		})
+	}
+}
+
+// aliasScan is where a list of one alias's events reads: the alias's
+// creation-order index (usagealiasids.go), whose positions are the
+// account list's, so that the scan visits only the alias's events and
+// skips only what the other filters exclude (events of another type, or
+// outside the time bounds).
+func aliasScan(ctx context.Context, tx Tx, acct []byte, f *UsageEventFilter, names seriesNames) (Table, []byte, usageExpand) {
+	if !aliasFilterUsable(f.CustomerAlias) {
+		acct = []byte{0, 0, 0, 0} // no event has that alias: an empty list
+	}
+	pfx := aliasPrefix(acct, f.CustomerAlias)
+	return tableUsageAliasIDs, pfx, func(k, v []byte, reverse bool, yield func(usageEventRef, []byte) error) error {
+		return eachAliasEntry(k[len(pfx):], v, reverse, func(id, loc, pos []byte) error {
+			ref, ok, err := names.match(ctx, tx, f, id, loc)
+			if err != nil || !ok {
+				return err
+			}
+			return yield(ref, pos)
+		})
+	}
 }
 
 // usageEventRef is an entry of the id index that matched a list's filters;

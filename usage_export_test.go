@@ -1,5 +1,12 @@
 package billing
 
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+)
+
 // CheckBatch exposes a batch's validation and record encoding (checkBatch:
 // the work between decoding and the transaction) to the external
 // benchmarks; it stores nothing and returns the validation error.
@@ -17,3 +24,47 @@ func (s *Service) CheckBatch(account string, p []UsageEventParams) error {
 // suffix after the account no, and its value) in the fixed layout of
 // 28-byte entries, for the tests of records written in older layouts.
 func FixedIDRecord(suffix, v []byte) ([]byte, error) { return fixedIDRecord(nil, suffix, v) }
+
+// CheckAliasIndex reports the first difference between usage_alias_ids and
+// what it must hold: for every record of usage_event_ids, one record per
+// alias among its live entries, holding exactly those entries with the
+// list positions the account's index gives them, and nothing else.
+func CheckAliasIndex(ctx context.Context, st Store) error {
+	return st.View(ctx, func(tx Tx) error {
+		want := map[string]string{}
+		err := tx.Scan(ctx, tableUsageEventIDs, Range{}, func(k, v []byte) error {
+			return eachIndexEntry(k[4:], v, false, func(id, loc, pos []byte) error {
+				if deadEntry(loc) {
+					return nil
+				}
+				name, err := seriesNameOf(ctx, tx, loc[:4])
+				ak := string(aliasPrefix(k[:4], name.alias)) + string(k[4:])
+				want[ak] += fmt.Sprintf("%x/%x/%x ", id, loc, pos)
+				return err
+			})
+		})
+		if err != nil {
+			return err
+		}
+		err = tx.Scan(ctx, tableUsageAliasIDs, Range{}, func(k, v []byte) error {
+			suffix := k[4+bytes.IndexByte(k[4:], keySep)+1:]
+			got := ""
+			err := eachAliasEntry(suffix, v, false, func(id, loc, pos []byte) error {
+				got += fmt.Sprintf("%x/%x/%x ", id, loc, pos)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if got != want[string(k)] {
+				return fmt.Errorf("usage_alias_ids %q holds %s, the account's index %s", k, got, want[string(k)])
+			}
+			delete(want, string(k))
+			return nil
+		})
+		for k, w := range want {
+			err = errors.Join(err, fmt.Errorf("usage_alias_ids has no record %q of %s", k, w))
+		}
+		return err
+	})
+}

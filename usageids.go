@@ -12,8 +12,12 @@ import (
 )
 
 // idEntry is one event of the creation-order index: its stored id and its
-// location, series no | timestamp (the start of its usage_events key).
-type idEntry struct{ id, loc []byte }
+// location, series no | timestamp (the start of its usage_events key); and
+// for the events a run adds, their customer alias (usage_alias_ids).
+type idEntry struct {
+	id, loc []byte
+	alias   string
+}
 
 // idBlock is a record of usage_event_ids that an ingestion changed: the
 // key it is stored under and its entries as they are now, sorted by id
@@ -49,6 +53,10 @@ type idIndex struct {
 	// compact is whether records are written compactly: on a store no
 	// other process shares (appendIDRecord).
 	compact bool
+	// aliasDrops are the run's deletions from records of usage_alias_ids
+	// stored before it: the stored ids deleted, by the record's key
+	// (usagealiasids.go).
+	aliasDrops map[string][][]byte
 }
 
 // find returns where the event with the stored id is.
@@ -186,8 +194,12 @@ func eachIndexEntry(suffix, v []byte, desc bool, fn func(id, loc, pos []byte) er
 // flush writes the run's changes of usage_event_ids: each changed record
 // once, under its own key (deleted when only its dead first entry is
 // left), then one record per group of the run's remaining UUID ids that
-// share a millisecond, and one per other id.
+// share a millisecond, and one per other id; and those of usage_alias_ids
+// (each new record's entries by alias, the deletions from stored ones).
 func (x *idIndex) flush(ctx context.Context, tx Tx) error {
+	if err := x.flushAliasDrops(ctx, tx); err != nil {
+		return err
+	}
 	keys := make([]string, 0, len(x.blocks))
 	for k := range x.blocks {
 		keys = append(keys, k)
@@ -225,6 +237,9 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 		}
 		var err error
 		if buf, err = x.put(ctx, tx, buf, live[:n]); err != nil {
+			return err
+		}
+		if buf, err = x.putAliases(ctx, tx, buf, live[0].id, live[:n]); err != nil {
 			return err
 		}
 		live = live[n:]

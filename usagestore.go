@@ -49,6 +49,9 @@ import (
 //   - usage_event_keys: account no | customerEventId → usage_events key, for
 //     explicit customerEventIds only (a defaulted one is the id, found in
 //     usage_event_ids).
+//   - usage_alias_ids: each usage_event_ids record's entries of one alias,
+//     under account no | alias | that record's key: the creation-order
+//     index of one customer (usagealiasids.go), written with it.
 //
 // Event ids are stored as a kind byte and 16 bytes for a UUID, or the kind
 // byte and the id's text otherwise. So an ingested event writes one key of
@@ -404,7 +407,7 @@ func (ew *eventWriter) put(ctx context.Context, tx Tx, i int) error {
 			return err
 		}
 	}
-	ew.ids.added = append(ew.ids.added, idEntry{id: pk[12:], loc: pk[:12]})
+	ew.ids.added = append(ew.ids.added, idEntry{id: pk[12:], loc: pk[:12], alias: e.CustomerAlias})
 	if err := ew.rollups.put(ctx, tx, e.EventType, pk, ew.w.vals[i]); err != nil {
 		return err
 	}
@@ -460,17 +463,18 @@ func (ew *eventWriter) supersede(ctx context.Context, tx Tx, cevid string, noExp
 	return ew.delete(ctx, tx, pk, spot)
 }
 
-// delete removes the event stored under primary key pk, and its id index
-// entry, found at spot.
+// delete removes the event stored under primary key pk, and its entries
+// of the id index (found at spot) and of its alias's (usagealiasids.go).
 func (ew *eventWriter) delete(ctx context.Context, tx Tx, pk []byte, spot idSpot) error {
 	if err := tx.Delete(ctx, tableUsageEvents, pk); err != nil {
 		return err
 	}
-	ew.ids.drop(spot)
 	name, err := seriesNameOf(ctx, tx, pk[:4])
 	if err != nil {
 		return err
 	}
+	ew.ids.dropAlias(name.alias, spot, pk[12:])
+	ew.ids.drop(spot)
 	ew.count(name, -1)
 	return ew.rollups.deleted(ctx, tx, name.eventType, pk)
 }

@@ -30,6 +30,9 @@ var migrations = []string{
 	// 4: the hourly usage rollups the Service keeps on this store
 	// (billing.RollupTx) get a table of their own.
 	ownTable("usage_rollups"),
+	// 5: the creation-order index of each customer alias's usage events
+	// (billing's usage_alias_ids) gets a table of its own.
+	ownTable("usage_alias_ids"),
 }
 
 // ownTable is the SQL that creates the table of its own of a Store table
