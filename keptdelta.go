@@ -35,6 +35,16 @@ import (
 // and writes the base row back: one row per key, a few pages per commit.
 // Readers add up the same rows either way.
 
+// concurrentWriters reports whether tx's store runs write transactions
+// at once: one whose Tx reads many keys in one request (MultiGetTx:
+// PostgreSQL, at SERIALIZABLE). Writes there avoid rows every writer
+// rewrites (kept deltas, alert marks); a store with one writer at a time
+// (bbolt, memstore) rewrites them in place.
+func concurrentWriters(tx Tx) bool {
+	_, ok := tx.(MultiGetTx)
+	return ok
+}
+
 // deltaSep separates a kept key from its deltas' random suffixes. It sorts
 // after keySep, so a key's deltas are not among the longer keys that
 // extend it (key + keySep + ...).

@@ -131,16 +131,6 @@ type MultiGetTx interface {
 	Prefetch(ctx context.Context, keys []TableKey) error
 }
 
-// concurrentWriters reports whether tx's store runs write transactions
-// at once: one whose Tx reads many keys in one request (MultiGetTx:
-// PostgreSQL, at SERIALIZABLE). Writes there avoid rows every writer
-// rewrites (kept deltas, alert marks); a store with one writer at a time
-// (bbolt, memstore) rewrites them in place.
-func concurrentWriters(tx Tx) bool {
-	_, ok := tx.(MultiGetTx)
-	return ok
-}
-
 // TableKey is a key of a table, or the keys with a prefix, for
 // MultiGetTx.Prefetch.
 type TableKey struct {
