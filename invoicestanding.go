@@ -177,7 +177,7 @@ func eachSum(ctx context.Context, tx Tx, fn func(c Currency, part string, s *kep
 			sums[base] = s
 			order = append(order, base)
 		}
-		return s.add(v)
+		return s.add(k, v)
 	})
 	if err != nil {
 		return err

@@ -17,13 +17,33 @@ import (
 // row every writer of the account reads and writes: on PostgreSQL, whose
 // transactions are SERIALIZABLE, concurrent writers then fail on it and
 // retry, and enough of them starve (a send gave up after 31 attempts). So
-// a write does not read it: it adds a delta row of its own under the
-// kept key (the key, deltaSep, eight random bytes), and a reader adds the
-// base row and the deltas up. One write in compactEvery folds the deltas
-// of a key it changed into one delta, so a reader adds a few rows, not one
-// per write since the beginning. A fold takes its deltas (TakeTx: read and
-// deleted in one request on PostgreSQL) and does not read the base row,
-// which only stores written before the deltas and the backfill have.
+// on a store with concurrent writers (concurrentWriters) a write does not
+// read it: it adds a delta row of its own under the kept key (the key,
+// deltaSep, eight random bytes), and a reader adds the base row and the
+// deltas up. One write in compactEvery folds the deltas of a key it
+// changed into one delta, so a reader adds a few rows, not one per write
+// since the beginning. A fold takes its deltas (TakeTx: read and deleted
+// in one request on PostgreSQL) and does not read the base row, which only
+// stores written before the deltas and the backfill have.
+//
+// On a store with one writer at a time (bbolt, memstore) there is no hot
+// row to avoid, and delta rows only cost: every ingestion of a group
+// commit added one new row per kept key (four per event), spread over as
+// many pages as the account has customers, each page rewritten at the
+// commit (P1 in BENCHMARKS.md). There a write reads the base row, adds
+// its change and any deltas it takes (left by a store that wrote deltas),
+// and writes the base row back: one row per key, a few pages per commit.
+// Readers add up the same rows either way.
+
+// concurrentWriters reports whether tx's store runs write transactions
+// at once: one whose Tx reads many keys in one request (MultiGetTx:
+// PostgreSQL, at SERIALIZABLE). Writes there avoid rows every writer
+// rewrites (kept deltas, alert marks); a store with one writer at a time
+// (bbolt, memstore) rewrites them in place.
+func concurrentWriters(tx Tx) bool {
+	_, ok := tx.(MultiGetTx)
+	return ok
+}
 
 // deltaSep separates a kept key from its deltas' random suffixes. It sorts
 // after keySep, so a key's deltas are not among the longer keys that
@@ -46,33 +66,93 @@ func deltasOf(k []byte) Range {
 	return Range{Prefix: append(slices.Clip(k), deltaSep)}
 }
 
-// addDelta adds the delta v to the kept value under k of table: a row of
-// its own, and one time in compactEvery the fold of k's deltas (fold).
-func addDelta(ctx context.Context, tx Tx, table Table, k, v []byte, fold func(context.Context, Tx, []byte) error) error {
+// keptValue adds up the rows of one kept value: its base row and its
+// deltas, which are stored alike.
+type keptValue interface {
+	// add adds the row v, stored under k.
+	add(k, v []byte) error
+	// encode returns the stored form of the total, and false when it adds
+	// up to nothing (no row is kept then).
+	encode() ([]byte, bool, error)
+}
+
+// addDelta adds the delta v to the kept value under k of table, adding up
+// into acc (empty): with concurrent writers a row of its own, and one time
+// in compactEvery the fold of k's deltas (foldDeltas); with one writer at
+// a time, into the base row (rewriteBase).
+func addDelta(ctx context.Context, tx Tx, table Table, k, v []byte, acc keptValue) error {
+	if !concurrentWriters(tx) {
+		return rewriteBase(ctx, tx, table, k, v, acc)
+	}
 	if err := tx.Put(ctx, table, deltaKey(k), v); err != nil {
 		return err
 	}
 	if rand.IntN(compactEvery) != 0 {
 		return nil
 	}
-	return fold(ctx, tx, k)
+	return foldDeltas(ctx, tx, table, k, acc)
 }
 
-// foldCount folds the deltas of the count k into one delta (none when
-// they add up to zero). The base row is not read: a fold costs one
-// request (take), and the base row (written by stores before the deltas,
-// and by the backfill) stays as it is.
-func foldCount(ctx context.Context, tx Tx, k []byte) error {
-	var n int64
-	err := takeDeltas(ctx, tx, tableListCounts, k, func(dk, dv []byte) error {
-		d, err := countDelta(dk, dv)
-		n += d
-		return err
-	})
-	if err != nil || n == 0 {
+// foldDeltas folds the deltas of the kept value k of table into one delta
+// (none when they add up to nothing), adding up into acc (empty). The base
+// row is not read: a fold costs one request (take), and the base row
+// (written by stores before the deltas, and by the backfill) stays as it
+// is.
+func foldDeltas(ctx context.Context, tx Tx, table Table, k []byte, acc keptValue) error {
+	if err := takeDeltas(ctx, tx, table, k, acc.add); err != nil {
 		return err
 	}
-	return tx.Put(ctx, tableListCounts, deltaKey(k), binary.BigEndian.AppendUint64(nil, uint64(n)))
+	out, ok, err := acc.encode()
+	if !ok || err != nil {
+		return err
+	}
+	return tx.Put(ctx, table, deltaKey(k), out)
+}
+
+// rewriteBase adds the delta v and the deltas of k (which it takes) to
+// the base row of the kept value k of table, adding up into acc (empty),
+// and writes the base row back, or deletes it when the total is nothing.
+func rewriteBase(ctx context.Context, tx Tx, table Table, k, v []byte, acc keptValue) error {
+	base, err := tx.Get(ctx, table, k)
+	found := err == nil
+	switch {
+	case found:
+		err = acc.add(k, base)
+	case errors.Is(err, ErrNotFound):
+		err = nil
+	}
+	if err == nil {
+		err = acc.add(k, v)
+	}
+	if err == nil {
+		err = takeDeltas(ctx, tx, table, k, acc.add)
+	}
+	if err != nil {
+		return err
+	}
+	out, ok, err := acc.encode()
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		return tx.Put(ctx, table, k, out)
+	case found:
+		return tx.Delete(ctx, table, k)
+	}
+	return nil
+}
+
+// keptCount adds up the rows of a count of list_counts.
+type keptCount int64
+
+func (n *keptCount) add(k, v []byte) error {
+	d, err := countDelta(k, v)
+	*n += keptCount(d)
+	return err
+}
+
+func (n *keptCount) encode() ([]byte, bool, error) {
+	return binary.BigEndian.AppendUint64(nil, uint64(*n)), *n != 0, nil
 }
 
 // takeDeltas deletes the deltas of k in table and calls fn with each: one
@@ -118,8 +198,8 @@ func countDelta(dk, dv []byte) (int64, error) {
 	return int64(binary.BigEndian.Uint64(dv)), nil
 }
 
-// addSum adds amount and count to the sum under k of invoice_sums, as a
-// delta (the sum is deleted when a fold finds it counts no invoice).
+// addSum adds amount and count to the sum under k of invoice_sums
+// (addDelta; the sum is deleted when it counts no invoice).
 func addSum(ctx context.Context, tx Tx, k []byte, amount Decimal, count int64) error {
 	if count == 0 && amount.IsZero() {
 		return nil
@@ -128,28 +208,22 @@ func addSum(ctx context.Context, tx Tx, k []byte, amount Decimal, count int64) e
 	if err != nil {
 		return err
 	}
-	return addDelta(ctx, tx, tableInvoiceSums, k, v, foldSum)
+	return addDelta(ctx, tx, tableInvoiceSums, k, v, &keptSum{})
 }
 
-// foldSum folds the deltas of the sum k into one delta (none when they
-// add up to nothing), without reading the base row (foldCount).
-func foldSum(ctx context.Context, tx Tx, k []byte) error {
-	var s keptSum
-	if err := takeDeltas(ctx, tx, tableInvoiceSums, k, func(_, v []byte) error { return s.add(v) }); err != nil {
-		return err
-	}
+// encode is keptValue's: the stored form of s, and whether it adds up to
+// anything.
+func (s *keptSum) encode() ([]byte, bool, error) {
 	if s.Count == 0 && s.Amount.IsZero() {
-		return nil
+		return nil, false, nil
 	}
 	v, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	return tx.Put(ctx, tableInvoiceSums, deltaKey(k), v)
+	return v, true, err
 }
 
-// add adds the stored sum (or delta) v to s.
-func (s *keptSum) add(v []byte) error {
+// add adds the stored sum (or delta) v to s (keptValue's add; k is its
+// key).
+func (s *keptSum) add(_, v []byte) error {
 	var d keptSum
 	if err := json.Unmarshal(v, &d); err != nil {
 		return fmt.Errorf("decoding %s record: %w", tableInvoiceSums, err)

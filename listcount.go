@@ -137,7 +137,8 @@ func boolDelta(b bool) int64 {
 }
 
 // addCounts adds each delta to its count in list_counts (addDelta: a row
-// of its own, folded now and then), in key order.
+// of its own, folded now and then, with concurrent writers; into the base
+// row with one writer at a time), in key order.
 func addCounts(ctx context.Context, tx Tx, deltas map[string]int64) error {
 	keys := make([]string, 0, len(deltas))
 	for k, d := range deltas {
@@ -148,7 +149,7 @@ func addCounts(ctx context.Context, tx Tx, deltas map[string]int64) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		v := binary.BigEndian.AppendUint64(nil, uint64(deltas[k]))
-		if err := addDelta(ctx, tx, tableListCounts, []byte(k), v, foldCount); err != nil {
+		if err := addDelta(ctx, tx, tableListCounts, []byte(k), v, new(keptCount)); err != nil {
 			return err
 		}
 	}

@@ -268,15 +268,15 @@ func (s *Service) markAlertCustomers(ctx context.Context, tx Tx, w *usageWrite) 
 // unique to the write) as the mark's value: an evaluation deletes a mark
 // only while it still holds the value it read, so a mark rewritten by a
 // later write survives for the next evaluation. On a store whose write
-// transactions run concurrently (one whose Tx reads many keys at once,
-// MultiGetTx: PostgreSQL) each write takes a key of its own, so that
-// concurrent ingestions never write the same row; on a store with one
+// transactions run concurrently (concurrentWriters: PostgreSQL) each
+// write takes a key of its own, so that concurrent ingestions never write
+// the same row; on a store with one
 // writer at a time (bbolt, memstore) the alias has one key, rewritten,
 // and the table stays as small as the set of customers awaiting
 // evaluation.
 func markAlias(ctx context.Context, tx Tx, account, alias, write string) error {
 	k := key(account, alias)
-	if _, concurrent := tx.(MultiGetTx); concurrent {
+	if concurrentWriters(tx) {
 		k = key(account, alias, write)
 	}
 	return tx.Put(ctx, tableAlertMarks, k, []byte(write))
