@@ -117,6 +117,14 @@ type Options struct {
 	// MaxBatchSize is the number of Batch functions that starts a group
 	// commit without waiting for MaxBatchDelay. Defaults to 1000.
 	MaxBatchSize int
+
+	// Tracer, when set, sees every statement the store sends: pgx calls
+	// its QueryTracer methods for each statement sent alone (BEGIN and
+	// COMMIT included), and, when it implements them, pgx.BatchTracer's
+	// for each pipeline and pgx.CopyFromTracer's for each COPY. For
+	// tracing (OpenTelemetry's pgx tracers) or counting a request's round
+	// trips (pgtest.RoundTrips). Nil traces nothing.
+	Tracer pgx.QueryTracer
 }
 
 func (o *Options) withDefaults() Options {
@@ -189,6 +197,9 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	}
 	if o.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
+	}
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		// Without a bound, a request would wait for an unreachable

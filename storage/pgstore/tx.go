@@ -557,8 +557,10 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 		return m.remembered(ctx, rr, r.Reverse) // scanmerge.go
 	}
 	cursor := scanCursor{lower: lower, upper: upper, reverse: r.Reverse, limit: firstChunk}
-	if r.Expect > 0 && r.Expect < firstChunk {
-		cursor.limit = r.Expect // a list's page: no more rows than it reads
+	if r.Expect > 0 {
+		// a list's page: no more rows than it reads; the hours of a
+		// calculation's rollups: all of them in one chunk
+		cursor.limit = min(r.Expect, maxChunk)
 	}
 	var keys, vals [][]byte
 	for first := true; ; first = false {
