@@ -59,6 +59,10 @@ func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
 		return nil
 	}
 	var batch pgx.Batch
+	begin := t.ptx == nil // a read's first request: BEGIN goes with it
+	if begin {
+		batch.BeginTx(t.opts)
+	}
 	for _, rel := range f.rels {
 		batch.Queue(getManySQL(rel), f.byRel[rel].tables, f.byRel[rel].keys)
 	}
@@ -67,7 +71,13 @@ func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
 		c := scanCursor{lower: lower, upper: upper, limit: rangeLimit(tk) + 1}
 		batch.Queue(stmts(tk.Table).scan[scanVariant(false, upper != nil, false)], chunkArgs(tk.Table, &c)...)
 	}
-	res := t.ptx.SendBatch(ctx, &batch)
+	res := t.sendBatch(ctx, &batch, begin)
+	if begin {
+		if _, err := res.Exec(); err != nil {
+			res.Close()
+			return t.fail(err)
+		}
+	}
 	for range f.rels {
 		if err := t.readFetched(res, f.asked); err != nil {
 			res.Close()
@@ -89,6 +99,17 @@ func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
 		}
 	}
 	return nil
+}
+
+// sendBatch sends batch; with begin, on the connection, where it begins the
+// transaction (Batch.BeginTx).
+func (t *tx) sendBatch(ctx context.Context, batch *pgx.Batch, begin bool) pgx.BatchResults {
+	if !begin {
+		return t.ptx.SendBatch(ctx, batch)
+	}
+	res := t.conn.SendBatch(ctx, batch)
+	t.ptx = res.Tx()
+	return res
 }
 
 // fetchPlan is what fetch asks the server: keys by SQL table (rels in
