@@ -35,8 +35,12 @@ func (tk TableKey) Range() Range { return Range{Prefix: tk.Prefix, Start: tk.Sta
 const maxReadHints = 1 << 12
 
 // maxHintRange is the most keys of a range a hint asks for: a longer
-// range is read by its Scan, in chunks, as without a hint.
-const maxHintRange = 2048
+// range (a month of hourly rollups) is read by its own Scan, in one chunk
+// when its caller sets Range.Expect. Measured on PostgreSQL
+// (BENCHMARKS.md, "Entitlements in few requests"): with the month's
+// rollups in the hint's request, an answer took 2 requests but its median
+// time doubled; read apart, 3 to 4 requests and the median of before.
+const maxHintRange = 256
 
 // readHints holds, by question, the keys and ranges its last answer read.
 type readHints struct {
