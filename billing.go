@@ -222,6 +222,7 @@ type Service struct {
 	memo     memo.Memo             // decoded list records (store.go: lists)
 	nums     cache.Numbers         // committed usage account and series numbers (usagestore.go)
 	alerting alertPresence         // whether accounts have usage alerts (usagealert.go)
+	hints    readHints             // what reads asked last time (readahead.go)
 	// largeBatches counts the batch ingestions of ownCommitEvents or more
 	// in progress (usage.go).
 	largeBatches atomic.Int32

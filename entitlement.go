@@ -103,32 +103,45 @@ func (s *Service) Entitlements(ctx context.Context, account, customerID string, 
 		at = s.clock()
 	}
 	return read(ctx, s, func(tx Tx) ([]Entitlement, error) {
-		c, err := s.getCustomer(ctx, tx, account, customerID)
+		tx, done, err := s.readAhead(ctx, tx, "entitlements\x00"+account+"\x00"+customerID)
 		if err != nil {
 			return nil, err
 		}
-		owners := map[string]string{c.ID: c.ID} // as aliasOwners answers
-		for _, a := range c.CustomerAliases {
-			owners[a] = c.ID
+		out, err := s.entitlements(ctx, tx, account, customerID, at)
+		if err == nil {
+			done()
 		}
-		cal, err := s.calendarFor(ctx, tx, account, customerID)
-		if err != nil {
-			return nil, err
-		}
-		grants, err := s.grantsOn(ctx, tx, account, customerID, cal.DateOf(at))
-		if err != nil {
-			return nil, err
-		}
-		out := make([]Entitlement, 0, len(grants))
-		for _, k := range sortedKeys(grants) {
-			e, err := s.entitlement(ctx, tx, account, owners, cal, k, grants[k])
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, e)
-		}
-		return out, nil
+		return out, err
 	})
+}
+
+// entitlements is Entitlements in transaction tx.
+func (s *Service) entitlements(ctx context.Context, tx Tx, account, customerID string, at time.Time) ([]Entitlement, error) {
+	c, err := s.getCustomer(ctx, tx, account, customerID)
+	if err != nil {
+		return nil, err
+	}
+	owners := map[string]string{c.ID: c.ID} // as aliasOwners answers
+	for _, a := range c.CustomerAliases {
+		owners[a] = c.ID
+	}
+	cal, err := s.calendarFor(ctx, tx, account, customerID)
+	if err != nil {
+		return nil, err
+	}
+	grants, err := s.grantsOn(ctx, tx, account, customerID, cal.DateOf(at))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entitlement, 0, len(grants))
+	for _, k := range sortedKeys(grants) {
+		e, err := s.entitlement(ctx, tx, account, owners, cal, k, grants[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // Entitlement returns the customer's entitlement to one feature at instant

@@ -8,6 +8,7 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
+	"github.com/billingd/billing/storage/pgstore"
 	"github.com/billingd/billing/storage/pgstore/pgtest"
 )
 
@@ -17,27 +18,22 @@ import (
 // The events are stored before the price that grants the feature, so the
 // price's creation builds the rollups (logged). Besides the mean it
 // reports the median, the 90th and the 99th percentile of the answers'
-// times:
+// times, and on PostgreSQL the requests an answer sends (requests/op):
 //
 //	go test -run '^$' -bench 'BenchmarkEntitlement$' -benchtime 2000x .
 func BenchmarkEntitlement(b *testing.B) {
-	stores := []struct {
-		name string
-		open func(b *testing.B) billing.Store
-	}{{"bbolt", func(b *testing.B) billing.Store { return benchStore(b, true) }}}
+	b.Run("bbolt", func(b *testing.B) { benchEntitlement(b, benchStore(b, true), nil) })
 	if pgtest.Enabled() {
-		stores = append(stores, struct {
-			name string
-			open func(b *testing.B) billing.Store
-		}{"postgres", func(b *testing.B) billing.Store { return pgtest.Open(b, nil) }})
-	}
-	for _, st := range stores {
-		b.Run(st.name, func(b *testing.B) { benchEntitlement(b, st.open(b)) })
+		b.Run("postgres", func(b *testing.B) {
+			var rt pgtest.RoundTrips
+			benchEntitlement(b, pgtest.Open(b, &pgstore.Options{Tracer: &rt}), &rt)
+		})
 	}
 }
 
-// benchEntitlement is BenchmarkEntitlement on one store.
-func benchEntitlement(b *testing.B, store billing.Store) {
+// benchEntitlement is BenchmarkEntitlement on one store; with rt, it
+// reports the requests an answer sends (requests/op).
+func benchEntitlement(b *testing.B, store billing.Store, rt *pgtest.RoundTrips) {
 	n := benchEvents(b)
 	svc, clock := billingtest.NewService(b, billingtest.WithStore(store))
 	clock.Set(time.Date(2024, 8, 15, 0, 0, 0, 0, time.UTC))
@@ -59,6 +55,9 @@ func benchEntitlement(b *testing.B, store billing.Store) {
 	must(svc.CreateBillingSchedule(ctx, acct, billing.BillingScheduleParams{CustomerID: c.ID, StartDate: date("2024-07-01"), AutoIssueInvoices: &no, IsDraft: &no,
 		Phases: []billing.PhaseParams{phase("2024-07-01", pr.ID)}})).of(b, "CreateBillingSchedule")
 	at := time.Date(2024, 7, 31, 12, 0, 0, 0, time.UTC)
+	if rt != nil {
+		rt.Reset()
+	}
 	var times []time.Duration
 	for b.Loop() {
 		t := time.Now()
@@ -67,6 +66,9 @@ func benchEntitlement(b *testing.B, store billing.Store) {
 		if err != nil || e.Usage == nil || !e.HasAccess {
 			b.Fatalf("entitlement: %+v, %v", e, err)
 		}
+	}
+	if rt != nil {
+		b.ReportMetric(float64(rt.Count())/float64(len(times)), "requests/op")
 	}
 	slices.Sort(times)
 	ms := func(q float64) float64 { return float64(times[int(q*float64(len(times)-1))]) / 1e6 }

@@ -14,8 +14,8 @@ import (
 )
 
 // rollupCounter is a store that counts the scans of the usage rollups in
-// read transactions, to show that entitlements read them; its Tx offers RollupTx exactly when
-// the wrapped store's does.
+// read transactions, to show that entitlements read them; its Tx offers
+// RollupTx (and MultiGetTx) exactly when the wrapped store's does.
 type rollupCounter struct {
 	billing.Store
 	reads atomic.Int64
@@ -42,8 +42,23 @@ func (t countingRollupTx) KeepsUsageRollups() bool {
 	return t.Tx.(billing.RollupTx).KeepsUsageRollups()
 }
 
+// countingMultiTx is a countingRollupTx of a store whose Tx is a
+// MultiGetTx too (PostgreSQL), so that entitlements read ahead through it.
+type countingMultiTx struct{ countingRollupTx }
+
+func (t countingMultiTx) GetMany(ctx context.Context, table billing.Table, keys [][]byte) ([][]byte, error) {
+	return t.Tx.(billing.MultiGetTx).GetMany(ctx, table, keys)
+}
+
+func (t countingMultiTx) Prefetch(ctx context.Context, keys []billing.TableKey) error {
+	return t.Tx.(billing.MultiGetTx).Prefetch(ctx, keys)
+}
+
 func (s *rollupCounter) wrap(fn func(billing.Tx) error, read bool) func(billing.Tx) error {
 	return func(tx billing.Tx) error {
+		if _, ok := tx.(billing.MultiGetTx); ok {
+			return fn(countingMultiTx{countingRollupTx{countingTx{tx, s, read}}})
+		}
 		if _, ok := tx.(billing.RollupTx); ok {
 			return fn(countingRollupTx{countingTx{tx, s, read}})
 		}

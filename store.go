@@ -131,17 +131,17 @@ type MultiGetTx interface {
 	Prefetch(ctx context.Context, keys []TableKey) error
 }
 
-// TableKey is a key of a table, or the keys with a prefix, for
-// MultiGetTx.Prefetch.
+// TableKey is a key of a table, or a range of keys, for MultiGetTx.Prefetch.
 type TableKey struct {
 	// Table is the key's table.
 	Table Table
 	// Key is the key; Prefetch does not keep it after it returns.
 	Key []byte
-	// Prefix, set instead of Key, asks for the range a Scan of
-	// Range{Prefix: Prefix} visits; a backend may read it only when it
-	// holds few keys (the lines of a new document: none).
-	Prefix []byte
+	// Prefix, Start and End, set instead of Key, ask for the range a Scan
+	// of Range{Prefix, Start, End} visits (either way); a backend may read
+	// it only when it holds few keys (a new document's lines: none).
+	Prefix, Start, End []byte
+	Expect             int // for a range: about how many keys it holds (0: few)
 }
 
 // prefetch is tx.Prefetch when tx has it (nothing otherwise: Gets are

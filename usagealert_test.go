@@ -108,24 +108,48 @@ func (e *alertEnv) deliver(i int) []billing.AlertCrossing {
 	return out
 }
 
-// TestUsageAlertAcrossRestart: on bbolt, a threshold crossed before a
-// restart of the Service (the same file reopened) is notified once after
-// it, and never again in that period; a superseded event counts as the
-// calculation counts it; the next month in the customer's time zone
-// notifies again.
-//
-// Long on purpose: one story through two Services on one file, observed at
-// a real receiver after each step.
+// TestUsageAlertAcrossRestart: on bbolt and (with BILLINGD_TEST_POSTGRES)
+// PostgreSQL, a threshold crossed before a restart of the Service (the
+// same file or database opened again) is notified once after it, and never
+// again in that period; a superseded event counts as the calculation
+// counts it; the next month in the customer's time zone notifies again.
 func TestUsageAlertAcrossRestart(t *testing.T) {
 	t.Parallel()
+	stores := map[string]func() billing.Store{}
 	path := filepath.Join(t.TempDir(), "billing.db")
-	clock := billingtest.NewClock(time.Date(2026, 11, 30, 20, 0, 0, 0, time.UTC)) // 15:00 in New York
-	open := func() *billing.Service {
+	stores["bbolt"] = func() billing.Store {
 		st, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc, err := billing.New(st, alertConfig(clock))
+		return st
+	}
+	if pgtest.Enabled() {
+		url := pgtest.URL(t)
+		stores["postgres"] = func() billing.Store {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			st, err := pgstore.Open(ctx, url, &pgstore.Options{MaxConns: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+	}
+	for name, reopen := range stores {
+		t.Run(name, func(t *testing.T) { checkAlertAcrossRestart(t, reopen) })
+	}
+}
+
+// checkAlertAcrossRestart is TestUsageAlertAcrossRestart on the store
+// that reopen opens (again).
+//
+// Long on purpose: one story through two Services on one store, observed
+// at a real receiver after each step.
+func checkAlertAcrossRestart(t *testing.T, reopen func() billing.Store) {
+	clock := billingtest.NewClock(time.Date(2026, 11, 30, 20, 0, 0, 0, time.UTC)) // 15:00 in New York
+	open := func() *billing.Service {
+		svc, err := billing.New(reopen(), alertConfig(clock))
 		if err != nil {
 			t.Fatal(err)
 		}

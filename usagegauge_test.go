@@ -433,14 +433,20 @@ func (w *gaugeWorld) reference(m *billing.UsageMetric, customers []string, start
 // aggregation bills, on the upcoming invoice and on the invoice the run
 // creates, exactly the reference value of the billing period (random
 // events with 12 decimal places, ties, supersede, events before and after
-// the period), as the line's quantity.
+// the period), as the line's quantity: of a SIMPLE metric, and of a
+// GROUPED one with a property filter (the sum of its groups' values).
 func TestGaugeAggregationsThroughTheBillingEngine(t *testing.T) {
 	t.Parallel()
 	seed := billingtest.Seed(t, "BILLING_GAUGE_SEED")
-	for i, agg := range gaugeTypes {
-		t.Run(string(agg), func(t *testing.T) {
+	for k := range 2 * len(gaugeTypes) {
+		i, agg, grouped := k/2, gaugeTypes[k/2], k%2 == 1
+		name := string(agg)
+		if grouped {
+			name += "/GroupedFiltered"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			r := rand.New(rand.NewPCG(seed, uint64(100+i)))
+			r := rand.New(rand.NewPCG(seed, uint64(100+k)))
 			opts := []billingtest.Option{}
 			if i%2 == 0 {
 				opts = append(opts, billingtest.WithBolt())
@@ -452,6 +458,9 @@ func TestGaugeAggregationsThroughTheBillingEngine(t *testing.T) {
 			p := billing.UsageMetricParams{Name: "gauge", MetricType: billing.MetricTypeSimple, EventType: "gauge", AggregationType: agg, AggregationProperty: "v"}
 			if agg == billing.AggregationPercentile {
 				p.Percentile = dp("95")
+			}
+			if grouped { // the line's quantity is the sum of the groups' values
+				p.MetricType, p.GroupingProperty, p.PropertyFilters = billing.MetricTypeGrouped, "zone", map[string][]string{"region": {"eu"}}
 			}
 			m := createMetric(t, f.svc, f.account, p)
 			pr := f.price("Gauge", billing.CurrencyUSD, billing.FrequencyMonthly, billing.BillingTypeInArrears,
@@ -479,8 +488,8 @@ func TestGaugeAggregationsThroughTheBillingEngine(t *testing.T) {
 }
 
 // ingestGaugeEventsOver sends random events of alias over [start - 5 days,
-// end + 1 day) in hour steps (so many share a timestamp), some superseding
-// others, and returns the live ones.
+// end + 1 day) in hour steps (so many share a timestamp), with a region
+// and a zone, some superseding others, and returns the live ones.
 func ingestGaugeEventsOver(t *testing.T, svc *billing.Service, acct string, r *rand.Rand, start, end time.Time, alias string) []gaugeEvent {
 	t.Helper()
 	hours := int(end.Sub(start)/time.Hour) + 6*24
@@ -488,13 +497,16 @@ func ingestGaugeEventsOver(t *testing.T, svc *billing.Service, acct string, r *r
 	var batch billing.UsageEventBatchParams
 	for i := range 150 {
 		s := fmt.Sprintf("%d.%012d", r.IntN(100), r.Int64N(1_000_000_000_000))
-		e := gaugeEvent{seq: i, alias: alias, evType: "gauge", at: start.Add(time.Duration(r.IntN(hours/4)*4-5*24) * time.Hour), value: &s, valueIsNumeric: true}
+		region, zone := []string{"eu", "us"}[r.IntN(2)], []string{"a", "b", "c"}[r.IntN(3)]
+		e := gaugeEvent{seq: i, alias: alias, evType: "gauge", at: start.Add(time.Duration(r.IntN(hours/4)*4-5*24) * time.Hour), value: &s, valueIsNumeric: true,
+			region: &region, zone: &zone}
 		if r.IntN(3) == 0 {
 			e.customerEvent = fmt.Sprintf("k%d", r.IntN(40))
 		}
 		at := e.at
 		batch.Events = append(batch.Events, billing.UsageEventParams{CustomerAlias: alias, EventType: "gauge", CustomerEventID: e.customerEvent,
-			EventTimestamp: &at, EventProperties: billing.EventProperties{"v": billing.NumberProperty(billing.MustDecimal(s))}})
+			EventTimestamp: &at, EventProperties: billing.EventProperties{"v": billing.NumberProperty(billing.MustDecimal(s)),
+				"region": billing.StringProperty(region), "zone": billing.StringProperty(zone)}})
 		all = append(all, e)
 		if len(batch.Events) == 10 {
 			if _, err := svc.CreateUsageEventBatch(context.Background(), acct, batch); err != nil {

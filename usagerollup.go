@@ -439,7 +439,7 @@ func (src *usageSource) eachRolledUp(c *usageCalc, s *usageSeries) (bool, error)
 	var h rolledHour // an hour's row and deltas, merged
 	err := src.tx.Scan(src.ctx, tableUsageRollups, Range{
 		Start: rollupKey(s.no, first), End: rollupKey(s.no, last),
-		Expect: int((last-first)/rollupHour) + 1, // one chunk on PostgreSQL
+		Expect: 2*int((last-first)/rollupHour) + 1, // one chunk on PostgreSQL, an hour's deltas included
 	}, func(k, v []byte) error {
 		var p rollupProp
 		events, ok, err := readRollup(v, c.m.AggregationProperty, &p)

@@ -59,15 +59,25 @@ func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
 		return nil
 	}
 	var batch pgx.Batch
+	begin := t.ptx == nil // a read's first request: BEGIN goes with it
+	if begin {
+		batch.BeginTx(t.opts)
+	}
 	for _, rel := range f.rels {
 		batch.Queue(getManySQL(rel), f.byRel[rel].tables, f.byRel[rel].keys)
 	}
 	for _, tk := range f.ranges {
-		lower, upper := billing.Range{Prefix: tk.Prefix}.Bounds()
-		c := scanCursor{lower: lower, upper: upper, limit: prefetchRange + 1}
+		lower, upper := rangeBounds(tk)
+		c := scanCursor{lower: lower, upper: upper, limit: rangeLimit(tk) + 1}
 		batch.Queue(stmts(tk.Table).scan[scanVariant(false, upper != nil, false)], chunkArgs(tk.Table, &c)...)
 	}
-	res := t.ptx.SendBatch(ctx, &batch)
+	res := t.sendBatch(ctx, &batch, begin)
+	if begin {
+		if _, err := res.Exec(); err != nil {
+			res.Close()
+			return t.fail(err)
+		}
+	}
 	for range f.rels {
 		if err := t.readFetched(res, f.asked); err != nil {
 			res.Close()
@@ -91,6 +101,17 @@ func (t *tx) fetch(ctx context.Context, keys []billing.TableKey) error {
 	return nil
 }
 
+// sendBatch sends batch; with begin, on the connection, where it begins the
+// transaction (Batch.BeginTx).
+func (t *tx) sendBatch(ctx context.Context, batch *pgx.Batch, begin bool) pgx.BatchResults {
+	if !begin {
+		return t.ptx.SendBatch(ctx, batch)
+	}
+	res := t.conn.SendBatch(ctx, batch)
+	t.ptx = res.Tx()
+	return res
+}
+
 // fetchPlan is what fetch asks the server: keys by SQL table (rels in
 // the order met), each key once, and the prefixes.
 type fetchPlan struct {
@@ -112,8 +133,8 @@ type relKeys struct {
 func (t *tx) plan(keys []billing.TableKey) fetchPlan {
 	f := fetchPlan{byRel: map[string]*relKeys{}, asked: map[billing.Table]map[string]bool{}}
 	for _, tk := range keys {
-		if tk.Prefix != nil {
-			lower, upper := billing.Range{Prefix: tk.Prefix}.Bounds()
+		if tk.IsRange() {
+			lower, upper := rangeBounds(tk)
 			if _, ok := t.rangeRead(tk.Table, lower, upper); !ok {
 				f.ranges = append(f.ranges, tk)
 			}
@@ -138,11 +159,24 @@ func (t *tx) plan(keys []billing.TableKey) fetchPlan {
 	return f
 }
 
-// prefetchRange is the most keys of a prefix Prefetch remembers.
+// prefetchRange is the most keys of a range Prefetch remembers, unless
+// its TableKey expects more (up to maxChunk).
 const prefetchRange = 256
 
-// readRange remembers the rows of a prefix that fetch read, unless it
-// holds more than prefetchRange keys.
+// rangeLimit is the most keys of range tk that Prefetch remembers.
+func rangeLimit(tk billing.TableKey) int { return min(max(tk.Expect, prefetchRange), maxChunk) }
+
+// rangeBounds are the bounds of range tk, as a Scan's (lower never nil).
+func rangeBounds(tk billing.TableKey) (lower, upper []byte) {
+	lower, upper = tk.Range().Bounds()
+	if lower == nil {
+		lower = []byte{}
+	}
+	return lower, upper
+}
+
+// readRange remembers the rows of a range that fetch read, unless it
+// holds more than rangeLimit keys.
 func (t *tx) readRange(res pgx.BatchResults, tk billing.TableKey) error {
 	rows, err := res.Query()
 	if err != nil {
@@ -158,8 +192,8 @@ func (t *tx) readRange(res pgx.BatchResults, tk billing.TableKey) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if len(keys) <= prefetchRange {
-		lower, upper := billing.Range{Prefix: tk.Prefix}.Bounds()
+	if len(keys) <= rangeLimit(tk) {
+		lower, upper := rangeBounds(tk)
 		t.rememberRange(tk.Table, lower, upper, keys, vals, false)
 	}
 	return nil

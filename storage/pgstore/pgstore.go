@@ -117,6 +117,14 @@ type Options struct {
 	// MaxBatchSize is the number of Batch functions that starts a group
 	// commit without waiting for MaxBatchDelay. Defaults to 1000.
 	MaxBatchSize int
+
+	// Tracer, when set, sees every statement the store sends: pgx calls
+	// its QueryTracer methods for each statement sent alone (BEGIN and
+	// COMMIT included), and, when it implements them, pgx.BatchTracer's
+	// for each pipeline and pgx.CopyFromTracer's for each COPY. For
+	// tracing (OpenTelemetry's pgx tracers) or counting a request's round
+	// trips (pgtest.RoundTrips). Nil traces nothing.
+	Tracer pgx.QueryTracer
 }
 
 func (o *Options) withDefaults() Options {
@@ -189,6 +197,9 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	}
 	if o.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
+	}
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		// Without a bound, a request would wait for an unreachable
@@ -349,9 +360,22 @@ func (s *Store) runOnce(ctx context.Context, opts pgx.TxOptions, lane *counterLa
 	return err, again
 }
 
+// start begins t's transaction (in lane, if any), or, for a read, takes
+// the connection it begins on with its first request (tx.db, tx.fetch).
+// release ends what start took besides the transaction.
+func (s *Store) start(ctx context.Context, t *tx, lane *counterLane) (release func(), err error) {
+	if t.writable || lane != nil {
+		t.ptx, release, err = s.begin(ctx, t.opts, lane)
+		return release, err
+	}
+	t.conn, err = s.pool.Acquire(ctx)
+	return func() { t.conn.Release() }, err
+}
+
 // attempt is one run of runOnce; noCopy sends every Put as an upsert.
 func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, lane *counterLane, fn func(*tx) error) (err error, again bool) {
-	ptx, release, err := s.begin(ctx, opts, lane)
+	t := &tx{writable: opts.AccessMode == pgx.ReadWrite, noCopy: noCopy, schema: s.opts.Schema, opts: opts}
+	release, err := s.start(ctx, t, lane)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err(), false
@@ -359,7 +383,6 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, la
 		return classify(err), false
 	}
 	defer release() // after the rollback deferred below
-	t := &tx{ptx: ptx, writable: opts.AccessMode == pgx.ReadWrite, noCopy: noCopy, schema: s.opts.Schema}
 	if lane != nil {
 		defer func() {
 			if again {
@@ -369,11 +392,11 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, la
 	}
 	defer func() {
 		t.done = true
-		if ptx != nil {
+		if t.ptx != nil {
 			// The transaction failed or panicked. Rolling back needs a
 			// context that still works: ctx may be the reason.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = ptx.Rollback(rctx)
+			_ = t.ptx.Rollback(rctx)
 			cancel()
 		}
 	}()
@@ -395,8 +418,11 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, la
 	if err := ctx.Err(); err != nil {
 		return err, false // the caller gave up: no effect, nothing acknowledged
 	}
-	commit := ptx
-	ptx = nil
+	commit := t.ptx
+	t.ptx = nil
+	if commit == nil {
+		return nil, false // a read that sent nothing
+	}
 	if err := commit.Commit(ctx); err != nil {
 		err = t.fail(err)
 		return err, t.retryable != nil

@@ -13,6 +13,7 @@ import (
 	"github.com/billingd/billing/storage/internal/counter"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // errTxDone reports a Tx used after its transaction function returned.
@@ -27,7 +28,11 @@ const (
 
 // tx is a billing.Tx over a pgx transaction.
 type tx struct {
+	// ptx is the transaction; nil until a read-only one's first request
+	// begins it on conn (db, fetch), saving BEGIN's round trip.
 	ptx      pgx.Tx
+	conn     *pgxpool.Conn
+	opts     pgx.TxOptions
 	writable bool
 	done     bool
 	// retryable is the serialization failure or deadlock that aborted the
@@ -142,6 +147,19 @@ func (b *putBuffer) Less(i, j int) bool { return bytes.Compare(b.keys[i], b.keys
 func (b *putBuffer) Swap(i, j int) {
 	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 	b.vals[i], b.vals[j] = b.vals[j], b.vals[i]
+}
+
+// db returns the transaction, begun now if it was not (a read's first
+// statement sent alone).
+func (t *tx) db(ctx context.Context) (pgx.Tx, error) {
+	if t.ptx == nil {
+		ptx, err := t.conn.BeginTx(ctx, t.opts)
+		if err != nil {
+			return nil, t.fail(err)
+		}
+		t.ptx = ptx
+	}
+	return t.ptx, nil
 }
 
 func (t *tx) check(ctx context.Context, write bool) error {
@@ -371,7 +389,11 @@ func (t *tx) Get(ctx context.Context, table billing.Table, key []byte) ([]byte, 
 	// Unsent writes need not go first: none is of this key (it would be
 	// known), and the answer depends on no other.
 	var v []byte
-	err := t.ptx.QueryRow(ctx, stmts(table).get, string(table), key).Scan(&v)
+	db, err := t.db(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = db.QueryRow(ctx, stmts(table).get, string(table), key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		t.remember(table, key, missing)
 		return nil, billing.ErrNotFound
@@ -557,8 +579,10 @@ func (t *tx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn 
 		return m.remembered(ctx, rr, r.Reverse) // scanmerge.go
 	}
 	cursor := scanCursor{lower: lower, upper: upper, reverse: r.Reverse, limit: firstChunk}
-	if r.Expect > 0 && r.Expect < firstChunk {
-		cursor.limit = r.Expect // a list's page: no more rows than it reads
+	if r.Expect > 0 {
+		// a list's page: no more rows than it reads; the hours of a
+		// calculation's rollups: all of them in one chunk
+		cursor.limit = min(r.Expect, maxChunk)
 	}
 	var keys, vals [][]byte
 	for first := true; ; first = false {
@@ -614,7 +638,11 @@ func chunkArgs(table billing.Table, c *scanCursor) []any {
 // chunk reads the next chunk of the cursor's interval into keys and vals.
 func (t *tx) chunk(ctx context.Context, table billing.Table, c *scanCursor, keys, vals [][]byte) ([][]byte, [][]byte, error) {
 	q := stmts(table).scan[scanVariant(c.lowerOpen, c.upper != nil, c.reverse)]
-	rows, err := t.ptx.Query(ctx, q, chunkArgs(table, c)...)
+	db, err := t.db(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := db.Query(ctx, q, chunkArgs(table, c)...)
 	if err != nil {
 		return nil, nil, t.fail(err)
 	}

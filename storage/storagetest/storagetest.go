@@ -357,15 +357,16 @@ func testTake(t *testing.T, s billing.Store) {
 // testPrefetch: on a backend whose Tx offers billing.MultiGetTx, Get
 // answers after a Prefetch of keys of two tables (present, missing, empty,
 // written or deleted before by the same transaction, written after) what
-// it answers without one, and Scan of a prefix prefetched what it answers
-// without (with the writes before and after the Prefetch).
+// it answers without one, and Scan of a prefix or a range prefetched what
+// it answers without (with the writes before and after the Prefetch).
 func testPrefetch(t *testing.T, s billing.Store) {
 	put(t, s, tableA, "a", "1", "b", "", "gone", "4")
 	put(t, s, tableB, "a", "other table")
 	tks := []billing.TableKey{{Table: tableA, Key: []byte("a")}, {Table: tableB, Key: []byte("a")}, {Table: tableA, Key: []byte("b")},
 		{Table: tableA, Key: []byte("missing")}, {Table: tableB, Key: []byte("b")}, {Table: tableA, Key: []byte("gone")},
 		{Table: tableA, Key: []byte("new")}, {Table: tableA, Key: []byte("a")}, {Table: tableA, Key: []byte("later")},
-		{Table: tableA, Prefix: []byte("l")}, {Table: tableA, Prefix: []byte("g")}, {Table: tableB, Prefix: []byte("a")}}
+		{Table: tableA, Prefix: []byte("l")}, {Table: tableA, Prefix: []byte("g")}, {Table: tableB, Prefix: []byte("a")},
+		{Table: tableA, Start: []byte("a"), End: []byte("h"), Expect: 3}}
 	want := map[string]string{"storagetest_a/a": "1", "storagetest_b/a": "other table", "storagetest_a/b": "", "storagetest_a/new": "5", "storagetest_a/later": "6"}
 	update(t, s, func(ctx context.Context, tx billing.Tx) error {
 		m, ok := tx.(billing.MultiGetTx)
@@ -384,21 +385,14 @@ func testPrefetch(t *testing.T, s billing.Store) {
 		if err := tx.Put(ctx, tableA, []byte("later"), []byte("6")); err != nil {
 			return err
 		}
-		for prefix, want := range map[string]string{"l": "later=6", "g": "", "a": "a=1"} {
-			rows, err := scanTx(ctx, tx, tableA, billing.Range{Prefix: []byte(prefix)})
-			if err != nil {
-				return err
-			}
-			var got []string
-			for _, r := range rows {
-				got = append(got, r.K+"="+r.V)
-			}
-			if strings.Join(got, " ") != want {
-				return fmt.Errorf("scan of prefix %q after Prefetch = %q, want %q", prefix, got, want)
+		for r, want := range map[*billing.Range]string{{Prefix: []byte("l")}: "later=6", {Prefix: []byte("g")}: "", {Prefix: []byte("a")}: "a=1",
+			{Start: []byte("a"), End: []byte("h")}: "a=1 b=", {Start: []byte("a"), End: []byte("h"), Reverse: true}: "b= a=1"} {
+			if got, err := scanText(ctx, tx, tableA, *r); err != nil || got != want {
+				return fmt.Errorf("scan of %+v after Prefetch = %q, %v; want %q", *r, got, err, want)
 			}
 		}
 		for _, tk := range tks {
-			if tk.Prefix != nil {
+			if tk.IsRange() {
 				continue
 			}
 			v, err := tx.Get(ctx, tk.Table, tk.Key)
@@ -413,6 +407,17 @@ func testPrefetch(t *testing.T, s billing.Store) {
 		}
 		return nil
 	})
+}
+
+// scanText is what a Scan of r in tx visits: "key=value" separated by
+// spaces.
+func scanText(ctx context.Context, tx billing.Tx, table billing.Table, r billing.Range) (string, error) {
+	rows, err := scanTx(ctx, tx, table, r)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.K+"="+r.V)
+	}
+	return strings.Join(got, " "), err
 }
 
 func testEmptyValue(t *testing.T, s billing.Store) {
