@@ -156,7 +156,7 @@ type CreditApplication struct {
 func (g *CreditGrant) free() bool { return g.CostOfCredit == nil && g.SourceCreditNoteID == "" }
 
 // applyCash applies the customer's CASH credit in the invoice's currency,
-// usable on d, to invoice r (credits.md of the docs: docs/credits.md):
+// usable on d, to invoice r (docs/concepts.md, "Credits"):
 // with lines, free grants first, as BURNDOWN lines before tax, one per tax
 // rate they offset (rates in line order, never more than the net left at
 // that rate); then, on every invoice, paid and credit note grants as money
