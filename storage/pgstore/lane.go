@@ -27,6 +27,12 @@ import (
 // itself: no other transaction can increment those counters until it
 // ends, and it cannot fail on them again. A transaction fails on a counter
 // at most once; the ones that did go through the lane one at a time.
+//
+// Taking a lane can deadlock: a transaction outside it holds one of the
+// lane's counters and waits for another the lane already took. The server
+// breaks the deadlock by failing one side; when that is the lane's run, it
+// is one more failed run and the function runs again (it is never an
+// error of the request).
 
 // counterLane is what one function's runs know of the counters they
 // incremented: the advisory lock keys a failed run leaves for the next.

@@ -74,3 +74,63 @@ func TestSlowNumberingTransactionsNeedOneRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestLanesOfTwoCountersNeverFailARequest runs transactions that take the
+// next numbers of two counters, half of them in one order and half in the
+// other, so that runs deadlock on the counters' locks, and runs whose
+// previous run failed take both lanes before they begin while others hold
+// one of them. A deadlock met while taking a lane is one more reason to run
+// again, never an error: every transaction gets its numbers, without gaps.
+func TestLanesOfTwoCountersNeverFailARequest(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	st := pgtest.Open(t, &pgstore.Options{MaxConns: 16})
+	ctx := context.Background()
+	const table = billing.Table("lane_test")
+	counters := [2][]byte{[]byte("invoice numbers"), []byte("credit note numbers")}
+	const workers, each = 6, 3
+	var (
+		mu   sync.Mutex
+		got  [2][]uint64
+		wg   sync.WaitGroup
+		errs = make(chan error, workers*each)
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				var n [2]uint64
+				err := st.Update(ctx, func(tx billing.Tx) error {
+					for i := range 2 {
+						c := (i + w) % 2
+						var err error
+						if n[c], err = tx.Increment(ctx, table, counters[c]); err != nil {
+							return err
+						}
+						time.Sleep(5 * time.Millisecond)
+					}
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					continue
+				}
+				mu.Lock()
+				got[0], got[1] = append(got[0], n[0]), append(got[1], n[1])
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a transaction taking two numbers failed: %v", err)
+	}
+	for c := range 2 {
+		slices.Sort(got[c])
+		for i, n := range got[c] {
+			if n != uint64(i+1) {
+				t.Fatalf("%s: %v, want 1..%d without gaps", counters[c], got[c], len(got[c]))
+			}
+		}
+	}
+}

@@ -380,6 +380,12 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, la
 		if ctx.Err() != nil {
 			return ctx.Err(), false
 		}
+		if isRetryable(err) {
+			// Taking a counter's lane met a transaction that holds one
+			// of its counters and waits for another of the lane's: the
+			// server chose this run to break the deadlock.
+			return err, true
+		}
 		return classify(err), false
 	}
 	defer release() // after the rollback deferred below
