@@ -377,16 +377,7 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, la
 	t := &tx{writable: opts.AccessMode == pgx.ReadWrite, noCopy: noCopy, schema: s.opts.Schema, opts: opts}
 	release, err := s.start(ctx, t, lane)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err(), false
-		}
-		if isRetryable(err) {
-			// Taking a counter's lane met a transaction that holds one
-			// of its counters and waits for another of the lane's: the
-			// server chose this run to break the deadlock.
-			return err, true
-		}
-		return classify(err), false
+		return startFailed(ctx, err)
 	}
 	defer release() // after the rollback deferred below
 	if lane != nil {
@@ -434,6 +425,21 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, noCopy bool, la
 		return err, t.retryable != nil
 	}
 	return nil, false
+}
+
+// startFailed is what attempt returns when its transaction could not
+// begin.
+func startFailed(ctx context.Context, err error) (error, bool) {
+	if ctx.Err() != nil {
+		return ctx.Err(), false
+	}
+	if isRetryable(err) {
+		// Taking a counter's lane met a transaction that holds one of
+		// its counters and waits for another of the lane's: the server
+		// chose this run to break the deadlock.
+		return err, true
+	}
+	return classify(err), false
 }
 
 // classify maps a driver error to the port's errors: context errors stay
