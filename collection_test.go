@@ -2,10 +2,10 @@ package billing_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -324,15 +324,13 @@ func TestSharedStoreChargesEachAttemptOnce(t *testing.T) {
 		invs = append(invs, e.autoChargedInvoice("15.00", billing.CurrencyUSD, true).ID)
 	}
 	for round := range 3 {
-		var wg sync.WaitGroup
-		for _, svc := range []*billing.Service{f.svc, other, f.svc, other} {
-			wg.Go(func() {
-				if _, err := svc.RunCollection(f.ctx, f.clock.Now()); err != nil {
-					t.Errorf("round %d: %v", round, err)
-				}
-			})
-		}
-		wg.Wait()
+		svcs := []*billing.Service{f.svc, other, f.svc, other}
+		billingtest.AtOnce(t, len(svcs), func(i int) error {
+			if _, err := svcs[i].RunCollection(f.ctx, f.clock.Now()); err != nil {
+				return fmt.Errorf("round %d: %w", round, err)
+			}
+			return nil
+		})
 		f.clock.Advance(3 * 24 * time.Hour)
 	}
 	keys := map[string]int{}
