@@ -2,10 +2,10 @@ package billing_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -64,6 +64,18 @@ func (e *payEnv) invoice(id string) *billing.Invoice {
 	return inv
 }
 
+// invoiceIn reads an invoice and reports an error unless its payment and
+// dunning statuses are the ones given; it returns the invoice for further
+// checks.
+func (e *payEnv) invoiceIn(id string, payment billing.PaymentStatus, dunning string) *billing.Invoice {
+	e.tb.Helper()
+	got := e.invoice(id)
+	if got.PaymentStatus != payment || got.DunningStatus != dunning {
+		e.tb.Errorf("invoice %s: %s %s, want %s %s", id, got.PaymentStatus, got.DunningStatus, payment, dunning)
+	}
+	return got
+}
+
 // TestChargedOnceWhenIssued: a CHARGE_AUTOMATICALLY invoice is charged once
 // by the collection run after its issue, with the attempt's idempotency
 // key, and is PAID with a payment and journal entries; runs after that
@@ -84,9 +96,8 @@ func TestChargedOnceWhenIssued(t *testing.T) {
 	if c.IdempotencyKey != "billingd/"+inv.ID+"/attempt/1" || c.InvoiceID != inv.ID || c.Amount.String() != "49.99" || c.CustomerRef != "cus_"+e.customer {
 		t.Errorf("charge %+v", c)
 	}
-	got := e.invoice(inv.ID)
-	if got.PaymentStatus != billing.PaymentStatusPaid || got.DunningStatus != billing.DunningCompleted || !got.AmountDue.IsZero() {
-		t.Errorf("invoice after the charge: %s %s due %s", got.PaymentStatus, got.DunningStatus, got.AmountDue)
+	if got := e.invoiceIn(inv.ID, billing.PaymentStatusPaid, billing.DunningCompleted); !got.AmountDue.IsZero() {
+		t.Errorf("invoice after the charge: due %s", got.AmountDue)
 	}
 	pays, err := e.svc.ListPayments(e.ctx, e.account, inv.ID, "", billing.ListParams{})
 	e.must(err)
@@ -145,10 +156,7 @@ func TestRetriesThenSuccess(t *testing.T) {
 	if !slices.Equal(keys, []string{"1", "2", "3"}) {
 		t.Errorf("attempt keys %v", keys)
 	}
-	got := e.invoice(inv.ID)
-	if got.PaymentStatus != billing.PaymentStatusPaid || got.DunningStatus != billing.DunningCompleted {
-		t.Errorf("invoice %s %s", got.PaymentStatus, got.DunningStatus)
-	}
+	e.invoiceIn(inv.ID, billing.PaymentStatusPaid, billing.DunningCompleted)
 }
 
 // TestFinalActionAfterLastFailure: after the last retry fails the
@@ -169,10 +177,7 @@ func TestFinalActionAfterLastFailure(t *testing.T) {
 	if len(e.fake.Charges) != 3 {
 		t.Errorf("%d charges, want 3 (the first and two retries)", len(e.fake.Charges))
 	}
-	got := e.invoice(inv.ID)
-	if got.PaymentStatus != billing.PaymentStatusUncollectible || got.DunningStatus != billing.DunningFailed {
-		t.Errorf("invoice %s %s", got.PaymentStatus, got.DunningStatus)
-	}
+	e.invoiceIn(inv.ID, billing.PaymentStatusUncollectible, billing.DunningFailed)
 }
 
 // TestRemindersAroundDueDate: a SEND_INVOICE invoice gets its reminders 3
@@ -319,15 +324,13 @@ func TestSharedStoreChargesEachAttemptOnce(t *testing.T) {
 		invs = append(invs, e.autoChargedInvoice("15.00", billing.CurrencyUSD, true).ID)
 	}
 	for round := range 3 {
-		var wg sync.WaitGroup
-		for _, svc := range []*billing.Service{f.svc, other, f.svc, other} {
-			wg.Go(func() {
-				if _, err := svc.RunCollection(f.ctx, f.clock.Now()); err != nil {
-					t.Errorf("round %d: %v", round, err)
-				}
-			})
-		}
-		wg.Wait()
+		svcs := []*billing.Service{f.svc, other, f.svc, other}
+		billingtest.AtOnce(t, len(svcs), func(i int) error {
+			if _, err := svcs[i].RunCollection(f.ctx, f.clock.Now()); err != nil {
+				return fmt.Errorf("round %d: %w", round, err)
+			}
+			return nil
+		})
 		f.clock.Advance(3 * 24 * time.Hour)
 	}
 	keys := map[string]int{}

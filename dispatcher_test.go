@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,16 +158,10 @@ func TestTwoDispatchersSendOnce(t *testing.T) {
 	for range 20 {
 		e.customer("Initech")
 	}
-	var wg sync.WaitGroup
-	for range 2 {
-		d := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks, BatchSize: 3, Concurrency: 2})
-		wg.Go(func() {
-			if _, err := d.RunOnce(context.Background()); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	billingtest.AtOnce(t, 2, func(int) error {
+		_, err := dispatch.New(e.svc, dispatch.Config{Webhooks: e.webhooks, BatchSize: 3, Concurrency: 2}).RunOnce(context.Background())
+		return err
+	})
 	if got := len(rc.Received()); got != 40 {
 		t.Errorf("receiver got %d requests, want 40 (20 notifications × 2 recipients, each once)", got)
 	}

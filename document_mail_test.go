@@ -108,11 +108,7 @@ func TestDocumentEmailWithoutRenderer(t *testing.T) {
 // and a mailer to it.
 func newMailEnv(t *testing.T) (*notifyEnv, *billingtest.SMTPServer, *smtp.Mailer) {
 	t.Helper()
-	srv := billingtest.NewSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, mailer := loopbackMailer(t, smtp.Config{})
 	return newNotifyEnv(t, false), srv, mailer
 }
 

@@ -14,17 +14,27 @@ import (
 	"github.com/billingd/billing/smtp"
 )
 
+// loopbackMailer starts a real SMTP server on loopback and returns it with
+// a mailer that sends to it from billing@acme.test (cfg adds the rest, such
+// as credentials).
+func loopbackMailer(tb testing.TB, cfg smtp.Config) (*billingtest.SMTPServer, *smtp.Mailer) {
+	tb.Helper()
+	srv := billingtest.NewSMTPServer(tb)
+	cfg.Addr, cfg.From = srv.Addr(), "billing@acme.test"
+	mailer, err := smtp.NewMailer(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv, mailer
+}
+
 // TestEmailPolicyOverSMTP: an EMAIL policy's notification goes through the
 // SMTP mailer to a real server: recipient, subject, text and the payload
 // attached.
 func TestEmailPolicyOverSMTP(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, false)
-	srv := billingtest.NewSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test", Username: "user", Password: "pass"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, mailer := loopbackMailer(t, smtp.Config{Username: "user", Password: "pass"})
 	e.policy(billing.ChannelEmail, []string{"ops@example.com", "cfo@example.com"})
 	c := e.customer("Initech Ünited")
 	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer}))
@@ -66,12 +76,8 @@ func TestEmailPolicyOverSMTP(t *testing.T) {
 func TestQueuedEmail(t *testing.T) {
 	t.Parallel()
 	e := newNotifyEnv(t, false)
-	srv := billingtest.NewSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = e.svc.QueueEmail(context.Background(), e.account, billing.Email{
+	srv, mailer := loopbackMailer(t, smtp.Config{})
+	err := e.svc.QueueEmail(context.Background(), e.account, billing.Email{
 		To: []string{"a@example.com", "b@example.com"}, Subject: "Invoice INV-7",
 		Text: "Invoice INV-7\nTotal: 12.30 EUR\nDue: 2024-08-30\n", JSON: []byte(`{"number":"INV-7"}`),
 	})
@@ -108,11 +114,7 @@ func TestEmailNotConfigured(t *testing.T) {
 	if _, err := e.svc.RetryDelivery(context.Background(), e.account, dl.ID); err != nil {
 		t.Fatal(err)
 	}
-	srv := billingtest.NewSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, mailer := loopbackMailer(t, smtp.Config{})
 	e.runOnce(dispatch.New(e.svc, dispatch.Config{Mailer: mailer}))
 	if dl := e.onlyDelivery(); dl.Status != billing.DeliverySucceeded || len(srv.Messages()) != 1 {
 		t.Errorf("after retry: %+v, %d messages", dl, len(srv.Messages()))

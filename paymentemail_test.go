@@ -17,9 +17,7 @@ import (
 func TestCustomerPaymentEmails(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t)
-	srv := billingtest.NewSMTPServer(t)
-	mailer, err := smtp.NewMailer(smtp.Config{Addr: srv.Addr(), From: "billing@acme.test"})
-	e.must(err)
+	srv, mailer := loopbackMailer(t, smtp.Config{})
 	d := dispatch.New(e.svc, dispatch.Config{Mailer: mailer})
 	e.fake.Outcomes = []billing.ChargeStatus{billing.ChargeFailed}
 	charged := e.autoChargedInvoice("20.00", billing.CurrencyUSD, true)
@@ -28,7 +26,7 @@ func TestCustomerPaymentEmails(t *testing.T) {
 	reminded := e.autoChargedInvoice("10.00", billing.CurrencyUSD, false)
 	e.clock.Set(reminded.DueDate.Time())
 	e.collect()
-	_, err = d.RunOnce(e.ctx)
+	_, err := d.RunOnce(e.ctx)
 	e.must(err)
 
 	texts := map[string]string{}

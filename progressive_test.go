@@ -3,7 +3,6 @@ package billing_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,16 +150,10 @@ func TestProgressiveInterimOnceAcrossInstances(t *testing.T) {
 	other, err := billing.New(store, &cfg)
 	f.must(err)
 	f.events(f.customer, "api_call", ts("2024-01-05T00:00:00Z"), 50)
-	var wg sync.WaitGroup
-	for i := range 6 {
-		svc := []*billing.Service{f.svc, other}[i%2]
-		wg.Go(func() {
-			if _, err := svc.RunBilling(f.ctx, ts("2024-01-10T00:00:00Z")); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	billingtest.AtOnce(t, 6, func(i int) error {
+		_, err := []*billing.Service{f.svc, other}[i%2].RunBilling(f.ctx, ts("2024-01-10T00:00:00Z"))
+		return err
+	})
 	if invs, _ := f.invoices(sc.ID); len(invs) != 1 || invs[0].GrossTotal.String() != "15.00" {
 		t.Fatalf("%d invoices, want one interim invoice of 15.00: %+v", len(invs), invs)
 	}

@@ -2,7 +2,6 @@ package billing_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -80,17 +79,10 @@ func TestSharedStoreInstancesBillEachScheduleOnce(t *testing.T) {
 // concurrentRuns runs RunBilling as of asOf on every Service at once.
 func concurrentRuns(t *testing.T, asOf time.Time, svcs ...*billing.Service) []*billing.BillingRun {
 	runs := make([]*billing.BillingRun, len(svcs))
-	var wg sync.WaitGroup
-	for i, svc := range svcs {
-		wg.Go(func() {
-			r, err := svc.RunBilling(context.Background(), asOf)
-			if err != nil {
-				t.Error(err)
-			}
-			runs[i] = r
-		})
-	}
-	wg.Wait()
+	billingtest.AtOnce(t, len(svcs), func(i int) (err error) {
+		runs[i], err = svcs[i].RunBilling(context.Background(), asOf)
+		return err
+	})
 	return runs
 }
 

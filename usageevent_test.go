@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -356,16 +355,10 @@ func TestUsageEventSupersede(t *testing.T) {
 			t.Errorf("listed %d events, want 3", len(got))
 		}
 
-		var wg sync.WaitGroup
-		for i := range 50 {
-			wg.Go(func() {
-				_, err := svc.CreateUsageEvent(ctx, acct, withID(t, "dup", "c3", fmt.Sprintf(`{"n":%d}`, i)))
-				if err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
+		billingtest.AtOnce(t, 50, func(i int) error {
+			_, err := svc.CreateUsageEvent(ctx, acct, withID(t, "dup", "c3", fmt.Sprintf(`{"n":%d}`, i)))
+			return err
+		})
 		calc := checkCalc(t, svc, acct, m, []string{"c3"}, "2024-07-01", "2024-07-31", 1, 0, "")
 		if len(listAll(t, svc, acct, billing.UsageEventFilter{CustomerAlias: "c3"})) != 1 {
 			t.Errorf("concurrent duplicates stored more than once (value %s)", calc.Value)

@@ -224,16 +224,10 @@ func TestUsageEventLargeBatches(t *testing.T) {
 
 	// Concurrent large batches (sharing commits, or one on its own), each
 	// with the same customerEventId: one of them keeps it.
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			_, err := svc.CreateUsageEventBatch(context.Background(), acct, billing.UsageEventBatchParams{Events: batch("c4", 100, map[int]string{50: "conc"})})
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	billingtest.AtOnce(t, 4, func(int) error {
+		_, err := svc.CreateUsageEventBatch(context.Background(), acct, billing.UsageEventBatchParams{Events: batch("c4", 100, map[int]string{50: "conc"})})
+		return err
+	})
 	checkCalc(t, svc, acct, m, []string{"c4"}, "2024-07-01", "2024-07-31", 4*100-3, 0, "397")
 }
 

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -42,10 +41,7 @@ func TestCollectionInABrowser(t *testing.T) {
 		t.Fatalf("collection after the failed charge %+v", col)
 	}
 
-	b := newTab(t, f.srv.URL)
-	if st := b.signIn(f.key.ID, f.key.Secret); st != http.StatusOK {
-		t.Fatalf("sign-in: %d", st)
-	}
+	b := f.signedInTab(t)
 	page := "/console/invoices/" + inv.ID
 	b.open(page)
 	b.see("Collection", "charged automatically (STRIPE)", "SCHEDULED", "card declined", "FAILED", "Retry now…", "Send a reminder…",

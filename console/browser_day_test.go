@@ -20,10 +20,7 @@ import (
 func TestFinanceDayInABrowser(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	b := newTab(t, f.srv.URL)
-	if st := b.signIn(f.key.ID, f.key.Secret); st != http.StatusOK {
-		t.Fatalf("sign-in: %d", st)
-	}
+	b := f.signedInTab(t)
 	fill := func(what string, fields map[string]string) {
 		t.Helper()
 		var steps []chromedp.Action[chromedp.Void]

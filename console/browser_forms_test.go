@@ -34,11 +34,8 @@ func TestFormErrorsInABrowser(t *testing.T) {
 	sc := must(f.svc.CreateBillingSchedule(ctx, f.account, billing.BillingScheduleParams{CustomerID: f.customer.ID, StartDate: &start,
 		AutoIssueInvoices: &no, IsDraft: &no, Phases: []billing.PhaseParams{{StartDate: &start, PriceIDs: []string{price.ID}}}}))
 	draft := f.draftSchedule(t, price)
-	b := newTab(t, f.srv.URL)
+	b := f.signedInTab(t)
 	b.run("a phone's width", chromedp.EmulateViewport(390, 844))
-	if st := b.signIn(f.key.ID, f.key.Secret); st != http.StatusOK {
-		t.Fatalf("sign-in: %d", st)
-	}
 	invoices := func() int {
 		return must(f.svc.ListInvoices(ctx, f.account, billing.InvoiceFilter{}, billing.ListParams{})).TotalResultSize
 	}
@@ -131,10 +128,7 @@ func TestConfirmationRefusalsInABrowser(t *testing.T) {
 	pro, _ := f.twoPrices(t)
 	draft := f.draftSchedule(t, pro)
 	gone := f.newCustomer(f.account, "Hooli Inc", "hooli")
-	b := newTab(t, f.srv.URL)
-	if st := b.signIn(f.key.ID, f.key.Secret); st != http.StatusOK {
-		t.Fatalf("sign-in: %d", st)
-	}
+	b := f.signedInTab(t)
 	for _, c := range []struct {
 		path   string
 		before func() // changes the state after the confirmation is shown (another person's action)

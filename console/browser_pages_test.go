@@ -20,10 +20,7 @@ import (
 func TestOverviewCreditNotesSchedulesAndRunsInABrowser(t *testing.T) {
 	f := newFixture(t)
 	bl := f.billed()
-	b := newTab(t, f.srv.URL)
-	if st := b.signIn(f.key.ID, f.key.Secret); st != http.StatusOK {
-		t.Fatalf("sign-in: %d", st)
-	}
+	b := f.signedInTab(t)
 
 	// The overview: the chart, its bars and its table.
 	b.open("/console/")

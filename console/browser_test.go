@@ -160,6 +160,17 @@ func (b *tab) signIn(keyID, secret string) int64 {
 	return b.click("main form button[type=submit]")
 }
 
+// signedInTab opens a tab on the fixture's server and signs in with the
+// fixture's key, failing the test unless the console lets it in.
+func (f *fixture) signedInTab(t *testing.T) *tab {
+	t.Helper()
+	b := newTab(t, f.srv.URL)
+	if st := b.signIn(f.key.ID, f.key.Secret); st != http.StatusOK {
+		t.Fatalf("sign-in: %d", st)
+	}
+	return b
+}
+
 // apiStatus reads an invoice's status and payment status over the REST API.
 func (f *fixture) apiStatus(t *testing.T, id string) string {
 	t.Helper()

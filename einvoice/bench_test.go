@@ -14,7 +14,7 @@ import (
 // includes: BENCHMARKS.md records the figures.
 func BenchmarkWrite(b *testing.B) {
 	e := newEnv(b)
-	cust := e.customer(gbCustomer)
+	cust := e.Customer(gbCustomer)
 	docs := []struct {
 		name string
 		doc  *billing.PrintableDocument

@@ -21,39 +21,39 @@ func TestRefusals(t *testing.T) {
 		formats   []einvoice.Format
 	}{
 		{name: "draft", field: "", inMessage: "DRAFT", prepare: func(e *env) *billing.PrintableDocument {
-			inv := e.invoice("GBP", e.customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
-			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.2")})
-			return e.printable(inv)
+			inv := e.Invoice("GBP", e.Customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
+			e.Line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.2")})
+			return e.Printable(inv)
 		}},
 		{name: "merchant without address", field: "merchantDetails", inMessage: "BT-40", prepare: func(e *env) *billing.PrintableDocument {
 			md := merchant
 			md.Address = nil
-			if _, err := e.svc.PutMerchantDetails(e.ctx, e.acct, md); err != nil {
-				e.t.Fatal(err)
+			if _, err := e.Svc.PutMerchantDetails(e.Ctx, e.Account, md); err != nil {
+				e.TB.Fatal(err)
 			}
-			inv := e.invoice("GBP", e.customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
-			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.2")})
-			return e.finalize(inv)
+			inv := e.Invoice("GBP", e.Customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
+			e.Line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.2")})
+			return e.Finalize(inv)
 		}},
 		{name: "buyer without address", field: "customerBillingAddress", inMessage: "BT-55", prepare: func(e *env) *billing.PrintableDocument {
 			c := gbCustomer
 			c.Address, c.LegalName = nil, "Nameless"
-			cust := e.customer(c)
-			inv := e.invoice("GBP", cust.ID, billing.InvoiceUpdateParams{CustomerLegalCompanyName: ""})
-			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.2")})
-			return e.finalize(inv)
+			cust := e.Customer(c)
+			inv := e.Invoice("GBP", cust.ID, billing.InvoiceUpdateParams{CustomerLegalCompanyName: ""})
+			e.Line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.2")})
+			return e.Finalize(inv)
 		}},
 		{name: "reverse charge without buyer VAT id", field: "customerTaxId", inMessage: "BT-48", prepare: func(e *env) *billing.PrintableDocument {
 			c := gbCustomer
 			c.TaxID, c.TaxStatus = "", billing.TaxStatusReverseCharged
-			inv := e.invoice("EUR", e.customer(c).ID, billing.InvoiceUpdateParams{})
-			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0")})
-			return e.finalize(inv)
+			inv := e.Invoice("EUR", e.Customer(c).ID, billing.InvoiceUpdateParams{})
+			e.Line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0")})
+			return e.Finalize(inv)
 		}},
 		{name: "standard category at zero", field: "taxCategory", inMessage: "category S needs a positive tax rate", prepare: func(e *env) *billing.PrintableDocument {
-			inv := e.invoice("GBP", e.customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
-			e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0"), TaxCategory: "S"})
-			return e.finalize(inv)
+			inv := e.Invoice("GBP", e.Customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
+			e.Line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0"), TaxCategory: "S"})
+			return e.Finalize(inv)
 		}},
 		// A TAX_EXEMPT customer's taxed line never reaches an e-invoice:
 		// the line itself is refused (400 on taxRate; httpserver's
@@ -61,25 +61,25 @@ func TestRefusals(t *testing.T) {
 		{name: "tax rounded per line strays a unit", field: "lines", inMessage: "BR-CO-17", prepare: func(e *env) *billing.PrintableDocument {
 			// 300 lines of 0.03 at 20%: each line's tax 0.006 rounds to
 			// 0.01, 3.00 in all, while 20% of 9.00 is 1.80.
-			inv := e.invoice("GBP", e.customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
+			inv := e.Invoice("GBP", e.Customer(gbCustomer).ID, billing.InvoiceUpdateParams{})
 			for range 300 {
-				e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("0.03"), TaxRate: dec("0.2")})
+				e.Line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("0.03"), TaxRate: dec("0.2")})
 			}
-			return e.finalize(inv)
+			return e.Finalize(inv)
 		}},
 		{name: "XRechnung without the seller's phone", field: "format", inMessage: "BR-DE-6", formats: []einvoice.Format{einvoice.CII},
 			prepare: func(e *env) *billing.PrintableDocument {
 				md := merchant
 				md.PhoneNumber = ""
-				if _, err := e.svc.PutMerchantDetails(e.ctx, e.acct, md); err != nil {
-					e.t.Fatal(err)
+				if _, err := e.Svc.PutMerchantDetails(e.Ctx, e.Account, md); err != nil {
+					e.TB.Fatal(err)
 				}
 				c := gbCustomer
 				c.Address = &billing.Address{Line1: "Karl-Marx-Allee 31", Town: "Berlin", Postcode: "10178", Country: "DE"}
 				c.BuyerReference = "991-12345-67"
-				inv := e.invoice("EUR", e.customer(c).ID, billing.InvoiceUpdateParams{})
-				e.line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.19")})
-				return e.finalize(inv)
+				inv := e.Invoice("EUR", e.Customer(c).ID, billing.InvoiceUpdateParams{})
+				e.Line(inv, billing.InvoiceLineItemParams{Title: "x", Quantity: dec("1"), Rate: dec("1"), TaxRate: dec("0.19")})
+				return e.Finalize(inv)
 			}},
 	}
 	for _, c := range cases {

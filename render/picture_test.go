@@ -21,10 +21,10 @@ func TestPicture(t *testing.T) {
 		t.Skip("no -picture path")
 	}
 	e := newEnv(t, "Müller GmbH")
-	if _, err := e.svc.PutMerchantLogo(e.ctx, e.acct, showLogo(t)); err != nil {
+	if _, err := e.Svc.PutMerchantLogo(e.Ctx, e.Account, showLogo(t)); err != nil {
 		t.Fatal(err)
 	}
-	pdf := e.invoicePDF(gbpInvoice(e).ID)
+	pdf := e.invoicePDF(gbpInvoice(e))
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "invoice.pdf"), pdf, 0o600); err != nil {
 		t.Fatal(err)

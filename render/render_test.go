@@ -2,7 +2,6 @@ package render_test
 
 import (
 	"bytes"
-	"context"
 	"image"
 	"image/color"
 	"image/png"
@@ -17,42 +16,30 @@ import (
 
 // env is a Service with an account, merchant details and a customer.
 type env struct {
-	t    testing.TB
-	ctx  context.Context
-	svc  *billing.Service
-	acct string
+	*billingtest.Documents
 	cust *billing.Customer
 }
 
-// merchant is the merchant of the tests: every kind of payment detail.
-var merchant = billing.MerchantDetails{
-	LegalCompanyName: "Acme Widgets Ltd",
-	Address:          &billing.Address{Line1: "1 Market Street", Town: "Leeds", Postcode: "LS1 1AA", Country: "GB"},
-	TaxID:            "GB123456789", Email: "billing@acme.test", PhoneNumber: "+44 113 000 0000",
-	IBAN:                       "GB33BUKB20201555555555",
-	UKAccountDetails:           &billing.UKAccountDetails{SortCode: "20-20-15", AccountNumber: "55555555"},
-	USAchDetails:               &billing.USAchDetails{AccountNumber: "000123456789", AccountName: "Acme Widgets", BankName: "First Bank", BankRoutingNumber: "110000000"},
-	SwedishBankgiroDestination: &billing.SwedishBankgiroDestination{BankgiroNumber: "5050-1055", AccountName: "Acme AB"},
-	PrimaryColour:              "#7a1f5c",
-	CustomFields:               []billing.KeyValue{{Key: "Company number", Value: "01234567"}},
-}
+// merchant is the merchant of the tests: the kit's merchant with every
+// other kind of payment detail, a colour and a custom field.
+var merchant = func() billing.MerchantDetails {
+	m := billingtest.Merchant()
+	m.USAchDetails = &billing.USAchDetails{AccountNumber: "000123456789", AccountName: "Acme Widgets", BankName: "First Bank", BankRoutingNumber: "110000000"}
+	m.SwedishBankgiroDestination = &billing.SwedishBankgiroDestination{BankgiroNumber: "5050-1055", AccountName: "Acme AB"}
+	m.PrimaryColour = "#7a1f5c"
+	m.CustomFields = []billing.KeyValue{{Key: "Company number", Value: "01234567"}}
+	return m
+}()
 
 func newEnv(t testing.TB, customer string) *env {
 	t.Helper()
 	svc, _ := billingtest.NewService(t)
-	e := &env{t: t, ctx: context.Background(), svc: svc, acct: billingtest.Account(t, svc, "acme")}
-	if _, err := svc.PutMerchantDetails(e.ctx, e.acct, merchant); err != nil {
-		t.Fatalf("PutMerchantDetails: %v", err)
-	}
-	c, err := svc.CreateCustomer(e.ctx, e.acct, billing.CustomerParams{
+	e := &env{Documents: billingtest.NewDocuments(t, svc, merchant)}
+	e.cust = e.Customer(billing.CustomerParams{
 		LegalName: customer, TaxID: "DE811907980",
 		Address:  &billing.Address{Line1: "Hauptstraße 5", Town: "München", Postcode: "80331", Country: "DE"},
 		Contacts: []billing.Contact{{Name: "Jo", Email: "ap@customer.test", BillingPreference: billing.BillingPreferencePrimary}},
 	})
-	if err != nil {
-		t.Fatalf("CreateCustomer: %v", err)
-	}
-	e.cust = c
 	return e
 }
 
@@ -61,72 +48,45 @@ func dec(s string) *billing.Decimal {
 	return &d
 }
 
-func (e *env) invoice(cur billing.Currency, p billing.InvoiceUpdateParams) *billing.Invoice {
-	e.t.Helper()
-	inv, err := e.svc.CreateInvoice(e.ctx, e.acct, billing.InvoiceParams{Currency: cur, CustomerID: e.cust.ID, InvoiceUpdateParams: p})
-	if err != nil {
-		e.t.Fatalf("CreateInvoice: %v", err)
-	}
-	return inv
+// invoice creates a draft invoice for the env's customer.
+func (e *env) invoice(cur billing.Currency, p billing.InvoiceUpdateParams) string {
+	e.TB.Helper()
+	return e.Invoice(cur, e.cust.ID, p)
 }
 
-func (e *env) group(invID, title string) string {
-	e.t.Helper()
-	g, err := e.svc.CreateInvoiceLineItemGroup(e.ctx, e.acct, invID, billing.InvoiceLineItemGroupParams{Title: title})
-	if err != nil {
-		e.t.Fatalf("CreateInvoiceLineItemGroup: %v", err)
-	}
-	return g.ID
-}
-
+// line adds a line of quantity q at rate r with the tax rate tax.
 func (e *env) line(invID, group, title, q, r, tax string) {
-	e.t.Helper()
-	_, err := e.svc.CreateInvoiceLineItem(e.ctx, e.acct, invID, billing.InvoiceLineItemParams{
-		Title: title, Quantity: dec(q), Rate: dec(r), TaxRate: dec(tax), GroupID: group, ExternalIDs: []billing.KeyValue{},
-	})
-	if err != nil {
-		e.t.Fatalf("CreateInvoiceLineItem %s: %v", title, err)
-	}
-}
-
-func (e *env) finalize(invID string) {
-	e.t.Helper()
-	if _, err := e.svc.FinalizeInvoice(e.ctx, e.acct, invID); err != nil {
-		e.t.Fatalf("FinalizeInvoice: %v", err)
-	}
+	e.TB.Helper()
+	e.Line(invID, billing.InvoiceLineItemParams{Title: title, Quantity: dec(q), Rate: dec(r), TaxRate: dec(tax), GroupID: group})
 }
 
 func (e *env) invoicePDF(id string) []byte {
-	e.t.Helper()
-	d, err := e.svc.PrintableInvoice(e.ctx, e.acct, id)
+	e.TB.Helper()
+	b, err := render.PDF(e.Printable(id))
 	if err != nil {
-		e.t.Fatalf("PrintableInvoice: %v", err)
-	}
-	b, err := render.PDF(d)
-	if err != nil {
-		e.t.Fatalf("render.PDF: %v", err)
+		e.TB.Fatalf("render.PDF: %v", err)
 	}
 	return b
 }
 
 // gbpInvoice is a GBP invoice with ungrouped lines, two groups and two tax
 // rates, finalized, with a payment.
-func gbpInvoice(e *env) *billing.Invoice {
-	e.t.Helper()
+func gbpInvoice(e *env) string {
+	e.TB.Helper()
 	period := &billing.DateRange{Start: billing.Date{Year: 2024, Month: 7, Day: 1}, EndInclusive: billing.Date{Year: 2024, Month: 7, Day: 31}}
 	inv := e.invoice(billing.CurrencyGBP, billing.InvoiceUpdateParams{
 		PurchaseOrderNumber: "PO-4711", Reference: "REF-99", Memo: "Thank you for your business.", BillingPeriod: period,
 	})
-	e.line(inv.ID, "", "Platform fee", "1", "49.00", "0.2")
-	usage := e.group(inv.ID, "Usage")
-	e.line(inv.ID, usage, "API calls", "3", "0.335", "0.2")
-	e.line(inv.ID, usage, "Storage", "12.5", "2", "0.05")
-	support := e.group(inv.ID, "Support")
-	e.line(inv.ID, support, "Premium support", "1", "1250", "0.05")
-	e.finalize(inv.ID)
+	e.line(inv, "", "Platform fee", "1", "49.00", "0.2")
+	usage := e.Group(inv, "Usage")
+	e.line(inv, usage, "API calls", "3", "0.335", "0.2")
+	e.line(inv, usage, "Storage", "12.5", "2", "0.05")
+	support := e.Group(inv, "Support")
+	e.line(inv, support, "Premium support", "1", "1250", "0.05")
+	e.Finalize(inv)
 	paid := billing.Date{Year: 2024, Month: 7, Day: 30}
-	if _, err := e.svc.RecordPayment(e.ctx, e.acct, inv.ID, billing.PaymentParams{Amount: dec("100.00"), PaidAt: &paid}); err != nil {
-		e.t.Fatalf("RecordPayment: %v", err)
+	if _, err := e.Svc.RecordPayment(e.Ctx, e.Account, inv, billing.PaymentParams{Amount: dec("100.00"), PaidAt: &paid}); err != nil {
+		e.TB.Fatalf("RecordPayment: %v", err)
 	}
 	return inv
 }
@@ -135,7 +95,7 @@ func TestInvoicePDFGBPWithGroupsAndTwoTaxRates(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "Müller GmbH")
 	inv := gbpInvoice(e)
-	text := pdftext.Text(t, e.invoicePDF(inv.ID))
+	text := pdftext.Text(t, e.invoicePDF(inv))
 	pdftext.Contains(t, text,
 		"Invoice", "INV00001", "30 Jul 2024", "29 Aug 2024", "1 Jul 2024 – 31 Jul 2024", "PO-4711", "REF-99",
 		"Acme Widgets Ltd", "GB123456789", "Müller GmbH", "Hauptstraße 5", "DE811907980", "ap@customer.test",
@@ -175,10 +135,10 @@ func TestInvoicePDFJPY(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "Ωmega ΑΕ")
 	inv := e.invoice(billing.CurrencyJPY, billing.InvoiceUpdateParams{})
-	e.line(inv.ID, "", "Consulting", "1", "1000.5", "0.1")
-	e.line(inv.ID, "", "Licences", "3", "250", "0.1")
-	e.finalize(inv.ID)
-	text := pdftext.Text(t, e.invoicePDF(inv.ID))
+	e.line(inv, "", "Consulting", "1", "1000.5", "0.1")
+	e.line(inv, "", "Licences", "3", "250", "0.1")
+	e.Finalize(inv)
+	text := pdftext.Text(t, e.invoicePDF(inv))
 	pdftext.Contains(t, text, "INV00001", "Ωmega ΑΕ", "30 Jul 2024", "29 Aug 2024")
 	for _, r := range [][]string{
 		{"Consulting", "1", "¥1,000.5", "10%", "¥1,001"},
@@ -204,21 +164,21 @@ func TestCreditNotePDF(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "ООО Ромашка")
 	inv := gbpInvoice(e)
-	cn, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID,
-		InvoiceID: inv.ID, Memo: "Refund of overcharged API calls."})
+	cn, err := e.Svc.CreateCreditNote(e.Ctx, e.Account, billing.CreditNoteParams{Currency: billing.CurrencyGBP, CustomerID: e.cust.ID,
+		InvoiceID: inv, Memo: "Refund of overcharged API calls."})
 	if err != nil {
 		t.Fatalf("CreateCreditNote: %v", err)
 	}
-	_, err = e.svc.CreateCreditNoteLineItem(e.ctx, e.acct, cn.ID, billing.CreateCreditNoteLineItemParams{CreditNoteID: cn.ID,
+	_, err = e.Svc.CreateCreditNoteLineItem(e.Ctx, e.Account, cn.ID, billing.CreateCreditNoteLineItemParams{CreditNoteID: cn.ID,
 		CreditNoteLineItemParams: billing.CreditNoteLineItemParams{Title: "Refund: API calls", Quantity: dec("3"), Rate: dec("0.335"),
 			TaxRate: dec("0.2"), ExternalIDs: []billing.KeyValue{}}})
 	if err != nil {
 		t.Fatalf("CreateCreditNoteLineItem: %v", err)
 	}
-	if _, err := e.svc.FinalizeCreditNote(e.ctx, e.acct, cn.ID); err != nil {
+	if _, err := e.Svc.FinalizeCreditNote(e.Ctx, e.Account, cn.ID); err != nil {
 		t.Fatalf("FinalizeCreditNote: %v", err)
 	}
-	d, err := e.svc.PrintableCreditNote(e.ctx, e.acct, cn.ID)
+	d, err := e.Svc.PrintableCreditNote(e.Ctx, e.Account, cn.ID)
 	if err != nil {
 		t.Fatalf("PrintableCreditNote: %v", err)
 	}
@@ -243,7 +203,7 @@ func TestCreditNotePDF(t *testing.T) {
 		t.Errorf("Filename = %q, want CN00001.pdf", render.Filename(d))
 	}
 	// The credited invoice now shows the credit.
-	text = pdftext.Text(t, e.invoicePDF(inv.ID))
+	text = pdftext.Text(t, e.invoicePDF(inv))
 	if !pdftext.Row(text, "Amount credited", "£1.21") || !pdftext.Row(text, "Amount due", "£1,297.55") {
 		t.Errorf("the credited invoice does not show the credit:\n%s", text)
 	}
@@ -277,32 +237,32 @@ func encodePNG(t testing.TB, img image.Image) []byte {
 func TestFinalizedRenderingIsFrozen(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "Müller GmbH")
-	if _, err := e.svc.PutMerchantLogo(e.ctx, e.acct, logoPNG(t, color.RGBA{200, 0, 0, 255})); err != nil {
+	if _, err := e.Svc.PutMerchantLogo(e.Ctx, e.Account, logoPNG(t, color.RGBA{200, 0, 0, 255})); err != nil {
 		t.Fatalf("PutMerchantLogo: %v", err)
 	}
 	inv := gbpInvoice(e)
-	before := e.invoicePDF(inv.ID)
-	if again := e.invoicePDF(inv.ID); !bytes.Equal(before, again) {
+	before := e.invoicePDF(inv)
+	if again := e.invoicePDF(inv); !bytes.Equal(before, again) {
 		t.Fatal("the same document rendered to different bytes twice")
 	}
 	changed := merchant
 	changed.LegalCompanyName, changed.IBAN, changed.PrimaryColour = "Renamed Holdings plc", "DE89370400440532013000", "#000000"
-	if _, err := e.svc.PutMerchantDetails(e.ctx, e.acct, changed); err != nil {
+	if _, err := e.Svc.PutMerchantDetails(e.Ctx, e.Account, changed); err != nil {
 		t.Fatalf("PutMerchantDetails: %v", err)
 	}
-	if _, err := e.svc.PutMerchantLogo(e.ctx, e.acct, logoPNG(t, color.RGBA{0, 0, 200, 255})); err != nil {
+	if _, err := e.Svc.PutMerchantLogo(e.Ctx, e.Account, logoPNG(t, color.RGBA{0, 0, 200, 255})); err != nil {
 		t.Fatalf("PutMerchantLogo: %v", err)
 	}
-	if _, err := e.svc.UpdateCustomer(e.ctx, e.acct, e.cust.ID, billing.CustomerParams{LegalName: "Someone Else AG", TaxStatus: billing.TaxStatusReverseCharged}); err != nil {
+	if _, err := e.Svc.UpdateCustomer(e.Ctx, e.Account, e.cust.ID, billing.CustomerParams{LegalName: "Someone Else AG", TaxStatus: billing.TaxStatusReverseCharged}); err != nil {
 		t.Fatalf("UpdateCustomer: %v", err)
 	}
-	if after := e.invoicePDF(inv.ID); !bytes.Equal(before, after) {
+	if after := e.invoicePDF(inv); !bytes.Equal(before, after) {
 		t.Errorf("the finalized invoice's PDF changed with the merchant details, logo or customer (%d bytes before, %d after)", len(before), len(after))
 	}
 	// A draft shows the current merchant, and the DRAFT mark.
 	draft := e.invoice(billing.CurrencyGBP, billing.InvoiceUpdateParams{})
-	e.line(draft.ID, "", "Setup", "1", "10", "0") // the customer is REVERSE_CHARGED now
-	text := pdftext.Text(t, e.invoicePDF(draft.ID))
+	e.line(draft, "", "Setup", "1", "10", "0") // the customer is REVERSE_CHARGED now
+	text := pdftext.Text(t, e.invoicePDF(draft))
 	pdftext.Contains(t, text, "DRAFT", "Renamed Holdings plc", "DE89370400440532013000")
 	if strings.Contains(pdftext.Text(t, before), "DRAFT") {
 		t.Error("the finalized invoice carries the DRAFT mark")
@@ -312,17 +272,17 @@ func TestFinalizedRenderingIsFrozen(t *testing.T) {
 func TestDraftFilenameAndHTML(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "Ωmega ΑΕ")
-	if _, err := e.svc.PutMerchantLogo(e.ctx, e.acct, logoPNG(t, color.RGBA{0, 120, 0, 255})); err != nil {
+	if _, err := e.Svc.PutMerchantLogo(e.Ctx, e.Account, logoPNG(t, color.RGBA{0, 120, 0, 255})); err != nil {
 		t.Fatalf("PutMerchantLogo: %v", err)
 	}
 	inv := e.invoice(billing.CurrencyEUR, billing.InvoiceUpdateParams{Memo: "<script>alert(1)</script>",
 		CustomerShippingAddress: &billing.Address{Line1: "Lagerweg 1", Town: "Hamburg", Postcode: "20095", Country: "DE"}})
-	e.line(inv.ID, "", "Beratung & Design", "2", "150", "0.19")
-	d, err := e.svc.PrintableInvoice(e.ctx, e.acct, inv.ID)
+	e.line(inv, "", "Beratung & Design", "2", "150", "0.19")
+	d, err := e.Svc.PrintableInvoice(e.Ctx, e.Account, inv)
 	if err != nil {
 		t.Fatalf("PrintableInvoice: %v", err)
 	}
-	if got := render.Filename(d); got != inv.ID+".pdf" {
+	if got := render.Filename(d); got != inv+".pdf" {
 		t.Errorf("draft Filename = %q, want the id", got)
 	}
 	h, err := render.HTML(d)
@@ -349,23 +309,23 @@ func TestDraftFilenameAndHTML(t *testing.T) {
 func TestCreditNotePeriodInTheCustomersZone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "Unused")
-	c, err := e.svc.CreateCustomer(e.ctx, e.acct, billing.CustomerParams{LegalName: "Line Islands", TimeZone: "Pacific/Kiritimati"})
+	c, err := e.Svc.CreateCustomer(e.Ctx, e.Account, billing.CustomerParams{LegalName: "Line Islands", TimeZone: "Pacific/Kiritimati"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.cust = c
 	period := &billing.DateRange{Start: billing.Date{Year: 2024, Month: 7, Day: 1}, EndInclusive: billing.Date{Year: 2024, Month: 7, Day: 31}}
 	inv := e.invoice(billing.CurrencyGBP, billing.InvoiceUpdateParams{BillingPeriod: period})
-	e.line(inv.ID, "", "Platform fee", "1", "49.00", "0")
-	e.finalize(inv.ID)
-	cn, err := e.svc.CreateCreditNote(e.ctx, e.acct, billing.CreditNoteParams{Currency: billing.CurrencyGBP, CustomerID: c.ID, InvoiceID: inv.ID})
+	e.line(inv, "", "Platform fee", "1", "49.00", "0")
+	e.Finalize(inv)
+	cn, err := e.Svc.CreateCreditNote(e.Ctx, e.Account, billing.CreditNoteParams{Currency: billing.CurrencyGBP, CustomerID: c.ID, InvoiceID: inv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := billing.FormatTimestamp(*cn.BillingPeriodStart); got != "2024-06-30T10:00:00Z" {
 		t.Errorf("billingPeriodStart %s, want Kiritimati's midnight 2024-06-30T10:00:00Z", got)
 	}
-	d, err := e.svc.PrintableCreditNote(e.ctx, e.acct, cn.ID)
+	d, err := e.Svc.PrintableCreditNote(e.Ctx, e.Account, cn.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
