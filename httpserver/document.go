@@ -13,16 +13,7 @@ func (a api) documentRoutes() {
 	a.paymentRoutes()
 	a.creditNoteRoutes()
 	a.creditNoteLineRoutes()
-	a.get("/journal-entries", 200, filtered(a.svc.ListJournalEntries, journalFilter), listed("sourceId", "sourceType", "sortOrder"))
-}
-
-// journalFilter reads the filter of GET /journal-entries.
-func journalFilter(c *call) billing.JournalFilter {
-	return billing.JournalFilter{
-		SourceID:   c.query.Get("sourceId"),
-		SourceType: billing.JournalSourceType(c.query.Get("sourceType")),
-		SortOrder:  sortOrder(c),
-	}
+	getList(a, "/journal-entries", a.svc.ListJournalEntries)
 }
 
 // deleted is the answer of a DELETE whose Service operation returns nothing:
@@ -61,7 +52,7 @@ func byIndex(c *call) billing.LineItemFilter { return billing.LineItemFilter{Sor
 // and op 17 (PATCH of a SENT invoice) included.
 func (a api) invoiceRoutes() {
 	a.post("/invoices", 201, withBody(a.svc.CreateInvoice))
-	a.get("/invoices", 200, filtered(a.svc.ListInvoices, invoiceFilter), listed("customerId", "status", "billingScheduleId", "sortOrder"))
+	getList(a, "/invoices", a.svc.ListInvoices)
 	a.get("/invoices/:id", 200, onID(a.svc.GetInvoice))
 	a.put("/invoices/:id", 200, onIDWithBody(a.svc.UpdateInvoice))
 	a.delete("/invoices/:id", 200, deleteID(a.svc.DeleteInvoice))
@@ -70,16 +61,6 @@ func (a api) invoiceRoutes() {
 	a.post("/invoices/:id/send", 200, onID(a.svc.SendInvoice))
 	a.post("/invoices/:id/void", 200, onID(a.svc.VoidInvoice))
 	a.patch("/invoices/:id/sent", 200, onIDWithBody(a.svc.PatchSentInvoice))
-}
-
-// invoiceFilter reads the filter of GET /invoices.
-func invoiceFilter(c *call) billing.InvoiceFilter {
-	return billing.InvoiceFilter{
-		CustomerID:        c.query.Get("customerId"),
-		Status:            billing.DocumentStatus(c.query.Get("status")),
-		BillingScheduleID: c.query.Get("billingScheduleId"),
-		SortOrder:         sortOrder(c),
-	}
 }
 
 // invoiceLineRoutes mounts the line items (op 18 is the PUT) and line item
@@ -116,7 +97,7 @@ func (a api) paymentRoutes() {
 // fields of its body, so the decoder refuses them) and op 11 (mark-as-sent).
 func (a api) creditNoteRoutes() {
 	a.post("/credit-notes", 201, withBody(a.svc.CreateCreditNote))
-	a.get("/credit-notes", 200, filtered(a.svc.ListCreditNotes, creditNoteFilter), listed("customerId", "invoiceId", "status", "sortOrder"))
+	getList(a, "/credit-notes", a.svc.ListCreditNotes)
 	a.get("/credit-notes/:id", 200, onID(a.svc.GetCreditNote))
 	a.put("/credit-notes/:id", 200, onIDWithBody(a.svc.UpdateCreditNote))
 	a.post("/credit-notes/:id/mark-as-sent", 200, onID(a.svc.MarkCreditNoteSent))
@@ -124,16 +105,6 @@ func (a api) creditNoteRoutes() {
 	a.post("/credit-notes/:id/finalize", 200, onID(a.svc.FinalizeCreditNote))
 	a.post("/credit-notes/:id/draft", 200, onID(a.svc.DraftCreditNote))
 	a.post("/credit-notes/:id/void", 200, onID(a.svc.VoidCreditNote))
-}
-
-// creditNoteFilter reads the filter of GET /credit-notes.
-func creditNoteFilter(c *call) billing.CreditNoteFilter {
-	return billing.CreditNoteFilter{
-		CustomerID: c.query.Get("customerId"),
-		InvoiceID:  c.query.Get("invoiceId"),
-		Status:     billing.DocumentStatus(c.query.Get("status")),
-		SortOrder:  sortOrder(c),
-	}
 }
 
 // creditNoteLineRoutes mounts ops 12-15 and the rest of the line items and

@@ -10,7 +10,7 @@ import (
 // endpoints of docs/concepts.md), their upcoming invoice and late usage, and
 // billing runs.
 func (a api) scheduleRoutes() {
-	a.get("/billing-schedules", 200, filtered(a.svc.ListBillingSchedules, scheduleFilter), listed("customerId", "status", "sortOrder"))
+	getList(a, "/billing-schedules", a.svc.ListBillingSchedules)
 	a.post("/billing-schedules", 201, withBody(a.svc.CreateBillingSchedule))
 	a.get("/billing-schedules/:id", 200, onID(a.svc.GetBillingSchedule))
 	a.put("/billing-schedules/:id", 200, onIDWithBody(a.svc.UpdateBillingSchedule))
@@ -49,15 +49,6 @@ func (a api) scheduleRoutes() {
 		}
 		return a.svc.RunAccountBilling(c.ctx, c.account, p.AsOf)
 	})
-}
-
-// scheduleFilter reads the filter of GET /billing-schedules.
-func scheduleFilter(c *call) billing.BillingScheduleFilter {
-	return billing.BillingScheduleFilter{
-		CustomerID: c.query.Get("customerId"),
-		Status:     billing.ScheduleStatus(c.query.Get("status")),
-		SortOrder:  sortOrder(c),
-	}
 }
 
 // billingRunParams is the body of POST /billing-runs.
