@@ -22,10 +22,7 @@ func (a api) catalogRoutes() {
 }
 
 func (a api) customerRoutes() {
-	getList(a, "/customers", a.svc.ListCustomers)
-	a.post("/customers", 201, withBody(a.svc.CreateCustomer))
-	a.get("/customers/:id", 200, onID(a.svc.GetCustomer))
-	a.put("/customers/:id", 200, onIDWithBody(a.svc.UpdateCustomer))
+	records(a, "/customers", a.svc.CreateCustomer, a.svc.ListCustomers, a.svc.GetCustomer, a.svc.UpdateCustomer)
 	a.post("/customers/:id/archive", 200, func(c *call) (any, error) {
 		var p billing.ArchiveCustomerParams
 		switch c.query.Get("cancelSchedules") {
@@ -74,10 +71,7 @@ func (a api) productRoutes() {
 
 // priceRoutes mounts operation 5 and the price endpoints of docs/concepts.md.
 func (a api) priceRoutes() {
-	getList(a, "/prices", a.svc.ListPrices)
-	a.post("/prices", 201, withBody(a.svc.CreatePrice))
-	a.get("/prices/:id", 200, onID(a.svc.GetPrice))
-	a.put("/prices/:id", 200, onIDWithBody(a.svc.UpdatePrice))
+	records(a, "/prices", a.svc.CreatePrice, a.svc.ListPrices, a.svc.GetPrice, a.svc.UpdatePrice)
 }
 
 // seatMetricRoutes mounts operation 7 and the seat metric endpoints; a

@@ -10,13 +10,11 @@ import (
 // endpoints of docs/concepts.md), their upcoming invoice and late usage, and
 // billing runs.
 func (a api) scheduleRoutes() {
-	getList(a, "/billing-schedules", a.svc.ListBillingSchedules)
-	a.post("/billing-schedules", 201, withBody(a.svc.CreateBillingSchedule))
-	a.get("/billing-schedules/:id", 200, onID(a.svc.GetBillingSchedule))
-	a.put("/billing-schedules/:id", 200, onIDWithBody(a.svc.UpdateBillingSchedule))
+	records(a, "/billing-schedules", a.svc.CreateBillingSchedule, a.svc.ListBillingSchedules, a.svc.GetBillingSchedule, a.svc.UpdateBillingSchedule)
 	a.put("/billing-schedules/:id/activate", 200, onID(a.svc.ActivateBillingSchedule))
-	a.post("/billing-schedules/:id/archive", 200, onID(a.svc.ArchiveBillingSchedule))
-	a.post("/billing-schedules/:id/suspend", 200, onID(a.svc.SuspendBillingSchedule))
+	transitions(a, "/billing-schedules", map[string]idOp[*billing.BillingSchedule]{
+		"archive": a.svc.ArchiveBillingSchedule, "suspend": a.svc.SuspendBillingSchedule,
+	})
 	a.post("/billing-schedules/:id/cancel", 200, func(c *call) (any, error) {
 		var p billing.CancelBillingScheduleParams
 		if len(c.body) > 0 {
