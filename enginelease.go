@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -64,14 +65,7 @@ func (s *Service) claimRunnable(ctx context.Context, pre, after []byte, l *runLe
 	var held [][]byte
 	err = s.store.Update(ctx, func(tx Tx) error {
 		claimed, last, held = nil, nil, nil
-		var keys [][]byte
-		err := tx.Scan(ctx, tableBillingRunnable, r, func(k, _ []byte) error {
-			keys = append(keys, append([]byte(nil), k...))
-			if len(keys) == 4*engineBatchSize {
-				return ErrStopScan
-			}
-			return nil
-		})
+		keys, err := firstKeys(ctx, tx, tableBillingRunnable, r, 4*engineBatchSize, nil)
 		if err != nil || len(keys) == 0 {
 			return err
 		}
@@ -204,16 +198,25 @@ func (s *Service) nextKeys(ctx context.Context, t Table, r Range, after []byte, 
 	if after != nil {
 		r.Start = append(append([]byte(nil), after...), 0)
 	}
-	err := s.view(ctx, func(tx Tx) error {
-		return tx.Scan(ctx, t, r, func(k, _ []byte) error {
-			if keep == nil || keep(k) {
-				keys = append(keys, append([]byte(nil), k...))
-			}
-			if len(keys) == n {
-				return ErrStopScan
-			}
-			return nil
-		})
+	err := s.view(ctx, func(tx Tx) (err error) {
+		keys, err = firstKeys(ctx, tx, t, r, n, keep)
+		return err
+	})
+	return keys, err
+}
+
+// firstKeys returns copies of the first n keys of table t in r that keep
+// accepts (every key when keep is nil); the scan ends at the n-th.
+func firstKeys(ctx context.Context, tx Tx, t Table, r Range, n int, keep func(k []byte) bool) ([][]byte, error) {
+	var keys [][]byte
+	err := tx.Scan(ctx, t, r, func(k, _ []byte) error {
+		if keep == nil || keep(k) {
+			keys = append(keys, bytes.Clone(k))
+		}
+		if len(keys) == n {
+			return ErrStopScan
+		}
+		return nil
 	})
 	return keys, err
 }

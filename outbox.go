@@ -293,15 +293,8 @@ func (s *Service) ClaimDeliveries(ctx context.Context, lease time.Duration, limi
 	var out []DeliveryClaim
 	err := s.store.Update(ctx, func(tx Tx) error {
 		out = nil
-		var due [][]byte
 		end := []byte(fmt.Sprintf("%016x", now.Unix()+1))
-		err := tx.Scan(ctx, tableDeliveryQueue, Range{End: end}, func(k, _ []byte) error {
-			due = append(due, bytes.Clone(k))
-			if len(due) == limit {
-				return ErrStopScan
-			}
-			return nil
-		})
+		due, err := firstKeys(ctx, tx, tableDeliveryQueue, Range{End: end}, limit, nil)
 		if err != nil {
 			return err
 		}

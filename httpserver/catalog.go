@@ -22,12 +22,7 @@ func (a api) catalogRoutes() {
 }
 
 func (a api) customerRoutes() {
-	a.get("/customers", 200, filtered(a.svc.ListCustomers, func(c *call) billing.CustomerFilter {
-		return billing.CustomerFilter{SortOrder: sortOrder(c)}
-	}), listed("sortOrder"))
-	a.post("/customers", 201, withBody(a.svc.CreateCustomer))
-	a.get("/customers/:id", 200, onID(a.svc.GetCustomer))
-	a.put("/customers/:id", 200, onIDWithBody(a.svc.UpdateCustomer))
+	records(a, "/customers", a.svc.CreateCustomer, a.svc.ListCustomers, a.svc.GetCustomer, a.svc.UpdateCustomer)
 	a.post("/customers/:id/archive", 200, func(c *call) (any, error) {
 		var p billing.ArchiveCustomerParams
 		switch c.query.Get("cancelSchedules") {
@@ -76,21 +71,7 @@ func (a api) productRoutes() {
 
 // priceRoutes mounts operation 5 and the price endpoints of docs/concepts.md.
 func (a api) priceRoutes() {
-	a.get("/prices", 200, filtered(a.svc.ListPrices, priceFilter), listed("currency", "name", "billingFrequency", "productId", "sortOrder"))
-	a.post("/prices", 201, withBody(a.svc.CreatePrice))
-	a.get("/prices/:id", 200, onID(a.svc.GetPrice))
-	a.put("/prices/:id", 200, onIDWithBody(a.svc.UpdatePrice))
-}
-
-// priceFilter reads the filter of GET /prices.
-func priceFilter(c *call) billing.PriceFilter {
-	return billing.PriceFilter{
-		Currency:         billing.Currency(c.query.Get("currency")),
-		Name:             c.query.Get("name"),
-		BillingFrequency: billing.BillingFrequency(c.query.Get("billingFrequency")),
-		ProductID:        c.query.Get("productId"),
-		SortOrder:        sortOrder(c),
-	}
+	records(a, "/prices", a.svc.CreatePrice, a.svc.ListPrices, a.svc.GetPrice, a.svc.UpdatePrice)
 }
 
 // seatMetricRoutes mounts operation 7 and the seat metric endpoints; a

@@ -11,16 +11,12 @@ func (a api) creditRoutes() {
 	a.post("/credits", 201, body(func(c *call, p *billing.CreditGrantParams) (any, error) {
 		return a.svc.CreateCreditGrant(c.ctx, c.account, *p)
 	}))
-	a.get("/credits", 200, filtered(a.svc.ListCreditGrants, func(c *call) billing.CreditGrantFilter {
-		f := grantFilter(c)
-		f.CustomerID = c.query.Get("customerId")
-		return f
-	}), listed("customerId", "type", "status", "sortOrder"))
+	getList(a, "/credits", a.svc.ListCreditGrants)
 	a.get("/credits/:id", 200, func(c *call) (any, error) {
 		return a.svc.GetCreditGrant(c.ctx, c.account, c.param("id"))
 	})
 	a.get("/credits/:id/grants", 200, paged(func(c *call, p billing.ListParams) (any, error) {
-		return a.svc.ListCustomerCreditGrants(c.ctx, c.account, c.param("id"), grantFilter(c), p)
+		return a.svc.ListCustomerCreditGrants(c.ctx, c.account, c.param("id"), grants.read(c), p)
 	}), listed("type", "status", "sortOrder"))
 	a.get("/credits/:id/balances", 200, func(c *call) (any, error) {
 		var date *billing.Date
@@ -44,12 +40,7 @@ func (a api) creditRoutes() {
 	})
 }
 
-// grantFilter reads the type, status and sortOrder filters of the grant
-// lists; the Service checks their values.
-func grantFilter(c *call) billing.CreditGrantFilter {
-	return billing.CreditGrantFilter{
-		Type:      billing.CreditType(c.query.Get("type")),
-		Status:    billing.CreditGrantStatus(c.query.Get("status")),
-		SortOrder: sortOrder(c),
-	}
-}
+// grants reads the type, status and sortOrder filters of a customer's
+// grants (GET /credits/{id}/grants): the route does not accept customerId,
+// so the filter's CustomerID stays empty; the path names the customer.
+var grants = filterOf[billing.CreditGrantFilter]()

@@ -13,16 +13,7 @@ func (a api) documentRoutes() {
 	a.paymentRoutes()
 	a.creditNoteRoutes()
 	a.creditNoteLineRoutes()
-	a.get("/journal-entries", 200, filtered(a.svc.ListJournalEntries, journalFilter), listed("sourceId", "sourceType", "sortOrder"))
-}
-
-// journalFilter reads the filter of GET /journal-entries.
-func journalFilter(c *call) billing.JournalFilter {
-	return billing.JournalFilter{
-		SourceID:   c.query.Get("sourceId"),
-		SourceType: billing.JournalSourceType(c.query.Get("sourceType")),
-		SortOrder:  sortOrder(c),
-	}
+	getList(a, "/journal-entries", a.svc.ListJournalEntries)
 }
 
 // deleted is the answer of a DELETE whose Service operation returns nothing:
@@ -60,39 +51,21 @@ func byIndex(c *call) billing.LineItemFilter { return billing.LineItemFilter{Sor
 // invoiceRoutes mounts the invoice header and its transitions, op 16 (send)
 // and op 17 (PATCH of a SENT invoice) included.
 func (a api) invoiceRoutes() {
-	a.post("/invoices", 201, withBody(a.svc.CreateInvoice))
-	a.get("/invoices", 200, filtered(a.svc.ListInvoices, invoiceFilter), listed("customerId", "status", "billingScheduleId", "sortOrder"))
-	a.get("/invoices/:id", 200, onID(a.svc.GetInvoice))
-	a.put("/invoices/:id", 200, onIDWithBody(a.svc.UpdateInvoice))
+	records(a, "/invoices", a.svc.CreateInvoice, a.svc.ListInvoices, a.svc.GetInvoice, a.svc.UpdateInvoice)
 	a.delete("/invoices/:id", 200, deleteID(a.svc.DeleteInvoice))
-	a.post("/invoices/:id/draft", 200, onID(a.svc.DraftInvoice))
-	a.post("/invoices/:id/finalize", 200, onID(a.svc.FinalizeInvoice))
-	a.post("/invoices/:id/send", 200, onID(a.svc.SendInvoice))
-	a.post("/invoices/:id/void", 200, onID(a.svc.VoidInvoice))
+	transitions(a, "/invoices", map[string]idOp[*billing.Invoice]{
+		"draft": a.svc.DraftInvoice, "finalize": a.svc.FinalizeInvoice, "send": a.svc.SendInvoice, "void": a.svc.VoidInvoice,
+	})
 	a.patch("/invoices/:id/sent", 200, onIDWithBody(a.svc.PatchSentInvoice))
-}
-
-// invoiceFilter reads the filter of GET /invoices.
-func invoiceFilter(c *call) billing.InvoiceFilter {
-	return billing.InvoiceFilter{
-		CustomerID:        c.query.Get("customerId"),
-		Status:            billing.DocumentStatus(c.query.Get("status")),
-		BillingScheduleID: c.query.Get("billingScheduleId"),
-		SortOrder:         sortOrder(c),
-	}
 }
 
 // invoiceLineRoutes mounts the line items (op 18 is the PUT) and line item
 // groups of invoices.
 func (a api) invoiceLineRoutes() {
-	a.post("/invoices/:id/line-items", 201, onIDWithBody(a.svc.CreateInvoiceLineItem))
-	a.get("/invoices/:id/line-items", 200, linesByIndex(a.svc.ListInvoiceLineItems), listed("sortOrder"))
-	a.put("/invoices/:id/line-items/:item", 200, onItemWithBody(a.svc.UpdateInvoiceLineItem))
-	a.delete("/invoices/:id/line-items/:item", 200, deleteItem(a.svc.DeleteInvoiceLineItem))
-	a.post("/invoices/:id/line-item-groups", 201, onIDWithBody(a.svc.CreateInvoiceLineItemGroup))
-	a.get("/invoices/:id/line-item-groups", 200, linesByIndex(a.svc.ListInvoiceLineItemGroups), listed("sortOrder"))
-	a.put("/invoices/:id/line-item-groups/:item", 200, onItemWithBody(a.svc.UpdateInvoiceLineItemGroup))
-	a.delete("/invoices/:id/line-item-groups/:item", 200, deleteItem(a.svc.DeleteInvoiceLineItemGroup))
+	items(a, "/invoices/:id/line-items", a.svc.CreateInvoiceLineItem, a.svc.ListInvoiceLineItems,
+		a.svc.UpdateInvoiceLineItem, a.svc.DeleteInvoiceLineItem)
+	items(a, "/invoices/:id/line-item-groups", a.svc.CreateInvoiceLineItemGroup, a.svc.ListInvoiceLineItemGroups,
+		a.svc.UpdateInvoiceLineItemGroup, a.svc.DeleteInvoiceLineItemGroup)
 }
 
 // paymentStatusBody is the body of PUT /invoices/{id}/payment-status.
@@ -115,37 +88,19 @@ func (a api) paymentRoutes() {
 // (create), op 10 (partial update; currency, customerId and invoiceId are not
 // fields of its body, so the decoder refuses them) and op 11 (mark-as-sent).
 func (a api) creditNoteRoutes() {
-	a.post("/credit-notes", 201, withBody(a.svc.CreateCreditNote))
-	a.get("/credit-notes", 200, filtered(a.svc.ListCreditNotes, creditNoteFilter), listed("customerId", "invoiceId", "status", "sortOrder"))
-	a.get("/credit-notes/:id", 200, onID(a.svc.GetCreditNote))
-	a.put("/credit-notes/:id", 200, onIDWithBody(a.svc.UpdateCreditNote))
-	a.post("/credit-notes/:id/mark-as-sent", 200, onID(a.svc.MarkCreditNoteSent))
-	a.post("/credit-notes/:id/send", 200, onID(a.svc.SendCreditNote))
-	a.post("/credit-notes/:id/finalize", 200, onID(a.svc.FinalizeCreditNote))
-	a.post("/credit-notes/:id/draft", 200, onID(a.svc.DraftCreditNote))
-	a.post("/credit-notes/:id/void", 200, onID(a.svc.VoidCreditNote))
-}
-
-// creditNoteFilter reads the filter of GET /credit-notes.
-func creditNoteFilter(c *call) billing.CreditNoteFilter {
-	return billing.CreditNoteFilter{
-		CustomerID: c.query.Get("customerId"),
-		InvoiceID:  c.query.Get("invoiceId"),
-		Status:     billing.DocumentStatus(c.query.Get("status")),
-		SortOrder:  sortOrder(c),
-	}
+	records(a, "/credit-notes", a.svc.CreateCreditNote, a.svc.ListCreditNotes, a.svc.GetCreditNote, a.svc.UpdateCreditNote)
+	transitions(a, "/credit-notes", map[string]idOp[*billing.CreditNote]{
+		"mark-as-sent": a.svc.MarkCreditNoteSent, "send": a.svc.SendCreditNote, "finalize": a.svc.FinalizeCreditNote,
+		"draft": a.svc.DraftCreditNote, "void": a.svc.VoidCreditNote,
+	})
 }
 
 // creditNoteLineRoutes mounts ops 12-15 and the rest of the line items and
 // groups of credit notes. Op 13's body names its credit note again
 // (creditNoteId); the Service refuses one that differs from the path's.
 func (a api) creditNoteLineRoutes() {
-	a.get("/credit-notes/:id/line-items", 200, linesByIndex(a.svc.ListCreditNoteLineItems), listed("sortOrder"))
-	a.post("/credit-notes/:id/line-items", 201, onIDWithBody(a.svc.CreateCreditNoteLineItem))
-	a.put("/credit-notes/:id/line-items/:item", 200, onItemWithBody(a.svc.UpdateCreditNoteLineItem))
-	a.delete("/credit-notes/:id/line-items/:item", 200, deleteItem(a.svc.DeleteCreditNoteLineItem))
-	a.get("/credit-notes/:id/line-item-groups", 200, linesByIndex(a.svc.ListCreditNoteLineItemGroups), listed("sortOrder"))
-	a.post("/credit-notes/:id/line-item-groups", 201, onIDWithBody(a.svc.CreateCreditNoteLineItemGroup))
-	a.put("/credit-notes/:id/line-item-groups/:item", 200, onItemWithBody(a.svc.UpdateCreditNoteLineItemGroup))
-	a.delete("/credit-notes/:id/line-item-groups/:item", 200, deleteItem(a.svc.DeleteCreditNoteLineItemGroup))
+	items(a, "/credit-notes/:id/line-items", a.svc.CreateCreditNoteLineItem, a.svc.ListCreditNoteLineItems,
+		a.svc.UpdateCreditNoteLineItem, a.svc.DeleteCreditNoteLineItem)
+	items(a, "/credit-notes/:id/line-item-groups", a.svc.CreateCreditNoteLineItemGroup, a.svc.ListCreditNoteLineItemGroups,
+		a.svc.UpdateCreditNoteLineItemGroup, a.svc.DeleteCreditNoteLineItemGroup)
 }

@@ -21,9 +21,7 @@ type typesBody struct {
 // usage and spend alerts that notify (docs/alerts.md).
 func (a api) notificationRoutes() {
 	a.post("/notifications/policies", 201, withBody(a.svc.CreateNotificationPolicy))
-	a.get("/notifications/policies", 200, filtered(a.svc.ListNotificationPolicies, func(c *call) billing.NotificationPolicyFilter {
-		return billing.NotificationPolicyFilter{NotificationType: billing.NotificationType(c.query.Get("notificationType"))}
-	}), listed("notificationType"))
+	getList(a, "/notifications/policies", a.svc.ListNotificationPolicies)
 	a.get("/notifications/policies/:id", 200, onID(a.svc.GetNotificationPolicy))
 	a.delete("/notifications/policies/:id", 200, onID(a.svc.DeleteNotificationPolicy))
 	a.post("/notifications/policies/:id/recipients", 200, body(func(c *call, p *recipientsBody) (any, error) {
@@ -45,21 +43,10 @@ func (a api) notificationRoutes() {
 		return a.svc.RemoveNotificationPolicyType(c.ctx, c.account, c.param("id"), billing.NotificationType(c.param("type")))
 	})
 	a.post("/notifications/policies/:id/rotate-secret", 200, onID(a.svc.RotateNotificationPolicySecret))
-	a.get("/notifications/deliveries", 200, filtered(a.svc.ListDeliveries, deliveryFilter), listed("policyId", "status", "notificationId"))
+	getList(a, "/notifications/deliveries", a.svc.ListDeliveries)
 	a.post("/notifications/deliveries/:id/retry", 200, onID(a.svc.RetryDelivery))
 	a.post("/usage-alerts", 201, withBody(a.svc.CreateUsageAlert))
-	a.get("/usage-alerts", 200, filtered(a.svc.ListUsageAlerts, func(c *call) billing.UsageAlertFilter {
-		return billing.UsageAlertFilter{CustomerID: c.query.Get("customerId"), Kind: billing.UsageAlertKind(c.query.Get("kind"))}
-	}), listed("customerId", "kind"))
+	getList(a, "/usage-alerts", a.svc.ListUsageAlerts)
 	a.get("/usage-alerts/:id", 200, onID(a.svc.GetUsageAlert))
 	a.delete("/usage-alerts/:id", 200, onID(a.svc.DeleteUsageAlert))
-}
-
-// deliveryFilter reads the filter of GET /notifications/deliveries.
-func deliveryFilter(c *call) billing.DeliveryFilter {
-	return billing.DeliveryFilter{
-		PolicyID:       c.query.Get("policyId"),
-		Status:         billing.DeliveryStatus(c.query.Get("status")),
-		NotificationID: c.query.Get("notificationId"),
-	}
 }

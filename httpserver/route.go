@@ -379,7 +379,7 @@ func csvOf[T ~string](c *call, name string) []T {
 
 // The adapters below make an op of a Service operation whose op would only
 // pass the request's parts through, so that such a route reads as one line:
-// a.post("/invoices/:id/send", 200, onID(a.svc.SendInvoice)). The answer is
+// a.delete("/invoices/:id", 200, deleteID(a.svc.DeleteInvoice)). The answer is
 // the operation's result, its error written by writeError as any op's.
 
 // onAccount adapts an operation on the caller's account.
@@ -439,4 +439,45 @@ func filtered[F, T any](fn func(ctx context.Context, account string, f F, p bill
 // has no filter but the sort order.
 func byCreation[T any](fn func(ctx context.Context, account string, order billing.SortOrder, p billing.ListParams) (billing.Page[T], error)) op {
 	return paged(func(c *call, p billing.ListParams) (any, error) { return fn(c.ctx, c.account, sortOrder(c), p) })
+}
+
+// idOp is a Service operation on the record id of the account.
+type idOp[T any] func(ctx context.Context, account, id string) (T, error)
+
+// records mounts the four routes of a kind of record that callers create,
+// list, read and replace: POST path (201, the body is P), GET path (the
+// list, its filter read from the query by getList), GET path/:id and PUT
+// path/:id (the body is U).
+func records[P, U, F, T, L any](a api, path string,
+	create func(ctx context.Context, account string, p P) (T, error),
+	list func(ctx context.Context, account string, f F, p billing.ListParams) (billing.Page[L], error),
+	get idOp[T], update func(ctx context.Context, account, id string, p U) (T, error),
+) {
+	a.post(path, 201, withBody(create))
+	getList(a, path, list)
+	a.get(path+"/:id", 200, onID(get))
+	a.put(path+"/:id", 200, onIDWithBody(update))
+}
+
+// transitions mounts POST path/:id/name for each name of ops: a change of
+// the record :id that takes no body (draft, finalize, void, ...).
+func transitions[T any](a api, path string, ops map[string]idOp[T]) {
+	for _, name := range slices.Sorted(maps.Keys(ops)) {
+		a.post(path+"/:id/"+name, 200, onID(ops[name]))
+	}
+}
+
+// items mounts the four routes of the lines or groups of a document:
+// POST path (201, the body is P), GET path (ordered by index), PUT (the
+// body is U) and DELETE path/:item. path holds the document's :id.
+func items[P, U, T, L any](a api, path string,
+	create func(ctx context.Context, account, id string, p P) (T, error),
+	list func(ctx context.Context, account, id string, f billing.LineItemFilter, p billing.ListParams) (billing.Page[L], error),
+	update func(ctx context.Context, account, id, item string, p U) (T, error),
+	remove func(ctx context.Context, account, id, item string) error,
+) {
+	a.post(path, 201, onIDWithBody(create))
+	a.get(path, 200, linesByIndex(list), listed("sortOrder"))
+	a.put(path+"/:item", 200, onItemWithBody(update))
+	a.delete(path+"/:item", 200, deleteItem(remove))
 }

@@ -10,13 +10,11 @@ import (
 // endpoints of docs/concepts.md), their upcoming invoice and late usage, and
 // billing runs.
 func (a api) scheduleRoutes() {
-	a.get("/billing-schedules", 200, filtered(a.svc.ListBillingSchedules, scheduleFilter), listed("customerId", "status", "sortOrder"))
-	a.post("/billing-schedules", 201, withBody(a.svc.CreateBillingSchedule))
-	a.get("/billing-schedules/:id", 200, onID(a.svc.GetBillingSchedule))
-	a.put("/billing-schedules/:id", 200, onIDWithBody(a.svc.UpdateBillingSchedule))
+	records(a, "/billing-schedules", a.svc.CreateBillingSchedule, a.svc.ListBillingSchedules, a.svc.GetBillingSchedule, a.svc.UpdateBillingSchedule)
 	a.put("/billing-schedules/:id/activate", 200, onID(a.svc.ActivateBillingSchedule))
-	a.post("/billing-schedules/:id/archive", 200, onID(a.svc.ArchiveBillingSchedule))
-	a.post("/billing-schedules/:id/suspend", 200, onID(a.svc.SuspendBillingSchedule))
+	transitions(a, "/billing-schedules", map[string]idOp[*billing.BillingSchedule]{
+		"archive": a.svc.ArchiveBillingSchedule, "suspend": a.svc.SuspendBillingSchedule,
+	})
 	a.post("/billing-schedules/:id/cancel", 200, func(c *call) (any, error) {
 		var p billing.CancelBillingScheduleParams
 		if len(c.body) > 0 {
@@ -49,15 +47,6 @@ func (a api) scheduleRoutes() {
 		}
 		return a.svc.RunAccountBilling(c.ctx, c.account, p.AsOf)
 	})
-}
-
-// scheduleFilter reads the filter of GET /billing-schedules.
-func scheduleFilter(c *call) billing.BillingScheduleFilter {
-	return billing.BillingScheduleFilter{
-		CustomerID: c.query.Get("customerId"),
-		Status:     billing.ScheduleStatus(c.query.Get("status")),
-		SortOrder:  sortOrder(c),
-	}
 }
 
 // billingRunParams is the body of POST /billing-runs.

@@ -255,11 +255,7 @@ func cloneSchema(ctx context.Context, from, to string) error {
 	}
 	defer conn.Close(ctx)
 	src, dst := strings.ToLower(schemaOf(from)), strings.ToLower(schemaOf(to))
-	rows, err := conn.Query(ctx, `select table_name from information_schema.tables where table_schema = $1 and table_type = 'BASE TABLE'`, src)
-	if err != nil {
-		return err
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	tables, err := column[string](ctx, conn, `select table_name from information_schema.tables where table_schema = $1 and table_type = 'BASE TABLE'`, src)
 	if err != nil {
 		return err
 	}

@@ -41,11 +41,7 @@ func sampleCPU(ctx context.Context) cpuSample {
 		return s
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `select pid from pg_stat_activity where application_name = $1`, appName)
-	if err != nil {
-		return s
-	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	pids, err := column[int32](ctx, conn, `select pid from pg_stat_activity where application_name = $1`, appName)
 	if err != nil {
 		return s
 	}
@@ -123,4 +119,13 @@ func withParam(conn, name, value string) string {
 		return conn + "?" + name + "=" + value
 	}
 	return conn + " " + name + "=" + value
+}
+
+// column returns the first column of every row sql answers.
+func column[T any](ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]T, error) {
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[T])
 }

@@ -225,11 +225,7 @@ func measureP3(ctx context.Context, b *bench) ([]row, error) {
 
 // measureP4: calculate SUM for one customer and one month over the
 // reference data set, against a raw cursor scan of the same events.
-func measureP4(ctx context.Context, b *bench) ([]row, error) {
-	ref, err := b.reference(ctx)
-	if err != nil {
-		return nil, err
-	}
+func measureP4(ctx context.Context, b *bench, ref *refData) ([]row, error) {
 	if ref.others != 0 {
 		return nil, errors.New("P4 must be measured before other events are added")
 	}
@@ -247,11 +243,7 @@ func measureP4(ctx context.Context, b *bench) ([]row, error) {
 
 // measureP5: the calculation of P4 after storing others times as many
 // events of other customers and types, against P4's time.
-func measureP5(ctx context.Context, b *bench) ([]row, error) {
-	ref, err := b.reference(ctx)
-	if err != nil {
-		return nil, err
-	}
+func measureP5(ctx context.Context, b *bench, ref *refData) ([]row, error) {
 	added, err := ref.addOthers(ctx, b)
 	if err != nil {
 		return nil, err
@@ -267,11 +259,7 @@ func measureP5(ctx context.Context, b *bench) ([]row, error) {
 
 // measureP7: peak Go heap in use while the reference data set was ingested
 // through POST /usage-events/batch, and bytes on disk per event.
-func measureP7(ctx context.Context, b *bench) ([]row, error) {
-	ref, err := b.reference(ctx)
-	if err != nil {
-		return nil, err
-	}
+func measureP7(ctx context.Context, b *bench, ref *refData) ([]row, error) {
 	mib := float64(ref.peakHeap) / (1 << 20)
 	return []row{
 		{id: "P7", name: fmt.Sprintf("peak heap ingesting %d events", ref.events), value: mib, unit: "MiB",

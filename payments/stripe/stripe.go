@@ -136,6 +136,15 @@ func (g *gateway) CheckCurrency(cur billing.Currency) error {
 	return nil
 }
 
+// nonEmpty is s for an optional parameter of Stripe's: nil (not sent)
+// when empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return stripe.String(s)
+}
+
 func withKey(p *stripe.Params, key string) {
 	if key != "" {
 		p.SetIdempotencyKey(key)
@@ -144,13 +153,7 @@ func withKey(p *stripe.Params, key string) {
 
 // CreateCustomer creates the Stripe customer of a billingd customer.
 func (g *gateway) CreateCustomer(ctx context.Context, p billing.ProviderCustomerParams) (string, error) {
-	params := &stripe.CustomerCreateParams{}
-	if p.Name != "" {
-		params.Name = stripe.String(p.Name)
-	}
-	if p.Email != "" {
-		params.Email = stripe.String(p.Email)
-	}
+	params := &stripe.CustomerCreateParams{Name: nonEmpty(p.Name), Email: nonEmpty(p.Email)}
 	params.AddMetadata("customer_id", p.CustomerID)
 	withKey(&params.Params, p.IdempotencyKey)
 	c, err := g.c.V1Customers.Create(ctx, params)
@@ -253,9 +256,7 @@ func (g *gateway) PaymentPage(ctx context.Context, r billing.PaymentPageRequest)
 		PaymentIntentData: &stripe.CheckoutSessionCreatePaymentIntentDataParams{
 			Metadata: map[string]string{"invoice_id": r.InvoiceID},
 		},
-	}
-	if r.CustomerRef != "" {
-		params.Customer = stripe.String(r.CustomerRef)
+		Customer: nonEmpty(r.CustomerRef),
 	}
 	params.AddMetadata("invoice_id", r.InvoiceID)
 	withKey(&params.Params, r.IdempotencyKey)
@@ -286,9 +287,7 @@ func (g *gateway) SetupPage(ctx context.Context, r billing.SetupPageRequest) (*b
 		Customer:   stripe.String(r.CustomerRef),
 		Currency:   stripe.String(strings.ToLower(string(r.Currency))),
 		SuccessURL: stripe.String(success),
-	}
-	if cancel != "" {
-		params.CancelURL = stripe.String(cancel)
+		CancelURL:  nonEmpty(cancel),
 	}
 	params.AddMetadata("customer_id", r.CustomerID)
 	// The SetupIntent carries the customer too, so that
