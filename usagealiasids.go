@@ -29,9 +29,11 @@ import (
 // record's first (0) or another, whose 16 UUID bytes follow (1), then the
 // entries as appendIDRecord writes them (always compactly: no release
 // without this index reads it). The ingestion writes them in its
-// transaction, beside the account's records (idIndex.flush); a supersede
-// deletes the event's entry (a record left empty is deleted: the key is
-// the account record's, so no dead entry needs to stay). Stores written
+// transaction, beside the account's records (idIndex.flush), except on a
+// store with one writer at a time, where the newest records are indexed
+// later, many at once (the tail, usagealiastail.go); a supersede deletes
+// the event's entry (a record left empty is deleted: the key is the
+// account record's, so no dead entry needs to stay). Stores written
 // before the index get it built once, when a Service opens them
 // (keepAliasIndex).
 
@@ -135,7 +137,8 @@ func (x *idIndex) dropAlias(alias string, spot idSpot, id []byte) {
 }
 
 // flushAliasDrops rewrites each usage_alias_ids record the run deleted
-// entries of, without them, under its own key (deleted when none is left).
+// entries of, without them, under its own key (deleted when none is left);
+// a record of the tail has none to rewrite.
 func (x *idIndex) flushAliasDrops(ctx context.Context, tx Tx) error {
 	keys := make([]string, 0, len(x.aliasDrops))
 	for k := range x.aliasDrops {
@@ -143,12 +146,15 @@ func (x *idIndex) flushAliasDrops(ctx context.Context, tx Tx) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		v, err := tx.Get(ctx, tableUsageAliasIDs, []byte(k))
-		if err != nil {
-			return err // an entry of the account's index has one here
-		}
 		sep := bytes.IndexByte([]byte(k[len(x.acct):]), keySep)
 		suffix := []byte(k[len(x.acct)+sep+1:])
+		if !x.tail.indexed(suffix) {
+			continue // the tail's records have no alias records
+		}
+		v, err := tx.Get(ctx, tableUsageAliasIDs, []byte(k))
+		if err != nil {
+			return err // an entry of the account's index below the watermark has one here
+		}
 		var kept []idEntry
 		err = eachAliasEntry(suffix, v, false, func(id, loc, _ []byte) error {
 			if !slices.ContainsFunc(x.aliasDrops[k], func(d []byte) bool { return bytes.Equal(d, id) }) {
@@ -172,18 +178,29 @@ func (x *idIndex) flushAliasDrops(ctx context.Context, tx Tx) error {
 }
 
 // aliasIndexVersion marks, in the meta table, a store whose usage_alias_ids
-// is complete; a store written before it has none, and New builds it from
-// usage_event_ids, once.
-const aliasIndexVersion = "1"
+// is complete but for its tail (usagealiastail.go); a store written before
+// it has none, and New builds it from usage_event_ids, once. Version "1"
+// was written by releases that indexed every record at once: their index
+// is complete and has no tail, so it is kept as it is. This version is
+// another so that such a release, opening a store with a tail, does not
+// take its index for complete: it builds it again.
+const aliasIndexVersion = "2"
 
 // keepAliasIndex builds usage_alias_ids when the store's marker says it is
-// not complete (buildOnce).
+// not complete (buildOnce); one of version "1" only gets the new marker.
 func (s *Service) keepAliasIndex(ctx context.Context) error {
-	return s.buildOnce(ctx, []byte("usage_alias_ids"), aliasIndexVersion, rebuildAliasIndex)
+	return s.buildOnce(ctx, []byte("usage_alias_ids"), aliasIndexVersion, func(ctx context.Context, tx Tx) error {
+		v, err := tx.Get(ctx, tableMeta, []byte("usage_alias_ids"))
+		if err == nil && string(v) == "1" {
+			return nil
+		}
+		return rebuildAliasIndex(ctx, tx)
+	})
 }
 
 // rebuildAliasIndex replaces usage_alias_ids with the records of
-// usage_event_ids stored, read a bounded number of records at a time.
+// usage_event_ids stored, read a bounded number of records at a time: every
+// record indexed, no tail marks.
 func rebuildAliasIndex(ctx context.Context, tx Tx) error {
 	if err := deleteRange(ctx, tx, tableUsageAliasIDs, Range{}, 0); err != nil {
 		return err
