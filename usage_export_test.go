@@ -34,40 +34,9 @@ func FixedIDRecord(suffix, v []byte) ([]byte, error) { return fixedIDRecord(nil,
 // the live entries of the tail.
 func CheckAliasIndex(ctx context.Context, st Store) error {
 	return st.View(ctx, func(tx Tx) error {
-		want := map[string]string{}
-		tails := map[string]*aliasTail{}
-		tailEntries := map[string]uint64{}
-		err := tx.Scan(ctx, tableUsageEventIDs, Range{}, func(k, v []byte) error {
-			acct := string(k[:4])
-			if tails[acct] == nil {
-				t, err := readAliasTail(ctx, tx, k[:4])
-				if err != nil {
-					return err
-				}
-				tails[acct] = &t
-			}
-			indexed := tails[acct].indexed(k[4:])
-			return eachIndexEntry(k[4:], v, false, func(id, loc, pos []byte) error {
-				if deadEntry(loc) {
-					return nil
-				}
-				if !indexed {
-					tailEntries[acct]++
-					return nil
-				}
-				name, err := seriesNameOf(ctx, tx, loc[:4])
-				ak := string(aliasPrefix(k[:4], name.alias)) + string(k[4:])
-				want[ak] += fmt.Sprintf("%x/%x/%x ", id, loc, pos)
-				return err
-			})
-		})
+		want, err := wantAliasRecords(ctx, tx)
 		if err != nil {
 			return err
-		}
-		for acct, t := range tails {
-			if t.entries < tailEntries[acct] {
-				return fmt.Errorf("account %x: the tail mark counts %d entries, the tail holds %d", acct, t.entries, tailEntries[acct])
-			}
 		}
 		err = tx.Scan(ctx, tableUsageAliasIDs, Range{}, func(k, v []byte) error {
 			if k[4] == keySep {
@@ -93,6 +62,45 @@ func CheckAliasIndex(ctx context.Context, st Store) error {
 		}
 		return err
 	})
+}
+
+// wantAliasRecords returns the records usage_alias_ids must hold, by key,
+// each as the text CheckAliasIndex compares; and an error when a tail mark
+// counts fewer entries than its tail holds.
+func wantAliasRecords(ctx context.Context, tx Tx) (map[string]string, error) {
+	want := map[string]string{}
+	tails := map[string]*aliasTail{}
+	tailEntries := map[string]uint64{}
+	err := tx.Scan(ctx, tableUsageEventIDs, Range{}, func(k, v []byte) error {
+		acct := string(k[:4])
+		if tails[acct] == nil {
+			t, err := readAliasTail(ctx, tx, k[:4])
+			if err != nil {
+				return err
+			}
+			tails[acct] = &t
+		}
+		indexed := tails[acct].indexed(k[4:])
+		return eachIndexEntry(k[4:], v, false, func(id, loc, pos []byte) error {
+			if deadEntry(loc) {
+				return nil
+			}
+			if !indexed {
+				tailEntries[acct]++
+				return nil
+			}
+			name, err := seriesNameOf(ctx, tx, loc[:4])
+			ak := string(aliasPrefix(k[:4], name.alias)) + string(k[4:])
+			want[ak] += fmt.Sprintf("%x/%x/%x ", id, loc, pos)
+			return err
+		})
+	})
+	for acct, t := range tails {
+		if err == nil && t.entries < tailEntries[acct] {
+			err = fmt.Errorf("account %x: the tail mark counts %d entries, the tail holds %d", acct, t.entries, tailEntries[acct])
+		}
+	}
+	return want, err
 }
 
 // SetAliasTailEntries sets the size from which s's ingestions index the
