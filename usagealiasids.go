@@ -177,22 +177,42 @@ func (x *idIndex) flushAliasDrops(ctx context.Context, tx Tx) error {
 	return nil
 }
 
-// aliasIndexVersion marks, in the meta table, a store whose usage_alias_ids
-// is complete but for its tail (usagealiastail.go); a store written before
-// it has none, and New builds it from usage_event_ids, once. Version "1"
-// was written by releases that indexed every record at once: their index
-// is complete and has no tail, so it is kept as it is. This version is
-// another so that such a release, opening a store with a tail, does not
-// take its index for complete: it builds it again.
-const aliasIndexVersion = "2"
+// The meta marker usage_alias_ids says how complete usage_alias_ids is:
+// aliasIndexVersion, every record indexed (as releases before the tail
+// wrote it, "1"); aliasIndexTailVersion, every record but those of each
+// account's tail (usagealiastail.go), what a store with one writer at a
+// time keeps. A store written before the index has none, and New builds it
+// from usage_event_ids, once. A store whose marker promises more than its
+// writers keep needs nothing but the new marker (an index without tails
+// on bbolt); one that promises less is built again: a bbolt file copied to
+// PostgreSQL (billingd migrate-store), whose tails no PostgreSQL writer
+// reads, and a store with tails opened by a release that indexed every
+// record at once (which knows neither new marker).
+const (
+	aliasIndexVersion     = "2"
+	aliasIndexTailVersion = "2+tail"
+)
 
-// keepAliasIndex builds usage_alias_ids when the store's marker says it is
-// not complete (buildOnce); one of version "1" only gets the new marker.
+// keepAliasIndex builds usage_alias_ids when the store's marker does not
+// say it is as complete as the store's writers keep it (buildOnce).
 func (s *Service) keepAliasIndex(ctx context.Context) error {
-	return s.buildOnce(ctx, []byte("usage_alias_ids"), aliasIndexVersion, func(ctx context.Context, tx Tx) error {
+	want := aliasIndexVersion
+	err := s.store.View(ctx, func(tx Tx) error {
+		if !concurrentWriters(tx) {
+			want = aliasIndexTailVersion
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.buildOnce(ctx, []byte("usage_alias_ids"), want, func(ctx context.Context, tx Tx) error {
 		v, err := tx.Get(ctx, tableMeta, []byte("usage_alias_ids"))
-		if err == nil && string(v) == "1" {
-			return nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err == nil && (string(v) == "1" || string(v) == aliasIndexVersion) {
+			return nil // complete, without tails
 		}
 		return rebuildAliasIndex(ctx, tx)
 	})
