@@ -229,6 +229,9 @@ type Service struct {
 	// writes holds the memory of finished batch writes for the next ones
 	// (usagestore.go, takeWrite and releaseWrite).
 	writes chan *usageWrite
+	// aliasTailEntries is the size from which the ingestion indexes the
+	// alias index's tail (usagealiastail.go); tests make it small.
+	aliasTailEntries int
 }
 
 // New returns a Service over store. It validates cfg (nil means all
@@ -263,6 +266,7 @@ func New(store Store, cfg *Config) (*Service, error) {
 
 		webhookAllowPrivate: c.WebhookAllowPrivate,
 		writes:              make(chan *usageWrite, keptWrites),
+		aliasTailEntries:    aliasTailEntries,
 	}
 	payments, err := newPaymentsConfig(c.PaymentProviders, c.MasterKey)
 	if err != nil {

@@ -701,64 +701,6 @@ type Pagination struct {
 	TotalResultSize int `json:"totalResultSize"`
 }
 
-// listQuery describes one list: the keys of table under prefix, in
-// ascending key order or descending when desc, decoded and filtered by
-// decode (or, for records holding several items, expand). The key order is
-// the list's sort order, so every list is a keyset list: its cursors carry
-// a position, the key's suffix under prefix (extended by expand within a
-// record).
-type listQuery[T any] struct {
-	// name and filter identify the list; a cursor is valid only for the
-	// same name, filter and direction.
-	name   string
-	filter string
-	table  Table
-	prefix []byte
-	desc   bool
-	// decode turns a stored record into an item; ok is false when the
-	// record does not match the list's filters.
-	decode func(key, value []byte) (item T, ok bool, err error)
-	// expand, when set, is used instead of decode for a table whose
-	// records hold several items (usage_event_ids: one record per batch's
-	// millisecond, usagestore.go): it calls yield with each item of the
-	// record that matches the list's filters, in descending key order when
-	// reverse (ascending otherwise), and its
-	// position: the key suffix of the record, extended for all but its
-	// first item so that positions sort in the order the scan visits them
-	// (a cursor carries a position). yield's position is copied.
-	expand func(key, value []byte, reverse bool, yield func(item T, pos []byte) error) error
-	// clone, when set, makes a deep copy of an item; list applies it to
-	// the items of the page when decode shares items between calls
-	// (memoized).
-	clone func(T) T
-	// count, when set, gives TotalResultSize (kept counts, listcount.go);
-	// otherwise list counts by visiting every matching item.
-	count func(ctx context.Context, tx Tx) (int, error)
-	// scanTable and scanPrefix, when set, are where the list's scan reads
-	// instead of table and prefix: a kept index of the list whose key
-	// suffixes are the list's positions (listcount.go). prefix still
-	// identifies the list for its cursors.
-	scanTable  Table
-	scanPrefix []byte
-	// load, when set, makes the page's items from their positions after
-	// the scan (decode then only decides which entries match): a kept
-	// index's list reads the page's records in one request (getMany).
-	load func(ctx context.Context, tx Tx, pos [][]byte) ([]T, error)
-	// seekAsc, when set, maps a position to the key suffix an ascending
-	// scan starts from to reach it: for expand, the key of the record
-	// holding the position.
-	seekAsc func(pos []byte) []byte
-}
-
-// beyond reports whether key a comes strictly after key b in the list's order.
-func (q listQuery[T]) beyond(a, b []byte) bool {
-	c := bytes.Compare(a, b)
-	if q.desc {
-		return c < 0
-	}
-	return c > 0
-}
-
 func (q listQuery[T]) id() string {
 	dir := "asc"
 	if q.desc {

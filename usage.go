@@ -611,7 +611,8 @@ type Items[T any] struct {
 // creation (the order of the creation-order index, usagestore.go: by id,
 // except that the events of concurrent batches created in the same
 // millisecond are listed batch by batch). A list of one alias's events
-// reads that alias's own index (usagealiasids.go), in the same order.
+// reads that alias's own index (usagealiasids.go), in the same order, and
+// the account's newest events not yet in it (usagealiastail.go).
 // Returns validation_failed for bad limits or cursors.
 func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEventFilter, p ListParams) (Page[UsageEvent], error) {
 	var page Page[UsageEvent]
@@ -634,7 +635,9 @@ func (s *Service) ListUsageEvents(ctx context.Context, account string, f UsageEv
 			expand:  accountScan(ctx, tx, acct, &f, names),
 		}
 		if f.CustomerAlias != "" {
-			q.scanTable, q.scanPrefix, q.expand = aliasScan(ctx, tx, acct, &f, names)
+			if err := aliasList(ctx, tx, &q, acct, &f, names); err != nil {
+				return err
+			}
 		}
 		refs, err := list(ctx, s, tx, q, p)
 		if err != nil {

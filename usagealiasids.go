@@ -29,9 +29,11 @@ import (
 // record's first (0) or another, whose 16 UUID bytes follow (1), then the
 // entries as appendIDRecord writes them (always compactly: no release
 // without this index reads it). The ingestion writes them in its
-// transaction, beside the account's records (idIndex.flush); a supersede
-// deletes the event's entry (a record left empty is deleted: the key is
-// the account record's, so no dead entry needs to stay). Stores written
+// transaction, beside the account's records (idIndex.flush), except on a
+// store with one writer at a time, where the newest records are indexed
+// later, many at once (the tail, usagealiastail.go); a supersede deletes
+// the event's entry (a record left empty is deleted: the key is the
+// account record's, so no dead entry needs to stay). Stores written
 // before the index get it built once, when a Service opens them
 // (keepAliasIndex).
 
@@ -135,7 +137,8 @@ func (x *idIndex) dropAlias(alias string, spot idSpot, id []byte) {
 }
 
 // flushAliasDrops rewrites each usage_alias_ids record the run deleted
-// entries of, without them, under its own key (deleted when none is left).
+// entries of, without them, under its own key (deleted when none is left);
+// a record of the tail has none to rewrite.
 func (x *idIndex) flushAliasDrops(ctx context.Context, tx Tx) error {
 	keys := make([]string, 0, len(x.aliasDrops))
 	for k := range x.aliasDrops {
@@ -143,12 +146,15 @@ func (x *idIndex) flushAliasDrops(ctx context.Context, tx Tx) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		v, err := tx.Get(ctx, tableUsageAliasIDs, []byte(k))
-		if err != nil {
-			return err // an entry of the account's index has one here
-		}
 		sep := bytes.IndexByte([]byte(k[len(x.acct):]), keySep)
 		suffix := []byte(k[len(x.acct)+sep+1:])
+		if !x.tail.indexed(suffix) {
+			continue // the tail's records have no alias records
+		}
+		v, err := tx.Get(ctx, tableUsageAliasIDs, []byte(k))
+		if err != nil {
+			return err // an entry of the account's index below the watermark has one here
+		}
 		var kept []idEntry
 		err = eachAliasEntry(suffix, v, false, func(id, loc, _ []byte) error {
 			if !slices.ContainsFunc(x.aliasDrops[k], func(d []byte) bool { return bytes.Equal(d, id) }) {
@@ -171,19 +177,50 @@ func (x *idIndex) flushAliasDrops(ctx context.Context, tx Tx) error {
 	return nil
 }
 
-// aliasIndexVersion marks, in the meta table, a store whose usage_alias_ids
-// is complete; a store written before it has none, and New builds it from
-// usage_event_ids, once.
-const aliasIndexVersion = "1"
+// The meta marker usage_alias_ids says how complete usage_alias_ids is:
+// aliasIndexVersion, every record indexed (as releases before the tail
+// wrote it, "1"); aliasIndexTailVersion, every record but those of each
+// account's tail (usagealiastail.go), what a store with one writer at a
+// time keeps. A store written before the index has none, and New builds it
+// from usage_event_ids, once. A store whose marker promises more than its
+// writers keep needs nothing but the new marker (an index without tails
+// on bbolt); one that promises less is built again: a bbolt file copied to
+// PostgreSQL (billingd migrate-store), whose tails no PostgreSQL writer
+// reads, and a store with tails opened by a release that indexed every
+// record at once (which knows neither new marker).
+const (
+	aliasIndexVersion     = "2"
+	aliasIndexTailVersion = "2+tail"
+)
 
-// keepAliasIndex builds usage_alias_ids when the store's marker says it is
-// not complete (buildOnce).
+// keepAliasIndex builds usage_alias_ids when the store's marker does not
+// say it is as complete as the store's writers keep it (buildOnce).
 func (s *Service) keepAliasIndex(ctx context.Context) error {
-	return s.buildOnce(ctx, []byte("usage_alias_ids"), aliasIndexVersion, rebuildAliasIndex)
+	want := aliasIndexVersion
+	err := s.store.View(ctx, func(tx Tx) error {
+		if !concurrentWriters(tx) {
+			want = aliasIndexTailVersion
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.buildOnce(ctx, []byte("usage_alias_ids"), want, func(ctx context.Context, tx Tx) error {
+		v, err := tx.Get(ctx, tableMeta, []byte("usage_alias_ids"))
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err == nil && (string(v) == "1" || string(v) == aliasIndexVersion) {
+			return nil // complete, without tails
+		}
+		return rebuildAliasIndex(ctx, tx)
+	})
 }
 
 // rebuildAliasIndex replaces usage_alias_ids with the records of
-// usage_event_ids stored, read a bounded number of records at a time.
+// usage_event_ids stored, read a bounded number of records at a time: every
+// record indexed, no tail marks.
 func rebuildAliasIndex(ctx context.Context, tx Tx) error {
 	if err := deleteRange(ctx, tx, tableUsageAliasIDs, Range{}, 0); err != nil {
 		return err

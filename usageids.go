@@ -57,6 +57,11 @@ type idIndex struct {
 	// stored before it: the stored ids deleted, by the record's key
 	// (usagealiasids.go).
 	aliasDrops map[string][][]byte
+	// tail is the account's tail mark of usage_alias_ids, read by flush,
+	// and tailLimit the entries from which flush indexes the tail
+	// (usagealiastail.go).
+	tail      aliasTail
+	tailLimit int
 }
 
 // find returns where the event with the stored id is.
@@ -195,8 +200,12 @@ func eachIndexEntry(suffix, v []byte, desc bool, fn func(id, loc, pos []byte) er
 // once, under its own key (deleted when only its dead first entry is
 // left), then one record per group of the run's remaining UUID ids that
 // share a millisecond, and one per other id; and those of usage_alias_ids
-// (each new record's entries by alias, the deletions from stored ones).
+// (each new record's entries by alias, the deletions from stored ones),
+// but for the records of the alias index's tail (usagealiastail.go).
 func (x *idIndex) flush(ctx context.Context, tx Tx) error {
+	if err := x.loadAliasTail(ctx, tx); err != nil {
+		return err
+	}
 	if err := x.flushAliasDrops(ctx, tx); err != nil {
 		return err
 	}
@@ -228,6 +237,7 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 	}
 	buf := sized(x.buf, size)
 	defer func() { x.buf = buf }()
+	tail := 0 // entries written to the alias index's tail
 	for len(live) > 0 {
 		n := 1
 		if id := live[0].id; id[0] == eventcodec.IDKindUUID {
@@ -239,12 +249,14 @@ func (x *idIndex) flush(ctx context.Context, tx Tx) error {
 		if buf, err = x.put(ctx, tx, buf, live[:n]); err != nil {
 			return err
 		}
-		if buf, err = x.putAliases(ctx, tx, buf, live[0].id, live[:n]); err != nil {
+		if !x.tail.indexed(live[0].id) {
+			tail += n
+		} else if buf, err = x.putAliases(ctx, tx, buf, live[0].id, live[:n]); err != nil {
 			return err
 		}
 		live = live[n:]
 	}
-	return nil
+	return x.keepAliasTail(ctx, tx, tail, x.tailLimit)
 }
 
 // put writes the usage_event_ids record of entries (sorted by id; UUIDs of

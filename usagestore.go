@@ -327,7 +327,7 @@ func (s *Service) putUsageEvents(ctx context.Context, tx Tx, w *usageWrite) erro
 			return err
 		}
 	}
-	ew.ids = idIndex{acct: acct, added: w.added[:0], buf: w.indexBuf[:0], compact: !s.legacyID}
+	ew.ids = idIndex{acct: acct, added: w.added[:0], buf: w.indexBuf[:0], compact: !s.legacyID, tailLimit: s.aliasTailEntries}
 	if cap(ew.ids.added) < len(w.events) {
 		ew.ids.added = make([]idEntry, 0, len(w.events))
 	}

@@ -47,7 +47,7 @@ func TestMigratedStoreAnswersIdentically(t *testing.T) {
 
 	paths := []string{
 		"/journal-entries?sourceId=" + f.ids["invoices/sent"],
-		"/usage-events?limit=100", "/usage-events?limit=3",
+		"/usage-events?limit=100", "/usage-events?limit=3", "/usage-events?customerAlias=c&limit=100",
 		"/notifications/deliveries?limit=100",
 	}
 	for _, rt := range apiRoutes(t, src) {
