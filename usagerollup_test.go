@@ -18,11 +18,17 @@ import (
 
 // rollupSwitch is a store whose writes keep usage rollups and whose reads
 // use them or not (scan), so that one stored world answers by both paths.
-// It counts the reads of the rollup table, to show the rollups were used.
+// It counts the reads of the rollup tables, to show the rollups were used.
 type rollupSwitch struct {
 	billing.Store
 	read        atomic.Bool // reads use the rollups
 	rollupReads atomic.Int64
+	dayReads    atomic.Int64 // of them, reads of the day totals
+	// tracked: writes go to the store's own Tx, so that on bbolt and
+	// memstore only tracked event types keep rollups (written in place);
+	// else every write's Tx is a RollupTx (rollups of every series, in
+	// deltas).
+	tracked bool
 }
 
 // switchedTx is a Tx of rollupSwitch.
@@ -35,7 +41,11 @@ type switchedTx struct {
 func (t switchedTx) KeepsUsageRollups() bool { return t.on }
 
 func (t switchedTx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn func(k, v []byte) error) error {
-	if table == "usage_rollups" {
+	switch table {
+	case "usage_rollup_days":
+		t.s.dayReads.Add(1)
+		fallthrough
+	case "usage_rollups":
 		t.s.rollupReads.Add(1)
 	}
 	return t.Tx.Scan(ctx, table, r, fn)
@@ -46,11 +56,19 @@ func (s *rollupSwitch) View(ctx context.Context, fn func(billing.Tx) error) erro
 }
 
 func (s *rollupSwitch) Update(ctx context.Context, fn func(billing.Tx) error) error {
-	return s.Store.Update(ctx, func(tx billing.Tx) error { return fn(switchedTx{tx, s, true}) })
+	return s.Store.Update(ctx, s.write(fn))
 }
 
 func (s *rollupSwitch) Batch(ctx context.Context, fn func(billing.Tx) error) error {
-	return s.Store.Batch(ctx, func(tx billing.Tx) error { return fn(switchedTx{tx, s, true}) })
+	return s.Store.Batch(ctx, s.write(fn))
+}
+
+// write wraps fn, a write, as s keeps rollups (tracked).
+func (s *rollupSwitch) write(fn func(billing.Tx) error) func(billing.Tx) error {
+	if s.tracked {
+		return fn
+	}
+	return func(tx billing.Tx) error { return fn(switchedTx{tx, s, true}) }
 }
 
 // TestUsageRollupsAgreeWithTheScan stores random usage events (values with

@@ -102,11 +102,13 @@ func trackRollups(ctx context.Context, tx Tx, account, eventType string) error {
 	return tx.Put(ctx, tableMeta, trackedKey(account, eventType), []byte{})
 }
 
-// backfillRollups replaces the rollups of series no with those of its
-// stored events, and marks it.
+// backfillRollups replaces the rollups and day totals (usagerollupday.go)
+// of series no with those of its stored events, and marks it.
 func backfillRollups(ctx context.Context, tx Tx, no []byte) error {
-	if err := deleteRange(ctx, tx, tableUsageRollups, Range{Prefix: no[:4]}, 0); err != nil {
-		return err
+	for _, table := range []Table{tableUsageRollups, tableUsageRollupDays} {
+		if err := deleteRange(ctx, tx, table, Range{Prefix: no[:4]}, 0); err != nil {
+			return err
+		}
 	}
 	hours := map[int64]*usageRollup{}
 	err := tx.Scan(ctx, tableUsageEvents, Range{Prefix: no[:4]}, func(k, v []byte) error {
@@ -125,5 +127,8 @@ func backfillRollups(ctx context.Context, tx Tx, no []byte) error {
 			return err
 		}
 	}
-	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), []byte{})
+	if err := putDays(ctx, tx, no, hours); err != nil {
+		return err
+	}
+	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), rolledUpDays)
 }
