@@ -458,7 +458,7 @@ func (src *usageSource) readRollups(c *usageCalc, s *usageSeries, l rollupLevel,
 	var h rolledHour // a bucket's row and deltas, merged
 	err := src.tx.Scan(src.ctx, l.table, Range{
 		Start: rollupKey(s.no, from), End: rollupKey(s.no, to),
-		Expect: 2*int((to-from)/l.secs) + 1, // one chunk on PostgreSQL, a bucket's deltas included
+		Expect: l.expect(int((to - from) / l.secs)), // one chunk on PostgreSQL, the buckets' deltas included
 	}, func(k, v []byte) error {
 		var p rollupProp
 		events, ok, err := readRollup(v, c.m.AggregationProperty, &p)

@@ -79,6 +79,17 @@ func (l rollupLevel) bucket(sec int64) int64 {
 	return b
 }
 
+// expect is how many rows a calculation expects to read for n buckets
+// (Range.Expect): an hour has few deltas (a batch touches few hours and
+// the rows of each one it touches); a day gets a delta from every batch
+// of its hours, up to about compactEvery between two folds.
+func (l rollupLevel) expect(n int) int {
+	if l.secs == rollupDay {
+		return compactEvery*n + 1
+	}
+	return 2*n + 1
+}
+
 // rows is the range of the rows (each bucket's row and its deltas) of one
 // series' buckets from that of key first to that of key last, both
 // included.
