@@ -576,8 +576,7 @@ func exists(ctx context.Context, tx Tx, t Table, k []byte) (bool, error) {
 	return err == nil, err
 }
 
-// deleteIfPresent deletes k from t; a key that is already gone is not an
-// error.
+// deleteIfPresent deletes k from t; a key already gone is not an error.
 func deleteIfPresent(ctx context.Context, tx Tx, t Table, k []byte) error {
 	if err := tx.Delete(ctx, t, k); err != nil && !errors.Is(err, ErrNotFound) {
 		return err

@@ -19,9 +19,10 @@ import (
 // reads travels from the server), and on the other stores for the series
 // of the event types that entitlements measure (usagetracked.go). A plain
 // COUNT, SUM, MIN or MAX calculation (no property filters, no groups) of a
-// series that has them then reads one record per hour of the period and
-// scans only the events of its partial first and last hours; the other
-// aggregations and metrics scan.
+// series that has them then reads one record per whole UTC day of the
+// period (the day totals beside them: usagerollupday.go), one per other
+// full hour, and scans only the events of its partial first and last
+// hours; the other aggregations and metrics scan.
 //
 //   - usage_rollups: series no | hour (AppendTime of its first second) →
 //     usageRollup: the hour's event count and, per property holding a
@@ -29,9 +30,10 @@ import (
 //     greatest value with the key of the first event (in key order) that
 //     holds each, so that ties between equal numbers written differently
 //     ("1.0", "1.00") resolve as a scan resolves them.
-//   - usage_rollups: series no → empty: the series has had rollups since
-//     it was created. A series without it (created by a store or a release
-//     that kept none, or copied from bbolt by migrate-store) is scanned.
+//   - usage_rollups: series no → empty, or rolledUpDays when it has day
+//     totals too: the series has had rollups since it was created. A
+//     series without it (created by a store or a release that kept none,
+//     or copied from bbolt by migrate-store) is scanned.
 //
 //   - usage_rollups: series no | hour | deltaSep | 8 random bytes →
 //     usageRollup: a delta of the hour (keptdelta.go), the events of one
@@ -376,8 +378,9 @@ func (p *rollupProp) merge(o *rollupProp) {
 }
 
 // markRolledUp records that series no, of the account's eventType, has
-// had rollups and day totals since its creation (rolledUpDays), when it
-// keeps them: on a RollupTx, or when the event type is tracked.
+// had rollups (and day totals, where tx keeps them: rollupMark) since its
+// creation, when it keeps them: on a RollupTx, or when the event type is
+// tracked.
 func markRolledUp(ctx context.Context, tx Tx, account, eventType string, no []byte) error {
 	if !keepsRollups(tx) {
 		on, err := rollupsTracked(ctx, tx, account, eventType)
@@ -385,7 +388,7 @@ func markRolledUp(ctx context.Context, tx Tx, account, eventType string, no []by
 			return err
 		}
 	}
-	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), rolledUpDays)
+	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), rollupMark(tx))
 }
 
 // readsRollups reports whether calculations through tx read rollups: on
@@ -481,8 +484,8 @@ func (src *usageSource) readRollups(c *usageCalc, s *usageSeries, l rollupLevel,
 	return err
 }
 
-// rolledHour merges the rows of one hour (its row and its deltas) as a
-// calculation reads them.
+// rolledHour merges the rows of one bucket, an hour or a day (its row and
+// its deltas), as a calculation reads them.
 type rolledHour struct {
 	key    []byte // the hour's key; nil before the first row
 	events int64

@@ -14,7 +14,8 @@ import (
 //
 // An entitlement's usage over a month read from hourly rollups is up to 744
 // records per series, and on PostgreSQL decoding and merging them was most
-// of an answer's time (about 1.1 ms of CPU; BENCHMARKS.md). So every series
+// of an answer's time (about 1.1 ms of CPU; BENCHMARKS.md). So on a store
+// whose Tx is a RollupTx (PostgreSQL; not bbolt: keepsDays) every series
 // that keeps hourly rollups keeps day totals too, kept in the same
 // transactions by the same writer (rollupWriter.flush):
 //
@@ -49,6 +50,25 @@ import (
 // complete. Only aggregations whose total is a combination of the parts'
 // totals read them: COUNT, SUM, MIN and MAX, plain (no filters, no
 // groups); UNIQUE, LATEST, PERCENTILE, TIME_WEIGHTED_SUM and CUSTOM scan.
+
+// keepsDays reports whether the Service keeps day totals through tx: on a
+// RollupTx (PostgreSQL), not on bbolt and memstore. Decision, measured
+// (BENCHMARKS.md, "Day totals"): on bbolt an answer reads its hours in
+// process, p50 0.13 ms at 1,000,000 events (0.04-0.08 ms with days), well
+// under the 2 ms target either way, while the day totals cost a group
+// commit of 64 events of a tracked event type about 42 more pages (207 to
+// 250), and ingestion is where bbolt is short of its target (P1).
+func keepsDays(tx Tx) bool { return keepsRollups(tx) }
+
+// rollupMark is the marker (usage_rollups: series no) of a series that
+// keeps rollups through tx: rolledUpDays where it keeps day totals too,
+// else empty.
+func rollupMark(tx Tx) []byte {
+	if keepsDays(tx) {
+		return rolledUpDays
+	}
+	return []byte{}
+}
 
 // rollupDay is the length of a day total's bucket, in seconds.
 const rollupDay = 86400
@@ -97,10 +117,14 @@ func (l rollupLevel) rows(first, last []byte) Range {
 	return Range{Start: first[:rollupKeyLen], End: rollupKey(last, eventcodec.ReadTime(last[4:rollupKeyLen]).Unix()+l.secs)}
 }
 
-// flushDays writes the run's changes of day totals, after the hours': the
-// run's events are added to their days, but to the days that lost an
-// event, which are rebuilt from their hours.
+// flushDays writes the run's changes of day totals, after the hours', on
+// a store that keeps them (keepsDays: w.all): the run's events are added
+// to their days, but to the days that lost an event, which are rebuilt
+// from their hours.
 func (w *rollupWriter) flushDays(ctx context.Context, tx Tx) error {
+	if !w.all {
+		return nil
+	}
 	dirty := map[string]bool{}
 	for k := range w.dirty {
 		hour := eventcodec.ReadTime([]byte(k)[4:rollupKeyLen]).Unix()
