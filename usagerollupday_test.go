@@ -2,7 +2,6 @@ package billing_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/billingd/billing"
 	"github.com/billingd/billing/billingtest"
-	"github.com/billingd/billing/storage/memstore"
 )
 
 // TestDayTotalsAgreeWithTheScan stores random usage events over six days
@@ -82,12 +80,8 @@ func dayBound(r *rand.Rand, at time.Time) time.Time {
 func checkDayWorld(t *testing.T, sw *rollupSwitch, r *rand.Rand) int {
 	t.Helper()
 	ctx := context.Background()
-	svc, clock := billingtest.NewService(t, billingtest.WithStore(sw))
-	acct := billingtest.Account(t, svc, "acme")
-	start := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
-	clock.Set(start.Add(30 * 24 * time.Hour))
-	c := must(svc.CreateCustomer(ctx, acct, billing.CustomerParams{LegalName: "C", CustomerAliases: []string{"c-a", "c-b"}})).of(t, "CreateCustomer")
-	metrics := rollupMetrics(t, svc, acct)
+	svc, acct, c, metrics := newRollupWorld(t, sw, 30)
+	start := rollupWorldStart
 	const span = 6*24*3600 + 12*3600 // seconds of events
 	ingest := func() {
 		var b billing.UsageEventBatchParams
@@ -121,20 +115,7 @@ func checkDayWorld(t *testing.T, sw *rollupSwitch, r *rand.Rand) int {
 			if !to.After(from) {
 				to = from.Add(time.Hour)
 			}
-			for _, m := range metrics {
-				p := billing.CalculateUsageParams{UsageMetricID: m.ID, CustomerAliases: []string{c.ID},
-					PeriodStart: billing.FormatTimestamp(from), PeriodEnd: billing.FormatTimestamp(to)}
-				sw.read.Store(true)
-				rolled := must(svc.CalculateUsage(ctx, acct, p)).of(t, "CalculateUsage")
-				sw.read.Store(false)
-				scanned := must(svc.CalculateUsage(ctx, acct, p)).of(t, "CalculateUsage")
-				a, _ := json.Marshal(rolled)
-				b, _ := json.Marshal(scanned)
-				if string(a) != string(b) {
-					t.Errorf("batch %d, %s over [%s, %s):\nrollups %s\nscan    %s", batch, m.Name, p.PeriodStart, p.PeriodEnd, a, b)
-				}
-				compared++
-			}
+			compared += compareRollupPaths(t, sw, svc, acct, c.ID, metrics, from, to, fmt.Sprint("batch ", batch))
 		}
 	}
 	return compared
@@ -161,15 +142,9 @@ func trackEventType(t testing.TB, svc *billing.Service, acct, metric string) {
 // over the first day alone.
 func TestDayTotalsFollowASupersede(t *testing.T) {
 	t.Parallel()
-	mem := memstore.New()
-	t.Cleanup(func() { _ = mem.Close() })
-	sw := &rollupSwitch{Store: mem}
 	ctx := context.Background()
-	svc, clock := billingtest.NewService(t, billingtest.WithStore(sw))
-	acct := billingtest.Account(t, svc, "acme")
 	day := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
-	clock.Set(day.Add(10 * 24 * time.Hour))
-	c := must(svc.CreateCustomer(ctx, acct, billing.CustomerParams{LegalName: "C"})).of(t, "CreateCustomer")
+	sw, svc, acct, c := newMemRollupService(t, day.Add(10*24*time.Hour))
 	m := createMetric(t, svc, acct, billing.UsageMetricParams{Name: "sum", MetricType: billing.MetricTypeSimple, EventType: "e",
 		AggregationType: billing.AggregationSum, AggregationProperty: "v"})
 	send := func(id string, at time.Time, v string) {
