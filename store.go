@@ -353,7 +353,8 @@ const (
 	tableUsageEventIDs    Table = "usage_event_ids"    // account no | first event id → series no | timestamp, then an entry per other event of its batch and millisecond (appendIDRecord)
 	tableUsageEventKeys   Table = "usage_event_keys"   // account no | customerEventId → usage_events key (explicit ids only)
 	tableUsageAliasIDs    Table = "usage_alias_ids"    // account no | alias | usage_event_ids key suffix → that record's entries of the alias (usagealiasids.go)
-	tableUsageRollups     Table = "usage_rollups"      // series no | hour → usageRollup; series no → empty (usagerollup.go; RollupTx stores only)
+	tableUsageRollups     Table = "usage_rollups"      // series no | hour → usageRollup; series no → marker (usagerollup.go, usagetracked.go)
+	tableUsageRollupDays  Table = "usage_rollup_days"  // series no | UTC day → usageRollup (usagerollupday.go)
 )
 
 // The tables of invoices and credit notes. Lines and groups are keyed under
@@ -575,8 +576,7 @@ func exists(ctx context.Context, tx Tx, t Table, k []byte) (bool, error) {
 	return err == nil, err
 }
 
-// deleteIfPresent deletes k from t; a key that is already gone is not an
-// error.
+// deleteIfPresent deletes k from t; a key already gone is not an error.
 func deleteIfPresent(ctx context.Context, tx Tx, t Table, k []byte) error {
 	if err := tx.Delete(ctx, t, k); err != nil && !errors.Is(err, ErrNotFound) {
 		return err

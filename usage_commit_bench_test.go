@@ -29,7 +29,11 @@ import (
 // the time went").
 //
 //	go test -run '^$' -bench CreateUsageEventCommit -benchtime 200x .
-func BenchmarkCreateUsageEventCommit(b *testing.B) {
+func BenchmarkCreateUsageEventCommit(b *testing.B) { benchUsageCommit(b, nil) }
+
+// benchUsageCommit is BenchmarkCreateUsageEventCommit, with prepare (when
+// not nil) run on the Service and account before the first event.
+func benchUsageCommit(b *testing.B, prepare func(svc *billing.Service, acct string)) {
 	const perCommit = 64
 	store, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"),
 		&boltstore.Options{MaxBatchSize: perCommit, MaxBatchDelay: 10 * time.Second})
@@ -39,6 +43,9 @@ func BenchmarkCreateUsageEventCommit(b *testing.B) {
 	b.Cleanup(func() { store.Close() })
 	svc, _ := billingtest.NewService(b, billingtest.WithStore(store))
 	acct := billingtest.Account(b, svc, "bench")
+	if prepare != nil {
+		prepare(svc, acct)
+	}
 	events := make([]billing.UsageEventParams, 1000)
 	for i := range events {
 		at := billingtest.Start.Add(time.Duration(i-len(events)) * (31 * 24 * time.Hour / time.Duration(len(events))))

@@ -19,9 +19,10 @@ import (
 // reads travels from the server), and on the other stores for the series
 // of the event types that entitlements measure (usagetracked.go). A plain
 // COUNT, SUM, MIN or MAX calculation (no property filters, no groups) of a
-// series that has them then reads one record per hour of the period and
-// scans only the events of its partial first and last hours; the other
-// aggregations and metrics scan.
+// series that has them then reads one record per whole UTC day of the
+// period (the day totals beside them: usagerollupday.go), one per other
+// full hour, and scans only the events of its partial first and last
+// hours; the other aggregations and metrics scan.
 //
 //   - usage_rollups: series no | hour (AppendTime of its first second) →
 //     usageRollup: the hour's event count and, per property holding a
@@ -29,9 +30,10 @@ import (
 //     greatest value with the key of the first event (in key order) that
 //     holds each, so that ties between equal numbers written differently
 //     ("1.0", "1.00") resolve as a scan resolves them.
-//   - usage_rollups: series no → empty: the series has had rollups since
-//     it was created. A series without it (created by a store or a release
-//     that kept none, or copied from bbolt by migrate-store) is scanned.
+//   - usage_rollups: series no → empty, or rolledUpDays when it has day
+//     totals too: the series has had rollups since it was created. A
+//     series without it (created by a store or a release that kept none,
+//     or copied from bbolt by migrate-store) is scanned.
 //
 //   - usage_rollups: series no | hour | deltaSep | 8 random bytes →
 //     usageRollup: a delta of the hour (keptdelta.go), the events of one
@@ -122,13 +124,7 @@ func rollupKey(series []byte, hour int64) []byte {
 }
 
 // hourOf returns the first second of the hour holding Unix second sec.
-func hourOf(sec int64) int64 {
-	h := sec / rollupHour * rollupHour
-	if h > sec {
-		h -= rollupHour
-	}
-	return h
-}
+func hourOf(sec int64) int64 { return hourLevel.bucket(sec) }
 
 // add adds the event stored under key k with encoded value v.
 func (r *usageRollup) add(k, v []byte) {
@@ -233,14 +229,20 @@ func (w *rollupWriter) deleted(ctx context.Context, tx Tx, eventType string, pk 
 }
 
 // eventHour is the hour of the event stored under key k.
-func eventHour(k []byte) int64 { return hourOf(eventcodec.ReadTime(k[4:12]).Unix()) }
+func eventHour(k []byte) int64 { return hourOf(eventSecond(k)) }
+
+// eventSecond is the Unix second of the event stored under key k.
+func eventSecond(k []byte) int64 { return eventcodec.ReadTime(k[4:12]).Unix() }
 
 // flush writes the changed rollups: an hour that lost an event is rebuilt
 // from its events (this run's included); the others get the run's events
 // added, each series' rollups read in one scan over the hours it touched.
+// The day totals (usagerollupday.go) follow: a day that lost an event is
+// rebuilt from its hours once they are written, the others get the run's
+// events added as the hours do.
 func (w *rollupWriter) flush(ctx context.Context, tx Tx) error {
 	for _, series := range sortedKeys(w.added) {
-		if err := w.addSeries(ctx, tx, []byte(series)); err != nil {
+		if err := w.addSeries(ctx, tx, hourLevel, []byte(series), w.dirty); err != nil {
 			return err
 		}
 	}
@@ -249,87 +251,80 @@ func (w *rollupWriter) flush(ctx context.Context, tx Tx) error {
 			return err
 		}
 	}
-	return nil
+	return w.flushDays(ctx, tx)
 }
 
-// addSeries adds the run's events of series (but those of the hours to be
-// rebuilt) to the rollups of their hours. On a store that keeps the
-// rollups of every series (RollupTx: PostgreSQL, where a read is a round
-// trip and writers run at once) it writes one delta row per hour touched,
-// reading nothing, and one run in compactEvery folds the hours it touches
-// instead (foldRollups); elsewhere (one writer at a time, reads in
-// process) it reads the hours' rows and writes them back, so an hour is
-// one row.
-func (w *rollupWriter) addSeries(ctx context.Context, tx Tx, series []byte) error {
-	hours := map[string]*usageRollup{}
+// addSeries adds the run's events of series to the rollups of level l
+// (hours or days) of their buckets, but those of the buckets in skip
+// (rebuilt instead). On a store that keeps the rollups of every series
+// (RollupTx: PostgreSQL, where a read is a round trip and writers run at
+// once) it writes one delta row per bucket touched, reading nothing, and
+// one run in compactEvery folds the buckets it touches instead
+// (foldRollups); elsewhere (one writer at a time, reads in process) it
+// reads the buckets' rows and writes them back, so a bucket is one row.
+func (w *rollupWriter) addSeries(ctx context.Context, tx Tx, l rollupLevel, series []byte, skip map[string]bool) error {
+	buckets := map[string]*usageRollup{}
 	for _, e := range w.added[string(series)] {
-		k := string(rollupKey(e[0], eventHour(e[0])))
-		if w.dirty[k] {
+		k := string(rollupKey(e[0], l.bucket(eventSecond(e[0]))))
+		if skip[k] {
 			continue
 		}
-		if hours[k] == nil {
-			hours[k] = &usageRollup{}
+		if buckets[k] == nil {
+			buckets[k] = &usageRollup{}
 		}
-		hours[k].add(e[0], e[1])
+		buckets[k].add(e[0], e[1])
 	}
 	switch {
-	case len(hours) == 0:
+	case len(buckets) == 0:
 		return nil
 	case !w.all || rand.IntN(compactEvery) == 0:
-		return foldRollups(ctx, tx, hours)
+		return foldRollups(ctx, tx, l, buckets)
 	}
-	for _, k := range sortedKeys(hours) {
-		if err := tx.Put(ctx, tableUsageRollups, deltaKey([]byte(k)), hours[k].encode()); err != nil {
+	for _, k := range sortedKeys(buckets) {
+		if err := tx.Put(ctx, l.table, deltaKey([]byte(k)), buckets[k].encode()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// foldRollups takes the rows of one series from the first hour of hours to
-// the last (in one request on a store that offers TakeTx), adds them to
-// hours (an hour between them that the run did not touch included), and
-// writes one row per hour under the hour's own key.
-func foldRollups(ctx context.Context, tx Tx, hours map[string]*usageRollup) error {
-	keys := sortedKeys(hours)
-	err := take(ctx, tx, tableUsageRollups, hourRows([]byte(keys[0]), []byte(keys[len(keys)-1])), func(k, v []byte) error {
+// foldRollups takes the rows of level l of one series from the first
+// bucket of buckets to the last (in one request on a store that offers
+// TakeTx), adds them to buckets (a bucket between them that the run did
+// not touch included), and writes one row per bucket under its own key.
+func foldRollups(ctx context.Context, tx Tx, l rollupLevel, buckets map[string]*usageRollup) error {
+	keys := sortedKeys(buckets)
+	err := take(ctx, tx, l.table, l.rows([]byte(keys[0]), []byte(keys[len(keys)-1])), func(k, v []byte) error {
 		var r usageRollup
 		if err := decodeRollup(v, &r); err != nil {
-			return fmt.Errorf("decoding %s record: %w", tableUsageRollups, err)
+			return fmt.Errorf("decoding %s record: %w", l.table, err)
 		}
-		hk := string(k[:rollupKeyLen])
-		if hours[hk] == nil {
-			hours[hk] = &usageRollup{}
+		bk := string(k[:rollupKeyLen])
+		if buckets[bk] == nil {
+			buckets[bk] = &usageRollup{}
 		}
-		hours[hk].merge(&r)
+		buckets[bk].merge(&r)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(hours) {
-		if err := tx.Put(ctx, tableUsageRollups, []byte(k), hours[k].encode()); err != nil {
+	for _, k := range sortedKeys(buckets) {
+		if err := tx.Put(ctx, l.table, []byte(k), buckets[k].encode()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// rollupKeyLen is the length of an hour's key (rollupKey); its deltas'
+// rollupKeyLen is the length of a bucket's key (rollupKey); its deltas'
 // keys extend it (deltaKey).
 const rollupKeyLen = 4 + 8
-
-// hourRows is the range of the rows (the row and the deltas) of one
-// series' hours from the hour of key first to the hour of key last, both
-// included.
-func hourRows(first, last []byte) Range {
-	return Range{Start: first[:rollupKeyLen], End: rollupKey(last, eventcodec.ReadTime(last[4:rollupKeyLen]).Unix()+rollupHour)}
-}
 
 // rebuildRollup recomputes the rollup under key k from the hour's events:
 // the hour's rows are taken, and one row written unless the hour is empty.
 func rebuildRollup(ctx context.Context, tx Tx, k []byte) error {
-	if err := take(ctx, tx, tableUsageRollups, hourRows(k, k), func(_, _ []byte) error { return nil }); err != nil {
+	if err := take(ctx, tx, tableUsageRollups, hourLevel.rows(k, k), func(_, _ []byte) error { return nil }); err != nil {
 		return err
 	}
 	hour := eventcodec.ReadTime(k[4:]).Unix()
@@ -357,7 +352,8 @@ func (r *usageRollup) merge(o *usageRollup) {
 			rp.merge(op)
 			continue
 		}
-		r.Props[name] = op
+		cp := *op // a copy: r's sums change, o's must not
+		r.Props[name] = &cp
 	}
 }
 
@@ -382,8 +378,9 @@ func (p *rollupProp) merge(o *rollupProp) {
 }
 
 // markRolledUp records that series no, of the account's eventType, has
-// had rollups since its creation, when it keeps them: on a RollupTx, or
-// when the event type is tracked.
+// had rollups (and day totals, where tx keeps them: rollupMark) since its
+// creation, when it keeps them: on a RollupTx, or when the event type is
+// tracked.
 func markRolledUp(ctx context.Context, tx Tx, account, eventType string, no []byte) error {
 	if !keepsRollups(tx) {
 		on, err := rollupsTracked(ctx, tx, account, eventType)
@@ -391,7 +388,7 @@ func markRolledUp(ctx context.Context, tx Tx, account, eventType string, no []by
 			return err
 		}
 	}
-	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), []byte{})
+	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), rollupMark(tx))
 }
 
 // readsRollups reports whether calculations through tx read rollups: on
@@ -401,31 +398,35 @@ func readsRollups(tx Tx) bool {
 	return !ok || r.KeepsUsageRollups()
 }
 
-// rollupReadable reports whether c can read series s from rollups: a plain
-// COUNT, SUM, MIN or MAX metric of a series that has them.
-func (src *usageSource) rollupReadable(c *usageCalc, s *usageSeries) (bool, error) {
+// rollupReadable reports whether c can read series s from rollups (a
+// plain COUNT, SUM, MIN or MAX metric of a series that has them), and
+// whether from its day totals too (its marker says so: rolledUpDays).
+func (src *usageSource) rollupReadable(c *usageCalc, s *usageSeries) (ok, days bool, err error) {
 	switch c.m.AggregationType {
 	case AggregationCount, AggregationSum, AggregationMin, AggregationMax:
 	default:
-		return false, nil
+		return false, false, nil
 	}
 	if !c.plain || !readsRollups(src.tx) {
-		return false, nil
+		return false, false, nil
 	}
-	_, err := src.tx.Get(src.ctx, tableUsageRollups, s.no[:4])
+	mark, err := src.tx.Get(src.ctx, tableUsageRollups, s.no[:4])
 	if errors.Is(err, ErrNotFound) {
-		return false, nil
+		return false, false, nil
 	}
-	return err == nil, err
+	return err == nil, err == nil && bytes.Equal(mark, rolledUpDays), err
 }
 
 // eachRolledUp adds the events of series s in the period to c from its
 // rollups: the events of the partial first and last hours one by one, the
-// full hours between from their records, in key order (ties of MIN and
-// MAX go to the first event, as in a scan). It reports false, having added
-// nothing, when the series cannot be read so (rollupReadable).
+// whole UTC days between from their day totals when the series has them,
+// the other full hours from their hourly records, in key order (ties of
+// MIN and MAX go to the first event, as in a scan). It reports false,
+// having added nothing, when the series cannot be read so
+// (rollupReadable).
 func (src *usageSource) eachRolledUp(c *usageCalc, s *usageSeries) (bool, error) {
-	if ok, err := src.rollupReadable(c, s); !ok || err != nil {
+	ok, days, err := src.rollupReadable(c, s)
+	if !ok || err != nil {
 		return false, err
 	}
 	lo, hi := s.start.Unix(), s.end.Unix()
@@ -433,13 +434,34 @@ func (src *usageSource) eachRolledUp(c *usageCalc, s *usageSeries) (bool, error)
 	if first >= last {
 		return false, nil
 	}
+	dayFirst, dayLast := dayLevel.bucket(first+rollupDay-1), dayLevel.bucket(last) // the whole days are [dayFirst, dayLast)
+	if !days || dayFirst >= dayLast {
+		dayFirst, dayLast = last, last
+	}
 	if err := src.scanSeconds(c, s, lo, first); err != nil {
 		return true, err
 	}
-	var h rolledHour // an hour's row and deltas, merged
-	err := src.tx.Scan(src.ctx, tableUsageRollups, Range{
-		Start: rollupKey(s.no, first), End: rollupKey(s.no, last),
-		Expect: 2*int((last-first)/rollupHour) + 1, // one chunk on PostgreSQL, an hour's deltas included
+	for _, part := range []struct {
+		l        rollupLevel
+		from, to int64
+	}{{hourLevel, first, dayFirst}, {dayLevel, dayFirst, dayLast}, {hourLevel, dayLast, last}} {
+		if err := src.readRollups(c, s, part.l, part.from, part.to); err != nil {
+			return true, err
+		}
+	}
+	return true, src.scanSeconds(c, s, last, hi)
+}
+
+// readRollups adds to c the rollups of level l of series s over the
+// buckets [from, to), each bucket's row and deltas merged.
+func (src *usageSource) readRollups(c *usageCalc, s *usageSeries, l rollupLevel, from, to int64) error {
+	if from >= to {
+		return nil
+	}
+	var h rolledHour // a bucket's row and deltas, merged
+	err := src.tx.Scan(src.ctx, l.table, Range{
+		Start: rollupKey(s.no, from), End: rollupKey(s.no, to),
+		Expect: l.expect(int((to - from) / l.secs)), // one chunk on PostgreSQL, the buckets' deltas included
 	}, func(k, v []byte) error {
 		var p rollupProp
 		events, ok, err := readRollup(v, c.m.AggregationProperty, &p)
@@ -456,15 +478,14 @@ func (src *usageSource) eachRolledUp(c *usageCalc, s *usageSeries) (bool, error)
 		}
 		return nil
 	})
-	if err != nil {
-		return true, err
+	if err == nil {
+		h.emit(c)
 	}
-	h.emit(c)
-	return true, src.scanSeconds(c, s, last, hi)
+	return err
 }
 
-// rolledHour merges the rows of one hour (its row and its deltas) as a
-// calculation reads them.
+// rolledHour merges the rows of one bucket, an hour or a day (its row and
+// its deltas), as a calculation reads them.
 type rolledHour struct {
 	key    []byte // the hour's key; nil before the first row
 	events int64

@@ -18,11 +18,17 @@ import (
 
 // rollupSwitch is a store whose writes keep usage rollups and whose reads
 // use them or not (scan), so that one stored world answers by both paths.
-// It counts the reads of the rollup table, to show the rollups were used.
+// It counts the reads of the rollup tables, to show the rollups were used.
 type rollupSwitch struct {
 	billing.Store
 	read        atomic.Bool // reads use the rollups
 	rollupReads atomic.Int64
+	dayReads    atomic.Int64 // of them, reads of the day totals
+	// tracked: writes go to the store's own Tx, so that on bbolt and
+	// memstore only tracked event types keep rollups (written in place);
+	// else every write's Tx is a RollupTx (rollups of every series, in
+	// deltas).
+	tracked bool
 }
 
 // switchedTx is a Tx of rollupSwitch.
@@ -35,7 +41,11 @@ type switchedTx struct {
 func (t switchedTx) KeepsUsageRollups() bool { return t.on }
 
 func (t switchedTx) Scan(ctx context.Context, table billing.Table, r billing.Range, fn func(k, v []byte) error) error {
-	if table == "usage_rollups" {
+	switch table {
+	case "usage_rollup_days":
+		t.s.dayReads.Add(1)
+		fallthrough
+	case "usage_rollups":
 		t.s.rollupReads.Add(1)
 	}
 	return t.Tx.Scan(ctx, table, r, fn)
@@ -46,11 +56,19 @@ func (s *rollupSwitch) View(ctx context.Context, fn func(billing.Tx) error) erro
 }
 
 func (s *rollupSwitch) Update(ctx context.Context, fn func(billing.Tx) error) error {
-	return s.Store.Update(ctx, func(tx billing.Tx) error { return fn(switchedTx{tx, s, true}) })
+	return s.Store.Update(ctx, s.write(fn))
 }
 
 func (s *rollupSwitch) Batch(ctx context.Context, fn func(billing.Tx) error) error {
-	return s.Store.Batch(ctx, func(tx billing.Tx) error { return fn(switchedTx{tx, s, true}) })
+	return s.Store.Batch(ctx, s.write(fn))
+}
+
+// write wraps fn, a write, as s keeps rollups (tracked).
+func (s *rollupSwitch) write(fn func(billing.Tx) error) func(billing.Tx) error {
+	if s.tracked {
+		return fn
+	}
+	return func(tx billing.Tx) error { return fn(switchedTx{tx, s, true}) }
 }
 
 // TestUsageRollupsAgreeWithTheScan stores random usage events (values with
@@ -122,6 +140,21 @@ func rollupMetrics(t *testing.T, svc *billing.Service, acct string) []*billing.U
 	return metrics
 }
 
+// rollupWorldStart is the first instant of the rollup worlds' events.
+var rollupWorldStart = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// newRollupWorld returns a Service on sw whose clock is days after
+// rollupWorldStart, its account, a customer with aliases c-a and c-b, and
+// the metrics the world is calculated with (rollupMetrics).
+func newRollupWorld(t *testing.T, sw *rollupSwitch, days int) (*billing.Service, string, *billing.Customer, []*billing.UsageMetric) {
+	t.Helper()
+	svc, clock := billingtest.NewService(t, billingtest.WithStore(sw))
+	acct := billingtest.Account(t, svc, "acme")
+	clock.Set(rollupWorldStart.AddDate(0, 0, days))
+	c := must(svc.CreateCustomer(context.Background(), acct, billing.CustomerParams{LegalName: "C", CustomerAliases: []string{"c-a", "c-b"}})).of(t, "CreateCustomer")
+	return svc, acct, c, rollupMetrics(t, svc, acct)
+}
+
 // checkRollupWorld ingests random batches into sw and compares the two
 // paths after each; it returns the number of calculations compared.
 //
@@ -129,12 +162,8 @@ func rollupMetrics(t *testing.T, svc *billing.Service, acct string) []*billing.U
 func checkRollupWorld(t *testing.T, sw *rollupSwitch, r *rand.Rand) int {
 	t.Helper()
 	ctx := context.Background()
-	svc, clock := billingtest.NewService(t, billingtest.WithStore(sw))
-	acct := billingtest.Account(t, svc, "acme")
-	start := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
-	clock.Set(start.Add(10 * 24 * time.Hour))
-	c := must(svc.CreateCustomer(ctx, acct, billing.CustomerParams{LegalName: "C", CustomerAliases: []string{"c-a", "c-b"}})).of(t, "CreateCustomer")
-	metrics := rollupMetrics(t, svc, acct)
+	svc, acct, c, metrics := newRollupWorld(t, sw, 10)
+	start := rollupWorldStart
 	const span = 16 * 3600 // seconds of events: many in each hour
 	compared := 0
 	for batch := range 12 {
@@ -169,23 +198,47 @@ func checkRollupWorld(t *testing.T, sw *rollupSwitch, r *rand.Rand) int {
 			if r.IntN(2) == 0 {
 				to = to.Add(time.Duration(r.Int64N(3600)) * time.Second)
 			}
-			for _, m := range metrics {
-				p := billing.CalculateUsageParams{UsageMetricID: m.ID, CustomerAliases: []string{c.ID},
-					PeriodStart: billing.FormatTimestamp(from), PeriodEnd: billing.FormatTimestamp(to)}
-				sw.read.Store(true)
-				rolled := must(svc.CalculateUsage(ctx, acct, p)).of(t, "CalculateUsage")
-				sw.read.Store(false)
-				scanned := must(svc.CalculateUsage(ctx, acct, p)).of(t, "CalculateUsage")
-				a, _ := json.Marshal(rolled)
-				b, _ := json.Marshal(scanned)
-				if string(a) != string(b) {
-					t.Errorf("batch %d, %s over [%s, %s):\nrollups %s\nscan    %s", batch, m.Name, p.PeriodStart, p.PeriodEnd, a, b)
-				}
-				compared++
-			}
+			compared += compareRollupPaths(t, sw, svc, acct, c.ID, metrics, from, to, fmt.Sprint("batch ", batch))
 		}
 	}
 	return compared
+}
+
+// compareRollupPaths calculates each of metrics for customer over [from,
+// to) from the rollups and from a scan of sw's events, and reports every
+// answer that differs in its JSON (when names the moment); it returns the
+// number of calculations compared.
+func compareRollupPaths(t *testing.T, sw *rollupSwitch, svc *billing.Service, acct, customer string, metrics []*billing.UsageMetric, from, to time.Time, when string) int {
+	t.Helper()
+	ctx := context.Background()
+	for _, m := range metrics {
+		p := billing.CalculateUsageParams{UsageMetricID: m.ID, CustomerAliases: []string{customer},
+			PeriodStart: billing.FormatTimestamp(from), PeriodEnd: billing.FormatTimestamp(to)}
+		sw.read.Store(true)
+		rolled := must(svc.CalculateUsage(ctx, acct, p)).of(t, "CalculateUsage")
+		sw.read.Store(false)
+		scanned := must(svc.CalculateUsage(ctx, acct, p)).of(t, "CalculateUsage")
+		a, _ := json.Marshal(rolled)
+		b, _ := json.Marshal(scanned)
+		if string(a) != string(b) {
+			t.Errorf("%s, %s over [%s, %s):\nrollups %s\nscan    %s", when, m.Name, p.PeriodStart, p.PeriodEnd, a, b)
+		}
+	}
+	return len(metrics)
+}
+
+// newMemRollupService returns a rollupSwitch on a fresh memstore, a
+// Service on it whose clock is at now, its account and a customer.
+func newMemRollupService(t *testing.T, now time.Time) (*rollupSwitch, *billing.Service, string, *billing.Customer) {
+	t.Helper()
+	mem := memstore.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	sw := &rollupSwitch{Store: mem}
+	svc, clock := billingtest.NewService(t, billingtest.WithStore(sw))
+	acct := billingtest.Account(t, svc, "acme")
+	clock.Set(now)
+	c := must(svc.CreateCustomer(context.Background(), acct, billing.CustomerParams{LegalName: "C"})).of(t, "CreateCustomer")
+	return sw, svc, acct, c
 }
 
 // TestUsageRollupsBreakTiesAsTheScan: equal numbers written differently
@@ -193,15 +246,9 @@ func checkRollupWorld(t *testing.T, sw *rollupSwitch, r *rand.Rand) int {
 // answer the one a scan meets first (the earliest), from rollups too.
 func TestUsageRollupsBreakTiesAsTheScan(t *testing.T) {
 	t.Parallel()
-	mem := memstore.New()
-	t.Cleanup(func() { _ = mem.Close() })
-	sw := &rollupSwitch{Store: mem}
 	ctx := context.Background()
-	svc, clock := billingtest.NewService(t, billingtest.WithStore(sw))
-	acct := billingtest.Account(t, svc, "acme")
 	hour := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
-	clock.Set(hour.Add(48 * time.Hour))
-	c := must(svc.CreateCustomer(ctx, acct, billing.CustomerParams{LegalName: "C"})).of(t, "CreateCustomer")
+	sw, svc, acct, c := newMemRollupService(t, hour.Add(48*time.Hour))
 	for i, v := range []string{"1000.00", "1000.0", "1000", "-1000.00", "-1000.0", "-1000"} {
 		at := hour.Add(time.Duration(50-i*5) * time.Minute) // each earlier than the one before
 		must(svc.CreateUsageEvent(ctx, acct, billing.UsageEventParams{CustomerAlias: c.ID, EventType: "e", EventTimestamp: &at,

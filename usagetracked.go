@@ -12,21 +12,22 @@ import (
 //
 // An entitlement's usage is its metric's value over the billing period.
 // For a plain COUNT, SUM, MIN or MAX metric a calculation reads it from the
-// series' hourly rollups: at most one record per hour of the period (a
-// month is at most 744, read in one range scan per series), plus the
-// events of a partial first or last hour (a time zone whose offset is not a
-// whole number of hours), however many events the period holds. The
-// rollups are exact under supersede (the hour that lost an event is
-// rebuilt in the same transaction) and late events (added to their own
-// hour), and they hold every numeric property, so one set serves every
-// metric of the event type.
+// series' day totals and hourly rollups: one record per whole UTC day of
+// the period and one per other full hour (a month: about 30 and at most
+// 46; usagerollupday.go), plus the events of a partial first or last hour
+// (a time zone whose offset is not a whole number of hours), however many
+// events the period holds. The totals are exact under supersede (the hour
+// that lost an event is rebuilt in the same transaction, then its day from
+// its hours) and late events (added to their own hour and day), and they
+// hold every numeric property, so one set serves every metric of the
+// event type.
 //
 // On PostgreSQL every series keeps rollups (RollupTx). On bbolt and
 // memstore a series keeps them once its event type is tracked:
 //
 //   - meta: "usage_rollups" | account | event type → empty: every series of
 //     that event type keeps rollups, and each has its marker
-//     (usage_rollups: series no → empty).
+//     (usage_rollups: series no → empty: no day totals on these stores).
 //
 // A price or a schedule phase granting a metered feature tracks the event
 // type of the feature's metric in its own transaction (trackRollups): the
@@ -102,11 +103,14 @@ func trackRollups(ctx context.Context, tx Tx, account, eventType string) error {
 	return tx.Put(ctx, tableMeta, trackedKey(account, eventType), []byte{})
 }
 
-// backfillRollups replaces the rollups of series no with those of its
-// stored events, and marks it.
+// backfillRollups replaces the rollups of series no, and its day totals
+// where tx keeps them (usagerollupday.go), with those of its stored
+// events, and marks it.
 func backfillRollups(ctx context.Context, tx Tx, no []byte) error {
-	if err := deleteRange(ctx, tx, tableUsageRollups, Range{Prefix: no[:4]}, 0); err != nil {
-		return err
+	for _, table := range []Table{tableUsageRollups, tableUsageRollupDays} {
+		if err := deleteRange(ctx, tx, table, Range{Prefix: no[:4]}, 0); err != nil {
+			return err
+		}
 	}
 	hours := map[int64]*usageRollup{}
 	err := tx.Scan(ctx, tableUsageEvents, Range{Prefix: no[:4]}, func(k, v []byte) error {
@@ -125,5 +129,10 @@ func backfillRollups(ctx context.Context, tx Tx, no []byte) error {
 			return err
 		}
 	}
-	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), []byte{})
+	if keepsDays(tx) {
+		if err := putDays(ctx, tx, no, hours); err != nil {
+			return err
+		}
+	}
+	return tx.Put(ctx, tableUsageRollups, slices.Clone(no[:4]), rollupMark(tx))
 }

@@ -33,6 +33,9 @@ var migrations = []string{
 	// 5: the creation-order index of each customer alias's usage events
 	// (billing's usage_alias_ids) gets a table of its own.
 	ownTable("usage_alias_ids"),
+	// 6: the day totals of the usage rollups (billing's usage_rollup_days)
+	// get a table of their own.
+	ownTable("usage_rollup_days"),
 }
 
 // ownTable is the SQL that creates the table of its own of a Store table

@@ -10,8 +10,9 @@ import "github.com/billingd/billing"
 // that other transactions read to look up an alias or an empty key range
 // of a neighbouring table, and one of them fails to serialize and runs
 // again. A table of their own keeps ingestion off everyone else's pages.
-// The hourly usage rollups and the creation-order index of each customer
-// alias, written by every ingestion, are kept apart for the same reason.
+// The hourly usage rollups, their day totals and the creation-order index
+// of each customer alias, written by every ingestion, are kept apart for
+// the same reason.
 // Every SQL table has the same three columns, so every statement is the
 // same whichever table holds a key.
 var ownRelations = map[billing.Table]string{
@@ -20,6 +21,8 @@ var ownRelations = map[billing.Table]string{
 	"usage_event_keys": "billing_usage_event_keys",
 	"usage_rollups":    "billing_usage_rollups",
 	"usage_alias_ids":  "billing_usage_alias_ids",
+	// The day totals beside the hourly rollups (billing's usagerollupday.go).
+	"usage_rollup_days": "billing_usage_rollup_days",
 }
 
 // sharedRelation holds every Store table not in ownRelations.
@@ -38,7 +41,7 @@ func Relation(table billing.Table) string {
 // relations returns every SQL table of the store, billing_kv first.
 func relations() []string {
 	rels := []string{sharedRelation}
-	for _, table := range []billing.Table{"usage_event_ids", "usage_event_keys", "usage_events", "usage_rollups", "usage_alias_ids"} {
+	for _, table := range []billing.Table{"usage_event_ids", "usage_event_keys", "usage_events", "usage_rollups", "usage_alias_ids", "usage_rollup_days"} {
 		rels = append(rels, ownRelations[table])
 	}
 	return rels
