@@ -9,7 +9,8 @@ import (
 // Reads ahead by hints: a read that asks the same store keys every time it
 // answers the same question (an entitlement answer: the customer, its time
 // zones, its schedules, their prices, the features' metrics, series,
-// rollup markers and the month's hourly rollups) asks them, on a store
+// rollup markers, the period's day totals and hourly rollups) asks them,
+// on a store
 // whose Tx offers MultiGetTx (PostgreSQL), in one request: the keys and
 // ranges its previous answer to that question read. The chain of lookups
 // (the prices are known from the schedules, the metrics from the prices,
@@ -35,7 +36,8 @@ func (tk TableKey) Range() Range { return Range{Prefix: tk.Prefix, Start: tk.Sta
 const maxReadHints = 1 << 12
 
 // maxHintRange is the most keys of a range a hint asks for: a longer
-// range (a month of hourly rollups) is read by its own Scan, in one chunk
+// range (a month of hourly rollups, or day totals with their unfolded
+// deltas) is read by its own Scan, in one chunk
 // when its caller sets Range.Expect. Measured on PostgreSQL
 // (BENCHMARKS.md, "Entitlements in few requests"): with the month's
 // rollups in the hint's request, an answer took 2 requests but its median
