@@ -8,14 +8,13 @@ import (
 
 // Reads ahead by hints: a read that asks the same store keys every time it
 // answers the same question (an entitlement answer: the customer, its time
-// zones, its schedules, their prices, the features' metrics, series,
-// rollup markers, the period's day totals and hourly rollups) asks them,
-// on a store
-// whose Tx offers MultiGetTx (PostgreSQL), in one request: the keys and
-// ranges its previous answer to that question read. The chain of lookups
-// (the prices are known from the schedules, the metrics from the prices,
-// the series from the metrics, the rollups from the series) would cost a
-// round trip each; the hint knows them all at once.
+// zones, its schedules, their prices, the features' metrics, series, rollup
+// markers, the period's day totals and hourly rollups) asks them, on a
+// store whose Tx offers MultiGetTx (PostgreSQL), in one request: the keys
+// and ranges its previous answer to that question read. The chain of
+// lookups (the prices are known from the schedules, the metrics from the
+// prices, the series from the metrics, the rollups from the series) would
+// cost a round trip each; the hint knows them all at once.
 //
 // A hint is never trusted. The read runs as it would without one, through
 // Gets and Scans in its own transaction; the hint only put the records it
